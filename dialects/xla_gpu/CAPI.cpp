@@ -1,0 +1,162 @@
+//===- CAPI.cpp - the C API of the xla_gpu plugin -------------------------===//
+
+#include "dialects/xla_gpu/CAPI.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "dialects/xla_gpu/XlaGpuDialect.h"
+#include "mlir/CAPI/AffineExpr.h"
+#include "mlir/CAPI/AffineMap.h"
+#include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Registration.h"
+#include "mlir/CAPI/Support.h"
+#include "passes/Passes.h"
+
+using xla::gpu::IndexingMap;
+using xla::gpu::IndexingMapAttr;
+using xla::gpu::IndexingVar;
+using xla::gpu::VarKind;
+
+MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(XlaGpu, xla_gpu, xla::gpu::XlaGpuDialect)
+
+static void writeError(const std::string& message, char* error,
+                       size_t capacity) {
+  if (!error || capacity == 0) return;
+  size_t n = std::min(message.size(), capacity - 1);
+  std::memcpy(error, message.data(), n);
+  error[n] = '\0';
+}
+
+static IndexingMapAttr asIndexingMap(MlirAttribute attr) {
+  return llvm::cast<IndexingMapAttr>(unwrap(attr));
+}
+
+extern "C" {
+
+void xlaGpuRegisterDialects(MlirDialectRegistry registry) {
+  xla::gpu::registerXlaGpuDialect(*unwrap(registry));
+}
+
+void xlaGpuRegisterPasses(void) {
+  static std::once_flag once;
+  std::call_once(once, [] { xla::gpu::registerXlaGpuPasses(); });
+}
+
+MlirAttribute xlaGpuIndexingMapAttrParse(MlirContext context,
+                                         MlirStringRef text, char* error,
+                                         size_t errorCapacity,
+                                         size_t* errorOffset) {
+  mlir::MLIRContext* ctx = unwrap(context);
+  ctx->getOrLoadDialect<xla::gpu::XlaGpuDialect>();
+  std::optional<IndexingMap> map = IndexingMap::parse(
+      unwrap(text), ctx, [&](size_t offset, const llvm::Twine& msg) {
+        writeError(msg.str(), error, errorCapacity);
+        if (errorOffset) *errorOffset = offset;
+      });
+  if (!map) return MlirAttribute{nullptr};
+  std::string verifyError;
+  if (failed(map->verify([&](const llvm::Twine& msg) { verifyError = msg.str(); }))) {
+    writeError(verifyError, error, errorCapacity);
+    if (errorOffset) *errorOffset = 0;
+    return MlirAttribute{nullptr};
+  }
+  return wrap(IndexingMapAttr::get(ctx, *map));
+}
+
+MlirAttribute xlaGpuIndexingMapAttrGet(
+    MlirAffineMap affineMap, intptr_t numRangeVars, const int64_t* bounds,
+    const MlirStringRef* names, intptr_t numConstraints,
+    const MlirAffineExpr* constraintExprs, const int64_t* constraintBounds,
+    char* error, size_t errorCapacity) {
+  mlir::AffineMap map = unwrap(affineMap);
+  if (numRangeVars < 0 ||
+      numRangeVars > static_cast<intptr_t>(map.getNumSymbols())) {
+    writeError("the number of range variables must be between 0 and the "
+               "number of symbols of the map (" +
+                   std::to_string(map.getNumSymbols()) + ")",
+               error, errorCapacity);
+    return MlirAttribute{nullptr};
+  }
+  map.getContext()->getOrLoadDialect<xla::gpu::XlaGpuDialect>();
+  llvm::SmallVector<IndexingVar> dims, range, runtime;
+  unsigned total = map.getNumDims() + map.getNumSymbols();
+  for (unsigned i = 0; i < total; ++i) {
+    IndexingVar var{names ? unwrap(names[i]).str() : std::string(),
+                    {bounds[2 * i], bounds[2 * i + 1]}};
+    if (i < map.getNumDims()) {
+      dims.push_back(var);
+    } else if (i < map.getNumDims() + numRangeVars) {
+      range.push_back(var);
+    } else {
+      runtime.push_back(var);
+    }
+  }
+  llvm::SmallVector<IndexingMap::Constraint> constraints;
+  for (intptr_t i = 0; i < numConstraints; ++i) {
+    constraints.push_back({unwrap(constraintExprs[i]),
+                           {constraintBounds[2 * i], constraintBounds[2 * i + 1]}});
+  }
+  IndexingMap result(map, dims, range, runtime, constraints);
+  std::string verifyError;
+  if (failed(result.verify([&](const llvm::Twine& msg) { verifyError = msg.str(); }))) {
+    writeError(verifyError, error, errorCapacity);
+    return MlirAttribute{nullptr};
+  }
+  return wrap(IndexingMapAttr::get(map.getContext(), result));
+}
+
+bool xlaGpuAttributeIsAIndexingMap(MlirAttribute attr) {
+  return llvm::isa<IndexingMapAttr>(unwrap(attr));
+}
+
+MlirAffineMap xlaGpuIndexingMapAttrGetAffineMap(MlirAttribute attr) {
+  return wrap(asIndexingMap(attr).getMap());
+}
+
+intptr_t xlaGpuIndexingMapAttrGetNumVars(MlirAttribute attr, int kind) {
+  const IndexingMap& map = asIndexingMap(attr).getIndexingMap();
+  switch (static_cast<VarKind>(kind)) {
+    case VarKind::kDimension:
+      return map.getNumDims();
+    case VarKind::kRange:
+      return map.getNumRangeVars();
+    case VarKind::kRuntime:
+      return map.getNumRuntimeVars();
+  }
+  return 0;
+}
+
+MlirStringRef xlaGpuIndexingMapAttrGetVar(MlirAttribute attr, int kind,
+                                          intptr_t index, int64_t* lower,
+                                          int64_t* upper) {
+  const IndexingVar& var = asIndexingMap(attr).getIndexingMap().getVar(
+      static_cast<VarKind>(kind), index);
+  *lower = var.bounds.lower;
+  *upper = var.bounds.upper;
+  // The attribute's storage owns the string; it lives as long as the context.
+  return mlirStringRefCreate(var.name.data(), var.name.size());
+}
+
+intptr_t xlaGpuIndexingMapAttrGetNumConstraints(MlirAttribute attr) {
+  return asIndexingMap(attr).getIndexingMap().getConstraints().size();
+}
+
+MlirAffineExpr xlaGpuIndexingMapAttrGetConstraint(MlirAttribute attr,
+                                                  intptr_t index,
+                                                  int64_t* lower,
+                                                  int64_t* upper) {
+  const auto& [expr, interval] =
+      asIndexingMap(attr).getIndexingMap().getConstraints()[index];
+  *lower = interval.lower;
+  *upper = interval.upper;
+  return wrap(expr);
+}
+
+bool xlaGpuIndexingMapAttrEqual(MlirAttribute a, MlirAttribute b) {
+  return asIndexingMap(a).getIndexingMap() == asIndexingMap(b).getIndexingMap();
+}
+
+}  // extern "C"

@@ -1,0 +1,75 @@
+/*===- CAPI.h - the C API of the xla_gpu plugin ---------------------*- C -*-===
+ *
+ * What the Python package (through ctypes) needs: registering the dialect
+ * and the passes, and reading/building #xla_gpu.indexing_map attributes.
+ * Everything else goes through the upstream MLIR C API of the bindings.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef XLA_GPU_DIALECTS_XLA_GPU_CAPI_H
+#define XLA_GPU_DIALECTS_XLA_GPU_CAPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlir-c/AffineExpr.h"
+#include "mlir-c/AffineMap.h"
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(XlaGpu, xla_gpu);
+
+/// Inserts the dialect and the extensions it relies on into `registry`.
+MLIR_CAPI_EXPORTED void xlaGpuRegisterDialects(MlirDialectRegistry registry);
+
+/// Registers the project's passes with the global pass registry (idempotent).
+MLIR_CAPI_EXPORTED void xlaGpuRegisterPasses(void);
+
+/// Variable kinds, as in xla::gpu::VarKind.
+enum XlaGpuVarKind {
+  XlaGpuVarKindDimension = 0,
+  XlaGpuVarKindRange = 1,
+  XlaGpuVarKindRuntime = 2
+};
+
+/// Parses the text of an indexing map (without `#xla_gpu.indexing_map<"">`).
+/// On failure returns a null attribute and writes the message (at most
+/// `errorCapacity` bytes, NUL-terminated) and its byte offset.
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrParse(
+    MlirContext context, MlirStringRef text, char* error, size_t errorCapacity,
+    size_t* errorOffset);
+
+/// Builds an indexing map from an affine map, the bounds of every variable
+/// ([lo, hi] pairs; dims, then range symbols, then runtime symbols; the
+/// counts of range/runtime symbols split the map's symbols) and
+/// constraints. Names may be NULL (defaults d0/s0/rt0). Returns a null
+/// attribute and writes the message into `error` if the result is invalid.
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrGet(
+    MlirAffineMap map, intptr_t numRangeVars, const int64_t* bounds,
+    const MlirStringRef* names, intptr_t numConstraints,
+    const MlirAffineExpr* constraintExprs, const int64_t* constraintBounds,
+    char* error, size_t errorCapacity);
+
+MLIR_CAPI_EXPORTED bool xlaGpuAttributeIsAIndexingMap(MlirAttribute attr);
+MLIR_CAPI_EXPORTED MlirAffineMap xlaGpuIndexingMapAttrGetAffineMap(MlirAttribute attr);
+MLIR_CAPI_EXPORTED intptr_t xlaGpuIndexingMapAttrGetNumVars(MlirAttribute attr,
+                                                            int kind);
+/// The name and [lo, hi] of variable `index` of kind `kind`.
+MLIR_CAPI_EXPORTED MlirStringRef xlaGpuIndexingMapAttrGetVar(
+    MlirAttribute attr, int kind, intptr_t index, int64_t* lower,
+    int64_t* upper);
+MLIR_CAPI_EXPORTED intptr_t xlaGpuIndexingMapAttrGetNumConstraints(MlirAttribute attr);
+MLIR_CAPI_EXPORTED MlirAffineExpr xlaGpuIndexingMapAttrGetConstraint(
+    MlirAttribute attr, intptr_t index, int64_t* lower, int64_t* upper);
+/// Semantic equality (variable names ignored).
+MLIR_CAPI_EXPORTED bool xlaGpuIndexingMapAttrEqual(MlirAttribute a, MlirAttribute b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // XLA_GPU_DIALECTS_XLA_GPU_CAPI_H

@@ -1,0 +1,106 @@
+"""ctypes binding of the plugin's small C API (dialects/xla_gpu/CAPI.h).
+
+The plugin library links the bindings' own libMLIRPythonCAPI.so, so handles
+cross the boundary as raw pointers taken from (and wrapped back into) the
+`_CAPIPtr` capsules of `mlir.ir` objects. This module is the only place that
+knows about capsules and ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+from mlir import ir  # noqa: F401  (loads libMLIRPythonCAPI.so before the plugin)
+
+LIB_DIR = Path(__file__).resolve().parent / "_mlir_libs"
+LIB_PATH = LIB_DIR / "libXlaGpuCAPI.so"
+OPT_PATH = LIB_DIR / "xla-gpu-opt"
+
+
+class _Handle(ctypes.Structure):
+    """Every MLIR C API handle is `struct { void *ptr; }`."""
+
+    _fields_ = [("ptr", ctypes.c_void_p)]
+
+
+class MlirStringRef(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_char_p), ("length", ctypes.c_size_t)]
+
+
+_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+_PyCapsule_New.restype = ctypes.py_object
+_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+# Capsule names must outlive the capsules: keep them as module constants.
+_CAPSULE_NAMES = {
+    "Context": b"mlir.ir.Context._CAPIPtr",
+    "Attribute": b"mlir.ir.Attribute._CAPIPtr",
+    "AffineMap": b"mlir.ir.AffineMap._CAPIPtr",
+    "AffineExpr": b"mlir.ir.AffineExpr._CAPIPtr",
+    "DialectRegistry": b"mlir.ir.DialectRegistry._CAPIPtr",
+}
+
+
+def unwrap(obj, kind: str) -> _Handle:
+    """The C handle of an `mlir.ir` object of the given kind."""
+    return _Handle(_PyCapsule_GetPointer(obj._CAPIPtr, _CAPSULE_NAMES[kind]))
+
+
+def wrap(handle: _Handle, cls):
+    """An `mlir.ir` object of class `cls` for a C handle."""
+    kind = "AffineExpr" if issubclass(cls, ir.AffineExpr) else cls.__name__
+    capsule = _PyCapsule_New(handle.ptr, _CAPSULE_NAMES[kind], None)
+    return cls._CAPICreate(capsule)
+
+
+def _load() -> ctypes.CDLL:
+    if not LIB_PATH.exists():
+        raise ImportError(
+            f"{LIB_PATH} is missing: build the project first (`make build`)"
+        )
+    lib = ctypes.CDLL(os.fspath(LIB_PATH))
+    H, P = _Handle, ctypes.POINTER
+    i64p = P(ctypes.c_int64)
+    signatures = {
+        "xlaGpuRegisterDialects": ([H], None),
+        "xlaGpuRegisterPasses": ([], None),
+        "xlaGpuIndexingMapAttrParse": (
+            [H, MlirStringRef, ctypes.c_char_p, ctypes.c_size_t, P(ctypes.c_size_t)],
+            H,
+        ),
+        "xlaGpuIndexingMapAttrGet": (
+            [H, ctypes.c_ssize_t, i64p, P(MlirStringRef), ctypes.c_ssize_t, P(H),
+             i64p, ctypes.c_char_p, ctypes.c_size_t],
+            H,
+        ),
+        "xlaGpuAttributeIsAIndexingMap": ([H], ctypes.c_bool),
+        "xlaGpuIndexingMapAttrGetAffineMap": ([H], H),
+        "xlaGpuIndexingMapAttrGetNumVars": ([H, ctypes.c_int], ctypes.c_ssize_t),
+        "xlaGpuIndexingMapAttrGetVar": (
+            [H, ctypes.c_int, ctypes.c_ssize_t, i64p, i64p], MlirStringRef),
+        "xlaGpuIndexingMapAttrGetNumConstraints": ([H], ctypes.c_ssize_t),
+        "xlaGpuIndexingMapAttrGetConstraint": ([H, ctypes.c_ssize_t, i64p, i64p], H),
+        "xlaGpuIndexingMapAttrEqual": ([H, H], ctypes.c_bool),
+    }
+    for name, (argtypes, restype) in signatures.items():
+        fn = getattr(lib, name)
+        fn.argtypes = argtypes
+        fn.restype = restype
+    return lib
+
+
+lib = _load()
+
+
+def register_everything() -> None:
+    """Makes the dialect available in every Context created from now on, and
+    the project's passes available to `PassManager.parse`."""
+    from mlir._mlir_libs import get_dialect_registry
+
+    lib.xlaGpuRegisterDialects(unwrap(get_dialect_registry(), "DialectRegistry"))
+    lib.xlaGpuRegisterPasses()

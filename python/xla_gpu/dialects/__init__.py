@@ -1,0 +1,1 @@
+"""Python op classes of the xla_gpu dialect (`from xla_gpu.dialects import xla_gpu`)."""

@@ -1,0 +1,214 @@
+"""IndexingMap: the Python face of `#xla_gpu.indexing_map`.
+
+An indexing map is an affine map from (dimensions)[range symbols]{runtime
+variables} to tensor indices, with an inclusive range for every variable
+and constraints `expr in [lo, hi]`. The C++ class (dialects/xla_gpu/
+IndexingMap.h) owns parsing, printing and verification; this class wraps
+the attribute and reads every field back as Python values.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from mlir import ir
+
+from . import _capi
+from ._capi import lib
+
+__all__ = ["IndexingMap", "IndexingMapError", "Var"]
+
+_DIM, _RANGE, _RUNTIME = 0, 1, 2
+_ERROR_CAPACITY = 1024
+
+
+class IndexingMapError(ValueError):
+    """An indexing map that does not parse or does not verify.
+
+    `offset` is the byte offset of the problem in the parsed text (None when
+    the map was built from parts)."""
+
+    def __init__(self, message: str, text: str | None = None,
+                 offset: int | None = None):
+        self.message = message
+        self.text = text
+        self.offset = offset
+        where = f" at offset {offset}" if offset is not None else ""
+        super().__init__(f"invalid indexing map{where}: {message}")
+
+
+@dataclass(frozen=True)
+class Var:
+    """One variable of the domain: its name and inclusive bounds."""
+
+    name: str
+    lower: int
+    upper: int
+
+
+def _context(context: ir.Context | None) -> ir.Context:
+    if context is not None:
+        return context
+    current = ir.Context.current
+    if current is None:
+        raise ValueError("no MLIR context: pass one or use `with ir.Context():`")
+    return current
+
+
+class IndexingMap:
+    """An immutable indexing map, backed by an `#xla_gpu.indexing_map`."""
+
+    def __init__(self, attr: ir.Attribute):
+        if not lib.xlaGpuAttributeIsAIndexingMap(_capi.unwrap(attr, "Attribute")):
+            raise TypeError(f"not an #xla_gpu.indexing_map: {attr}")
+        self.attr = attr
+
+    # -- construction --------------------------------------------------------
+
+    @classmethod
+    def parse(cls, text: str, context: ir.Context | None = None) -> "IndexingMap":
+        """Parses XLA's text form, e.g.
+        `(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 3]`."""
+        ctx = _context(context)
+        data = text.encode()
+        error = ctypes.create_string_buffer(_ERROR_CAPACITY)
+        offset = ctypes.c_size_t(0)
+        handle = lib.xlaGpuIndexingMapAttrParse(
+            _capi.unwrap(ctx, "Context"), _capi.MlirStringRef(data, len(data)),
+            error, _ERROR_CAPACITY, ctypes.byref(offset))
+        if not handle.ptr:
+            raise IndexingMapError(error.value.decode(), text, offset.value)
+        return cls(_capi.wrap(handle, ir.Attribute))
+
+    @classmethod
+    def get(cls, affine_map: ir.AffineMap,
+            dim_ranges: Sequence[tuple[int, int]],
+            range_ranges: Sequence[tuple[int, int]] = (),
+            runtime_ranges: Sequence[tuple[int, int]] = (),
+            constraints: Iterable[tuple[ir.AffineExpr, tuple[int, int]]] = (),
+            names: Sequence[str] | None = None) -> "IndexingMap":
+        """Builds a map from an affine map and a [lo, hi] range per variable.
+
+        The map's symbols are the range variables followed by the runtime
+        variables. `names`, if given, names every variable in that order."""
+        ranges = [*dim_ranges, *range_ranges, *runtime_ranges]
+        if len(dim_ranges) != affine_map.n_dims:
+            raise IndexingMapError(
+                f"the affine map has {affine_map.n_dims} dimensions but "
+                f"{len(dim_ranges)} dimension ranges were given")
+        if len(range_ranges) + len(runtime_ranges) != affine_map.n_symbols:
+            raise IndexingMapError(
+                f"the affine map has {affine_map.n_symbols} symbols but "
+                f"{len(range_ranges) + len(runtime_ranges)} symbol ranges "
+                "were given")
+        if names is not None and len(names) != len(ranges):
+            raise IndexingMapError(
+                f"expected {len(ranges)} names, got {len(names)}")
+        bounds = (ctypes.c_int64 * (2 * len(ranges)))(
+            *[int(b) for r in ranges for b in _pair(r)])
+        name_refs = None
+        if names is not None:
+            encoded = [n.encode() for n in names]
+            name_refs = (_capi.MlirStringRef * len(encoded))(
+                *[_capi.MlirStringRef(n, len(n)) for n in encoded])
+        constraints = list(constraints)
+        exprs = (_capi._Handle * len(constraints))(
+            *[_capi.unwrap(e, "AffineExpr") for e, _ in constraints])
+        cbounds = (ctypes.c_int64 * (2 * len(constraints)))(
+            *[int(b) for _, r in constraints for b in _pair(r)])
+        error = ctypes.create_string_buffer(_ERROR_CAPACITY)
+        handle = lib.xlaGpuIndexingMapAttrGet(
+            _capi.unwrap(affine_map, "AffineMap"), len(range_ranges), bounds,
+            name_refs, len(constraints), exprs, cbounds, error, _ERROR_CAPACITY)
+        if not handle.ptr:
+            raise IndexingMapError(error.value.decode())
+        return cls(_capi.wrap(handle, ir.Attribute))
+
+    # -- fields ----------------------------------------------------------------
+
+    @property
+    def context(self) -> ir.Context:
+        return self.attr.context
+
+    @property
+    def affine_map(self) -> ir.AffineMap:
+        return _capi.wrap(
+            lib.xlaGpuIndexingMapAttrGetAffineMap(self._handle), ir.AffineMap)
+
+    def _vars(self, kind: int) -> list[Var]:
+        out = []
+        for i in range(lib.xlaGpuIndexingMapAttrGetNumVars(self._handle, kind)):
+            lo, hi = ctypes.c_int64(), ctypes.c_int64()
+            name = lib.xlaGpuIndexingMapAttrGetVar(
+                self._handle, kind, i, ctypes.byref(lo), ctypes.byref(hi))
+            out.append(Var(ctypes.string_at(name.data, name.length).decode(),
+                           lo.value, hi.value))
+        return out
+
+    @property
+    def dim_vars(self) -> list[Var]:
+        return self._vars(_DIM)
+
+    @property
+    def range_vars(self) -> list[Var]:
+        return self._vars(_RANGE)
+
+    @property
+    def runtime_vars(self) -> list[Var]:
+        return self._vars(_RUNTIME)
+
+    @property
+    def constraints(self) -> list[tuple[ir.AffineExpr, tuple[int, int]]]:
+        out = []
+        for i in range(lib.xlaGpuIndexingMapAttrGetNumConstraints(self._handle)):
+            lo, hi = ctypes.c_int64(), ctypes.c_int64()
+            expr = lib.xlaGpuIndexingMapAttrGetConstraint(
+                self._handle, i, ctypes.byref(lo), ctypes.byref(hi))
+            out.append((_capi.wrap(expr, ir.AffineExpr), (lo.value, hi.value)))
+        return out
+
+    @property
+    def num_dims(self) -> int:
+        return len(self.dim_vars)
+
+    @property
+    def num_symbols(self) -> int:
+        return self.affine_map.n_symbols
+
+    @property
+    def num_results(self) -> int:
+        return len(self.affine_map.results)
+
+    # -- comparison and printing --------------------------------------------
+
+    @property
+    def _handle(self):
+        return _capi.unwrap(self.attr, "Attribute")
+
+    def __eq__(self, other) -> bool:
+        """Semantic equality: same map, ranges and constraints; names aside."""
+        if not isinstance(other, IndexingMap):
+            return NotImplemented
+        return bool(lib.xlaGpuIndexingMapAttrEqual(self._handle, other._handle))
+
+    def __hash__(self) -> int:
+        return hash((str(self.affine_map),
+                     tuple((v.lower, v.upper) for v in
+                           self.dim_vars + self.range_vars + self.runtime_vars)))
+
+    def __str__(self) -> str:
+        """The map's text, as inside the attribute's quotes."""
+        text = str(self.attr)
+        prefix, suffix = '#xla_gpu.indexing_map<"', '">'
+        assert text.startswith(prefix) and text.endswith(suffix), text
+        return text[len(prefix):-len(suffix)]
+
+    def __repr__(self) -> str:
+        return f"IndexingMap({str(self)!r})"
+
+
+def _pair(r) -> tuple[int, int]:
+    lo, hi = r
+    return int(lo), int(hi)

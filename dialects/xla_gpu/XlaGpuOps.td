@@ -159,7 +159,7 @@ def XlaGpu_ShuffleReduceOp : XlaGpu_Op<"shuffle_reduce", [
                        FlatSymbolRefAttr:$combiner);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
-    `(` $operands `)` `to` $max_distance `combiner` `=` $combiner attr-dict `:` type($operands)
+    `(` $operands `)` `to` $max_distance `combiner` `` `=` `` $combiner attr-dict `:` type($operands)
   }];
   let hasVerifier = 1;
 }
@@ -353,13 +353,18 @@ def XlaGpu_InsertOp : XlaGpu_Op<"insert", [
     %r = xla_gpu.insert %v(%tid, %bid) into %output at #map
       : !xla_gpu.indexed_vector<32x2x2xf32, #map1> -> tensor<32x64xf32>
     ```
+    As with any dialect attribute, a map written inline right before the
+    `:` would take the type as its own; write it through an alias (which is
+    how the printer writes it).
   }];
-  let arguments = (ins XlaGpu_IndexedVectorType:$source, Variadic<Index>:$indices,
-                       AnyRankedTensor:$dest, XlaGpu_IndexingMapAttr:$map);
+  // `dest` precedes the variadic `indices` so that the result type can be
+  // inferred from it.
+  let arguments = (ins XlaGpu_IndexedVectorType:$source, AnyRankedTensor:$dest,
+                       Variadic<Index>:$indices, XlaGpu_IndexingMapAttr:$map);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $source `(` $indices `)` `into` $dest `at` custom<IndexingMapRef>($map) attr-dict
-    `:` type($source) `->` type($dest)
+    `:` qualified(type($source)) `->` type($dest)
   }];
   let hasVerifier = 1;
 }

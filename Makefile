@@ -1,0 +1,51 @@
+# Two commands do everything on a fresh clone:
+#   make demo   set up .venv, build, run the main job
+#   make test   set up .venv, build, run every test (lit + pytest)
+# Everything is installed from requirements.txt (pinned) into .venv; the C++
+# is built with CMake + Ninja into build/, its outputs land in
+# python/xla_gpu/_mlir_libs, and a .pth file puts python/ on the venv's path.
+
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+BUILD := $(CURDIR)/build
+# Evaluated by the shell when a recipe runs: the venv may not exist before.
+SITE := $$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+
+.PHONY: all setup build test lit pytest demo clean
+
+all: build
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	echo "$(CURDIR)/python" > "$(SITE)/xla_gpu-dev.pth"
+	ln -sf "$(CURDIR)/python/xla_gpu/_mlir_libs/xla-gpu-opt" $(VENV)/bin/xla-gpu-opt
+	touch $@
+
+$(BUILD)/build.ninja: $(STAMP)
+	$(VENV)/bin/cmake -G Ninja -S . -B $(BUILD) \
+	  -DCMAKE_MAKE_PROGRAM=$(VENV)/bin/ninja \
+	  -DXLA_GPU_SITE_PACKAGES="$(SITE)"
+
+build: $(BUILD)/build.ninja
+	$(VENV)/bin/ninja -C $(BUILD)
+
+lit: build
+	$(VENV)/bin/lit -sv test
+
+pytest: build
+	$(PY) -m pytest -q test/python
+
+test: build
+	$(VENV)/bin/lit -sv test
+	$(PY) -m pytest -q test/python
+
+demo: build
+	$(PY) -m xla_gpu.demo
+
+clean:
+	rm -rf $(BUILD) python/xla_gpu/_mlir_libs python/xla_gpu/dialects/_xla_gpu_ops_gen.py

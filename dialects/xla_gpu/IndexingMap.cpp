@@ -655,6 +655,11 @@ AffineExpr Parser::parseFactor() {
     }
     case Tok::kIdent: {
       auto it = vars_.find(tok_.text);
+      if (it == vars_.end() && tok_.text == "domain") {
+        fail(tok_, "unbalanced parentheses: the result list is not closed "
+                   "before 'domain'");
+        return nullptr;
+      }
       if (it == vars_.end()) {
         fail(tok_, "unknown variable '" + tok_.text + "'");
         return nullptr;

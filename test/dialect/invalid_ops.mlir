@@ -1,0 +1,308 @@
+// Every verifier message of the xla_gpu ops, and malformed op syntax.
+// RUN: xla-gpu-opt %s -split-input-file -verify-diagnostics
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0 + s0), domain: d0 in [0, 3], s0 in [0, 1]">
+func.func @apply_indexing_operand_count(%a: index) -> index {
+  // expected-error@+1 {{the indexing map takes 1 dimensions and 1 symbols, got 1 and 0}}
+  %0 = xla_gpu.apply_indexing #map(%a)
+  return %0 : index
+}
+
+// -----
+
+func.func @apply_indexing_not_a_map(%a: index) -> index {
+  // expected-error@+1 {{invalid kind of attribute specified}}
+  %0 = xla_gpu.apply_indexing affine_map<(d0) -> (d0)>(%a)
+  return %0 : index
+}
+
+// -----
+
+func.func @apply_indexing_generic_results(%a: index) {
+  // expected-error@+1 {{the indexing map has 1 results, the op 2}}
+  %0:2 = "xla_gpu.apply_indexing"(%a) <{indexing_map_attr = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 3]">}> : (index) -> (index, index)
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 + s0), domain: d0 in [0, 3], d1 in [0, 3], s0 in [0, 1]">
+func.func @loop_dim_count(%a: index, %t: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{the indexing map has 2 dimensions, got 1 operands}}
+  %r = xla_gpu.loop (%a)[%i] -> (%x) in #map iter_args(%it = %t) -> (tensor<8xf32>) {
+    xla_gpu.yield %it : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0 + s0), domain: d0 in [0, 3], s0 in [0, 1]">
+func.func @loop_induction_var_count(%a: index, %t: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{the indexing map has 1 range variables, got 2 induction variables}}
+  %r = xla_gpu.loop (%a)[%i, %j] -> (%x) in #map iter_args(%it = %t) -> (tensor<8xf32>) {
+    xla_gpu.yield %it : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0 + s0, d0), domain: d0 in [0, 3], s0 in [0, 1]">
+func.func @loop_result_names(%a: index, %t: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{the indexing map has 2 results, got 1 names for them}}
+  %r = xla_gpu.loop (%a)[%i] -> (%x) in #map iter_args(%it = %t) -> (tensor<8xf32>) {
+    xla_gpu.yield %it : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0){rt0} -> (d0 + rt0), domain: d0 in [0, 3], rt0 in [0, 1]">
+func.func @loop_runtime_vars(%a: index, %t: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{the indexing map of a loop cannot have runtime variables}}
+  %r = xla_gpu.loop (%a) -> (%x) in #map iter_args(%it = %t) -> (tensor<8xf32>) {
+    xla_gpu.yield %it : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 3]">
+func.func @loop_yield_type(%a: index, %t: tensor<8xf32>, %f: f32) -> tensor<8xf32> {
+  %r = xla_gpu.loop (%a) -> (%x) in #map iter_args(%it = %t) -> (tensor<8xf32>) {
+    // expected-error@+1 {{yields 'f32' but the loop returns 'tensor<8xf32>'}}
+    xla_gpu.yield %f : f32
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 3]">
+func.func @loop_result_type_count(%a: index, %t: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{expected 1 result types, got 2}}
+  %r = xla_gpu.loop (%a) -> (%x) in #map iter_args(%it = %t) -> (tensor<8xf32>, f32) {
+    xla_gpu.yield %it : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @atomic_rmw_index_count(%in: tensor<2x3xf32>, %i: index) -> tensor<2x3xf32> {
+  // expected-error@+1 {{expected 2 indices for a tensor of rank 2, got 1}}
+  %ret = xla_gpu.atomic_rmw %in[%i] : tensor<2x3xf32> {
+  ^bb0(%current : f32):
+    xla_gpu.yield %current : f32
+  }
+  return %ret : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @atomic_rmw_argument_type(%in: tensor<2x3xf32>, %i: index) -> tensor<2x3xf32> {
+  // expected-error@+1 {{expected the region to take one argument of the element type 'f32'}}
+  %ret = xla_gpu.atomic_rmw %in[%i, %i] : tensor<2x3xf32> {
+  ^bb0(%current : i32):
+    xla_gpu.yield %current : i32
+  }
+  return %ret : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @atomic_rmw_yield_type(%in: tensor<2x3xf32>, %i: index, %x: i32) -> tensor<2x3xf32> {
+  // expected-error@+1 {{expected the region to yield one value of the element type 'f32'}}
+  %ret = xla_gpu.atomic_rmw %in[%i, %i] : tensor<2x3xf32> {
+  ^bb0(%current : f32):
+    xla_gpu.yield %x : i32
+  }
+  return %ret : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @pure_call_unknown_callee(%a: f32) -> f32 {
+  // expected-error@+1 {{'missing' does not reference a valid function}}
+  %r = xla_gpu.pure_call @missing(%a) : (f32) -> f32
+  return %r : f32
+}
+
+// -----
+
+func.func private @callee(%a: f32) -> f32 {
+  return %a : f32
+}
+func.func @pure_call_type_mismatch(%a: i32) -> i32 {
+  // expected-error@+1 {{callee 'callee' has type '(f32) -> f32', expected '(i32) -> i32'}}
+  %r = xla_gpu.pure_call @callee(%a) : (i32) -> i32
+  return %r : i32
+}
+
+// -----
+
+func.func private @reducer(%a: f32, %b: f32) -> f32 {
+  %0 = arith.addf %a, %b : f32
+  return %0 : f32
+}
+func.func @shuffle_reduce_distance(%a: f32) -> f32 {
+  // expected-error@+1 {{max_distance must be a power of two no larger than 16 (half a warp), got 12}}
+  %r = xla_gpu.shuffle_reduce(%a) to 12 combiner=@reducer : f32
+  return %r : f32
+}
+
+// -----
+
+func.func private @reducer(%a: f32, %b: f32) -> f32 {
+  %0 = arith.addf %a, %b : f32
+  return %0 : f32
+}
+func.func @shuffle_reduce_combiner_type(%a: f32, %b: i32) -> (f32, i32) {
+  // expected-error@+1 {{combiner 'reducer' has type '(f32, f32) -> f32', expected '(f32, i32, f32, i32) -> (f32, i32)'}}
+  %r:2 = xla_gpu.shuffle_reduce(%a, %b) to 8 combiner=@reducer : f32, i32
+  return %r#0, %r#1 : f32, i32
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32) -> f32 {
+  %0 = arith.addf %a, %b : f32
+  return %0 : f32
+}
+func.func @reduce_dimension_range(%in: tensor<16x8xf32>, %init: f32) -> tensor<16xf32> {
+  // expected-error@+1 {{reduction dimension 2 is out of range for rank 2}}
+  %r = xla_gpu.reduce (%in) inits(%init) dimensions=[2] combiner=@add : tensor<16x8xf32> to tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32) -> f32 {
+  %0 = arith.addf %a, %b : f32
+  return %0 : f32
+}
+func.func @reduce_dimension_order(%in: tensor<16x8x4xf32>, %init: f32) -> tensor<8xf32> {
+  // expected-error@+1 {{dimensions must be strictly increasing}}
+  %r = xla_gpu.reduce (%in) inits(%init) dimensions=[2, 0] combiner=@add : tensor<16x8x4xf32> to tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32) -> f32 {
+  %0 = arith.addf %a, %b : f32
+  return %0 : f32
+}
+func.func @reduce_result_type(%in: tensor<16x8xf32>, %init: f32) -> tensor<8xf32> {
+  // expected-error@+1 {{result type 'tensor<8xf32>' does not match input 'tensor<16x8xf32>' reduced along [1]}}
+  %r = xla_gpu.reduce (%in) inits(%init) dimensions=[1] combiner=@add : tensor<16x8xf32> to tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @reduce_missing_combiner(%in: tensor<16x8xf32>, %init: f32) -> tensor<16xf32> {
+  // expected-error@+1 {{'nope' does not reference a valid function}}
+  %r = xla_gpu.reduce (%in) inits(%init) dimensions=[1] combiner=@nope : tensor<16x8xf32> to tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+
+// -----
+
+func.func @predicated_insert_index_count(%v: f32, %t: tensor<2x3xf32>, %i: index, %c: i1) -> tensor<2x3xf32> {
+  // expected-error@+1 {{expected 2 indices for a tensor of rank 2, got 1}}
+  %r = xla_gpu.predicated_insert %v into %t[%i] if %c : tensor<2x3xf32>
+  return %r : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @predicated_extract_index_count(%f: f32, %t: tensor<2x3xf32>, %i: index, %c: i1) -> f32 {
+  // expected-error@+1 {{expected 2 indices for a tensor of rank 2, got 3}}
+  %r = xla_gpu.predicated_extract %t[%i, %i, %i] if %c else %f : tensor<2x3xf32>
+  return %r : f32
+}
+
+// -----
+
+func.func @predicated_insert_generic_value_type(%v: i32, %t: tensor<2x3xf32>, %i: index, %c: i1) -> tensor<2x3xf32> {
+  // expected-error@+1 {{value type matches element type of dest}}
+  %r = "xla_gpu.predicated_insert"(%c, %v, %t, %i, %i) : (i1, i32, tensor<2x3xf32>, index, index) -> tensor<2x3xf32>
+  return %r : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @allocate_shared_dynamic() {
+  // expected-error@+1 {{must be statically shaped tensor}}
+  %0 = xla_gpu.allocate_shared : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @sync_threads_types(%a: tensor<4xf32>) {
+  // expected-error@+1 {{all of {operands, results} have same type}}
+  %0 = "xla_gpu.sync_threads"(%a) : (tensor<4xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @yield_outside_loop(%a: f32) {
+  // expected-error@+1 {{expects parent op to be one of 'xla_gpu.atomic_rmw, xla_gpu.loop'}}
+  xla_gpu.yield %a : f32
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 * 2 + s0, d1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (s0), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1]">
+func.func private @exp(%t: tensor<32x32xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<32x32xf32>
+  return %v : f32
+}
+func.func @materialize_index_count(%in: tensor<32x32xf32>, %tid: index) {
+  // expected-error@+1 {{the indexing map takes 2 dimensions, got 1 indices}}
+  %v = xla_gpu.materialize @exp(%in) at #map(%tid) : (tensor<32x32xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 * 2 + s0, d1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (s0), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1]">
+func.func @insert_element_type(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<32x32xi32>, %tid: index) -> tensor<32x32xi32> {
+  // expected-error@+1 {{element types differ: 'f32' vs 'i32'}}
+  %r = xla_gpu.insert %v(%tid, %tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<32x32xi32>
+  return %r : tensor<32x32xi32>
+}
+
+// -----
+
+#vmap = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 15]">
+// expected-error@+1 {{indexed_vector dimensions must be positive, got 0}}
+func.func @indexed_vector_zero_dim(%v: !xla_gpu.indexed_vector<0xf32, #vmap>)
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 31]">
+// expected-error@+2 {{expected ::xla::gpu::MemorySpace to be one of: registers, shmem}}
+// expected-error@+1 {{failed to parse XlaGpu_LayoutAttr parameter 'memory_space'}}
+func.func @layout_memory_space() attributes {l = #xla_gpu.layout<global, #map>}
+
+// -----
+
+// expected-error@+1 {{unregistered operation 'xla_gpu.frobnicate' found in dialect ('xla_gpu') that does not allow unknown operations}}
+"xla_gpu.frobnicate"() : () -> ()
+
+// -----
+
+func.func @unknown_op() {
+  // expected-error@+1 {{custom op 'xla_gpu.no_such_op' is unknown}}
+  xla_gpu.no_such_op
+  return
+}

@@ -80,8 +80,16 @@ void XlaGpuDialect::initialize() {
   addInterfaces<XlaGpuOpAsmDialectInterface, XlaGpuInlinerInterface>();
 }
 
+mlir::Operation* XlaGpuDialect::materializeConstant(mlir::OpBuilder& builder,
+                                                   mlir::Attribute value,
+                                                   mlir::Type type,
+                                                   mlir::Location loc) {
+  return mlir::arith::ConstantOp::materialize(builder, value, type, loc);
+}
+
 void registerXlaGpuDialect(mlir::DialectRegistry& registry) {
-  registry.insert<XlaGpuDialect, mlir::func::FuncDialect,
+  registry.insert<XlaGpuDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect,
                   mlir::tensor::TensorDialect>();
   // pure_call callees are func.func: their bodies inline through func's hooks.
   mlir::func::registerInlinerExtension(registry);

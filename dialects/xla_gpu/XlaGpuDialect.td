@@ -23,7 +23,10 @@ def XlaGpuDialect : Dialect {
   let cppNamespace = "::xla::gpu";
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
-  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::tensor::TensorDialect"];
+  // Folded apply_indexing results become arith.constant.
+  let hasConstantMaterializer = 1;
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+                           "::mlir::tensor::TensorDialect"];
   let extraClassDeclaration = [{
     void registerAttributes();
     void registerTypes();

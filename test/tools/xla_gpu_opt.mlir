@@ -33,7 +33,7 @@
 // DEBUGINFO: loc(
 
 // BADPASS: 'no-such-pass' does not refer to a registered pass or pass pipeline
-// MISSING: xla-gpu-opt: could not open input file
+// MISSING: xla-gpu-opt: cannot open input file '{{.*}}does-not-exist.mlir': No such file or directory
 // DIALECTS: Available Dialects: {{.*}}xla_gpu
 
 #map = #xla_gpu.indexing_map<"(d0) -> (d0 * 2), domain: d0 in [0, 3]">

@@ -181,7 +181,7 @@ class PureCallOp(_PureCallOp):
         if results is None:
             if not isinstance(callee, func.FuncOp):
                 raise ValueError("pass `results` when the callee is given by name")
-            results = ir.FunctionType(callee.type.value).results
+            results = callee.type.results
         super().__init__(list(results), _symbol(callee), list(operands),
                          loc=loc, ip=ip)
 

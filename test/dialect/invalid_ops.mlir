@@ -306,3 +306,233 @@ func.func @unknown_op() {
   xla_gpu.no_such_op
   return
 }
+
+// -----
+
+func.func private @reducer(%a: f32, %b: f32) -> f32 {
+  return %a : f32
+}
+func.func @shuffle_reduce_no_operands() {
+  // expected-error@+1 {{expected operands}}
+  "xla_gpu.shuffle_reduce"() <{max_distance = 4 : i64, combiner = @reducer}> : () -> ()
+  return
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32) -> f32 {
+  return %a : f32
+}
+func.func @reduce_input_type_count(%in: tensor<16x8xf32>, %init: f32) {
+  // expected-error@+1 {{expected 1 input types, got 2}}
+  %r = xla_gpu.reduce (%in) inits(%init) dimensions=[1] combiner=@add : tensor<16x8xf32>, tensor<16x8xf32> to tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32) -> f32 {
+  return %a : f32
+}
+func.func @reduce_scalar_input(%in: f32, %init: f32) {
+  // expected-error@+1 {{expected tensor inputs, got 'f32'}}
+  %r = xla_gpu.reduce (%in) inits(%init) dimensions=[0] combiner=@add : f32 to tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32) -> f32 {
+  return %a : f32
+}
+func.func @reduce_init_count(%in: tensor<16x8xf32>, %init: f32) {
+  // expected-error@+1 {{expected one init per input}}
+  %r = xla_gpu.reduce (%in) inits(%init, %init) dimensions=[1] combiner=@add : tensor<16x8xf32> to tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func private @add() {
+  return
+}
+func.func @reduce_no_inputs() {
+  // expected-error@+1 {{expected at least one input}}
+  "xla_gpu.reduce"() <{dimensions = array<i64>, combiner = @add}> : () -> ()
+  return
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32) -> f32 {
+  return %a : f32
+}
+func.func @reduce_result_count(%in: tensor<16x8xf32>, %init: f32) {
+  // expected-error@+1 {{expected 1 results, got 0}}
+  "xla_gpu.reduce"(%in, %init) <{dimensions = array<i64: 1>, combiner = @add}> : (tensor<16x8xf32>, f32) -> ()
+  return
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32, %c: f32, %d: f32) -> (f32, f32) {
+  return %a, %b : f32, f32
+}
+func.func @reduce_input_shapes(%a: tensor<16x8xf32>, %b: tensor<8x16xf32>, %init: f32) {
+  // expected-error@+1 {{all inputs must have the same shape}}
+  %r:2 = xla_gpu.reduce (%a, %b) inits(%init, %init) dimensions=[1] combiner=@add : tensor<16x8xf32>, tensor<8x16xf32> to tensor<16xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func private @add(%a: f32, %b: f32) -> f32 {
+  return %a : f32
+}
+func.func @reduce_init_type(%in: tensor<16x8xf32>, %init: i32) {
+  // expected-error@+1 {{init type 'i32' does not match element type 'f32'}}
+  %r = "xla_gpu.reduce"(%in, %init) <{dimensions = array<i64: 1>, combiner = @add}> : (tensor<16x8xf32>, i32) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @apply_indexing_generic_operands(%a: index) {
+  // expected-error@+1 {{the indexing map takes 2 operands, got 1}}
+  %0 = "xla_gpu.apply_indexing"(%a) <{indexing_map_attr = #xla_gpu.indexing_map<"(d0)[s0] -> (d0), domain: d0 in [0, 3], s0 in [0, 3]">}> : (index) -> index
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 3]">
+func.func @loop_generic_dims(%a: index) {
+  // expected-error@+1 {{the indexing map has 1 dimensions, got 2 operands}}
+  "xla_gpu.loop"(%a, %a) <{indexing_map_attr = #map, operandSegmentSizes = array<i32: 2, 0>}> ({
+  ^bb0(%x: index):
+    xla_gpu.yield
+  }) : (index, index) -> ()
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0){rt0} -> (d0), domain: d0 in [0, 3], rt0 in [0, 3]">
+func.func @loop_generic_runtime_vars(%a: index) {
+  // expected-error@+1 {{the indexing map of a loop cannot have runtime variables}}
+  "xla_gpu.loop"(%a) <{indexing_map_attr = #map, operandSegmentSizes = array<i32: 1, 0>}> ({
+  ^bb0(%x: index):
+    xla_gpu.yield
+  }) : (index) -> ()
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0), domain: d0 in [0, 3], s0 in [0, 3]">
+func.func @loop_block_args(%a: index) {
+  // expected-error@+1 {{expected 2 block arguments (range variables, map results, iter_args), got 1}}
+  "xla_gpu.loop"(%a) <{indexing_map_attr = #map, operandSegmentSizes = array<i32: 1, 0>}> ({
+  ^bb0(%x: index):
+    xla_gpu.yield
+  }) : (index) -> ()
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 3]">
+func.func @loop_index_args(%a: index) {
+  // expected-error@+1 {{induction variables and map results must be index, got 'i32'}}
+  "xla_gpu.loop"(%a) <{indexing_map_attr = #map, operandSegmentSizes = array<i32: 1, 0>}> ({
+  ^bb0(%x: i32):
+    xla_gpu.yield
+  }) : (index) -> ()
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 3]">
+func.func @loop_iter_arg_type(%a: index, %f: f32) {
+  // expected-error@+1 {{iter_arg, init and result types must match, got 'i32', 'f32', 'f32'}}
+  %r = "xla_gpu.loop"(%a, %f) <{indexing_map_attr = #map, operandSegmentSizes = array<i32: 1, 1>}> ({
+  ^bb0(%x: index, %it: i32):
+    xla_gpu.yield %f : f32
+  }) : (index, f32) -> f32
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 3]">
+func.func @loop_result_per_init(%a: index, %f: f32) {
+  // expected-error@+1 {{expected one result per init}}
+  "xla_gpu.loop"(%a, %f) <{indexing_map_attr = #map, operandSegmentSizes = array<i32: 1, 1>}> ({
+  ^bb0(%x: index, %it: f32):
+    xla_gpu.yield %it : f32
+  }) : (index, f32) -> ()
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 3]">
+func.func @loop_terminator(%a: index) {
+  // expected-error@+1 {{expected the body to end with xla_gpu.yield}}
+  "xla_gpu.loop"(%a) <{indexing_map_attr = #map, operandSegmentSizes = array<i32: 1, 0>}> ({
+  ^bb0(%x: index):
+    llvm.unreachable
+  }) : (index) -> ()
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func @materialize_missing_callee(%in: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{'nope' does not reference a valid function}}
+  %v = xla_gpu.materialize @nope(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func private @as_int(%t: tensor<16x2xf32>, %i: index, %j: index) -> i32 {
+  %c = arith.constant 0 : i32
+  return %c : i32
+}
+func.func @materialize_callee_type(%in: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{callee 'as_int' must return one value of type 'f32'}}
+  %v = xla_gpu.materialize @as_int(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func @insert_index_count(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{the indexing map takes 1 dimensions, got 2 indices}}
+  %r = xla_gpu.insert %v(%tid, %tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func @insert_rank(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<32xf32>, %tid: index) {
+  // expected-error@+1 {{the indexing map has 2 results but the destination has rank 1}}
+  %r = xla_gpu.insert %v(%tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<32xf32>
+  return
+}
+
+// -----
+
+#vmap = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 15]">
+// expected-error@+1 {{indexed_vector elements must be integers, floats or complex numbers, got 'tensor<2xf32>'}}
+func.func @indexed_vector_element(%v: !xla_gpu.indexed_vector<2xtensor<2xf32>, #vmap>)

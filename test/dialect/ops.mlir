@@ -5,6 +5,9 @@
 // RUN: xla-gpu-opt %s -split-input-file -allow-unregistered-dialect > %t.1
 // RUN: xla-gpu-opt %t.1 -split-input-file -allow-unregistered-dialect > %t.2
 // RUN: diff %t.1 %t.2
+// RUN: xla-gpu-opt %s -split-input-file -allow-unregistered-dialect -mlir-print-op-generic > %t.g1
+// RUN: xla-gpu-opt %t.g1 -split-input-file -allow-unregistered-dialect -mlir-print-op-generic > %t.g2
+// RUN: diff %t.g1 %t.g2
 
 // CHECK-LABEL: func.func @allocate_shared
 // CHECK: %[[SHMEM:.*]] = xla_gpu.allocate_shared : tensor<32x1x33xf32>

@@ -495,6 +495,8 @@ class Parser {
                     SmallVector<IndexingVar>& vars);
   bool parseInteger(int64_t& value, bool allowSign);
   bool parseInterval(Interval& interval);
+  // `is_simplified: true|false`
+  bool parseIsSimplified();
   // expr := term (('+'|'-') term)*
   AffineExpr parseExpr();
   // term := factor (('*'|'floordiv'|'ceildiv'|'mod') factor)*
@@ -576,6 +578,16 @@ bool Parser::parseInterval(Interval& interval) {
          expect(Tok::kComma, ",", "between the interval's bounds") &&
          parseInteger(interval.upper, /*allowSign=*/true) &&
          expect(Tok::kRSquare, "]", "to close the interval");
+}
+
+bool Parser::parseIsSimplified() {
+  consume();
+  if (!expect(Tok::kColon, ":", "after 'is_simplified'")) return false;
+  if (!isKeyword("true") && !isKeyword("false")) {
+    return fail(tok_, "expected 'true' or 'false', found " + describe(tok_));
+  }
+  consume();
+  return true;
 }
 
 AffineExpr Parser::parseExpr() {
@@ -728,34 +740,19 @@ std::optional<IndexingMap> Parser::parse() {
   size_t nextVar = 0;
   while (tok_.kind == Tok::kComma) {
     consume();
+    // Older XLA prints an `is_simplified: bool` flag (before or after the
+    // domain); it carries no meaning here.
+    if (isKeyword("is_simplified")) {
+      if (!parseIsSimplified()) return std::nullopt;
+      continue;
+    }
     if (!sawDomain) {
-      if (isKeyword("is_simplified")) {
-        // Older XLA prints this flag; it carries no meaning here.
-        consume();
-        if (!expect(Tok::kColon, ":", "after 'is_simplified'")) return std::nullopt;
-        if (!isKeyword("true") && !isKeyword("false")) {
-          fail(tok_, "expected 'true' or 'false', found " + describe(tok_));
-          return std::nullopt;
-        }
-        consume();
-        continue;
-      }
       if (!expectKeyword("domain", "after the result list") ||
           !expect(Tok::kColon, ":", "after 'domain'")) {
         return std::nullopt;
       }
       sawDomain = true;
       if (tok_.kind == Tok::kEnd) break;
-    }
-    if (isKeyword("is_simplified")) {
-      consume();
-      if (!expect(Tok::kColon, ":", "after 'is_simplified'")) return std::nullopt;
-      if (!isKeyword("true") && !isKeyword("false")) {
-        fail(tok_, "expected 'true' or 'false', found " + describe(tok_));
-        return std::nullopt;
-      }
-      consume();
-      continue;
     }
     Token entryStart = tok_;
     if (nextVar < order.size()) {

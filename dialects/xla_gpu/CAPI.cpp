@@ -159,4 +159,63 @@ bool xlaGpuIndexingMapAttrEqual(MlirAttribute a, MlirAttribute b) {
   return asIndexingMap(a).getIndexingMap() == asIndexingMap(b).getIndexingMap();
 }
 
+static MlirAttribute wrapMap(const IndexingMap& map) {
+  return wrap(IndexingMapAttr::get(map.getContext(), map));
+}
+
+MlirAttribute xlaGpuIndexingMapAttrSimplify(MlirAttribute attr) {
+  return wrapMap(asIndexingMap(attr).getIndexingMap().simplify());
+}
+
+MlirAttribute xlaGpuIndexingMapAttrCompose(MlirAttribute first,
+                                           MlirAttribute second) {
+  return wrapMap(IndexingMap::compose(asIndexingMap(first).getIndexingMap(),
+                                      asIndexingMap(second).getIndexingMap()));
+}
+
+MlirAttribute xlaGpuIndexingMapAttrRemoveUnusedSymbols(MlirAttribute attr) {
+  return wrapMap(asIndexingMap(attr).getIndexingMap().removeUnusedSymbols());
+}
+
+MlirAttribute xlaGpuIndexingMapAttrRemoveUnusedDimensions(MlirAttribute attr) {
+  return wrapMap(asIndexingMap(attr).getIndexingMap().removeUnusedDimensions());
+}
+
+bool xlaGpuIndexingMapAttrIsKnownEmpty(MlirAttribute attr) {
+  return asIndexingMap(attr).getIndexingMap().isKnownEmpty();
+}
+
+void xlaGpuIndexingMapAttrGetRange(MlirAttribute attr, MlirAffineExpr expr,
+                                   int64_t* lower, int64_t* upper) {
+  xla::gpu::Interval r = asIndexingMap(attr).getIndexingMap().getRange(unwrap(expr));
+  *lower = r.lower;
+  *upper = r.upper;
+}
+
+void xlaGpuIndexingMapAttrEvaluate(MlirAttribute attr, const int64_t* dims,
+                                   const int64_t* symbols, int64_t* results) {
+  const IndexingMap& map = asIndexingMap(attr).getIndexingMap();
+  auto values = map.evaluate(llvm::ArrayRef(dims, map.getNumDims()),
+                             llvm::ArrayRef(symbols, map.getNumSymbols()));
+  std::copy(values.begin(), values.end(), results);
+}
+
+bool xlaGpuIndexingMapAttrContains(MlirAttribute attr, const int64_t* dims,
+                                   const int64_t* symbols) {
+  const IndexingMap& map = asIndexingMap(attr).getIndexingMap();
+  return map.contains(llvm::ArrayRef(dims, map.getNumDims()),
+                      llvm::ArrayRef(symbols, map.getNumSymbols()));
+}
+
+int xlaGpuIndexingMapAttrIsBijection(MlirAttribute attr, const int64_t* shape,
+                                     intptr_t rank, char* reason,
+                                     size_t reasonCapacity) {
+  std::string why;
+  mlir::FailureOr<bool> result = asIndexingMap(attr).getIndexingMap().isBijection(
+      llvm::ArrayRef(shape, rank), why);
+  writeError(why, reason, reasonCapacity);
+  if (failed(result)) return -1;
+  return *result ? 1 : 0;
+}
+
 }  // extern "C"

@@ -68,6 +68,35 @@ MLIR_CAPI_EXPORTED MlirAffineExpr xlaGpuIndexingMapAttrGetConstraint(
 /// Semantic equality (variable names ignored).
 MLIR_CAPI_EXPORTED bool xlaGpuIndexingMapAttrEqual(MlirAttribute a, MlirAttribute b);
 
+//===----------------------------------------------------------------------===//
+// Indexing map algebra (see IndexingMap.h for the semantics).
+//===----------------------------------------------------------------------===//
+
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrSimplify(MlirAttribute attr);
+/// `first` then `second`.
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrCompose(MlirAttribute first,
+                                                              MlirAttribute second);
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrRemoveUnusedSymbols(MlirAttribute attr);
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrRemoveUnusedDimensions(MlirAttribute attr);
+MLIR_CAPI_EXPORTED bool xlaGpuIndexingMapAttrIsKnownEmpty(MlirAttribute attr);
+/// The range of `expr` (in the map's variables) over the map's domain.
+MLIR_CAPI_EXPORTED void xlaGpuIndexingMapAttrGetRange(MlirAttribute attr,
+                                                      MlirAffineExpr expr,
+                                                      int64_t* lower, int64_t* upper);
+/// Writes the map's results at (dims, symbols) into `results`.
+MLIR_CAPI_EXPORTED void xlaGpuIndexingMapAttrEvaluate(MlirAttribute attr,
+                                                      const int64_t* dims,
+                                                      const int64_t* symbols,
+                                                      int64_t* results);
+MLIR_CAPI_EXPORTED bool xlaGpuIndexingMapAttrContains(MlirAttribute attr,
+                                                      const int64_t* dims,
+                                                      const int64_t* symbols);
+/// 1: a bijection onto `shape`; 0: not (reason written); -1: cannot tell
+/// (reason written).
+MLIR_CAPI_EXPORTED int xlaGpuIndexingMapAttrIsBijection(
+    MlirAttribute attr, const int64_t* shape, intptr_t rank, char* reason,
+    size_t reasonCapacity);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,6 +54,8 @@ struct IndexingVar {
 
 enum class VarKind { kDimension, kRange, kRuntime };
 
+class IndexingMapSimplifier;
+
 class IndexingMap {
  public:
   using Constraint = std::pair<mlir::AffineExpr, Interval>;
@@ -109,8 +111,52 @@ class IndexingMap {
   /// Prints `expr` with this map's variable names.
   std::string printExpr(mlir::AffineExpr expr) const;
 
+  //===--------------------------------------------------------------------===//
+  // Algebra (IndexingMapAlgebra.cpp)
+  //===--------------------------------------------------------------------===//
+
+  /// Range-aware simplification of the results and constraints: constraints
+  /// implied by the ranges are dropped, single-variable constraints tighten
+  /// the variable's range, floordiv/mod are split by what the ranges allow.
+  /// Never changes what the map computes on its domain; idempotent.
+  IndexingMap simplify() const;
+
+  /// `first` then `second`: the map from `first`'s domain to `second`'s
+  /// results. Its symbols are first's range vars, second's range vars, then
+  /// first's and second's runtime vars; second's dimension ranges become
+  /// constraints on first's results.
+  static IndexingMap compose(const IndexingMap& first,
+                             const IndexingMap& second);
+
+  /// Drops range/runtime variables that no result or constraint uses.
+  IndexingMap removeUnusedSymbols() const;
+  /// Drops dimensions that no result or constraint uses.
+  IndexingMap removeUnusedDimensions() const;
+
+  /// True when no point satisfies the ranges and constraints, as far as the
+  /// ranges can tell (an empty range, or a constraint that cannot hold).
+  bool isKnownEmpty() const;
+
+  /// The interval `expr` takes over the domain (a bound, not exact).
+  Interval getRange(mlir::AffineExpr expr) const;
+
+  /// Evaluates the results at dims and symbols (range then runtime).
+  llvm::SmallVector<int64_t> evaluate(llvm::ArrayRef<int64_t> dims,
+                                      llvm::ArrayRef<int64_t> symbols) const;
+  /// Whether the point lies in the ranges and satisfies the constraints.
+  bool contains(llvm::ArrayRef<int64_t> dims,
+                llvm::ArrayRef<int64_t> symbols) const;
+
+  /// Whether the map is a bijection from its domain (every point in the
+  /// ranges that satisfies the constraints) onto the index space of `shape`.
+  /// Fails (with a message) when the domain is too large to enumerate or the
+  /// map has runtime variables; otherwise `reason` says why it is not.
+  mlir::FailureOr<bool> isBijection(llvm::ArrayRef<int64_t> shape,
+                                    std::string& reason) const;
+
  private:
   void sortConstraints();
+  friend class IndexingMapSimplifier;
 
   mlir::AffineMap map_;
   llvm::SmallVector<IndexingVar> dims_;
@@ -120,6 +166,11 @@ class IndexingMap {
 };
 
 llvm::hash_code hash_value(const IndexingMap& map);
+
+/// Evaluates `expr` with MLIR's semantics (floordiv rounds down, mod is
+/// non-negative).
+int64_t evaluateAffineExpr(mlir::AffineExpr expr, llvm::ArrayRef<int64_t> dims,
+                           llvm::ArrayRef<int64_t> symbols);
 
 /// Default variable names, as XLA prints them.
 std::string getDefaultVarName(VarKind kind, unsigned index);

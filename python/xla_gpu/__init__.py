@@ -9,8 +9,8 @@ finds them.
 from mlir import ir  # noqa: F401  (the bindings must be loaded first)
 
 from . import _capi
-from .indexing_map import IndexingMap, IndexingMapError, Var
+from .indexing_map import IndexingMap, IndexingMapError, Var, compose_indexing_maps
 
 _capi.register_everything()
 
-__all__ = ["IndexingMap", "IndexingMapError", "Var"]
+__all__ = ["IndexingMap", "IndexingMapError", "Var", "compose_indexing_maps"]

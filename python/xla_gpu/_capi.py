@@ -86,6 +86,16 @@ def _load() -> ctypes.CDLL:
         "xlaGpuIndexingMapAttrGetNumConstraints": ([H], ctypes.c_ssize_t),
         "xlaGpuIndexingMapAttrGetConstraint": ([H, ctypes.c_ssize_t, i64p, i64p], H),
         "xlaGpuIndexingMapAttrEqual": ([H, H], ctypes.c_bool),
+        "xlaGpuIndexingMapAttrSimplify": ([H], H),
+        "xlaGpuIndexingMapAttrCompose": ([H, H], H),
+        "xlaGpuIndexingMapAttrRemoveUnusedSymbols": ([H], H),
+        "xlaGpuIndexingMapAttrRemoveUnusedDimensions": ([H], H),
+        "xlaGpuIndexingMapAttrIsKnownEmpty": ([H], ctypes.c_bool),
+        "xlaGpuIndexingMapAttrGetRange": ([H, H, i64p, i64p], None),
+        "xlaGpuIndexingMapAttrEvaluate": ([H, i64p, i64p, i64p], None),
+        "xlaGpuIndexingMapAttrContains": ([H, i64p, i64p], ctypes.c_bool),
+        "xlaGpuIndexingMapAttrIsBijection": (
+            [H, i64p, ctypes.c_ssize_t, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int),
     }
     for name, (argtypes, restype) in signatures.items():
         fn = getattr(lib, name)

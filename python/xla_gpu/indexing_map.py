@@ -18,7 +18,7 @@ from mlir import ir
 from . import _capi
 from ._capi import lib
 
-__all__ = ["IndexingMap", "IndexingMapError", "Var"]
+__all__ = ["IndexingMap", "IndexingMapError", "Var", "compose_indexing_maps"]
 
 _DIM, _RANGE, _RUNTIME = 0, 1, 2
 _ERROR_CAPACITY = 1024
@@ -181,6 +181,71 @@ class IndexingMap:
     def num_results(self) -> int:
         return len(self.affine_map.results)
 
+    # -- algebra ---------------------------------------------------------------
+
+    def _derived(self, fn) -> "IndexingMap":
+        return IndexingMap(_capi.wrap(fn(self._handle), ir.Attribute))
+
+    def simplify(self) -> "IndexingMap":
+        """Range-aware simplification; never changes what the map computes
+        on its domain, and simplifying twice gives the same map."""
+        return self._derived(lib.xlaGpuIndexingMapAttrSimplify)
+
+    def then(self, second: "IndexingMap") -> "IndexingMap":
+        """This map followed by `second` (see `compose_indexing_maps`)."""
+        return compose_indexing_maps(self, second)
+
+    def remove_unused_symbols(self) -> "IndexingMap":
+        return self._derived(lib.xlaGpuIndexingMapAttrRemoveUnusedSymbols)
+
+    def remove_unused_dimensions(self) -> "IndexingMap":
+        return self._derived(lib.xlaGpuIndexingMapAttrRemoveUnusedDimensions)
+
+    @property
+    def is_known_empty(self) -> bool:
+        """No point satisfies the ranges and constraints (as the ranges tell)."""
+        return bool(lib.xlaGpuIndexingMapAttrIsKnownEmpty(self._handle))
+
+    def range_of(self, expr: ir.AffineExpr) -> tuple[int, int]:
+        """The interval `expr` (in this map's variables) takes on the domain."""
+        lo, hi = ctypes.c_int64(), ctypes.c_int64()
+        lib.xlaGpuIndexingMapAttrGetRange(self._handle, _capi.unwrap(expr, "AffineExpr"),
+                                          ctypes.byref(lo), ctypes.byref(hi))
+        return lo.value, hi.value
+
+    def _point(self, dims: Sequence[int], symbols: Sequence[int]):
+        if len(dims) != self.num_dims or len(symbols) != self.num_symbols:
+            raise ValueError(
+                f"expected {self.num_dims} dims and {self.num_symbols} symbols, "
+                f"got {len(dims)} and {len(symbols)}")
+        d = (ctypes.c_int64 * max(1, len(dims)))(*[int(v) for v in dims])
+        s = (ctypes.c_int64 * max(1, len(symbols)))(*[int(v) for v in symbols])
+        return d, s
+
+    def evaluate(self, dims: Sequence[int], symbols: Sequence[int] = ()) -> list[int]:
+        """The results at a point (symbols: range variables, then runtime)."""
+        d, s = self._point(dims, symbols)
+        out = (ctypes.c_int64 * max(1, self.num_results))()
+        lib.xlaGpuIndexingMapAttrEvaluate(self._handle, d, s, out)
+        return list(out)[: self.num_results]
+
+    def contains(self, dims: Sequence[int], symbols: Sequence[int] = ()) -> bool:
+        """Whether the point is in the ranges and satisfies the constraints."""
+        d, s = self._point(dims, symbols)
+        return bool(lib.xlaGpuIndexingMapAttrContains(self._handle, d, s))
+
+    def is_bijection(self, shape: Sequence[int]) -> tuple[bool, str]:
+        """(True, "") when the map takes its domain one-to-one onto the
+        indices of `shape`; (False, why) otherwise. Raises IndexingMapError
+        when the domain is too large or has runtime variables."""
+        dims = (ctypes.c_int64 * max(1, len(shape)))(*[int(v) for v in shape])
+        reason = ctypes.create_string_buffer(_ERROR_CAPACITY)
+        result = lib.xlaGpuIndexingMapAttrIsBijection(
+            self._handle, dims, len(shape), reason, _ERROR_CAPACITY)
+        if result < 0:
+            raise IndexingMapError(reason.value.decode())
+        return result == 1, reason.value.decode()
+
     # -- comparison and printing --------------------------------------------
 
     @property
@@ -207,6 +272,19 @@ class IndexingMap:
 
     def __repr__(self) -> str:
         return f"IndexingMap({str(self)!r})"
+
+
+def compose_indexing_maps(first: IndexingMap, second: IndexingMap) -> IndexingMap:
+    """`first` then `second` (XLA's ComposeIndexingMaps): from `first`'s
+    domain to `second`'s results. Symbols: first's range variables, second's
+    range variables, then the runtime variables of both. Second's dimension
+    ranges become constraints on first's results; the result is simplified."""
+    if first.num_results != second.num_dims:
+        raise IndexingMapError(
+            f"cannot compose: the first map has {first.num_results} results, "
+            f"the second {second.num_dims} dimensions")
+    return IndexingMap(_capi.wrap(
+        lib.xlaGpuIndexingMapAttrCompose(first._handle, second._handle), ir.Attribute))
 
 
 def _pair(r) -> tuple[int, int]:

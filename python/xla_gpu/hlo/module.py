@@ -1,0 +1,193 @@
+"""The HLO module model: modules, computations, instructions.
+
+Attributes keep the text they were written with (so printing gives back what
+was read, unknown attributes included) next to the parsed value of the ones
+the emitters use (`dimensions`, `slice`, `padding`, `window`, gather
+dimension numbers, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+from .shape import Shape
+
+__all__ = ["Attribute", "HloComputation", "HloInstruction", "HloModule", "Literal"]
+
+
+@dataclass
+class Attribute:
+    """`name=text`; `value` is the parsed form for the attributes the
+    parser knows (None for the others, which print back as they came)."""
+
+    name: str
+    text: str
+    value: Any = None
+
+
+@dataclass
+class Literal:
+    """A constant's literal: its text and its values as a numpy array of the
+    element type (None when the text elides them, as in `{...}`)."""
+
+    text: str
+    value: np.ndarray | None
+
+
+@dataclass(eq=False)
+class HloInstruction:
+    name: str
+    opcode: str
+    shape: Shape
+    operands: list["HloInstruction"] = field(default_factory=list)
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+    literal: Literal | None = None
+    parameter_number: int | None = None
+    parent: "HloComputation | None" = None
+    users: list["HloInstruction"] = field(default_factory=list)
+    called_computations: list["HloComputation"] = field(default_factory=list)
+    control_predecessors: list["HloInstruction"] = field(default_factory=list)
+    # Where the instruction starts in the source text (1-based).
+    line: int = 0
+    column: int = 0
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The parsed value of attribute `name` (or `default`)."""
+        a = self.attributes.get(name)
+        if a is None:
+            return default
+        return a.value if a.value is not None else a.text
+
+    # Frequently used attributes, by their XLA names.
+    @property
+    def dimensions(self) -> list[int]:
+        return self.attr("dimensions", [])
+
+    @property
+    def fusion_kind(self) -> str | None:
+        return self.attr("kind")
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent is not None and self.parent.root is self
+
+    @property
+    def fused_computation(self) -> "HloComputation | None":
+        if self.opcode != "fusion" or not self.called_computations:
+            return None
+        return self.called_computations[0]
+
+    def operand_text(self) -> str:
+        if self.opcode == "parameter":
+            return str(self.parameter_number)
+        if self.opcode == "constant":
+            return self.literal.text if self.literal else ""
+        return ", ".join(f"%{o.name}" for o in self.operands)
+
+    def to_text(self) -> str:
+        text = f"%{self.name} = {self.shape} {self.opcode}({self.operand_text()})"
+        for a in self.attributes.values():
+            text += f", {a.name}={a.text}"
+        return ("ROOT " if self.is_root else "") + text
+
+    def __repr__(self) -> str:
+        return f"<HloInstruction {self.name} = {self.shape} {self.opcode}>"
+
+
+@dataclass(eq=False)
+class HloComputation:
+    name: str
+    instructions: list[HloInstruction] = field(default_factory=list)
+    root: HloInstruction | None = None
+    is_entry: bool = False
+    module: "HloModule | None" = None
+
+    @property
+    def parameters(self) -> list[HloInstruction]:
+        """Parameters ordered by number."""
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        return sorted(params, key=lambda p: p.parameter_number)
+
+    def instruction(self, name: str) -> HloInstruction:
+        for i in self.instructions:
+            if i.name == name:
+                return i
+        raise KeyError(f"computation {self.name} has no instruction {name!r}")
+
+    def topological_order(self) -> list[HloInstruction]:
+        """Every instruction after its operands (and control predecessors);
+        ties keep the text order."""
+        order: list[HloInstruction] = []
+        state: dict[int, int] = {}  # 1: visiting, 2: done
+        for start in self.instructions:
+            if state.get(id(start)) == 2:
+                continue
+            stack = [(start, False)]
+            while stack:
+                inst, expanded = stack.pop()
+                if expanded:
+                    state[id(inst)] = 2
+                    order.append(inst)
+                    continue
+                if state.get(id(inst)):
+                    continue
+                state[id(inst)] = 1
+                stack.append((inst, True))
+                for pred in reversed(inst.operands + inst.control_predecessors):
+                    if not state.get(id(pred)):
+                        stack.append((pred, False))
+        return order
+
+    def signature_text(self) -> str:
+        params = ", ".join(f"{p.name}: {p.shape.to_text(layout=False)}"
+                           for p in self.parameters)
+        result = self.root.shape.to_text(layout=False) if self.root else "()"
+        return f"({params}) -> {result}"
+
+    def to_text(self) -> str:
+        head = ("ENTRY " if self.is_entry else "") + f"%{self.name} {self.signature_text()} {{"
+        body = "\n".join("  " + i.to_text() for i in self.instructions)
+        return f"{head}\n{body}\n}}"
+
+    def __repr__(self) -> str:
+        return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+
+@dataclass(eq=False)
+class HloModule:
+    name: str
+    attributes: list[Attribute] = field(default_factory=list)
+    # The FileNames/FunctionNames/FileLocations/StackFrames tables, verbatim.
+    tables: str = ""
+    computations: list[HloComputation] = field(default_factory=list)
+    entry: HloComputation | None = None
+
+    def computation(self, name: str) -> HloComputation:
+        for c in self.computations:
+            if c.name == name:
+                return c
+        raise KeyError(f"module {self.name} has no computation {name!r}")
+
+    def instructions(self) -> Iterator[HloInstruction]:
+        for c in self.computations:
+            yield from c.instructions
+
+    def fusions(self) -> list[HloInstruction]:
+        """The fusion instructions of the entry computation, in order."""
+        return [i for i in self.entry.instructions if i.opcode == "fusion"] if self.entry else []
+
+    def to_text(self) -> str:
+        head = f"HloModule {self.name}"
+        for a in self.attributes:
+            head += f", {a.name}={a.text}"
+        parts = [head]
+        if self.tables:
+            parts.append(self.tables)
+        parts.extend(c.to_text() for c in self.computations)
+        return "\n\n".join(parts) + "\n"
+
+    def __str__(self) -> str:
+        return self.to_text()

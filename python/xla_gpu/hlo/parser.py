@@ -1,0 +1,753 @@
+"""A parser for XLA's HLO text format.
+
+It reads what XLA and JAX print: the spec's gelu.hlo (`%` prefixes, typed
+operands such as `bf16[] %constant_0`), jax's pre-optimisation HLO (no `%`,
+`ENTRY main.1`, non-default layouts) and its optimised HLO
+(`is_scheduled=true`, `entry_computation_layout=`, the FileNames/.../
+StackFrames tables, metadata, backend_config, fusions). Every error is an
+HloParseError naming line:column and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from .module import Attribute, HloComputation, HloInstruction, HloModule, Literal
+from .shape import Layout, Shape
+from .types import ELEMENT_TYPES
+
+__all__ = ["HloParseError", "parse_hlo", "parse_shape"]
+
+
+class HloParseError(Exception):
+    """Malformed HLO text: `message` at `line`:`column` of `source`."""
+
+    def __init__(self, message: str, line: int, column: int, source: str | None = None):
+        self.message = message
+        self.line = line
+        self.column = column
+        self.source = source
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return f"{self.source or '<hlo>'}:{self.line}:{self.column}: error: {self.message}"
+
+
+_NAME = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_INT = re.compile(r"-?[0-9]+")
+_NUMBER = re.compile(
+    r"[-+]?(?:inf|nan(?:\([^)]*\))?|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+# Attributes whose value names computations.
+_COMPUTATION_ATTRS = ("to_apply", "calls", "condition", "body", "branch_computations",
+                      "true_computation", "false_computation", "select", "scatter",
+                      "called_computations")
+_INT_LIST_ATTRS = ("dimensions", "offset_dims", "collapsed_slice_dims", "start_index_map",
+                   "operand_batching_dims", "start_indices_batching_dims", "slice_sizes",
+                   "update_window_dims", "inserted_window_dims",
+                   "scatter_dims_to_operand_dims", "input_batching_dims",
+                   "scatter_indices_batching_dims", "dynamic_slice_sizes",
+                   "lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims",
+                   "rhs_batch_dims", "fft_length")
+_INT_ATTRS = ("index_vector_dim", "iota_dimension", "index", "exponent_bits",
+              "mantissa_bits", "feature_group_count", "batch_group_count", "channel_id",
+              "k", "all_gather_dimension")
+_BOOL_ATTRS = ("is_stable", "largest", "indices_are_sorted", "unique_indices",
+               "constrain_layout", "use_global_device_ids")
+_WORD_ATTRS = ("kind", "direction", "type", "comparison_type", "api_version",
+               "distribution", "fft_type", "custom_call_schedule", "rounding")
+
+
+class _Parser:
+    def __init__(self, text: str, source: str | None):
+        self.text = text
+        self.source = source
+        self.pos = 0
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    # -- positions and errors -------------------------------------------------
+
+    def where(self, pos: int | None = None) -> tuple[int, int]:
+        pos = self.pos if pos is None else pos
+        lo, hi = 0, len(self._line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._line_starts[mid] <= pos:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, pos - self._line_starts[lo] + 1
+
+    def error(self, message: str, pos: int | None = None) -> HloParseError:
+        line, col = self.where(pos)
+        return HloParseError(message, line, col, self.source)
+
+    def found(self) -> str:
+        self.skip()
+        if self.pos >= len(self.text):
+            return "end of input"
+        m = re.compile(r"[^\s]{1,20}").match(self.text, self.pos)
+        return f"'{m.group(0)}'"
+
+    # -- lexing helpers -----------------------------------------------------
+
+    def skip(self) -> None:
+        """Skips whitespace and /* */ or // comments."""
+        text = self.text
+        while self.pos < len(text):
+            c = text[self.pos]
+            if c.isspace():
+                self.pos += 1
+            elif text.startswith("/*", self.pos):
+                end = text.find("*/", self.pos + 2)
+                if end < 0:
+                    raise self.error("unterminated /* comment")
+                self.pos = end + 2
+            elif text.startswith("//", self.pos):
+                end = text.find("\n", self.pos)
+                self.pos = len(text) if end < 0 else end
+            else:
+                break
+
+    def skip_inline(self) -> None:
+        """Skips spaces and tabs, not newlines."""
+        while self.pos < len(self.text) and self.text[self.pos] in " \t\r":
+            self.pos += 1
+
+    def peek(self, s: str) -> bool:
+        self.skip()
+        return self.text.startswith(s, self.pos)
+
+    def accept(self, s: str) -> bool:
+        if self.peek(s):
+            self.pos += len(s)
+            return True
+        return False
+
+    def expect(self, s: str, what: str) -> None:
+        if not self.accept(s):
+            raise self.error(f"expected '{s}' {what}, found {self.found()}")
+
+    def match(self, regex: re.Pattern) -> re.Match | None:
+        self.skip()
+        m = regex.match(self.text, self.pos)
+        if m:
+            self.pos = m.end()
+        return m
+
+    def name(self, what: str) -> str:
+        m = self.match(_NAME)
+        if not m:
+            raise self.error(f"expected {what}, found {self.found()}")
+        return m.group(1)
+
+    def keyword(self, word: str) -> bool:
+        self.skip()
+        m = _IDENT.match(self.text, self.pos)
+        if m and m.group(0) == word:
+            self.pos = m.end()
+            return True
+        return False
+
+    def integer(self, what: str = "an integer") -> int:
+        m = self.match(_INT)
+        if not m:
+            raise self.error(f"expected {what}, found {self.found()}")
+        return int(m.group(0))
+
+    def balanced(self, stop: str) -> str:
+        """Raw text up to a top-level character of `stop` (or a newline at
+        depth 0), with brackets balanced and strings skipped."""
+        self.skip_inline()
+        start, depth, text = self.pos, 0, self.text
+        closers = {")": "(", "]": "[", "}": "{"}
+        while self.pos < len(text):
+            c = text[self.pos]
+            if c == '"':
+                self.string_literal()
+                continue
+            if depth == 0 and (c in stop or c == "\n"):
+                break
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                if depth == 0:
+                    break
+                depth -= 1
+            self.pos += 1
+        if depth != 0:
+            raise self.error("unbalanced brackets in attribute value", start)
+        return text[start:self.pos].strip()
+
+    def string_literal(self) -> str:
+        start = self.pos
+        if not self.text.startswith('"', self.pos):
+            raise self.error(f"expected a string, found {self.found()}")
+        self.pos += 1
+        out = []
+        while self.pos < len(self.text):
+            c = self.text[self.pos]
+            if c == "\\" and self.pos + 1 < len(self.text):
+                out.append(self.text[self.pos:self.pos + 2])
+                self.pos += 2
+                continue
+            if c == '"':
+                self.pos += 1
+                return "".join(out)
+            if c == "\n":
+                break
+            out.append(c)
+            self.pos += 1
+        raise self.error("unterminated string", start)
+
+    # -- shapes ---------------------------------------------------------------
+
+    def shape(self) -> Shape:
+        self.skip()
+        start = self.pos
+        if self.accept("("):
+            shapes = []
+            if not self.accept(")"):
+                while True:
+                    shapes.append(self.shape())
+                    if self.accept(")"):
+                        break
+                    self.expect(",", "between tuple element shapes")
+            return Shape(tuple_shapes=tuple(shapes))
+        m = _IDENT.match(self.text, self.pos)
+        if not m or m.group(0) not in ELEMENT_TYPES:
+            raise self.error(f"expected a shape (e.g. f32[2,3]), found {self.found()}", start)
+        self.pos = m.end()
+        etype = ELEMENT_TYPES[m.group(0)]
+        if not self.text.startswith("[", self.pos):
+            raise self.error(f"expected '[' after element type '{etype.name}'", self.pos)
+        self.pos += 1
+        dims, dynamic = [], []
+        if not self.accept("]"):
+            while True:
+                self.skip()
+                is_dynamic = self.accept("<=") or self.accept("?")
+                if self.text[self.pos - 1] == "?":
+                    dims.append(-1)
+                else:
+                    dims.append(self.integer("a dimension size"))
+                    if dims[-1] < 0:
+                        raise self.error("dimension sizes cannot be negative")
+                dynamic.append(is_dynamic)
+                if self.accept("]"):
+                    break
+                self.expect(",", "between dimension sizes")
+        layout = None
+        # A layout follows immediately: `f32[2,3]{1,0}`.
+        if self.text.startswith("{", self.pos):
+            layout = self.layout(len(dims))
+        return Shape(etype, tuple(dims), layout, dynamic=tuple(dynamic) if any(dynamic) else ())
+
+    def layout(self, rank: int) -> Layout:
+        start = self.pos
+        self.pos += 1
+        minor_to_major: list[int] = []
+        self.skip()
+        while self.pos < len(self.text) and self.text[self.pos] not in ":}":
+            minor_to_major.append(self.integer("a layout dimension"))
+            if not self.accept(","):
+                break
+        extra = ""
+        if self.accept(":"):
+            extra = self.balanced("}")
+        self.expect("}", "to close the layout")
+        if minor_to_major and sorted(minor_to_major) != list(range(rank)):
+            raise self.error(
+                f"layout {{{','.join(map(str, minor_to_major))}}} is not a permutation "
+                f"of the {rank} dimensions", start)
+        return Layout(tuple(minor_to_major), extra)
+
+    # -- module ---------------------------------------------------------------
+
+    def module(self) -> HloModule:
+        if not self.keyword("HloModule"):
+            raise self.error(f"expected 'HloModule' at the start, found {self.found()}")
+        module = HloModule(self.name("a module name"))
+        # The spec's gelu.hlo writes `HloModule m:`; tolerate the colon.
+        self.skip_inline()
+        if self.text.startswith(":", self.pos):
+            self.pos += 1
+        while self.accept(","):
+            key_pos = self.pos
+            key = self.match(_IDENT)
+            if not key:
+                raise self.error(f"expected a module attribute, found {self.found()}")
+            self.expect("=", f"after module attribute '{key.group(0)}'")
+            module.attributes.append(Attribute(key.group(0), self.balanced(",")))
+            del key_pos
+        module.tables = self.tables()
+        references: list[tuple[HloInstruction, str, list[tuple[str, int]]]] = []
+        entry_seen = False
+        while True:
+            self.skip()
+            if self.pos >= len(self.text):
+                break
+            comp = self.computation(references)
+            if comp.is_entry:
+                if entry_seen:
+                    raise self.error("a second ENTRY computation")
+                entry_seen = True
+            if any(c.name == comp.name for c in module.computations):
+                raise self.error(f"computation '{comp.name}' is defined twice", self._comp_pos)
+            comp.module = module
+            module.computations.append(comp)
+        if not module.computations:
+            raise self.error("the module has no computation")
+        entries = [c for c in module.computations if c.is_entry]
+        module.entry = entries[0] if entries else module.computations[-1]
+        # Called computations, now that all are known.
+        by_name = {c.name: c for c in module.computations}
+        for inst, _, refs in references:
+            for name, pos in refs:
+                if name not in by_name:
+                    raise self.error(f"unknown computation '{name}'", pos)
+                inst.called_computations.append(by_name[name])
+        return module
+
+    def tables(self) -> str:
+        self.skip()
+        start = self.pos
+        end = start
+        while True:
+            self.skip()
+            m = _IDENT.match(self.text, self.pos)
+            if not m or m.group(0) not in _TABLES:
+                break
+            self.pos = m.end()
+            # Entries: `N "text"` or `N {...}`, one per line.
+            while True:
+                self.skip()
+                if not _INT.match(self.text, self.pos):
+                    break
+                self.integer()
+                self.skip_inline()
+                if self.text.startswith('"', self.pos):
+                    self.string_literal()
+                elif self.text.startswith("{", self.pos):
+                    self.balanced("\n")
+                else:
+                    raise self.error(f"expected a string or '{{' in the {m.group(0)} table, "
+                                     f"found {self.found()}")
+            end = self.pos
+        return self.text[start:end].strip()
+
+    def computation(self, references) -> HloComputation:
+        self.skip()
+        self._comp_pos = self.pos
+        is_entry = self.keyword("ENTRY")
+        comp = HloComputation(self.name("a computation name"), is_entry=is_entry)
+        if self.peek("("):
+            self.signature()
+        self.expect("{", f"to open computation '{comp.name}'")
+        pending: list[tuple[HloInstruction, list[tuple[str, int]], list[tuple[str, int]]]] = []
+        explicit_root = None
+        while not self.accept("}"):
+            self.skip()
+            if self.pos >= len(self.text):
+                raise self.error(f"expected '}}' to close computation '{comp.name}', "
+                                 "found end of input")
+            inst, is_root, operands, preds, calls = self.instruction()
+            if any(i.name == inst.name for i in comp.instructions):
+                raise self.error(f"instruction '{inst.name}' is defined twice in "
+                                 f"computation '{comp.name}'", self._inst_pos)
+            if is_root:
+                if explicit_root is not None:
+                    raise self.error("a second ROOT instruction", self._inst_pos)
+                explicit_root = inst
+            inst.parent = comp
+            comp.instructions.append(inst)
+            pending.append((inst, operands, preds))
+            if calls:
+                references.append((inst, comp.name, calls))
+        if not comp.instructions:
+            raise self.error(f"computation '{comp.name}' has no instructions")
+        by_name = {i.name: i for i in comp.instructions}
+        for inst, operands, preds in pending:
+            for name, pos in operands:
+                if name not in by_name:
+                    raise self.error(f"unknown operand '{name}' in computation '{comp.name}'", pos)
+                inst.operands.append(by_name[name])
+                by_name[name].users.append(inst)
+            for name, pos in preds:
+                if name not in by_name:
+                    raise self.error(f"unknown control predecessor '{name}'", pos)
+                inst.control_predecessors.append(by_name[name])
+        comp.root = explicit_root or comp.instructions[-1]
+        numbers = sorted(p.parameter_number for p in comp.parameters)
+        if numbers != list(range(len(numbers))):
+            raise self.error(f"parameters of computation '{comp.name}' are numbered "
+                             f"{numbers}, expected 0..{len(numbers) - 1}", self._comp_pos)
+        self._check_acyclic(comp)
+        return comp
+
+    def _check_acyclic(self, comp: HloComputation) -> None:
+        state: dict[int, int] = {}
+        for start in comp.instructions:
+            stack = [(start, iter(start.operands))]
+            if state.get(id(start)):
+                continue
+            state[id(start)] = 1
+            while stack:
+                inst, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    state[id(inst)] = 2
+                    stack.pop()
+                elif state.get(id(nxt)) == 1:
+                    raise HloParseError(f"instruction '{nxt.name}' depends on itself",
+                                        nxt.line, nxt.column, self.source)
+                elif not state.get(id(nxt)):
+                    state[id(nxt)] = 1
+                    stack.append((nxt, iter(nxt.operands)))
+
+    def signature(self) -> None:
+        """`(p0: f32[2], p1: s32[]) -> f32[2]`: informational, not needed."""
+        self.expect("(", "to open the computation signature")
+        if not self.accept(")"):
+            while True:
+                self.name("a parameter name")
+                self.expect(":", "after the parameter name")
+                self.shape()
+                if self.accept(")"):
+                    break
+                self.expect(",", "between parameters")
+        self.expect("->", "before the result shape")
+        self.shape()
+
+    def instruction(self):
+        self.skip()
+        self._inst_pos = start = self.pos
+        line, col = self.where()
+        is_root = self.keyword("ROOT")
+        name = self.name("an instruction name")
+        self.expect("=", f"after instruction name '{name}'")
+        shape = self.shape()
+        m = self.match(_IDENT)
+        if not m:
+            raise self.error(f"expected an opcode after the shape, found {self.found()}")
+        opcode = m.group(0)
+        inst = HloInstruction(name, opcode, shape, line=line, column=col)
+        self.expect("(", f"after opcode '{opcode}'")
+        operands: list[tuple[str, int]] = []
+        if opcode == "parameter":
+            inst.parameter_number = self.integer("a parameter number")
+            self.expect(")", "after the parameter number")
+        elif opcode == "constant":
+            lit_pos = self.pos
+            text = self.balanced(")")
+            self.expect(")", "to close the constant's literal")
+            inst.literal = Literal(text, self.literal(text, shape, lit_pos))
+        elif not self.accept(")"):
+            while True:
+                self.skip()
+                # Operands may carry their shape: `f32[2]{0} %x`.
+                m = _IDENT.match(self.text, self.pos)
+                if (self.text.startswith("(", self.pos) or
+                        (m and m.group(0) in ELEMENT_TYPES and
+                         self.text.startswith("[", m.end()))):
+                    self.shape()
+                self.skip()
+                pos = self.pos
+                operands.append((self.name("an operand name"), pos))
+                if self.accept(")"):
+                    break
+                self.expect(",", "between operands")
+        preds: list[tuple[str, int]] = []
+        calls: list[tuple[str, int]] = []
+        while self.accept(","):
+            self.skip()
+            key_pos = self.pos
+            key = self.match(_IDENT)
+            if not key:
+                raise self.error(f"expected an attribute name, found {self.found()}")
+            self.expect("=", f"after attribute '{key.group(0)}'")
+            value_pos = self.pos
+            self.skip_inline()
+            value_pos = self.pos
+            text = self.balanced(",")
+            if key.group(0) in inst.attributes:
+                raise self.error(f"attribute '{key.group(0)}' is given twice", key_pos)
+            attr = Attribute(key.group(0), text)
+            attr.value = self.attribute_value(attr, value_pos, calls, preds)
+            inst.attributes[attr.name] = attr
+        del start
+        return inst, is_root, operands, preds, calls
+
+    # -- attribute values -------------------------------------------------------
+
+    def sub(self, text: str, pos: int) -> "_Parser":
+        """A parser over an attribute's text, reporting positions in the file."""
+        p = _Parser(self.text, self.source)
+        p.text = self.text[:pos + len(text)]
+        p.pos = pos
+        p._line_starts = self._line_starts
+        return p
+
+    def attribute_value(self, attr: Attribute, pos: int, calls, preds) -> Any:
+        name, text = attr.name, attr.text
+        p = self.sub(text, pos)
+        if name in _INT_LIST_ATTRS:
+            return p.int_list(name)
+        if name in _INT_ATTRS:
+            value = p.integer(f"an integer for '{name}'")
+            p.end(name)
+            return value
+        if name in _BOOL_ATTRS:
+            if text not in ("true", "false"):
+                raise self.error(f"expected true or false for '{name}', found '{text}'", pos)
+            return text == "true"
+        if name in _WORD_ATTRS:
+            if not _IDENT.fullmatch(text):
+                raise self.error(f"expected a name for '{name}', found '{text}'", pos)
+            return text
+        if name in _COMPUTATION_ATTRS:
+            names = p.name_list(name)
+            calls.extend(names)
+            return [n for n, _ in names] if text.startswith("{") else names[0][0]
+        if name == "control-predecessors":
+            names = p.name_list(name)
+            preds.extend(names)
+            return [n for n, _ in names]
+        if name == "slice":
+            return p.slice_ranges()
+        if name == "padding":
+            return p.padding(text)
+        if name == "window":
+            return p.window()
+        if name in ("custom_call_target",):
+            value = p.string_literal()
+            p.end(name)
+            return value
+        if name in ("metadata", "frontend_attributes"):
+            return p.key_values(name)
+        return None
+
+    def end(self, name: str) -> None:
+        self.skip()
+        if self.pos < len(self.text):
+            raise self.error(f"unexpected {self.found()} in the value of '{name}'")
+
+    def int_list(self, name: str) -> list[int]:
+        self.expect("{", f"to open the list of '{name}'")
+        values = []
+        if not self.accept("}"):
+            while True:
+                values.append(self.integer(f"an integer in '{name}'"))
+                if self.accept("}"):
+                    break
+                self.expect(",", f"between the integers of '{name}'")
+        self.end(name)
+        return values
+
+    def name_list(self, name: str) -> list[tuple[str, int]]:
+        self.skip()
+        if not self.accept("{"):
+            pos = self.pos
+            value = self.name(f"a computation name for '{name}'")
+            self.end(name)
+            return [(value, pos)]
+        names = []
+        if not self.accept("}"):
+            while True:
+                self.skip()
+                pos = self.pos
+                names.append((self.name(f"a name in '{name}'"), pos))
+                if self.accept("}"):
+                    break
+                self.expect(",", f"between the names of '{name}'")
+        self.end(name)
+        return names
+
+    def slice_ranges(self) -> list[tuple[int, int, int]]:
+        self.expect("{", "to open the slice")
+        ranges = []
+        if not self.accept("}"):
+            while True:
+                self.expect("[", "to open a slice range")
+                start = self.integer("a slice start")
+                self.expect(":", "after the slice start")
+                limit = self.integer("a slice limit")
+                stride = 1
+                if self.accept(":"):
+                    stride = self.integer("a slice stride")
+                    if stride <= 0:
+                        raise self.error(f"slice stride must be positive, got {stride}")
+                self.expect("]", "to close the slice range")
+                ranges.append((start, limit, stride))
+                if self.accept("}"):
+                    break
+                self.expect(",", "between slice ranges")
+        self.end("slice")
+        return ranges
+
+    def padding(self, text: str) -> list[tuple[int, int, int]]:
+        dims = []
+        if not text:
+            return dims
+        for part in text.split("x"):
+            self.skip()
+            lo = self.integer("the low padding")
+            self.expect("_", "between paddings")
+            hi = self.integer("the high padding")
+            interior = 0
+            if self.accept("_"):
+                interior = self.integer("the interior padding")
+                if interior < 0:
+                    raise self.error("interior padding cannot be negative")
+            dims.append((lo, hi, interior))
+            if not self.accept("x"):
+                break
+        self.end("padding")
+        return dims
+
+    def window(self) -> dict[str, list]:
+        self.expect("{", "to open the window")
+        fields: dict[str, list] = {}
+        while not self.accept("}"):
+            key = self.match(_IDENT)
+            if not key:
+                raise self.error(f"expected a window field, found {self.found()}")
+            self.expect("=", f"after window field '{key.group(0)}'")
+            raw = re.compile(r"[^\s}]+").match(self.text, self.pos)
+            if not raw:
+                raise self.error(f"expected a value for window field '{key.group(0)}'")
+            self.pos = raw.end()
+            values = []
+            for part in raw.group(0).split("x"):
+                values.append(tuple(int(v) for v in part.split("_")) if "_" in part
+                              else int(part))
+            fields[key.group(0)] = values
+        self.end("window")
+        return fields
+
+    def key_values(self, name: str) -> dict[str, str]:
+        self.expect("{", f"to open '{name}'")
+        out = {}
+        while not self.accept("}"):
+            key = self.match(_IDENT)
+            if not key:
+                raise self.error(f"expected a key in '{name}', found {self.found()}")
+            self.expect("=", f"after key '{key.group(0)}'")
+            self.skip()
+            if self.text.startswith('"', self.pos):
+                out[key.group(0)] = self.string_literal()
+            else:
+                raw = re.compile(r"[^\s,}]+").match(self.text, self.pos)
+                if not raw:
+                    raise self.error(f"expected a value for '{key.group(0)}'")
+                self.pos = raw.end()
+                out[key.group(0)] = raw.group(0)
+            self.accept(",")
+        self.end(name)
+        return out
+
+    # -- literals -------------------------------------------------------------
+
+    def literal(self, text: str, shape: Shape, pos: int) -> np.ndarray | None:
+        if shape.is_tuple or not shape.is_array:
+            return None
+        if re.fullmatch(r"\{\s*\.\.\.\s*\}", text):
+            return None  # elided by the printer
+        p = self.sub(text, pos)
+        etype = shape.element_type
+        values: list = []
+        nested = p.literal_values(values, etype, len(shape.dims))
+        p.end("the literal")
+        del nested
+        if len(values) != shape.num_elements:
+            raise self.error(f"the literal has {len(values)} values, the shape "
+                             f"{shape.to_text(layout=False)} needs {shape.num_elements}", pos)
+        try:
+            if etype.is_pred:
+                array = np.array(values, dtype=np.bool_)
+            elif etype.is_complex:
+                array = np.array(values, dtype=np.complex128).astype(etype.dtype)
+            elif etype.is_float:
+                array = np.array(values, dtype=np.float64).astype(etype.dtype)
+            else:
+                info = np.iinfo(np.int64 if etype.is_signed else np.uint64)
+                bits = etype.bits
+                lo = -(1 << (bits - 1)) if etype.is_signed else 0
+                hi = (1 << (bits - 1)) - 1 if etype.is_signed else (1 << bits) - 1
+                for v in values:
+                    if not lo <= v <= hi:
+                        raise self.error(f"{v} is out of range for {etype.name}", pos)
+                del info
+                array = np.array(values, dtype=object).astype(etype.dtype)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise self.error(f"bad literal for {etype.name}: {e}", pos) from None
+        return array.reshape(shape.dims)
+
+    def literal_values(self, out: list, etype, rank: int) -> None:
+        self.skip()
+        if self.accept("{"):
+            if not self.accept("}"):
+                while True:
+                    self.literal_values(out, etype, rank - 1)
+                    if self.accept("}"):
+                        break
+                    self.expect(",", "between literal values")
+            return
+        out.append(self.scalar(etype))
+
+    def scalar(self, etype) -> Any:
+        self.skip()
+        if etype.is_pred:
+            if self.keyword("true"):
+                return True
+            if self.keyword("false"):
+                return False
+            m = self.match(re.compile(r"[01]\b"))
+            if m:
+                return m.group(0) == "1"
+            raise self.error(f"expected true or false, found {self.found()}")
+        if etype.is_complex:
+            self.expect("(", "to open a complex value")
+            re_part = self.real()
+            self.expect(",", "between the real and imaginary parts")
+            im_part = self.real()
+            self.expect(")", "to close a complex value")
+            return complex(re_part, im_part)
+        if etype.is_float:
+            return self.real()
+        m = self.match(_INT)
+        if not m:
+            raise self.error(f"expected an integer for {etype.name}, found {self.found()}")
+        return int(m.group(0))
+
+    def real(self) -> float:
+        m = self.match(_NUMBER)
+        if not m:
+            raise self.error(f"expected a number, found {self.found()}")
+        text = m.group(0).lstrip("+")
+        sign = -1.0 if text.startswith("-") else 1.0
+        body = text.lstrip("-")
+        if body == "inf":
+            return sign * math.inf
+        if body.startswith("nan"):
+            return math.copysign(math.nan, sign)
+        return float(text)
+
+
+def parse_hlo(text: str, source: str | None = None) -> HloModule:
+    """Parses an HLO module; raises HloParseError with line:column."""
+    return _Parser(text, source).module()
+
+
+def parse_shape(text: str) -> Shape:
+    """Parses one shape, e.g. `f32[2,3]{1,0}` or `(s32[], pred[4])`."""
+    p = _Parser(text, None)
+    shape = p.shape()
+    p.end("the shape")
+    return shape

@@ -1,0 +1,44 @@
+"""Regenerates the jax_*.hlo test inputs: the HLO jax 0.10.2 prints for a
+function that uses most HLO ops, before (`as_text(dialect="hlo")`) and after
+XLA:CPU's optimisation (`compile().as_text()`).
+
+    .venv/bin/python test/hlo/generate_jax_hlo.py
+"""
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+def many_ops(x, y, idx, ints):
+    a = jnp.tanh(x) * 2.0 + y.T
+    b = jnp.sum(a, axis=1)
+    c = jnp.concatenate([x, y.T], axis=0)[1:5:2]
+    d = jnp.pad(x, ((1, 2), (0, 1)))
+    e = lax.dynamic_slice(x, (idx, 1), (2, 3))
+    f = lax.dynamic_update_slice(x, e * 0, (idx, 2))
+    g = jnp.take(x, ints, axis=0)
+    h = lax.reduce_window(x, -jnp.inf, lax.max, (2, 2), (1, 1), "VALID")
+    i = x @ y
+    j = jnp.where(x > 0.5, jnp.exp(x), jnp.log1p(jnp.abs(x)))
+    k = jnp.reshape(x, (2, 16)).astype(jnp.bfloat16)
+    l = jnp.flip(x, axis=1) + jnp.arange(8, dtype=jnp.float32)
+    m = lax.bitcast_convert_type(x, jnp.int32) >> 3
+    n = jnp.clip(ints, 0, 2) % 3
+    o = jnp.broadcast_to(x[:, None, :], (4, 3, 8))
+    return b, c, d, e, f, g, h, i, j, k, l, m, n, o
+
+
+def main() -> None:
+    here = Path(__file__).resolve().parent
+    args = (jnp.ones((4, 8), jnp.float32), jnp.ones((8, 4), jnp.float32),
+            jnp.int32(1), jnp.array([0, 3, 1], jnp.int32))
+    lowered = jax.jit(many_ops).lower(*args)
+    (here / "jax_preopt.hlo").write_text(lowered.as_text(dialect="hlo"))
+    (here / "jax_optimized.hlo").write_text(lowered.compile().as_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -162,8 +162,9 @@ class _Parser:
         return int(m.group(0))
 
     def balanced(self, stop: str) -> str:
-        """Raw text up to a top-level character of `stop` (or a newline at
-        depth 0), with brackets balanced and strings skipped."""
+        """Raw text up to a top-level character of `stop` or the end of the
+        line (XLA prints one instruction per line), with brackets balanced
+        and strings skipped."""
         self.skip_inline()
         start, depth, text = self.pos, 0, self.text
         closers = {")": "(", "]": "[", "}": "{"}
@@ -172,7 +173,7 @@ class _Parser:
             if c == '"':
                 self.string_literal()
                 continue
-            if depth == 0 and (c in stop or c == "\n"):
+            if c == "\n" or (depth == 0 and c in stop):
                 break
             if c in "([{":
                 depth += 1
@@ -296,7 +297,7 @@ class _Parser:
             comp = self.computation(references)
             if comp.is_entry:
                 if entry_seen:
-                    raise self.error("a second ENTRY computation")
+                    raise self.error("a second ENTRY computation", self._comp_pos)
                 entry_seen = True
             if any(c.name == comp.name for c in module.computations):
                 raise self.error(f"computation '{comp.name}' is defined twice", self._comp_pos)

@@ -1,0 +1,196 @@
+"""The HLO front end: parse, print, round-trip; checked against XLA's own
+parser (through jaxlib) and against a corpus of malformed files."""
+
+import math
+import re
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from jax._src.lib import xla_client
+
+from xla_gpu.hlo import HloParseError, element_type, parse_hlo, parse_shape
+
+HLO_DIR = Path(__file__).resolve().parents[1] / "hlo"
+VALID = sorted(HLO_DIR.glob("*.hlo"))
+INVALID = sorted((HLO_DIR / "invalid").glob("*.hlo"))
+
+
+def test_corpus_is_there():
+    assert len(VALID) >= 3
+    assert len(INVALID) >= 20
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_print_parse_print_is_identical(path):
+    module = parse_hlo(path.read_text(), str(path))
+    text = module.to_text()
+    assert parse_hlo(text).to_text() == text
+
+
+def _xla_text(text):
+    return xla_client.hlo.hlo_module_from_text(text).to_string()
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.name)
+def test_xla_reads_our_text_as_the_same_module(path):
+    """XLA's parser, given what we print, builds the module it builds from
+    the original text."""
+    original = path.read_text().replace("HloModule m:", "HloModule m")
+    ours = parse_hlo(path.read_text()).to_text()
+    assert _xla_text(ours) == _xla_text(original)
+
+
+def test_gelu_structure():
+    module = parse_hlo((HLO_DIR / "gelu.hlo").read_text())
+    fusion = module.entry.root
+    assert module.entry.name == "main" and module.entry.is_entry
+    assert fusion.opcode == "fusion" and fusion.fusion_kind == "kLoop"
+    gelu = fusion.fused_computation
+    assert gelu.name == "gelu"
+    assert [p.name for p in gelu.parameters] == ["param"]
+    param = gelu.instruction("param")
+    assert param.shape.element_type.name == "bf16" and param.shape.dims == (6, 512, 4096)
+    # The operand/user graph.
+    assert {u.name for u in param.users} == {"square", "cube", "add_1", "multiply_0"}
+    assert gelu.root.name == "multiply_0"
+    order = [i.name for i in gelu.topological_order()]
+    for inst in gelu.instructions:
+        for op in inst.operands:
+            assert order.index(op.name) < order.index(inst.name)
+    # Constants are rounded to their element type, as XLA does.
+    c = gelu.instruction("constant_3").literal.value
+    assert c.dtype == ml_dtypes.bfloat16
+    assert float(c) == float(ml_dtypes.bfloat16(0.044708))
+    assert "0.04468" in _xla_text(module.to_text())
+
+
+def test_jax_optimized_module():
+    module = parse_hlo((HLO_DIR / "jax_optimized.hlo").read_text())
+    assert [a.name for a in module.attributes][:2] == ["is_scheduled", "entry_computation_layout"]
+    assert module.tables.startswith("FileNames")
+    assert "StackFrames" in module.tables
+    fusions = module.fusions()
+    assert fusions and all(f.fused_computation is not None for f in fusions)
+    kinds = {f.fusion_kind for f in fusions}
+    assert "kLoop" in kinds
+    insts = {i.name: i for i in module.instructions()}
+    gather = next(i for i in insts.values() if i.opcode == "gather")
+    assert gather.attr("offset_dims") == [1, 2]
+    assert gather.attr("start_index_map") == [0]
+    assert gather.attr("index_vector_dim") == 1
+    assert gather.attr("slice_sizes") == [1, 8]
+    md = gather.attr("metadata")
+    assert md["op_name"].endswith("gather") and md["stack_frame_id"].isdigit()
+    # backend_config is unknown to the parser: kept verbatim.
+    custom = next(i for i in insts.values() if "backend_config" in i.attributes)
+    assert custom.attributes["backend_config"].text.startswith('{"fusion_config"')
+    assert custom.attributes["backend_config"].value is None
+
+
+def test_jax_preopt_module():
+    module = parse_hlo((HLO_DIR / "jax_preopt.hlo").read_text())
+    assert module.entry.name.startswith("main")
+    insts = {i.opcode: i for i in module.instructions()}
+    assert insts["slice"].attr("slice") == [(1, 5, 2), (0, 8, 1)]
+    assert insts["pad"].attr("padding") == [(1, 2, 0), (0, 1, 0)]
+    window = insts["reduce-window"].attr("window")
+    assert window == {"size": [2, 2]}  # XLA omits unit strides
+    assert insts["reduce"].attr("to_apply") == insts["reduce"].called_computations[0].name
+    assert insts["compare"].attr("direction") in ("GT", "LT", "GE", "LE", "EQ", "NE")
+    assert insts["dynamic-slice"].attr("dynamic_slice_sizes") == [2, 3]
+    assert insts["iota"].attr("iota_dimension") == 0
+    # A non-default layout is kept: {0,1} on a transpose.
+    transpose = insts["transpose"]
+    assert transpose.shape.layout is not None
+    assert transpose.attr("dimensions") == [1, 0]
+
+
+@pytest.mark.parametrize("text, dtype, expected", [
+    ("f32[3] constant({1, -inf, nan})", np.float32, [1.0, -math.inf, math.nan]),
+    ("f32[] constant(inf)", np.float32, [math.inf]),
+    ("bf16[2] constant({0.1, 3.14159})", ml_dtypes.bfloat16,
+     [float(ml_dtypes.bfloat16(0.1)), float(ml_dtypes.bfloat16(3.14159))]),
+    ("f16[] constant(65504)", np.float16, [65504.0]),
+    ("s4[3] constant({-8, 7, 0})", ml_dtypes.int4, [-8, 7, 0]),
+    ("u8[2,2] constant({{0, 255}, {1, 2}})", np.uint8, [0, 255, 1, 2]),
+    ("pred[2] constant({true, false})", np.bool_, [True, False]),
+    ("c64[] constant((1, -2.5))", np.complex64, [complex(1, -2.5)]),
+    ("f8e4m3fn[] constant(0.3)", ml_dtypes.float8_e4m3fn,
+     [float(ml_dtypes.float8_e4m3fn(0.3))]),
+    ("s64[] constant(-9223372036854775808)", np.int64, [-(1 << 63)]),
+])
+def test_constants(text, dtype, expected):
+    module = parse_hlo(f"HloModule m\nENTRY e {{\n  ROOT c = {text}\n}}\n")
+    value = module.entry.root.literal.value
+    assert value.dtype == np.dtype(dtype)
+    flat = [complex(v) if np.iscomplexobj(value) else float(v) if value.dtype.kind == "f"
+            or value.dtype == ml_dtypes.bfloat16 else v for v in value.reshape(-1).tolist()]
+    for got, want in zip(flat, expected):
+        if isinstance(want, float) and math.isnan(want):
+            assert math.isnan(float(got))
+        else:
+            assert got == want
+
+
+def test_elided_constant_has_no_value():
+    module = parse_hlo("HloModule m\nENTRY e {\n  ROOT c = f32[1000] constant({...})\n}\n")
+    assert module.entry.root.literal.value is None
+    assert "constant({...})" in module.to_text()
+
+
+@pytest.mark.parametrize("name", ["pred", "s2", "s4", "s8", "s16", "s32", "s64", "u2", "u4",
+                                  "u8", "u16", "u32", "u64", "f8e5m2", "f8e4m3fn", "bf16",
+                                  "f16", "f32", "f64", "c64", "c128", "token"])
+def test_element_types(name):
+    shape = parse_shape(f"{name}[]" if name == "token" else f"{name}[2,3]{{0,1}}")
+    assert shape.element_type is element_type(name)
+    if name != "token":
+        assert shape.dims == (2, 3) and shape.minor_to_major == (0, 1)
+        assert str(shape) == f"{name}[2,3]{{0,1}}"
+
+
+def test_tuple_and_dynamic_shapes():
+    s = parse_shape("(f32[2]{0}, (s32[], pred[<=4]))")
+    assert s.is_tuple and len(s.leaves()) == 3
+    assert s.leaves()[2].dynamic == (True,)
+    assert str(s) == "(f32[2]{0}, (s32[], pred[<=4]))"
+
+
+def test_unknown_attributes_are_kept_verbatim():
+    text = ("HloModule m, some_flag={a=1 b=\"x,y\"}\n"
+            "ENTRY e {\n"
+            "  p = f32[2] parameter(0), sharding={devices=[2]0,1}\n"
+            "  ROOT n = f32[2] negate(p), frontend_attributes={_xla=\"1\"}, "
+            "weird_thing=[1:2]{x}, control-predecessors={p}\n"
+            "}\n")
+    module = parse_hlo(text)
+    out = module.to_text()
+    assert "some_flag={a=1 b=\"x,y\"}" in out
+    assert "sharding={devices=[2]0,1}" in out
+    assert "weird_thing=[1:2]{x}" in out
+    root = module.entry.root
+    assert root.attr("frontend_attributes") == {"_xla": "1"}
+    assert root.control_predecessors == [module.entry.instruction("p")]
+
+
+def test_no_entry_means_the_last_computation():
+    module = parse_hlo("HloModule m\nc1 {\n  ROOT p = f32[] parameter(0)\n}\n"
+                       "c2 {\n  ROOT q = f32[] parameter(0)\n}\n")
+    assert module.entry.name == "c2"
+
+
+def _expected_error(path):
+    m = re.match(r"// ERROR: (\d+):(\d+): (.*)", path.read_text())
+    return int(m.group(1)), int(m.group(2)), m.group(3)
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.name)
+def test_malformed_hlo(path):
+    line, column, message = _expected_error(path)
+    with pytest.raises(HloParseError) as info:
+        parse_hlo(path.read_text(), path.name)
+    e = info.value
+    assert (e.line, e.column, e.message) == (line, column, message)
+    assert str(e) == f"{path.name}:{line}:{column}: error: {message}"

@@ -10,8 +10,9 @@ import lit.formats
 
 config.name = "xla_gpu"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir"]
-config.excludes = ["lit.cfg.py", "python", "Output"]
+config.suffixes = [".mlir", ".hlo"]
+# test/hlo holds inputs (and the malformed corpus), not lit tests.
+config.excludes = ["lit.cfg.py", "python", "Output", "hlo"]
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 config.test_source_root = os.path.dirname(os.path.abspath(__file__))
@@ -28,5 +29,6 @@ if not os.path.exists(filecheck):
 config.substitutions.append(("xla-gpu-opt", opt))
 config.substitutions.append(("FileCheck", filecheck))
 config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("hlo-indexing", f"{sys.executable} -m xla_gpu.tools.hlo_indexing"))
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 config.environment["PYTHONPATH"] = os.path.join(root, "python")

@@ -341,8 +341,14 @@ class IndexingMapSimplifier {
         rest.add(b, m);
       }
     }
-    quotient.constant = floorDiv(sum.constant, *c);
-    rest.constant = positiveMod(sum.constant, *c);
+    // A constant smaller than the divisor stays inside: (d0 - 1) floordiv 2
+    // reads better than (d0 + 1) floordiv 2 - 1.
+    if (std::abs(sum.constant) < *c) {
+      rest.constant = sum.constant;
+    } else {
+      quotient.constant = floorDiv(sum.constant, *c);
+      rest.constant = positiveMod(sum.constant, *c);
+    }
     // A factor g of c that divides the "big" terms, with the other terms and
     // the constant in [0, g): those cannot change the quotient, since
     // floor((g*a + r) / (g*c')) = floor(a / c') for r in [0, g).
@@ -407,10 +413,33 @@ class IndexingMapSimplifier {
     for (auto& [b, m] : sum.terms) {
       if (m % *c != 0) rest.add(b, m);
     }
-    rest.constant = positiveMod(sum.constant, *c);
+    rest.constant = std::abs(sum.constant) < *c ? sum.constant
+                                                : positiveMod(sum.constant, *c);
     AffineExpr restExpr = rest.build(ctx);
     Interval r = map_.getRange(restExpr);
     if (r.lower >= 0 && r.upper < *c) return restExpr;
+    // A factor g of c that divides the "big" terms, with the rest in [0, g):
+    // (g*a + r) mod (g*c') = g * (a mod c') + r.
+    SmallVector<int64_t> candidates;
+    for (auto& [b, m] : rest.terms) {
+      int64_t g = std::gcd(std::abs(m), *c);
+      if (g > 1 && g < *c) candidates.push_back(g);
+    }
+    llvm::sort(candidates, std::greater<int64_t>());
+    for (int64_t g : candidates) {
+      Sum big, small;
+      for (auto& [b, m] : rest.terms) (m % g == 0 ? big : small).add(b, m);
+      small.constant = rest.constant;
+      AffineExpr smallExpr = small.build(ctx);
+      Interval sr = map_.getRange(smallExpr);
+      if (small.terms.empty() || sr.lower < 0 || sr.upper >= g) continue;
+      Sum reduced;
+      for (auto& [b, m] : big.terms) reduced.add(b, m / g);
+      AffineExpr inner = reduced.build(ctx);
+      Interval ri = map_.getRange(inner);
+      AffineExpr innerMod = (ri.lower >= 0 && ri.upper < *c / g) ? inner : inner % (*c / g);
+      return innerMod * g + smallExpr;
+    }
     // (g*a) mod (g*c') = g * (a mod c').
     int64_t g = std::gcd(gcdOf(rest), *c);
     if (g > 1) {

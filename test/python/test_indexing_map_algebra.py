@@ -40,6 +40,14 @@ def simplified(text):
     ("(d0, d1) -> (d0), domain: d0 in [0, 100], d1 in [0, 9], d0 in [5, 50], "
      "d1 mod 2 in [0, 1], d0 * 2 + 1 in [0, 41]",
      "(d0, d1) -> (d0), domain: d0 in [5, 20], d1 in [0, 9]"),
+    # mod splits by a factor of the divisor the big terms share.
+    ("(d0, d1) -> ((d0 * 20 + d1) mod 40), domain: d0 in [0, 39], d1 in [0, 19]",
+     "(d0, d1) -> ((d0 mod 2) * 20 + d1), domain: d0 in [0, 39], d1 in [0, 19]"),
+    # Small constants stay where they were written.
+    ("(d0) -> ((d0 - 1) floordiv 2, (d0 - 1) mod 2), domain: d0 in [1, 7]",
+     "(d0) -> ((d0 - 1) floordiv 2, (d0 - 1) mod 2), domain: d0 in [1, 7]"),
+    ("(d0) -> ((d0 * 4 + 5) floordiv 4), domain: d0 in [0, 7]",
+     "(d0) -> (d0 + 1), domain: d0 in [0, 7]"),
     # A constraint the ranges cannot decide stays.
     ("(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [0, 0]",
      "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [0, 0]"),

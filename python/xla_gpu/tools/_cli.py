@@ -1,0 +1,36 @@
+"""What every command-line tool of the package shares: reading an HLO file
+and turning the project's errors into one clean line and exit status 1."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+from ..hlo import HloModule, HloParseError, parse_hlo
+
+
+class ToolError(Exception):
+    """A user-facing failure of a tool: printed as `tool: error: message`."""
+
+
+def read_hlo(path: str) -> HloModule:
+    """Parses the HLO file at `path` (`-` reads stdin)."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as e:
+        raise ToolError(f"cannot read {path}: {e.strerror}") from None
+    return parse_hlo(text, "<stdin>" if path == "-" else path)
+
+
+def run_tool(name: str, body: Callable[[], int]) -> int:
+    """Runs `body`; project errors become one line on stderr and status 1."""
+    try:
+        return body()
+    except HloParseError as e:
+        print(e, file=sys.stderr)
+    except ToolError as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        pass
+    return 1

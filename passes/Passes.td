@@ -20,4 +20,148 @@ def EraseDeadFunctionsPass : Pass<"xla-erase-dead-functions", "mlir::ModuleOp"> 
   }];
 }
 
+def LowerXlaGpuLoopsToScfPass
+    : Pass<"xla-gpu-lower-xla-gpu-loops-to-scf", "mlir::func::FuncOp"> {
+  let summary = "Lowers xla_gpu.loop to nested scf.for with a bounds check.";
+  let description = [{
+    One `scf.for` per range variable of the loop's indexing map; inside the
+    innermost one, an `scf.if` checks the dimensions against their ranges and
+    every constraint, and computes each map result with an
+    `xla_gpu.apply_indexing` (one single-result map per result), as in the
+    spec's walk-through. Out-of-domain iterations yield the iteration
+    arguments unchanged.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
+def FlattenTensorsPass : Pass<"xla-gpu-flatten-tensors", "mlir::ModuleOp"> {
+  let summary = "Flattens statically shaped tensors to one dimension.";
+  let description = [{
+    Every N-d tensor (function arguments and results, loop-carried values,
+    shared memory) becomes 1-d in row-major order; `tensor.extract`,
+    `tensor.insert` and `xla_gpu.atomic_rmw` take one index, the
+    linearization of the old ones through an `xla_gpu.apply_indexing` (which
+    folds into the apply_indexing that computed the indices, if any).
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect"];
+}
+
+def VectorizeLoadsStoresPass
+    : Pass<"xla-gpu-vectorize-loads-stores", "mlir::func::FuncOp"> {
+  let summary = "Turns element accesses contiguous in a loop into vector transfers.";
+  let description = [{
+    A `tensor.extract` (`tensor.insert`) in an `scf.for` from 0 to N step 1
+    whose index is `base + iv` -- contiguous in the induction variable, with
+    every term of `base` a multiple of N (aligned) -- becomes one
+    `vector.transfer_read` before the loop (a `vector.transfer_write` after
+    it) and a `vector.extract` (`vector.insert` into a new iteration
+    argument) inside. The vector is N elements; following the rule of the
+    global-shared copy (seed 004), it must be 8, 16, 32, 64 or 128 bits
+    wide. When the pass declines it says why in a remark (with `remarks`).
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark for every access that is not vectorized, saying why">,
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect"];
+}
+
+def OptimizeLoopsPass : Pass<"xla-gpu-optimize-loops", "mlir::func::FuncOp"> {
+  let summary = "Fully unrolls short loops.";
+  let description = [{
+    An `scf.for` with constant bounds and at most `max-unroll-trip-count`
+    iterations, whose body is small enough that the unrolled loop stays under
+    `max-unrolled-ops` operations, is unrolled completely (the spec's loop
+    over the vector elements disappears).
+  }];
+  let options = [
+    Option<"maxTripCount", "max-unroll-trip-count", "int64_t", /*default=*/"8",
+           "Loops with more iterations stay loops">,
+    Option<"maxUnrolledOps", "max-unrolled-ops", "int64_t", /*default=*/"400",
+           "Loops whose unrolled body would exceed this many ops stay loops">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
+def SimplifyArithPass : Pass<"xla-gpu-simplify-arith", "mlir::func::FuncOp"> {
+  let summary = "Folds comparisons the value ranges decide.";
+  let description = [{
+    Value ranges come from `xla.range` on thread and block ids, constant loop
+    bounds, constants, and indexing maps. An `arith.cmpi` that is always true
+    or always false becomes a constant; bounds checks of in-range thread
+    and block ids disappear after canonicalization.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def SimplifyAffinePass : Pass<"xla-gpu-simplify-affine", "mlir::ModuleOp"> {
+  let summary = "Lowers xla_gpu.apply_indexing to arith, simplified by ranges.";
+  let description = [{
+    Each map is first narrowed to the ranges of its operands and simplified
+    with the indexing-map algebra; then it is expanded into arith ops, using
+    unsigned division and remainder where the dividend cannot be negative.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def LowerXlaGpuToScfPass : Pass<"xla-gpu-lower-xla-gpu-to-scf", "mlir::func::FuncOp"> {
+  let summary = "Lowers predicated accesses and warp shuffles to scf/gpu.";
+  let description = [{
+    `xla_gpu.predicated_insert` and `predicated_extract` become `scf.if`;
+    `xla_gpu.shuffle_reduce` becomes a butterfly of `gpu.shuffle down` and
+    calls to the combiner, for a warp of `warp_size` lanes.
+  }];
+  let options = [
+    Option<"warpSize", "warp_size", "int64_t", /*default=*/"32", "Lanes per warp">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
+}
+
+def ConvertPureCallOpsPass
+    : Pass<"xla-gpu-convert-pure-call-ops", "mlir::func::FuncOp"> {
+  let summary = "Turns xla_gpu.pure_call into func.call.";
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+def ExpandFloatOpsPass : Pass<"xla-gpu-expand-float-ops", "mlir::func::FuncOp"> {
+  let summary = "Computes bf16, f16 and f8 arithmetic in f32.";
+  let description = [{
+    Every arith and math op on bf16, f16 or an f8 type is computed in f32:
+    the operands are extended, the op runs in f32, and the result is rounded
+    back to the narrow type after every op, as XLA does.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+def LowerTensorsPass : Pass<"xla-gpu-lower-tensors", "mlir::ModuleOp"> {
+  let summary = "Lowers tensors to pointers with the XLA ABI.";
+  let description = [{
+    Tensor arguments become `!llvm.ptr`; the entry function returns nothing
+    (results are written in place). `tensor.extract`/`insert` and vector
+    transfers become `llvm.getelementptr` + `llvm.load`/`llvm.store` (loads
+    from arguments that are never written are `invariant`);
+    `xla_gpu.allocate_shared` becomes a shared-memory global,
+    `xla_gpu.sync_threads` a barrier, `xla_gpu.atomic_rmw` an
+    `llvm.atomicrmw` where one exists and a compare-and-swap loop otherwise.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
+  let summary = "Lowers what is left (func, scf, arith, math, vector, gpu) to LLVM/NVVM.";
+  let description = [{
+    Math functions become libdevice calls (`__nv_tanhf`, ...), thread and
+    block ids `nvvm.read.ptx.sreg.*`, index arithmetic i64 (or i32 with
+    `index-bitwidth=32`). Entry functions (public ones) are marked as
+    kernels.
+  }];
+  let options = [
+    Option<"indexBitwidth", "index-bitwidth", "unsigned", /*default=*/"64",
+           "Bit width of the index type">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif  // XLA_GPU_PASSES_TD

@@ -134,10 +134,16 @@ void mergeModAndFloorDiv(Sum& sum) {
         auto [divExpr, m] = sum.terms[j];
         if (divExpr.getKind() != AffineExprKind::FloorDiv) continue;
         auto div = llvm::cast<mlir::AffineBinaryOpExpr>(divExpr);
-        if (div.getLHS() != mod.getLHS() || constantOf(div.getRHS()) != c ||
-            m != satMul(*c, k)) {
-          continue;
+        auto d = constantOf(div.getRHS());
+        if (!d || m != satMul(*c, k)) continue;
+        // x floordiv c, or -- when x is y floordiv a -- y floordiv (a * c).
+        bool same = div.getLHS() == mod.getLHS() && *d == *c;
+        if (!same && mod.getLHS().getKind() == AffineExprKind::FloorDiv) {
+          auto inner = llvm::cast<mlir::AffineBinaryOpExpr>(mod.getLHS());
+          auto a = constantOf(inner.getRHS());
+          same = a && inner.getLHS() == div.getLHS() && *d == satMul(*a, *c);
         }
+        if (!same) continue;
         AffineExpr x = mod.getLHS();
         sum.terms.erase(sum.terms.begin() + std::max(i, j));
         sum.terms.erase(sum.terms.begin() + std::min(i, j));

@@ -466,11 +466,88 @@ struct FoldApplyIndexingOperands
   }
 };
 
+// apply_indexing #m(%a)  with %a = apply_indexing #p(%x)[%y]
+//   -> apply_indexing #m'(%x)[%y]
+// The producer's result expression replaces the variable; its operands join
+// the consumer's (dims as dims, symbols as symbols), shared values once.
+struct FoldApplyIndexingChains : public mlir::OpRewritePattern<ApplyIndexingOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  mlir::LogicalResult matchAndRewrite(ApplyIndexingOp op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    const IndexingMap& map = op.getIndexingMap();
+    if (!map.getConstraints().empty() || map.getNumRuntimeVars() != 0) {
+      return rewriter.notifyMatchFailure(op, "only plain maps are folded");
+    }
+    auto producerOf = [&](Value v) -> ApplyIndexingOp {
+      auto p = v.getDefiningOp<ApplyIndexingOp>();
+      if (!p) return nullptr;
+      const IndexingMap& pm = p.getIndexingMap();
+      if (!pm.getConstraints().empty() || pm.getNumRuntimeVars() != 0) return nullptr;
+      return p;
+    };
+    if (llvm::none_of(op.getOperands(), [&](Value v) { return producerOf(v); })) {
+      return rewriter.notifyMatchFailure(op, "no operand comes from apply_indexing");
+    }
+    mlir::MLIRContext* ctx = op.getContext();
+    SmallVector<Value> dimOperands, symOperands;
+    SmallVector<IndexingVar> dims, syms;
+    auto addVar = [&](Value v, const IndexingVar& var, bool isDim) -> mlir::AffineExpr {
+      auto& operands = isDim ? dimOperands : symOperands;
+      auto& vars = isDim ? dims : syms;
+      for (auto [i, existing] : llvm::enumerate(operands)) {
+        if (existing == v) {
+          vars[i].bounds.lower = std::max(vars[i].bounds.lower, var.bounds.lower);
+          vars[i].bounds.upper = std::min(vars[i].bounds.upper, var.bounds.upper);
+          return isDim ? rewriter.getAffineDimExpr(i) : rewriter.getAffineSymbolExpr(i);
+        }
+      }
+      operands.push_back(v);
+      vars.push_back({"", var.bounds});
+      return isDim ? rewriter.getAffineDimExpr(operands.size() - 1)
+                   : rewriter.getAffineSymbolExpr(operands.size() - 1);
+    };
+    // The expression that replaces each of the consumer's variables.
+    SmallVector<mlir::AffineExpr> repl(op.getNumOperands());
+    for (auto [i, v] : llvm::enumerate(op.getOperands())) {
+      bool isDim = i < map.getNumDims();
+      const IndexingVar& var = isDim ? map.getDimVars()[i]
+                                     : map.getRangeVars()[i - map.getNumDims()];
+      if (auto p = producerOf(v)) {
+        const IndexingMap& pm = p.getIndexingMap();
+        SmallVector<mlir::AffineExpr> pd, ps;
+        for (unsigned k = 0; k < pm.getNumDims(); ++k) {
+          pd.push_back(addVar(p.getOperand(k), pm.getDimVars()[k], /*isDim=*/true));
+        }
+        for (unsigned k = 0; k < pm.getNumSymbols(); ++k) {
+          ps.push_back(addVar(p.getOperand(pm.getNumDims() + k), pm.getRangeVars()[k],
+                              /*isDim=*/false));
+        }
+        unsigned r = llvm::cast<mlir::OpResult>(v).getResultNumber();
+        repl[i] = pm.getAffineMap().getResult(r).replaceDimsAndSymbols(pd, ps);
+      } else {
+        repl[i] = addVar(v, var, isDim);
+      }
+    }
+    SmallVector<mlir::AffineExpr> dimRepl(repl.begin(), repl.begin() + map.getNumDims());
+    SmallVector<mlir::AffineExpr> symRepl(repl.begin() + map.getNumDims(), repl.end());
+    SmallVector<mlir::AffineExpr> results;
+    for (mlir::AffineExpr e : map.getAffineMap().getResults()) {
+      results.push_back(e.replaceDimsAndSymbols(dimRepl, symRepl));
+    }
+    auto affine = mlir::AffineMap::get(dims.size(), syms.size(), results, ctx);
+    IndexingMap folded = IndexingMap(affine, dims, syms, {}).simplify();
+    rewriter.replaceOpWithNewOp<ApplyIndexingOp>(op, dimOperands, symOperands,
+                                                 IndexingMapAttr::get(ctx, folded));
+    return mlir::success();
+  }
+};
+
 }  // namespace
 
 void ApplyIndexingOp::getCanonicalizationPatterns(
     mlir::RewritePatternSet& results, mlir::MLIRContext* context) {
-  results.add<FoldApplyIndexingOperands>(context);
+  results.add<FoldApplyIndexingOperands, FoldApplyIndexingChains>(context);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,376 @@
+//===- lower_tensors.cpp - -xla-gpu-lower-tensors --------------------------===//
+//
+// XLA's ABI: every buffer is a plain pointer argument, results are written
+// in place. Value-semantics tensors are therefore lowered to the pointer
+// of the buffer they live in: an SSA chain of tensor.insert ops on a
+// function argument becomes stores through that argument's pointer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/xla_gpu/XlaGpuDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "passes/Passes.h"
+
+namespace xla::gpu {
+
+#define GEN_PASS_DEF_LOWERTENSORSPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using llvm::SmallVector;
+using mlir::Value;
+
+// Shared memory is address space 3 on NVPTX.
+constexpr unsigned kSharedMemorySpace = 3;
+
+bool isTensor(mlir::Type t) { return llvm::isa<mlir::RankedTensorType>(t); }
+
+// Function arguments that nothing writes: their loads are invariant.
+llvm::DenseSet<Value> findReadOnlyArguments(mlir::ModuleOp module) {
+  llvm::DenseSet<Value> written;
+  auto markWritten = [&](Value v) {
+    // Follow iteration arguments and yields back to where the tensor came
+    // from: a write to a loop-carried tensor writes its init.
+    llvm::SmallVector<Value> work = {v};
+    while (!work.empty()) {
+      Value cur = work.pop_back_val();
+      if (!written.insert(cur).second) continue;
+      if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(cur)) {
+        if (auto forOp = llvm::dyn_cast<mlir::scf::ForOp>(arg.getOwner()->getParentOp())) {
+          if (arg.getArgNumber() > 0) work.push_back(forOp.getInitArgs()[arg.getArgNumber() - 1]);
+        }
+        continue;
+      }
+      mlir::Operation* def = cur.getDefiningOp();
+      if (auto ins = llvm::dyn_cast<mlir::tensor::InsertOp>(def)) work.push_back(ins.getDest());
+      if (auto tw = llvm::dyn_cast<mlir::vector::TransferWriteOp>(def)) work.push_back(tw.getBase());
+      if (auto rmw = llvm::dyn_cast<AtomicRMWOp>(def)) work.push_back(rmw.getInput());
+      if (auto forOp = llvm::dyn_cast<mlir::scf::ForOp>(def)) {
+        work.push_back(forOp.getInitArgs()[llvm::cast<mlir::OpResult>(cur).getResultNumber()]);
+      }
+      if (auto ifOp = llvm::dyn_cast<mlir::scf::IfOp>(def)) {
+        unsigned i = llvm::cast<mlir::OpResult>(cur).getResultNumber();
+        work.push_back(ifOp.thenYield().getOperand(i));
+        if (!ifOp.getElseRegion().empty()) work.push_back(ifOp.elseYield().getOperand(i));
+      }
+    }
+  };
+  module.walk([&](mlir::Operation* op) {
+    if (auto ins = llvm::dyn_cast<mlir::tensor::InsertOp>(op)) markWritten(ins.getDest());
+    if (auto tw = llvm::dyn_cast<mlir::vector::TransferWriteOp>(op)) markWritten(tw.getBase());
+    if (auto rmw = llvm::dyn_cast<AtomicRMWOp>(op)) markWritten(rmw.getInput());
+  });
+  llvm::DenseSet<Value> readOnly;
+  module.walk([&](mlir::func::FuncOp f) {
+    if (f.isExternal()) return;
+    for (Value arg : f.getArguments()) {
+      if (isTensor(arg.getType()) && !written.contains(arg)) readOnly.insert(arg);
+    }
+  });
+  return readOnly;
+}
+
+Value gep(mlir::OpBuilder& b, mlir::Location loc, Value base, mlir::Type elementType,
+          Value index) {
+  auto ptrType = mlir::LLVM::LLVMPointerType::get(b.getContext());
+  Value i64 = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), index);
+  return b.create<mlir::LLVM::GEPOp>(loc, ptrType, elementType, base,
+                                     mlir::ValueRange{i64},
+                                     mlir::LLVM::GEPNoWrapFlags::inbounds);
+}
+
+Value singleIndex(mlir::Operation* op, mlir::ValueRange indices,
+                  mlir::ConversionPatternRewriter& rewriter) {
+  if (indices.size() != 1) {
+    op->emitOpError() << "has " << indices.size()
+                      << " indices; run -xla-gpu-flatten-tensors before lowering tensors";
+    return nullptr;
+  }
+  return indices[0];
+}
+
+template <typename OpT>
+struct TensorPattern : public mlir::OpConversionPattern<OpT> {
+  TensorPattern(const mlir::TypeConverter& converter, mlir::MLIRContext* ctx,
+                const llvm::DenseSet<Value>& readOnly)
+      : mlir::OpConversionPattern<OpT>(converter, ctx), readOnly(readOnly) {}
+  const llvm::DenseSet<Value>& readOnly;
+};
+
+struct LowerExtract : public TensorPattern<mlir::tensor::ExtractOp> {
+  using TensorPattern::TensorPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::tensor::ExtractOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    Value index = singleIndex(op, adaptor.getIndices(), rewriter);
+    if (!index) return mlir::failure();
+    mlir::Type elt = op.getType();
+    Value ptr = gep(rewriter, op.getLoc(), adaptor.getTensor(), elt, index);
+    bool invariant = readOnly.contains(op.getTensor());
+    rewriter.replaceOpWithNewOp<mlir::LLVM::LoadOp>(op, elt, ptr, /*alignment=*/0,
+                                                    /*isVolatile=*/false,
+                                                    /*isNonTemporal=*/false, invariant);
+    return mlir::success();
+  }
+};
+
+struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
+  using TensorPattern::TensorPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::tensor::InsertOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    Value index = singleIndex(op, adaptor.getIndices(), rewriter);
+    if (!index) return mlir::failure();
+    Value ptr = gep(rewriter, op.getLoc(), adaptor.getDest(), op.getScalar().getType(), index);
+    rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), adaptor.getScalar(), ptr);
+    rewriter.replaceOp(op, adaptor.getDest());
+    return mlir::success();
+  }
+};
+
+struct LowerTransferRead : public TensorPattern<mlir::vector::TransferReadOp> {
+  using TensorPattern::TensorPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::vector::TransferReadOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    if (!isTensor(op.getBase().getType())) return mlir::failure();
+    Value index = singleIndex(op, adaptor.getIndices(), rewriter);
+    if (!index) return mlir::failure();
+    auto vecType = op.getVectorType();
+    Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(), vecType.getElementType(), index);
+    bool invariant = readOnly.contains(op.getBase());
+    rewriter.replaceOpWithNewOp<mlir::LLVM::LoadOp>(op, vecType, ptr, /*alignment=*/0,
+                                                    /*isVolatile=*/false,
+                                                    /*isNonTemporal=*/false, invariant);
+    return mlir::success();
+  }
+};
+
+struct LowerTransferWrite : public TensorPattern<mlir::vector::TransferWriteOp> {
+  using TensorPattern::TensorPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::vector::TransferWriteOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    if (!isTensor(op.getBase().getType())) return mlir::failure();
+    Value index = singleIndex(op, adaptor.getIndices(), rewriter);
+    if (!index) return mlir::failure();
+    Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(),
+                    op.getVectorType().getElementType(), index);
+    rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), adaptor.getValueToStore(), ptr);
+    rewriter.replaceOp(op, adaptor.getBase());
+    return mlir::success();
+  }
+};
+
+struct LowerAllocateShared : public mlir::OpConversionPattern<AllocateSharedOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(AllocateSharedOp op, OpAdaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    auto type = llvm::cast<mlir::RankedTensorType>(op.getType());
+    auto module = op->getParentOfType<mlir::ModuleOp>();
+    auto arrayType = mlir::LLVM::LLVMArrayType::get(type.getElementType(),
+                                                    type.getNumElements());
+    std::string name;
+    for (int i = 0;; ++i) {
+      name = "shared_" + std::to_string(i);
+      if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
+    }
+    {
+      mlir::OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      rewriter.create<mlir::LLVM::GlobalOp>(op.getLoc(), arrayType, /*isConstant=*/false,
+                                            mlir::LLVM::Linkage::Private, name,
+                                            mlir::Attribute(), /*alignment=*/16,
+                                            kSharedMemorySpace);
+    }
+    auto sharedPtr = mlir::LLVM::LLVMPointerType::get(getContext(), kSharedMemorySpace);
+    Value addr = rewriter.create<mlir::LLVM::AddressOfOp>(op.getLoc(), sharedPtr, name);
+    rewriter.replaceOpWithNewOp<mlir::LLVM::AddrSpaceCastOp>(
+        op, mlir::LLVM::LLVMPointerType::get(getContext()), addr);
+    return mlir::success();
+  }
+};
+
+struct LowerSyncThreads : public mlir::OpConversionPattern<SyncThreadsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(SyncThreadsOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    rewriter.create<mlir::gpu::BarrierOp>(op.getLoc());
+    rewriter.replaceOp(op, adaptor.getOperands());
+    return mlir::success();
+  }
+};
+
+// atomic_rmw: a native llvm.atomicrmw when the region is `current <op> x`
+// with x defined outside; otherwise a compare-and-swap loop.
+struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  static std::optional<mlir::LLVM::AtomicBinOp> nativeKind(mlir::Operation* op) {
+    using K = mlir::LLVM::AtomicBinOp;
+    if (llvm::isa<mlir::arith::AddFOp>(op)) return K::fadd;
+    if (llvm::isa<mlir::arith::AddIOp>(op)) return K::add;
+    if (llvm::isa<mlir::arith::MaxSIOp>(op)) return K::max;
+    if (llvm::isa<mlir::arith::MinSIOp>(op)) return K::min;
+    if (llvm::isa<mlir::arith::MaxUIOp>(op)) return K::umax;
+    if (llvm::isa<mlir::arith::MinUIOp>(op)) return K::umin;
+    if (llvm::isa<mlir::arith::AndIOp>(op)) return K::_and;
+    if (llvm::isa<mlir::arith::OrIOp>(op)) return K::_or;
+    if (llvm::isa<mlir::arith::XOrIOp>(op)) return K::_xor;
+    return std::nullopt;
+  }
+
+  mlir::LogicalResult matchAndRewrite(AtomicRMWOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    Value index = singleIndex(op, adaptor.getIndices(), rewriter);
+    if (!index) return mlir::failure();
+    mlir::Location loc = op.getLoc();
+    mlir::Block* body = op.getBody();
+    Value current = body->getArgument(0);
+    mlir::Type elt = current.getType();
+    Value ptr = gep(rewriter, loc, adaptor.getInput(), elt, index);
+    auto yield = llvm::cast<YieldOp>(body->getTerminator());
+    Value updated = yield.getResult()[0];
+    // Native: `updated = current <op> x`, the only op of the body.
+    if (mlir::Operation* def = updated.getDefiningOp();
+        def && def->getBlock() == body && &body->front() == def &&
+        def->getNextNode() == yield.getOperation() && def->getNumOperands() == 2) {
+      Value other = def->getOperand(0) == current ? def->getOperand(1) : def->getOperand(0);
+      bool usesCurrent = def->getOperand(0) == current || def->getOperand(1) == current;
+      if (auto kind = nativeKind(def); kind && usesCurrent && other != current) {
+        rewriter.create<mlir::LLVM::AtomicRMWOp>(loc, *kind, ptr, other,
+                                                 mlir::LLVM::AtomicOrdering::monotonic);
+        rewriter.replaceOp(op, adaptor.getInput());
+        return mlir::success();
+      }
+    }
+    // Compare-and-swap loop on the bits of the value.
+    unsigned bits = elt.getIntOrFloatBitWidth();
+    if (bits != 16 && bits != 32 && bits != 64) {
+      return op.emitOpError() << "no atomic update for " << bits << "-bit values";
+    }
+    mlir::Type intType = rewriter.getIntegerType(bits);
+    Value initial = rewriter.create<mlir::LLVM::LoadOp>(loc, intType, ptr);
+    auto loop = rewriter.create<mlir::scf::WhileOp>(loc, intType, initial);
+    mlir::Block* before = rewriter.createBlock(&loop.getBefore(), {}, {intType}, {loc});
+    Value oldBits = before->getArgument(0);
+    Value oldValue = elt == intType ? oldBits
+                                    : rewriter.create<mlir::arith::BitcastOp>(loc, elt, oldBits)
+                                          .getResult();
+    mlir::IRMapping mapping;
+    mapping.map(current, oldValue);
+    for (mlir::Operation& inner : body->without_terminator()) rewriter.clone(inner, mapping);
+    Value newValue = mapping.lookupOrDefault(updated);
+    Value newBits = elt == intType ? newValue
+                                   : rewriter.create<mlir::arith::BitcastOp>(loc, intType, newValue)
+                                         .getResult();
+    auto cas = rewriter.create<mlir::LLVM::AtomicCmpXchgOp>(
+        loc, ptr, oldBits, newBits, mlir::LLVM::AtomicOrdering::monotonic,
+        mlir::LLVM::AtomicOrdering::monotonic);
+    Value seen = rewriter.create<mlir::LLVM::ExtractValueOp>(loc, cas, 0);
+    Value ok = rewriter.create<mlir::LLVM::ExtractValueOp>(loc, cas, 1);
+    Value retry = rewriter.create<mlir::arith::XOrIOp>(
+        loc, ok, rewriter.create<mlir::arith::ConstantIntOp>(loc, 1, 1));
+    rewriter.create<mlir::scf::ConditionOp>(loc, retry, mlir::ValueRange{seen});
+    mlir::Block* after = rewriter.createBlock(&loop.getAfter(), {}, {intType}, {loc});
+    rewriter.create<mlir::scf::YieldOp>(loc, after->getArgument(0));
+    rewriter.setInsertionPointAfter(loop);
+    rewriter.replaceOp(op, adaptor.getInput());
+    return mlir::success();
+  }
+};
+
+// func.return of an entry function: tensor results are written in place.
+struct DropTensorResults : public mlir::OpConversionPattern<mlir::func::ReturnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::func::ReturnOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    SmallVector<Value> kept;
+    for (auto [orig, converted] : llvm::zip(op.getOperands(), adaptor.getOperands())) {
+      if (!isTensor(orig.getType())) kept.push_back(converted);
+    }
+    rewriter.replaceOpWithNewOp<mlir::func::ReturnOp>(op, kept);
+    return mlir::success();
+  }
+};
+
+struct ConvertSignature : public mlir::OpConversionPattern<mlir::func::FuncOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::func::FuncOp f, OpAdaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    mlir::FunctionType type = f.getFunctionType();
+    mlir::TypeConverter::SignatureConversion signature(type.getNumInputs());
+    for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+      signature.addInputs(i, getTypeConverter()->convertType(t));
+    }
+    SmallVector<mlir::Type> results;
+    for (mlir::Type t : type.getResults()) {
+      if (!isTensor(t)) results.push_back(t);
+    }
+    if (!f.isExternal() &&
+        failed(rewriter.convertRegionTypes(&f.getBody(), *getTypeConverter(), &signature))) {
+      return mlir::failure();
+    }
+    rewriter.modifyOpInPlace(f, [&] {
+      f.setType(mlir::FunctionType::get(getContext(), signature.getConvertedTypes(), results));
+    });
+    return mlir::success();
+  }
+};
+
+class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
+ public:
+  void runOnOperation() override {
+    // 1. Find the arguments nothing writes (their loads are invariant).
+    // 2. Convert: tensor types become !llvm.ptr, accesses become
+    //    gep + load/store, shared memory a global, barriers gpu.barrier.
+    // 3. Every tensor op must be gone: what remains is reported by name.
+    mlir::ModuleOp module = getOperation();
+    mlir::MLIRContext* ctx = &getContext();
+    llvm::DenseSet<Value> readOnly = findReadOnlyArguments(module);
+    mlir::TypeConverter converter;
+    converter.addConversion([](mlir::Type t) { return t; });
+    converter.addConversion([ctx](mlir::RankedTensorType) -> mlir::Type {
+      return mlir::LLVM::LLVMPointerType::get(ctx);
+    });
+    mlir::ConversionTarget target(*ctx);
+    target.addLegalDialect<mlir::LLVM::LLVMDialect, mlir::arith::ArithDialect,
+                           mlir::gpu::GPUDialect, mlir::vector::VectorDialect>();
+    target.addIllegalOp<mlir::tensor::ExtractOp, mlir::tensor::InsertOp, AllocateSharedOp,
+                        SyncThreadsOp, AtomicRMWOp>();
+    target.addDynamicallyLegalOp<mlir::vector::TransferReadOp>(
+        [](mlir::vector::TransferReadOp op) { return !isTensor(op.getBase().getType()); });
+    target.addDynamicallyLegalOp<mlir::vector::TransferWriteOp>(
+        [](mlir::vector::TransferWriteOp op) { return !isTensor(op.getBase().getType()); });
+    target.addDynamicallyLegalOp<mlir::func::FuncOp>([&](mlir::func::FuncOp f) {
+      return llvm::none_of(f.getFunctionType().getInputs(), isTensor) &&
+             llvm::none_of(f.getFunctionType().getResults(), isTensor);
+    });
+    target.addDynamicallyLegalOp<mlir::func::ReturnOp>([](mlir::func::ReturnOp op) {
+      return llvm::none_of(op.getOperandTypes(), isTensor);
+    });
+    target.markUnknownOpDynamicallyLegal([&](mlir::Operation* op) {
+      return converter.isLegal(op);
+    });
+    mlir::RewritePatternSet patterns(ctx);
+    patterns.add<ConvertSignature, DropTensorResults, LowerAllocateShared, LowerSyncThreads,
+                 LowerAtomicRMW>(converter, ctx);
+    patterns.add<LowerExtract, LowerInsert, LowerTransferRead, LowerTransferWrite>(
+        converter, ctx, readOnly);
+    mlir::populateCallOpTypeConversionPattern(patterns, converter);
+    mlir::scf::populateSCFStructuralTypeConversions(converter, patterns);
+    if (failed(mlir::applyPartialConversion(module, target, std::move(patterns)))) {
+      signalPassFailure();
+    }
+  }
+};
+
+}  // namespace
+}  // namespace xla::gpu

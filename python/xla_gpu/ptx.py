@@ -45,15 +45,21 @@ def gpu_module_to_ptx(module: ir.Module, chip: str = "sm_90",
         PassManager.parse(_pipeline(chip, opt_level), module.context).run(module.operation)
     except ir.MLIRError as e:
         raise PtxError(f"lowering to PTX for {chip} failed: {e}") from None
-    ptx = {}
+    ptx = binary_objects(module)
+    if not ptx:
+        raise PtxError("the module holds no gpu.module to lower")
+    return ptx
+
+
+def binary_objects(module: ir.Module) -> dict[str, str]:
+    """{gpu.binary name: its (text) object} after gpu-module-to-binary."""
+    out = {}
     for op in module.body.operations:
         if isinstance(op.opview, gpu.BinaryOp):
             name = ir.StringAttr(op.attributes["sym_name"]).value
             for obj in op.attributes["objects"]:
-                ptx[name] = gpu.ObjectAttr(obj).object.decode()
-    if not ptx:
-        raise PtxError("the module holds no gpu.module to lower")
-    return ptx
+                out[name] = gpu.ObjectAttr(obj).object.decode()
+    return out
 
 
 def find_ptxas() -> str | None:

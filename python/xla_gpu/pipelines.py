@@ -1,0 +1,259 @@
+"""The compile pipeline of the emitters, in XLA's order:
+
+    optimization         inline subgraphs, lower xla_gpu ops and loops to scf,
+                         fold bounds checks the ranges decide
+    loop-transformation  flatten tensors, vectorize loads/stores, unroll
+    lowering             pure calls, narrow floats, index maps, tensors ->
+                         pointers, everything -> LLVM/NVVM
+
+Each stage is a plain function that appends pass names; `pipeline_string`
+joins them into a textual pipeline usable anywhere (PassManager.parse,
+`xla-gpu-opt --pass-pipeline=...`). `compile_to_ptx` runs all stages and
+the NVPTX backend.
+
+    python -m xla_gpu.pipelines kernel.mlir --sm 90 --ptx -o kernel.ptx
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+import xla_gpu  # noqa: F401  (registers the dialect and the passes)
+
+from . import ptx as _ptx
+
+__all__ = ["PipelineOptions", "STAGES", "compile_to_ptx", "pipeline_passes",
+           "pipeline_string", "run_pipeline"]
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """What the pipeline is compiled for."""
+
+    compute_capability: tuple[int, int] = (9, 0)
+    warp_size: int = 32
+    vectorize: bool = True
+    unroll: bool = True
+    # 32 is enough for any buffer below 2^31 elements and gives cheaper
+    # index arithmetic on GPUs; 64 is always safe.
+    index_bitwidth: int = 64
+
+    def __post_init__(self):
+        major, minor = self.compute_capability
+        if major < 5 or not 0 <= minor <= 9:
+            raise ValueError(f"compute_capability {self.compute_capability} is not a CUDA "
+                             "compute capability; use e.g. (8, 0) or (9, 0)")
+        if self.warp_size <= 0 or self.warp_size & (self.warp_size - 1):
+            raise ValueError(f"warp_size must be a power of two, got {self.warp_size}")
+        if self.index_bitwidth not in (32, 64):
+            raise ValueError(f"index_bitwidth must be 32 or 64, got {self.index_bitwidth}")
+
+    @property
+    def chip(self) -> str:
+        major, minor = self.compute_capability
+        return f"sm_{major}{minor}"
+
+
+def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
+    passes += [
+        "inline",
+        "xla-erase-dead-functions",
+        "cse",
+        "canonicalize",
+        f"func.func(xla-gpu-lower-xla-gpu-to-scf{{warp_size={opts.warp_size}}})",
+        "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
+        "func.func(xla-gpu-simplify-arith)",
+        "canonicalize",
+        "cse",
+    ]
+
+
+def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> None:
+    passes += ["xla-gpu-flatten-tensors", "canonicalize", "cse"]
+    if opts.vectorize:
+        passes += ["func.func(xla-gpu-vectorize-loads-stores)", "canonicalize"]
+    if opts.unroll:
+        passes += ["func.func(xla-gpu-optimize-loops)"]
+    passes += ["canonicalize", "cse"]
+
+
+def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
+    passes += [
+        "func.func(xla-gpu-convert-pure-call-ops)",
+        "func.func(xla-gpu-expand-float-ops)",
+        "xla-gpu-simplify-affine",
+        "canonicalize",
+        "xla-gpu-lower-tensors",
+        "canonicalize",
+        "cse",
+        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth}}}",
+        "reconcile-unrealized-casts",
+        "canonicalize",
+        "cse",
+    ]
+
+
+StageFn = Callable[[list[str], PipelineOptions], None]
+STAGES: dict[str, StageFn] = {
+    "optimization": add_optimization_stage,
+    "loop-transformation": add_loop_transformation_stage,
+    "lowering": add_lowering_stage,
+}
+
+
+def pipeline_passes(opts: PipelineOptions = PipelineOptions(),
+                    stages: Iterable[str] = tuple(STAGES)) -> list[str]:
+    """The passes of the named stages, in order."""
+    passes: list[str] = []
+    for name in stages:
+        if name not in STAGES:
+            raise ValueError(f"unknown stage {name!r}; the stages are {', '.join(STAGES)}")
+        STAGES[name](passes, opts)
+    return passes
+
+
+def pipeline_string(opts: PipelineOptions = PipelineOptions(),
+                    stages: Iterable[str] = tuple(STAGES)) -> str:
+    """`builtin.module(...)` for the named stages."""
+    return "builtin.module(" + ",".join(pipeline_passes(opts, stages)) + ")"
+
+
+class PipelineError(RuntimeError):
+    """A pass failed; the message holds MLIR's diagnostics (op and location)."""
+
+
+def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
+                 stages: Iterable[str] = tuple(STAGES), dump_to: str | os.PathLike | None = None
+                 ) -> ir.Module:
+    """Runs the stages on `module` in place. With `dump_to`, the IR after every
+    pass goes to numbered files there (`000.input.mlir`, `001.inline.mlir`,
+    ...), like XLA's --xla_dump_hlo_pass_re=fusion-emitter."""
+    passes = pipeline_passes(opts, stages)
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise PipelineError(f"the input does not verify: {e}") from None
+    if dump_to is None:
+        _run(module, f"builtin.module({','.join(passes)})")
+        return module
+    out = Path(dump_to)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "000.input.mlir").write_text(str(module))
+    for i, p in enumerate(passes, start=1):
+        _run(module, f"builtin.module({p})")
+        name = p.split("(")[-1].split("{")[0].rstrip(")")
+        (out / f"{i:03d}.{name}.mlir").write_text(str(module))
+    return module
+
+
+def _run(module: ir.Module, pipeline: str) -> None:
+    try:
+        PassManager.parse(pipeline, module.context).run(module.operation)
+    except ir.MLIRError as e:
+        raise PipelineError(str(e)) from None
+
+
+_LIBDEVICE_GLOBS = ("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
+                    "/usr/local/cuda-*/nvvm/libdevice/libdevice.10.bc")
+
+
+def find_libdevice() -> str | None:
+    """libdevice.10.bc ($XLA_GPU_LIBDEVICE, else the CUDA installation)."""
+    env = os.environ.get("XLA_GPU_LIBDEVICE")
+    if env:
+        return env if os.path.exists(env) else None
+    for pattern in _LIBDEVICE_GLOBS:
+        found = sorted(glob.glob(pattern))
+        if found:
+            return found[-1]
+    return None
+
+
+def compile_to_ptx(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
+                   dump_to: str | os.PathLike | None = None) -> str:
+    """Runs every stage, then the NVPTX backend: the PTX of the module's
+    kernels (its public functions)."""
+    run_pipeline(module, opts, dump_to=dump_to)
+    body = "\n".join(str(op) for op in module.body.operations)
+    needs_libdevice = "@__nv_" in body
+    libdevice = find_libdevice()
+    if needs_libdevice and libdevice is None:
+        raise PipelineError("the kernel calls libdevice (__nv_*) but libdevice.10.bc was not "
+                            "found; set XLA_GPU_LIBDEVICE")
+    link = f" l={libdevice}" if needs_libdevice else ""
+    with module.context:
+        wrapped = ir.Module.parse("module attributes {gpu.container_module} {\n"
+                                  "gpu.module @kernels {\n" + body + "\n}\n}")
+    try:
+        PassManager.parse(
+            f"builtin.module(nvvm-attach-target{{chip={opts.chip} O=3{link}}},"
+            "gpu-module-to-binary{format=isa})", wrapped.context).run(wrapped.operation)
+    except ir.MLIRError as e:
+        raise PipelineError(f"NVPTX code generation failed: {e}") from None
+    code = _ptx.binary_objects(wrapped)["kernels"]
+    if dump_to is not None:
+        (Path(dump_to) / f"kernel.{opts.chip}.ptx").write_text(code)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m xla_gpu.pipelines",
+        description="Run the emitters' compile pipeline on an MLIR file.")
+    parser.add_argument("file", nargs="?", help="input .mlir ('-' for stdin)")
+    parser.add_argument("--stage", action="append", choices=list(STAGES),
+                        help="run only these stages (repeatable; default: all)")
+    parser.add_argument("--sm", type=int, default=90, help="compute capability, e.g. 80, 90")
+    parser.add_argument("--index-bitwidth", type=int, default=64)
+    parser.add_argument("--no-vectorize", action="store_true")
+    parser.add_argument("--no-unroll", action="store_true")
+    parser.add_argument("--ptx", action="store_true", help="compile to PTX")
+    parser.add_argument("--print-pipeline", action="store_true",
+                        help="print the textual pipeline and exit")
+    parser.add_argument("--dump-to", help="write the IR after every pass into this folder")
+    parser.add_argument("-o", dest="output", default="-")
+    args = parser.parse_args(argv)
+    try:
+        opts = PipelineOptions((args.sm // 10, args.sm % 10), vectorize=not args.no_vectorize,
+                               unroll=not args.no_unroll, index_bitwidth=args.index_bitwidth)
+    except ValueError as e:
+        parser.error(str(e))
+    stages = args.stage or list(STAGES)
+    if args.print_pipeline:
+        print(pipeline_string(opts, stages))
+        return 0
+    if not args.file:
+        parser.error("an input file is needed")
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
+    except OSError as e:
+        print(f"xla_gpu.pipelines: error: cannot read {args.file}: {e.strerror}", file=sys.stderr)
+        return 1
+    with ir.Context():
+        try:
+            module = ir.Module.parse(text)
+            if args.ptx:
+                result = compile_to_ptx(module, opts, args.dump_to)
+            else:
+                result = str(run_pipeline(module, opts, stages, args.dump_to))
+        except (ir.MLIRError, PipelineError, _ptx.PtxError) as e:
+            print(f"{args.file}: error: {e}", file=sys.stderr)
+            return 1
+    if args.output == "-":
+        sys.stdout.write(result)
+    else:
+        Path(args.output).write_text(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

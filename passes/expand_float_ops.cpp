@@ -42,10 +42,10 @@ class ExpandFloatOpsPass : public impl::ExpandFloatOpsPassBase<ExpandFloatOpsPas
     // extf(truncf(x)) to x and keep whole chains in f32. XLA rounds after
     // every op: the casts must stay.
     getOperation().walk([&](mlir::arith::ExtFOp op) {
-      op.setFastmath(mlir::arith::FastMathFlags::none);
+      op.setFastmathAttr(nullptr);
     });
     getOperation().walk([&](mlir::arith::TruncFOp op) {
-      op.setFastmath(mlir::arith::FastMathFlags::none);
+      op.setFastmathAttr(nullptr);
     });
   }
 };

@@ -105,18 +105,24 @@ class VectorizeLoadsStoresPass
     return Access{apply, *ivOperand};
   }
 
-  // The index at iv = 0, computed before the loop.
+  // The index at iv = 0, computed before the loop (once per index op, so a
+  // load and a store of the same element share it).
   Value baseIndex(mlir::OpBuilder& b, mlir::scf::ForOp loop, Access access) {
+    if (Value cached = baseCache.lookup(access.index.getOperation())) return cached;
     SmallVector<Value> operands(access.index.getOperands());
     operands[access.ivOperand] = loop.getLowerBound();
     const IndexingMap& map = access.index.getIndexingMap();
-    return b.create<ApplyIndexingOp>(
-                access.index.getLoc(),
-                llvm::ArrayRef<Value>(operands).take_front(map.getNumDims()),
-                llvm::ArrayRef<Value>(operands).drop_front(map.getNumDims()),
-                access.index.getIndexingMapAttr())
-        .getResult(0);
+    Value base = b.create<ApplyIndexingOp>(
+                      access.index.getLoc(),
+                      llvm::ArrayRef<Value>(operands).take_front(map.getNumDims()),
+                      llvm::ArrayRef<Value>(operands).drop_front(map.getNumDims()),
+                      access.index.getIndexingMapAttr())
+                     .getResult(0);
+    baseCache[access.index.getOperation()] = base;
+    return base;
   }
+
+  llvm::DenseMap<mlir::Operation*, Value> baseCache;
 
   void vectorizeLoop(mlir::scf::ForOp loop) {
     auto lb = mlir::getConstantIntValue(loop.getLowerBound());

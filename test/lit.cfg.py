@@ -26,9 +26,18 @@ filecheck = os.path.join(site, "llvm", "bin", "FileCheck")
 if not os.path.exists(filecheck):
     filecheck = shutil.which("filecheck") or "filecheck"
 
-config.substitutions.append(("xla-gpu-opt", opt))
-config.substitutions.append(("FileCheck", filecheck))
+
+
+def tool(name: str) -> str:
+    """lit substitutions are regular expressions: match the tool's name as a
+    whole word, so that `-xla-gpu-optimize-loops` keeps its `xla-gpu-opt`."""
+    return r"(?<![\w/.-])" + name.replace("-", r"\-") + r"(?![\w.-])"
+
+
+config.substitutions.append((tool("xla-gpu-opt"), opt))
+config.substitutions.append((tool("FileCheck"), filecheck))
 config.substitutions.append(("%python", sys.executable))
-config.substitutions.append(("hlo-indexing", f"{sys.executable} -m xla_gpu.tools.hlo_indexing"))
+config.substitutions.append((tool("hlo-indexing"),
+                             f"{sys.executable} -m xla_gpu.tools.hlo_indexing"))
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 config.environment["PYTHONPATH"] = os.path.join(root, "python")

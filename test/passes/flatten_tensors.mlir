@@ -1,0 +1,61 @@
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-flatten-tensors | FileCheck %s
+
+// Signatures and accesses become 1-d; the linearization folds into the
+// apply_indexing that computed the indices: (i floordiv 8) * 8 + i mod 8 is
+// i, and an apply_indexing that returns its operand folds away.
+#map = #xla_gpu.indexing_map<"(d0) -> (d0 floordiv 8, d0 mod 8), domain: d0 in [0, 31]">
+// CHECK-LABEL: func.func @extract_insert
+// CHECK-SAME: (%[[IN:.*]]: tensor<32xf32>, %[[OUT:.*]]: tensor<32xf32>, %[[I:.*]]: index) -> tensor<32xf32>
+// CHECK-NOT: apply_indexing
+// CHECK: %[[V:.*]] = tensor.extract %[[IN]][%[[I]]] : tensor<32xf32>
+// CHECK: tensor.insert %[[V]] into %[[OUT]][%[[I]]] : tensor<32xf32>
+func.func @extract_insert(%in: tensor<4x8xf32>, %out: tensor<4x8xf32>, %i: index) -> tensor<4x8xf32> {
+  %ij:2 = xla_gpu.apply_indexing #map(%i)
+  %v = tensor.extract %in[%ij#0, %ij#1] : tensor<4x8xf32>
+  %r = tensor.insert %v into %out[%ij#0, %ij#1] : tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// Loop-carried tensors, shared memory, atomics and calls change type too.
+// CHECK-LABEL: func.func private @callee(%{{.*}}: tensor<6xf32>) -> f32
+// CHECK-LABEL: func.func @structure
+// CHECK: xla_gpu.allocate_shared : tensor<6xf32>
+// CHECK: xla_gpu.sync_threads %{{.*}} : tensor<6xf32>
+// CHECK: scf.for {{.*}} -> (tensor<6xf32>)
+// CHECK: xla_gpu.atomic_rmw %{{.*}}[%{{.*}}] : tensor<6xf32>
+// CHECK: xla_gpu.pure_call @callee(%{{.*}}) : (tensor<6xf32>) -> f32
+func.func private @callee(%t: tensor<2x3xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %v = tensor.extract %t[%c0, %c0] : tensor<2x3xf32>
+  return %v : f32
+}
+func.func @structure(%x: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %shmem = xla_gpu.allocate_shared : tensor<2x3xf32>
+  %synced = xla_gpu.sync_threads %shmem : tensor<2x3xf32>
+  %loop = scf.for %i = %c0 to %c2 step %c1 iter_args(%t = %synced) -> (tensor<2x3xf32>) {
+    %u = xla_gpu.atomic_rmw %t[%i, %c1] : tensor<2x3xf32> {
+    ^bb0(%cur: f32):
+      %s = arith.addf %cur, %x : f32
+      xla_gpu.yield %s : f32
+    }
+    scf.yield %u : tensor<2x3xf32>
+  }
+  %r = xla_gpu.pure_call @callee(%loop) : (tensor<2x3xf32>) -> f32
+  return %r : f32
+}
+
+// -----
+
+// Already flat or dynamically shaped tensors are left alone.
+// CHECK-LABEL: func.func @unchanged
+// CHECK-SAME: (%{{.*}}: tensor<8xf32>, %{{.*}}: tensor<?x4xf32>, %{{.*}}: index)
+// CHECK-NOT: apply_indexing
+func.func @unchanged(%a: tensor<8xf32>, %b: tensor<?x4xf32>, %i: index) -> f32 {
+  %v = tensor.extract %a[%i] : tensor<8xf32>
+  return %v : f32
+}

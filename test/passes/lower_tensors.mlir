@@ -1,0 +1,82 @@
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-tensors -verify-diagnostics | FileCheck %s
+
+// Tensors become pointers; the entry writes its result in place and
+// returns nothing. The input is never written: its loads are invariant.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[I:.*]]: index) {
+// CHECK: %[[II:.*]] = arith.index_cast %[[I]] : index to i64
+// CHECK: %[[P:.*]] = llvm.getelementptr inbounds %[[IN]][%[[II]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: %[[V:.*]] = llvm.load %[[P]] invariant : !llvm.ptr -> f32
+// CHECK: %[[Q:.*]] = llvm.getelementptr inbounds %[[OUT]][%{{.*}}]
+// CHECK: llvm.store %[[V]], %[[Q]] : f32, !llvm.ptr
+// CHECK: return
+func.func @main(%in: tensor<8xf32>, %out: tensor<8xf32>, %i: index) -> tensor<8xf32> {
+  %v = tensor.extract %in[%i] : tensor<8xf32>
+  %r = tensor.insert %v into %out[%i] : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+// Vector transfers; a tensor that is written is not loaded as invariant.
+// CHECK-LABEL: func.func @vectors
+// CHECK: %[[V:.*]] = llvm.load %{{.*}} : !llvm.ptr -> vector<4xf32>
+// CHECK: %[[N:.*]] = arith.negf %[[V]]
+// CHECK: llvm.store %[[N]], %{{.*}} : vector<4xf32>, !llvm.ptr
+func.func @vectors(%t: tensor<16xf32>, %i: index) -> tensor<16xf32> {
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %t[%i], %pad {in_bounds = [true]} : tensor<16xf32>, vector<4xf32>
+  %n = arith.negf %v : vector<4xf32>
+  %r = vector.transfer_write %n, %t[%i] {in_bounds = [true]} : vector<4xf32>, tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+
+// -----
+
+// Shared memory is a global in address space 3; sync_threads a barrier.
+// CHECK: llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
+// CHECK-LABEL: func.func @shared
+// CHECK: %[[A:.*]] = llvm.mlir.addressof @shared_0 : !llvm.ptr<3>
+// CHECK: %[[G:.*]] = llvm.addrspacecast %[[A]] : !llvm.ptr<3> to !llvm.ptr
+// CHECK: llvm.store %{{.*}}, %{{.*}}
+// CHECK: gpu.barrier
+// CHECK: llvm.load
+func.func @shared(%v: f32, %i: index, %j: index) -> f32 {
+  %shmem = xla_gpu.allocate_shared : tensor<64xf32>
+  %w = tensor.insert %v into %shmem[%i] : tensor<64xf32>
+  %s = xla_gpu.sync_threads %w : tensor<64xf32>
+  %r = tensor.extract %s[%j] : tensor<64xf32>
+  return %r : f32
+}
+
+// -----
+
+// An add is a native atomic; a multiply needs a compare-and-swap loop.
+// CHECK-LABEL: func.func @atomics
+// CHECK: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr, f32
+// CHECK: scf.while
+// CHECK: arith.mulf
+// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
+func.func @atomics(%t: tensor<8xf32>, %i: index, %x: f32) -> tensor<8xf32> {
+  %a = xla_gpu.atomic_rmw %t[%i] : tensor<8xf32> {
+  ^bb0(%cur: f32):
+    %s = arith.addf %cur, %x : f32
+    xla_gpu.yield %s : f32
+  }
+  %b = xla_gpu.atomic_rmw %a[%i] : tensor<8xf32> {
+  ^bb0(%cur: f32):
+    %p = arith.mulf %cur, %x : f32
+    xla_gpu.yield %p : f32
+  }
+  return %b : tensor<8xf32>
+}
+
+// -----
+
+// N-d tensors must be flattened first.
+func.func @not_flat(%t: tensor<2x4xf32>, %i: index) -> f32 {
+  // expected-error@+2 {{has 2 indices; run -xla-gpu-flatten-tensors before lowering tensors}}
+  // expected-error@+1 {{failed to legalize operation 'tensor.extract'}}
+  %v = tensor.extract %t[%i, %i] : tensor<2x4xf32>
+  return %v : f32
+}

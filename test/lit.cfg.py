@@ -40,4 +40,15 @@ config.substitutions.append(("%python", sys.executable))
 config.substitutions.append((tool("hlo-indexing"),
                              f"{sys.executable} -m xla_gpu.tools.hlo_indexing"))
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
+# The pipelines are defined once, in python/xla_gpu/pipelines.py; lit tests
+# run them through xla-gpu-opt as `--pass-pipeline='%<stage>_pipeline'`.
+sys.path.insert(0, os.path.join(root, "python"))
+from xla_gpu import pipelines  # noqa: E402
+
+for stage in pipelines.STAGES:
+    name = stage.replace("-", "_")
+    config.substitutions.append(
+        (f"%{name}_pipeline", pipelines.pipeline_string(stages=[stage])))
+config.substitutions.append(("%full_pipeline", pipelines.pipeline_string()))
 config.environment["PYTHONPATH"] = os.path.join(root, "python")

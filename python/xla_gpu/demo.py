@@ -1,9 +1,9 @@
 """`make demo`: the project's main job as far as it goes today.
 
 1. Parse, verify and print the spec's loop-emitter kernel (@main/@gelu).
-2. Inline the subgraph function, as the first stage of the pipeline does.
-3. Lower a small GPU kernel to PTX for sm_80 and sm_90 and have ptxas
-   assemble it.
+2. Run the compile pipeline on it (optimization, loop transformation,
+   lowering) and print the LLVM/NVVM IR.
+3. Lower it to PTX for sm_80 and sm_90 and have ptxas assemble it.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import sys
 import time
 
 from mlir import ir
-from mlir.passmanager import PassManager
 
 import xla_gpu  # noqa: F401  (registers the dialect and passes)
-from xla_gpu import examples, ptx
+from xla_gpu import examples, pipelines, ptx
 
 
 def _banner(title: str) -> None:
@@ -23,31 +22,34 @@ def _banner(title: str) -> None:
 
 
 def main() -> int:
+    source = examples.path("seed_gelu.mlir").read_text()
     with ir.Context():
         _banner("seed kernel: parse + verify (examples/seed_gelu.mlir)")
-        module = ir.Module.parse(examples.path("seed_gelu.mlir").read_text())
+        module = ir.Module.parse(source)
         module.operation.verify()
         print(module)
 
-        _banner("after -inline -xla-erase-dead-functions")
-        PassManager.parse("builtin.module(inline,xla-erase-dead-functions,cse)").run(
-            module.operation)
+        _banner("after the compile pipeline (optimization, loops, lowering)")
+        start = time.perf_counter()
+        pipelines.run_pipeline(module)
         print(module)
+        print(f"pipeline: {(time.perf_counter() - start) * 1e3:.1f} ms")
 
         ptxas = ptx.find_ptxas()
-        for chip in ("sm_80", "sm_90"):
-            _banner(f"small kernel -> PTX ({chip})")
-            kernel = ir.Module.parse(examples.path("small_kernel.mlir").read_text())
+        for sm in (80, 90):
+            opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
+            _banner(f"seed kernel -> PTX ({opts.chip})")
             start = time.perf_counter()
-            code = ptx.gpu_module_to_ptx(kernel, chip)["kernels"]
+            code = pipelines.compile_to_ptx(ir.Module.parse(source), opts)
             elapsed = (time.perf_counter() - start) * 1e3
-            print(code)
-            print(f"lowered in {elapsed:.1f} ms, {len(code.splitlines())} lines of PTX")
+            lines = code.splitlines()
+            print("\n".join(lines[:40] + ["    ..."]))
+            print(f"compiled in {elapsed:.1f} ms, {len(lines)} lines of PTX")
             if ptxas is None:
                 print("ptxas: not found, PTX not assembled")
                 continue
-            result = ptx.ptxas_check(code, chip, ptxas)
-            print(f"ptxas -arch={chip}: {'accepted' if result.ok else 'REJECTED'}")
+            result = ptx.ptxas_check(code, opts.chip, ptxas)
+            print(f"ptxas -arch={opts.chip}: {'accepted' if result.ok else 'REJECTED'}")
             if not result.ok:
                 print(result.log)
                 return 1

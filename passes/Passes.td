@@ -164,4 +164,24 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
+def PropagateSliceIndicesPass
+    : Pass<"xla-gpu-propagate-slice-indices", "mlir::ModuleOp"> {
+  let summary = "Copies the xla.slice_index of entry arguments to the callees.";
+  let description = [{
+    The buffer assignment tells which buffer slice each argument of the
+    entry function lives in (`xla.slice_index`). A function called with an
+    entry argument receives the same annotation on its parameter, so that
+    every function knows which of its pointers alias.
+  }];
+}
+
+def MergePointersPass : Pass<"xla-gpu-merge-pointers", "mlir::ModuleOp"> {
+  let summary = "Passes an argument once when several share one buffer slice.";
+  let description = [{
+    Arguments of an entry (public) function with the same `xla.slice_index`
+    are the same buffer: the later ones are replaced by the first and
+    removed from the signature, as XLA's ABI passes each slice once.
+  }];
+}
+
 #endif  // XLA_GPU_PASSES_TD

@@ -88,11 +88,13 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
 
 def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
     passes += [
+        "xla-gpu-propagate-slice-indices",
         "func.func(xla-gpu-convert-pure-call-ops)",
         "func.func(xla-gpu-expand-float-ops)",
         "xla-gpu-simplify-affine",
         "canonicalize",
         "xla-gpu-lower-tensors",
+        "xla-gpu-merge-pointers",
         "canonicalize",
         "cse",
         f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth}}}",

@@ -1,0 +1,53 @@
+//===- propagate_slice_indices.cpp - -xla-gpu-propagate-slice-indices -----===//
+
+#include "dialects/xla_gpu/XlaGpuDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "passes/Passes.h"
+
+namespace xla::gpu {
+
+#define GEN_PASS_DEF_PROPAGATESLICEINDICESPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+constexpr llvm::StringLiteral kSliceIndex = "xla.slice_index";
+
+class PropagateSliceIndicesPass
+    : public impl::PropagateSliceIndicesPassBase<PropagateSliceIndicesPass> {
+ public:
+  void runOnOperation() override {
+    // A worklist of functions whose parameters carry slice indices; each call
+    // they make passes the index of an annotated argument on to the callee.
+    mlir::ModuleOp module = getOperation();
+    mlir::SymbolTable symbols(module);
+    llvm::SmallVector<mlir::func::FuncOp> work;
+    for (auto f : module.getOps<mlir::func::FuncOp>()) {
+      if (f.isPublic()) work.push_back(f);
+    }
+    llvm::DenseSet<mlir::Operation*> visited;
+    while (!work.empty()) {
+      mlir::func::FuncOp f = work.pop_back_val();
+      if (!visited.insert(f).second || f.isExternal()) continue;
+      f.walk([&](mlir::CallOpInterface call) {
+        auto ref = llvm::dyn_cast_if_present<mlir::SymbolRefAttr>(
+            call.getCallableForCallee().dyn_cast<mlir::SymbolRefAttr>());
+        if (!ref) return;
+        auto callee = symbols.lookup<mlir::func::FuncOp>(ref.getRootReference());
+        if (!callee) return;
+        for (auto [i, operand] : llvm::enumerate(call.getArgOperands())) {
+          auto arg = llvm::dyn_cast<mlir::BlockArgument>(operand);
+          if (!arg || arg.getOwner() != &f.getBody().front()) continue;
+          if (auto index = f.getArgAttr(arg.getArgNumber(), kSliceIndex)) {
+            callee.setArgAttr(i, kSliceIndex, index);
+          }
+        }
+        work.push_back(callee);
+      });
+    }
+  }
+};
+
+}  // namespace
+}  // namespace xla::gpu

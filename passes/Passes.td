@@ -109,7 +109,11 @@ def LowerXlaGpuToScfPass : Pass<"xla-gpu-lower-xla-gpu-to-scf", "mlir::func::Fun
   let description = [{
     `xla_gpu.predicated_insert` and `predicated_extract` become `scf.if`;
     `xla_gpu.shuffle_reduce` becomes a butterfly of `gpu.shuffle down` and
-    calls to the combiner, for a warp of `warp_size` lanes.
+    calls to the combiner, for a warp of `warp_size` lanes; an
+    `xla_gpu.materialize` with the `xla_gpu.insert` that consumes it becomes
+    one `xla_gpu.loop` calling the callee per element; `xla_gpu.reduce`
+    becomes a loop nest over the output with an inner one over the reduced
+    dimensions.
   }];
   let options = [
     Option<"warpSize", "warp_size", "int64_t", /*default=*/"32", "Lanes per warp">,

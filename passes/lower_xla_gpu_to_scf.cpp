@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -111,24 +112,136 @@ struct LowerShuffleReduce : public mlir::OpRewritePattern<ShuffleReduceOp> {
   int64_t warpSize;
 };
 
+// materialize + insert: every element of the indexed vector is computed by
+// the callee and written to the destination, so the pair becomes one
+// xla_gpu.loop over the vector's symbols (with the insert's map, whose
+// domain and constraints decide which elements exist).
+struct LowerMaterializeInsert : public mlir::OpRewritePattern<InsertOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(InsertOp insert,
+                                      mlir::PatternRewriter& rewriter) const override {
+    auto materialize = insert.getSource().getDefiningOp<MaterializeOp>();
+    if (!materialize) {
+      return insert.emitOpError() << "can only be lowered with the xla_gpu.materialize "
+                                     "that produces its source";
+    }
+    if (!materialize->hasOneUse()) {
+      return materialize.emitOpError() << "can only be lowered when its one user is an "
+                                          "xla_gpu.insert";
+    }
+    const IndexingMap& read = materialize.getMap().getIndexingMap();
+    const IndexingMap& write = insert.getMap().getIndexingMap();
+    if (!read.getConstraints().empty() || read.getNumRuntimeVars() != 0 ||
+        write.getNumRuntimeVars() != 0 ||
+        read.getNumRangeVars() != write.getNumRangeVars()) {
+      return materialize.emitOpError()
+             << "lowering needs maps with the same range variables, no runtime "
+                "variables, and no constraints on the read map";
+    }
+    auto callee = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+        materialize, materialize.getCalleeAttr());
+    if (!callee) return rewriter.notifyMatchFailure(insert, "callee not found");
+    auto loop = rewriter.create<LoopOp>(insert.getLoc(), insert.getMap(), insert.getIndices(),
+                                        mlir::ValueRange{insert.getDest()});
+    {
+      mlir::OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      SmallVector<Value> symbols(loop.getInductionVars());
+      auto indices = rewriter.create<ApplyIndexingOp>(
+          insert.getLoc(), materialize.getIndices(), symbols, materialize.getMap());
+      SmallVector<Value> args(materialize.getInput());
+      args.append(indices->result_begin(), indices->result_end());
+      Value v = rewriter.create<PureCallOp>(insert.getLoc(), callee, args).getResult(0);
+      Value updated = rewriter.create<mlir::tensor::InsertOp>(
+          insert.getLoc(), v, loop.getRegionIterArgs()[0], loop.getIndexingMapResults());
+      rewriter.create<YieldOp>(insert.getLoc(), updated);
+    }
+    rewriter.replaceOp(insert, loop.getResults());
+    rewriter.eraseOp(materialize);
+    return mlir::success();
+  }
+};
+
+// reduce: a loop nest over the output, and inside it one over the reduced
+// dimensions that folds the elements with the combiner, starting at the inits.
+struct LowerReduce : public mlir::OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(ReduceOp op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    auto combiner = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
+        op, op.getCombinerAttr());
+    if (!combiner) return rewriter.notifyMatchFailure(op, "combiner not found");
+    mlir::Location loc = op.getLoc();
+    auto inType = llvm::cast<mlir::RankedTensorType>(op.getInputs()[0].getType());
+    llvm::ArrayRef<int64_t> reduced = op.getDimensions();
+    auto index = [&](int64_t v) -> Value {
+      return rewriter.create<mlir::arith::ConstantIndexOp>(loc, v);
+    };
+    SmallVector<Value> outLbs, outUbs, outSteps, redLbs, redUbs, redSteps;
+    for (int64_t d = 0; d < inType.getRank(); ++d) {
+      bool isReduced = llvm::is_contained(reduced, d);
+      (isReduced ? redLbs : outLbs).push_back(index(0));
+      (isReduced ? redUbs : outUbs).push_back(index(inType.getDimSize(d)));
+      (isReduced ? redSteps : outSteps).push_back(index(1));
+    }
+    SmallVector<Value> empties;
+    for (mlir::Type t : op.getResultTypes()) {
+      auto rt = llvm::cast<mlir::RankedTensorType>(t);
+      empties.push_back(
+          rewriter.create<mlir::tensor::EmptyOp>(loc, rt.getShape(), rt.getElementType()));
+    }
+    auto nest = mlir::scf::buildLoopNest(
+        rewriter, loc, outLbs, outUbs, outSteps, empties,
+        [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange outIvs,
+            mlir::ValueRange results) -> mlir::scf::ValueVector {
+          auto inner = mlir::scf::buildLoopNest(
+              b, l, redLbs, redUbs, redSteps, op.getInits(),
+              [&](mlir::OpBuilder& b2, mlir::Location l2, mlir::ValueRange redIvs,
+                  mlir::ValueRange accs) -> mlir::scf::ValueVector {
+                SmallVector<Value> full;
+                unsigned o = 0, r = 0;
+                for (int64_t d = 0; d < inType.getRank(); ++d) {
+                  full.push_back(llvm::is_contained(reduced, d) ? redIvs[r++] : outIvs[o++]);
+                }
+                SmallVector<Value> args(accs);
+                for (Value in : op.getInputs()) {
+                  args.push_back(b2.create<mlir::tensor::ExtractOp>(l2, in, full));
+                }
+                auto call = b2.create<mlir::func::CallOp>(l2, combiner, args);
+                return mlir::scf::ValueVector(call.getResults());
+              });
+          mlir::scf::ValueVector updated;
+          for (auto [acc, res] : llvm::zip(inner.results, results)) {
+            updated.push_back(b.create<mlir::tensor::InsertOp>(l, acc, res, outIvs));
+          }
+          return updated;
+        });
+    rewriter.replaceOp(op, nest.results);
+    return mlir::success();
+  }
+};
+
 class LowerXlaGpuToScfPass : public impl::LowerXlaGpuToScfPassBase<LowerXlaGpuToScfPass> {
  public:
   using LowerXlaGpuToScfPassBase::LowerXlaGpuToScfPassBase;
 
   void runOnOperation() override {
     if (warpSize <= 0 || (warpSize & (warpSize - 1)) != 0) {
-      getOperation().emitError() << "warp_size must be a power of two, got " << warpSize;
+      getOperation().emitError() << "warp_size must be a power of two, got " << static_cast<int64_t>(warpSize);
       return signalPassFailure();
     }
     mlir::MLIRContext* ctx = &getContext();
     mlir::RewritePatternSet patterns(ctx);
-    patterns.add<LowerPredicatedInsert, LowerPredicatedExtract>(ctx);
+    patterns.add<LowerPredicatedInsert, LowerPredicatedExtract, LowerMaterializeInsert,
+                 LowerReduce>(ctx);
     patterns.add<LowerShuffleReduce>(ctx, warpSize);
     bool failedOp = false;
     if (mlir::failed(mlir::applyPatternsGreedily(getOperation(), std::move(patterns)))) {
       failedOp = true;
     }
-    getOperation().walk([&](ShuffleReduceOp op) { failedOp = true; });
+    getOperation().walk([&](mlir::Operation* op) {
+      if (llvm::isa<ShuffleReduceOp, MaterializeOp, InsertOp, ReduceOp>(op)) failedOp = true;
+    });
     if (failedOp) signalPassFailure();
   }
 };

@@ -1,5 +1,4 @@
-// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-xla-gpu-to-scf | FileCheck %s
-// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-xla-gpu-to-scf=warp_size=16 -verify-diagnostics > /dev/null
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-xla-gpu-to-scf -verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: func.func @predicated
 // CHECK-SAME: (%[[V:.*]]: f32, %[[T:.*]]: tensor<4xf32>, %[[I:.*]]: index, %[[C:.*]]: i1)
@@ -45,13 +44,61 @@ func.func @shuffle_reduce(%a: f32, %b: f16) -> (f32, f16) {
 
 // -----
 
+// materialize + insert: one loop over the vector's symbols, with the insert's
+// map; the callee's indices come from the materialize's map.
+#read = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#write = #xla_gpu.indexing_map<"(d0)[s0] -> (s0, d0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+// CHECK-LABEL: func.func @materialize_insert
+// CHECK-SAME: (%[[IN:.*]]: tensor<16x2xf32>, %[[OUT:.*]]: tensor<2x16xf32>, %[[TID:.*]]: index)
+// CHECK: %[[R:.*]] = xla_gpu.loop (%[[TID]])[%[[S:.*]]] -> (%[[A:.*]], %[[B:.*]]) in #{{.*}} iter_args(%[[T:.*]] = %[[OUT]])
+// The read map (d0)[s0] -> (d0, s0) folds to the loop's own variables.
+// CHECK: %[[V:.*]] = xla_gpu.pure_call @f(%[[IN]], %[[TID]], %[[S]])
+// CHECK: tensor.insert %[[V]] into %[[T]][%[[A]], %[[B]]]
+// CHECK-NOT: xla_gpu.materialize
+// CHECK: return %[[R]]
+func.func private @f(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
+  return %v : f32
+}
+func.func @materialize_insert(%in: tensor<16x2xf32>, %out: tensor<2x16xf32>, %tid: index) -> tensor<2x16xf32> {
+  %v = xla_gpu.materialize @f(%in) at #read(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
+  %r = xla_gpu.insert %v(%tid) into %out at #write : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<2x16xf32>
+  return %r : tensor<2x16xf32>
+}
+
+// -----
+
+// reduce: an outer loop nest over the output, an inner one over the reduced
+// dimensions starting from the init.
+// CHECK-LABEL: func.func @reduce
+// CHECK-SAME: (%[[IN:.*]]: tensor<4x8x2xf32>, %[[INIT:.*]]: f32)
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<8xf32>
+// CHECK: scf.for %[[J:.*]] = {{.*}} iter_args(%[[RES:.*]] = %[[E]])
+// CHECK: %[[ACC:.*]] = scf.for %[[I:.*]] = {{.*}} iter_args(%[[A0:.*]] = %[[INIT]])
+// CHECK: scf.for %[[K:.*]] = {{.*}} iter_args(%[[A1:.*]] = %[[A0]])
+// CHECK: %[[X:.*]] = tensor.extract %[[IN]][%[[I]], %[[J]], %[[K]]]
+// CHECK: call @add(%[[A1]], %[[X]])
+// CHECK: tensor.insert %[[ACC]] into %[[RES]][%[[J]]]
 func.func private @add(%a: f32, %b: f32) -> f32 {
   %0 = arith.addf %a, %b : f32
   return %0 : f32
 }
-func.func @too_far_for_the_warp(%a: f32) -> f32 {
-  // With warp_size=16, a distance of 16 leaves the warp.
-  // expected-error@+1 {{max_distance 16 does not fit a warp of 16 lanes}}
-  %r = xla_gpu.shuffle_reduce(%a) to 16 combiner=@add : f32
-  return %r : f32
+func.func @reduce(%in: tensor<4x8x2xf32>, %init: f32) -> tensor<8xf32> {
+  %r = xla_gpu.reduce (%in) inits(%init) dimensions=[0, 2] combiner=@add : tensor<4x8x2xf32> to tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func private @g(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
+  return %v : f32
+}
+func.func @insert_of_an_argument(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>, %tid: index) -> tensor<16x2xf32> {
+  // expected-error@+1 {{can only be lowered with the xla_gpu.materialize that produces its source}}
+  %r = xla_gpu.insert %v(%tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+  return %r : tensor<16x2xf32>
 }

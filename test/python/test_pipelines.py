@@ -93,22 +93,19 @@ def test_index_bitwidth_32(ctx):
 
 
 def test_unlowerable_op_is_named(ctx):
-    """xla_gpu.materialize has no lowering in this pipeline yet: the failure
-    names it."""
+    """An xla_gpu.insert of an indexed vector that no materialize produced
+    cannot be lowered: the failure names the op and its location."""
     module = ir.Module.parse("""
       #map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
       #vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
-      func.func private @f(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
-        %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
-        return %v : f32
-      }
-      func.func @main(%in: tensor<16x2xf32>, %out: tensor<16x2xf32>) -> tensor<16x2xf32> {
+      func.func @main(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>)
+          -> tensor<16x2xf32> {
         %tid = gpu.thread_id x {xla.range = [0 : index, 15 : index]}
-        %v = xla_gpu.materialize @f(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
-        %r = xla_gpu.insert %v(%tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+        %r = xla_gpu.insert %v(%tid) into %out at #map
+          : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
         return %r : tensor<16x2xf32>
       }""")
-    with pytest.raises(pipelines.PipelineError, match="xla_gpu.materialize"):
+    with pytest.raises(pipelines.PipelineError, match="'xla_gpu.insert' op can only be lowered"):
         pipelines.run_pipeline(module)
 
 

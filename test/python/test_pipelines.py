@@ -69,14 +69,28 @@ def test_seed_kernel_to_ptx(ctx, sm):
     assert "__nv_tanhf" not in code and "call" not in code
 
 
+KERNELS = ["seed_gelu.mlir", "transpose_reduce.mlir"]
+
+
 @requires_ptxas
 @requires_libdevice
 @pytest.mark.parametrize("sm", [80, 90])
-def test_ptxas_accepts_the_seed_kernel(ctx, sm):
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_ptxas_accepts_every_example_kernel(ctx, kernel, sm):
     opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
-    code = pipelines.compile_to_ptx(ir.Module.parse(SEED), opts)
+    code = pipelines.compile_to_ptx(ir.Module.parse(examples.path(kernel).read_text()), opts)
     result = ptx.ptxas_check(code, opts.chip)
     assert result.ok, result.log
+
+
+def test_transpose_reduce_kernel_uses_the_gpu_features(ctx):
+    code = pipelines.compile_to_ptx(
+        ir.Module.parse(examples.path("transpose_reduce.mlir").read_text()))
+    assert ".shared .align 16 .b8 shared_0[4224];" in code   # 32 x 33 f32
+    assert "bar.sync" in code                                 # sync_threads
+    assert code.count("shfl.sync.down.b32") == 5              # 16, 8, 4, 2, 1
+    assert "atom.global.add.f32" in code                      # native atomic add
+    assert ".cas.b32" in code                                 # CAS loop for maximum
 
 
 def test_index_bitwidth_32(ctx):

@@ -67,14 +67,23 @@ def VectorizeLoadsStoresPass
 }
 
 def OptimizeLoopsPass : Pass<"xla-gpu-optimize-loops", "mlir::func::FuncOp"> {
-  let summary = "Fully unrolls short loops.";
+  let summary = "Fully unrolls short loops; pipelines the loads of long ones.";
   let description = [{
     An `scf.for` with constant bounds and at most `max-unroll-trip-count`
     iterations, whose body is small enough that the unrolled loop stays under
     `max-unrolled-ops` operations, is unrolled completely (the spec's loop
     over the vector elements disappears).
+
+    A loop that stays a loop and starts its body with a `tensor.extract`
+    whose index depends only on the induction variable and loop-invariant
+    values is software-pipelined: the first element is loaded before the
+    loop, and each iteration loads the next one (guarded by the loop bound)
+    while it computes with the current one, so the load's latency overlaps
+    the work.
   }];
   let options = [
+    Option<"pipelineLoads", "pipeline-loads", "bool", /*default=*/"true",
+           "Software-pipeline the first load of loops that are not unrolled">,
     Option<"maxTripCount", "max-unroll-trip-count", "int64_t", /*default=*/"8",
            "Loops with more iterations stay loops">,
     Option<"maxUnrolledOps", "max-unrolled-ops", "int64_t", /*default=*/"400",

@@ -1,7 +1,11 @@
 //===- optimize_loops.cpp - -xla-gpu-optimize-loops -----------------------===//
 
+#include "dialects/xla_gpu/XlaGpuDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "passes/Passes.h"
 
@@ -11,6 +15,106 @@ namespace xla::gpu {
 #include "passes/Passes.h.inc"
 
 namespace {
+
+using llvm::SmallVector;
+using mlir::Value;
+
+// The ops of `loop`'s body that compute `extract`'s indices, in order, if
+// they use nothing but the induction variable and values from outside.
+std::optional<SmallVector<mlir::Operation*>> indexSlice(mlir::scf::ForOp loop,
+                                                        mlir::tensor::ExtractOp extract) {
+  SmallVector<mlir::Operation*> slice;
+  llvm::SmallPtrSet<mlir::Operation*, 8> inSlice;
+  std::function<bool(Value)> visit = [&](Value v) -> bool {
+    if (v == loop.getInductionVar() || loop.isDefinedOutsideOfLoop(v)) return true;
+    mlir::Operation* def = v.getDefiningOp();
+    if (!def || def->getBlock() != loop.getBody() || !mlir::isPure(def) ||
+        def->getNumRegions() != 0) {
+      return false;
+    }
+    if (inSlice.contains(def)) return true;
+    for (Value operand : def->getOperands()) {
+      if (!visit(operand)) return false;
+    }
+    inSlice.insert(def);
+    slice.push_back(def);
+    return true;
+  };
+  if (!loop.isDefinedOutsideOfLoop(extract.getTensor())) return std::nullopt;
+  for (Value index : extract.getIndices()) {
+    if (!visit(index)) return std::nullopt;
+  }
+  return slice;
+}
+
+// `extract` at induction variable `iv`, if `iv < ub`, else `fallback`.
+Value guardedLoad(mlir::OpBuilder& b, mlir::Location loc, mlir::scf::ForOp loop,
+                  mlir::tensor::ExtractOp extract, llvm::ArrayRef<mlir::Operation*> slice,
+                  Value iv, Value fallback) {
+  Value inRange = b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::slt, iv,
+                                                loop.getUpperBound());
+  auto ifOp = b.create<mlir::scf::IfOp>(
+      loc, inRange,
+      [&](mlir::OpBuilder& tb, mlir::Location l) {
+        mlir::IRMapping mapping;
+        mapping.map(loop.getInductionVar(), iv);
+        for (mlir::Operation* op : slice) tb.clone(*op, mapping);
+        auto load = llvm::cast<mlir::tensor::ExtractOp>(tb.clone(*extract, mapping));
+        tb.create<mlir::scf::YieldOp>(l, load.getResult());
+      },
+      [&](mlir::OpBuilder& eb, mlir::Location l) {
+        eb.create<mlir::scf::YieldOp>(l, fallback);
+      });
+  return ifOp.getResult(0);
+}
+
+// 1. Find the first tensor.extract of the body with a loop-invariant tensor
+//    and indices computed from the induction variable and invariants only.
+// 2. Load it for the lower bound before the loop (guarded: the loop may not
+//    run), and carry it as a new iteration argument.
+// 3. In the body, use the carried value; at the end, load the next
+//    iteration's element (guarded by the upper bound) and yield it.
+bool pipelineFirstLoad(mlir::scf::ForOp& loop) {
+  mlir::tensor::ExtractOp extract;
+  std::optional<SmallVector<mlir::Operation*>> slice;
+  for (auto candidate : loop.getBody()->getOps<mlir::tensor::ExtractOp>()) {
+    slice = indexSlice(loop, candidate);
+    if (slice) {
+      extract = candidate;
+      break;
+    }
+  }
+  if (!extract) return false;
+  mlir::Location loc = extract.getLoc();
+  mlir::OpBuilder b(loop);
+  Value zero = b.create<mlir::arith::ConstantOp>(loc, b.getZeroAttr(extract.getType()));
+  Value first = guardedLoad(b, loc, loop, extract, *slice, loop.getLowerBound(), zero);
+  SmallVector<Value> inits(loop.getInitArgs());
+  inits.push_back(first);
+  auto newLoop = b.create<mlir::scf::ForOp>(loop.getLoc(), loop.getLowerBound(),
+                                            loop.getUpperBound(), loop.getStep(), inits);
+  mlir::Block* body = newLoop.getBody();
+  body->getOperations().splice(body->begin(), loop.getBody()->getOperations());
+  for (auto [oldArg, newArg] :
+       llvm::zip(loop.getBody()->getArguments(), body->getArguments().drop_back())) {
+    oldArg.replaceAllUsesWith(newArg);
+  }
+  Value current = body->getArguments().back();
+  auto yield = llvm::cast<mlir::scf::YieldOp>(body->getTerminator());
+  b.setInsertionPoint(yield);
+  Value next = b.create<mlir::arith::AddIOp>(loc, newLoop.getInductionVar(), newLoop.getStep());
+  Value prefetched = guardedLoad(b, loc, newLoop, extract, *slice, next, current);
+  SmallVector<Value> yielded(yield.getOperands());
+  yielded.push_back(prefetched);
+  b.create<mlir::scf::YieldOp>(yield.getLoc(), yielded);
+  yield.erase();
+  extract.replaceAllUsesWith(current);
+  extract.erase();
+  loop.replaceAllUsesWith(newLoop.getResults().drop_back());
+  loop.erase();
+  loop = newLoop;
+  return true;
+}
 
 class OptimizeLoopsPass : public impl::OptimizeLoopsPassBase<OptimizeLoopsPass> {
  public:
@@ -25,19 +129,23 @@ class OptimizeLoopsPass : public impl::OptimizeLoopsPassBase<OptimizeLoopsPass> 
       auto lb = mlir::getConstantIntValue(loop.getLowerBound());
       auto ub = mlir::getConstantIntValue(loop.getUpperBound());
       auto step = mlir::getConstantIntValue(loop.getStep());
-      if (!lb || !ub || !step || *step <= 0) continue;
-      int64_t trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
-      if (trips > maxTripCount) continue;
-      int64_t ops = 0;
-      loop.getBody()->walk([&](mlir::Operation*) { ++ops; });
-      // Unrolling trades code size for fewer branches and more scheduling
-      // freedom; past a few hundred ops the instruction cache loses.
-      if (ops * trips > maxUnrolledOps) continue;
-      if (mlir::failed(mlir::loopUnrollFull(loop))) {
-        loop.emitError("xla-gpu-optimize-loops: could not unroll the loop");
-        signalPassFailure();
-        return;
+      bool unrollable = false;
+      if (lb && ub && step && *step > 0) {
+        int64_t trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
+        int64_t ops = 0;
+        loop.getBody()->walk([&](mlir::Operation*) { ++ops; });
+        // Unrolling trades code size for fewer branches and more scheduling
+        // freedom; past a few hundred ops the instruction cache loses.
+        unrollable = trips <= maxTripCount && ops * trips <= maxUnrolledOps;
       }
+      if (unrollable) {
+        if (mlir::failed(mlir::loopUnrollFull(loop))) {
+          loop.emitError("xla-gpu-optimize-loops: could not unroll the loop");
+          return signalPassFailure();
+        }
+        continue;
+      }
+      if (pipelineLoads) pipelineFirstLoad(loop);
     }
   }
 };

@@ -64,3 +64,54 @@ func.func @do_not_unroll_big_body(%x: f32) -> f32 {
   }
   return %r : f32
 }
+
+// -----
+
+// A long loop that loads at the top of its body: the first element is
+// loaded before the loop, each iteration loads the next one.
+// CHECK-LABEL: func.func @pipeline_loads
+// CHECK-SAME: (%[[T:.*]]: tensor<1024xf32>
+// CHECK: %[[FIRST:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK:   %[[I0:.*]] = xla_gpu.apply_indexing #{{.*}}(%c0)
+// CHECK:   tensor.extract %[[T]][%[[I0]]]
+// CHECK: %[[R:.*]]:2 = scf.for %[[IV:.*]] = %c0 to %c100 step %c1 iter_args(%[[ACC:.*]] = %{{.*}}, %[[CUR:.*]] = %[[FIRST]])
+// CHECK:   %[[S:.*]] = arith.addf %[[ACC]], %[[CUR]]
+// CHECK:   %[[NEXT:.*]] = arith.addi %[[IV]], %c1
+// CHECK:   %[[PREFETCH:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK:     %[[IN:.*]] = xla_gpu.apply_indexing #{{.*}}(%[[NEXT]])
+// CHECK:     tensor.extract %[[T]][%[[IN]]]
+// CHECK:   } else {
+// CHECK:     scf.yield %[[CUR]]
+// CHECK:   scf.yield %[[S]], %[[PREFETCH]]
+// CHECK: return %[[R]]#0
+#map = #xla_gpu.indexing_map<"(d0) -> (d0 * 8), domain: d0 in [0, 99]">
+func.func @pipeline_loads(%t: tensor<1024xf32>, %x: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c100 = arith.constant 100 : index
+  %r = scf.for %i = %c0 to %c100 step %c1 iter_args(%acc = %x) -> (f32) {
+    %idx = xla_gpu.apply_indexing #map(%i)
+    %v = tensor.extract %t[%idx] : tensor<1024xf32>
+    %s = arith.addf %acc, %v : f32
+    scf.yield %s : f32
+  }
+  return %r : f32
+}
+
+// -----
+
+// The index depends on the loop-carried value: nothing to prefetch.
+// CHECK-LABEL: func.func @do_not_pipeline_dependent_index
+// CHECK: scf.for
+// CHECK-NOT: scf.if
+// CHECK: tensor.extract
+func.func @do_not_pipeline_dependent_index(%t: tensor<1024xindex>, %x: index) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c100 = arith.constant 100 : index
+  %r = scf.for %i = %c0 to %c100 step %c1 iter_args(%j = %x) -> (index) {
+    %v = tensor.extract %t[%j] : tensor<1024xindex>
+    scf.yield %v : index
+  }
+  return %r : index
+}

@@ -17,8 +17,10 @@ the NVPTX backend.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +45,9 @@ class PipelineOptions:
     warp_size: int = 32
     vectorize: bool = True
     unroll: bool = True
-    # 32 is enough for any buffer below 2^31 elements and gives cheaper
-    # index arithmetic on GPUs; 64 is always safe.
-    index_bitwidth: int = 64
+    # None: 32 when every tensor of the module is small enough that index
+    # arithmetic cannot overflow it (cheaper on GPUs), else 64.
+    index_bitwidth: int | None = None
 
     def __post_init__(self):
         major, minor = self.compute_capability
@@ -54,7 +56,7 @@ class PipelineOptions:
                              "compute capability; use e.g. (8, 0) or (9, 0)")
         if self.warp_size <= 0 or self.warp_size & (self.warp_size - 1):
             raise ValueError(f"warp_size must be a power of two, got {self.warp_size}")
-        if self.index_bitwidth not in (32, 64):
+        if self.index_bitwidth not in (None, 32, 64):
             raise ValueError(f"index_bitwidth must be 32 or 64, got {self.index_bitwidth}")
 
     @property
@@ -86,6 +88,26 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
     passes += ["canonicalize", "cse"]
 
 
+# Index expressions stay below the number of elements of the tensors they
+# index, up to a small factor in intermediate terms: half of i32's range.
+_I32_SAFE_ELEMENTS = 1 << 30
+
+
+def choose_index_bitwidth(module: ir.Module) -> int:
+    """32 if every statically shaped tensor in the module has fewer than 2^30
+    elements (and none is dynamically shaped), else 64."""
+    sizes = re.findall(r"tensor<([0-9x?]+)x[a-z]", str(module))
+    for dims in sizes:
+        if "?" in dims:
+            return 64
+        n = 1
+        for d in dims.split("x"):
+            n *= int(d)
+        if n >= _I32_SAFE_ELEMENTS:
+            return 64
+    return 32
+
+
 def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
     passes += [
         "xla-gpu-propagate-slice-indices",
@@ -97,7 +119,7 @@ def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
         "xla-gpu-merge-pointers",
         "canonicalize",
         "cse",
-        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth}}}",
+        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64}}}",
         "reconcile-unrealized-casts",
         "canonicalize",
         "cse",
@@ -139,6 +161,8 @@ def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
     """Runs the stages on `module` in place. With `dump_to`, the IR after every
     pass goes to numbered files there (`000.input.mlir`, `001.inline.mlir`,
     ...), like XLA's --xla_dump_hlo_pass_re=fusion-emitter."""
+    if opts.index_bitwidth is None:
+        opts = dataclasses.replace(opts, index_bitwidth=choose_index_bitwidth(module))
     passes = pipeline_passes(opts, stages)
     try:
         module.operation.verify()
@@ -215,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stage", action="append", choices=list(STAGES),
                         help="run only these stages (repeatable; default: all)")
     parser.add_argument("--sm", type=int, default=90, help="compute capability, e.g. 80, 90")
-    parser.add_argument("--index-bitwidth", type=int, default=64)
+    parser.add_argument("--index-bitwidth", type=int, default=None,
+                        help="32 or 64 (default: chosen from the tensor sizes)")
     parser.add_argument("--no-vectorize", action="store_true")
     parser.add_argument("--no-unroll", action="store_true")
     parser.add_argument("--ptx", action="store_true", help="compile to PTX")

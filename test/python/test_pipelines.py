@@ -104,6 +104,17 @@ def test_index_bitwidth_32(ctx):
 
     assert index_muls(32) and set(index_muls(32)) == {"i32"}
     assert set(index_muls(64)) == {"i64"}
+    # Chosen automatically: the seed's 12.6M-element tensors fit i32.
+    assert set(index_muls(None)) == {"i32"}
+
+
+def test_index_bitwidth_choice(ctx):
+    small = ir.Module.parse("func.func @f(%a: tensor<6x512x4096xbf16>) { return }")
+    big = ir.Module.parse("func.func @f(%a: tensor<1024x1024x1024xbf16>) { return }")
+    dynamic = ir.Module.parse("func.func @f(%a: tensor<?x4xf32>) { return }")
+    assert pipelines.choose_index_bitwidth(small) == 32
+    assert pipelines.choose_index_bitwidth(big) == 64
+    assert pipelines.choose_index_bitwidth(dynamic) == 64
 
 
 def test_unlowerable_op_is_named(ctx):

@@ -173,6 +173,8 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
   let options = [
     Option<"indexBitwidth", "index-bitwidth", "unsigned", /*default=*/"64",
            "Bit width of the index type">,
+    Option<"target", "target", "std::string", /*default=*/"\"gpu\"",
+           "gpu (NVVM, libdevice) or cpu (host LLVM, C interface, noalias pointers)">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
@@ -195,6 +197,32 @@ def MergePointersPass : Pass<"xla-gpu-merge-pointers", "mlir::ModuleOp"> {
     are the same buffer: the later ones are replaced by the first and
     removed from the signature, as XLA's ABI passes each slice once.
   }];
+}
+
+def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp"> {
+  let summary = "Turns a GPU kernel into a host function over a range of blocks.";
+  let description = [{
+    For the CPU target, after `xla-gpu-lower-tensors`. An entry function
+    `@f(ptrs...)` that reads `gpu.thread_id`/`gpu.block_id` (with `xla.range`
+    giving the grid) becomes `@f(ptrs..., %first_block, %last_block)` that runs
+    every thread of every block in [first, last), with GPU semantics:
+
+    1. The top-level ops are cut into phases at `gpu.barrier` and
+       `gpu.shuffle`; each phase is a loop over the threads of the block, so
+       every thread finishes a phase before any starts the next.
+    2. Values that live across a cut are kept per thread (an array indexed by
+       the thread id); constants and ids are recomputed instead.
+    3. A `gpu.shuffle` is its own phase: lane `l` reads the value of lane
+       `l + offset` of its segment of `width` lanes, or its own when that lane
+       is outside the segment -- exactly `shfl.down`.
+    4. Shared memory (address-space-3 globals) becomes one buffer per call,
+       reused by the blocks the call runs one after the other.
+
+    Barriers and shuffles inside control flow are not supported (the
+    emitters place them at the top level) and are reported.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif  // XLA_GPU_PASSES_TD

@@ -46,30 +46,50 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
         return signalPassFailure();
       }
     }
+    if (target != "gpu" && target != "cpu") {
+      module.emitError() << "target must be gpu or cpu, got " << target;
+      return signalPassFailure();
+    }
+    bool cpu = target == "cpu";
     llvm::SmallVector<std::string> kernels;
     module.walk([&](mlir::func::FuncOp f) {
-      if (f.isPublic() && !f.isExternal()) kernels.push_back(f.getName().str());
+      if (!f.isPublic() || f.isExternal()) return;
+      kernels.push_back(f.getName().str());
+      if (!cpu) return;
+      // Host entry points: callable through the C interface, and their
+      // buffers do not alias (merge-pointers passed shared slices once),
+      // which is what lets LLVM vectorize the thread loops.
+      f->setAttr(mlir::LLVM::LLVMDialect::getEmitCWrapperAttrName(), mlir::UnitAttr::get(ctx));
+      for (unsigned i = 0; i < f.getNumArguments(); ++i) {
+        if (llvm::isa<mlir::LLVM::LLVMPointerType>(f.getArgument(i).getType())) {
+          f.setArgAttr(i, mlir::LLVM::LLVMDialect::getNoAliasAttrName(),
+                       mlir::UnitAttr::get(ctx));
+        }
+      }
     });
     mlir::LowerToLLVMOptions options(ctx);
     options.overrideIndexBitwidth(indexBitwidth);
     mlir::LLVMTypeConverter converter(ctx, options);
     mlir::RewritePatternSet patterns(ctx);
-    // libdevice (__nv_tanhf, ...) before the generic math lowering: the
-    // benefit decides which pattern wins for ops both can lower.
-    mlir::populateLibDeviceConversionPatterns(converter, patterns, /*benefit=*/10);
-    mlir::populateGpuToNVVMConversionPatterns(converter, patterns);
+    if (!cpu) {
+      // libdevice (__nv_tanhf, ...) before the generic math lowering: the
+      // benefit decides which pattern wins for ops both can lower.
+      mlir::populateLibDeviceConversionPatterns(converter, patterns, /*benefit=*/10);
+      mlir::populateGpuToNVVMConversionPatterns(converter, patterns);
+    }
     mlir::populateFuncToLLVMConversionPatterns(converter, patterns);
     mlir::arith::populateArithToLLVMConversionPatterns(converter, patterns);
     mlir::populateMathToLLVMConversionPatterns(converter, patterns);
     mlir::populateVectorToLLVMConversionPatterns(converter, patterns);
     mlir::cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);
     mlir::index::populateIndexToLLVMConversionPatterns(converter, patterns);
-    mlir::LLVMConversionTarget target(*ctx);
-    mlir::configureGpuToNVVMConversionLegality(target);
-    target.addLegalOp<mlir::ModuleOp>();
-    if (failed(mlir::applyFullConversion(module, target, std::move(patterns)))) {
+    mlir::LLVMConversionTarget legality(*ctx);
+    if (!cpu) mlir::configureGpuToNVVMConversionLegality(legality);
+    legality.addLegalOp<mlir::ModuleOp>();
+    if (failed(mlir::applyFullConversion(module, legality, std::move(patterns)))) {
       return signalPassFailure();
     }
+    if (cpu) return;
     for (const std::string& name : kernels) {
       if (auto f = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name)) {
         f->setAttr(mlir::NVVM::NVVMDialect::getKernelFuncAttrName(),

@@ -126,22 +126,51 @@ def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
     ]
 
 
+def add_cpu_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
+    """The lowering stage for the host: the same kernel IR, with the grid
+    turned into loops (GPU semantics kept, see -xla-gpu-lower-kernel-to-cpu)."""
+    passes += [
+        "xla-gpu-propagate-slice-indices",
+        "func.func(xla-gpu-convert-pure-call-ops)",
+        "func.func(xla-gpu-expand-float-ops)",
+        "xla-gpu-simplify-affine",
+        "canonicalize",
+        "xla-gpu-lower-tensors",
+        "xla-gpu-merge-pointers",
+        "canonicalize",
+        "cse",
+        "xla-gpu-lower-kernel-to-cpu",
+        "canonicalize",
+        "cse",
+        # bf16 conversions in integer ops: no compiler-rt helpers needed.
+        "func.func(arith-expand{include-bf16=true})",
+        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64} target=cpu}}",
+        "reconcile-unrealized-casts",
+        "canonicalize",
+        "cse",
+    ]
+
+
 StageFn = Callable[[list[str], PipelineOptions], None]
 STAGES: dict[str, StageFn] = {
     "optimization": add_optimization_stage,
     "loop-transformation": add_loop_transformation_stage,
     "lowering": add_lowering_stage,
 }
+# Not one of the default stages: the CPU target replaces "lowering" with it.
+EXTRA_STAGES: dict[str, StageFn] = {"cpu-lowering": add_cpu_lowering_stage}
+CPU_STAGES = ("optimization", "loop-transformation", "cpu-lowering")
 
 
 def pipeline_passes(opts: PipelineOptions = PipelineOptions(),
                     stages: Iterable[str] = tuple(STAGES)) -> list[str]:
     """The passes of the named stages, in order."""
     passes: list[str] = []
+    known = {**STAGES, **EXTRA_STAGES}
     for name in stages:
-        if name not in STAGES:
-            raise ValueError(f"unknown stage {name!r}; the stages are {', '.join(STAGES)}")
-        STAGES[name](passes, opts)
+        if name not in known:
+            raise ValueError(f"unknown stage {name!r}; the stages are {', '.join(known)}")
+        known[name](passes, opts)
     return passes
 
 

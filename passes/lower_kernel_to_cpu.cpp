@@ -1,0 +1,329 @@
+//===- lower_kernel_to_cpu.cpp - -xla-gpu-lower-kernel-to-cpu -------------===//
+//
+// GPU semantics on one CPU thread per call: every thread of a block runs a
+// phase before any thread runs the next, so a barrier is the boundary of two
+// loops over the threads, and values crossing it live in per-thread arrays.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/xla_gpu/XlaGpuDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "passes/Passes.h"
+
+namespace xla::gpu {
+
+#define GEN_PASS_DEF_LOWERKERNELTOCPUPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using llvm::SmallVector;
+using mlir::Value;
+
+struct Grid {
+  int64_t threads = 1;
+  int64_t blocks = 1;
+};
+
+bool isCut(mlir::Operation* op) { return llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op); }
+
+// Ops recomputed in every phase instead of kept per thread.
+bool isRecomputed(mlir::Operation* op) {
+  return llvm::isa<mlir::gpu::ThreadIdOp, mlir::gpu::BlockIdOp, mlir::LLVM::AddressOfOp>(op) ||
+         (op->getNumOperands() == 0 && op->getNumRegions() == 0 && mlir::isPure(op));
+}
+
+mlir::FailureOr<Grid> findGrid(mlir::func::FuncOp f) {
+  Grid grid;
+  mlir::LogicalResult result = mlir::success();
+  auto rangeOf = [&](mlir::Operation* op, int64_t& size) {
+    auto range = op->getAttrOfType<mlir::ArrayAttr>("xla.range");
+    if (!range || range.size() != 2 || !llvm::isa<mlir::IntegerAttr>(range[1])) {
+      result = op->emitOpError() << "needs an xla.range attribute for the CPU target to "
+                                    "know the size of the grid";
+      return;
+    }
+    size = std::max(size, llvm::cast<mlir::IntegerAttr>(range[1]).getInt() + 1);
+  };
+  f.walk([&](mlir::Operation* op) {
+    if (auto t = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(op)) {
+      if (t.getDimension() != mlir::gpu::Dimension::x) {
+        result = op->emitOpError() << "the CPU target supports one-dimensional blocks only";
+      }
+      rangeOf(op, grid.threads);
+    } else if (auto b = llvm::dyn_cast<mlir::gpu::BlockIdOp>(op)) {
+      if (b.getDimension() != mlir::gpu::Dimension::x) {
+        result = op->emitOpError() << "the CPU target supports one-dimensional grids only";
+      }
+      rangeOf(op, grid.blocks);
+    } else if (isCut(op) && op->getBlock() != &f.getBody().front()) {
+      result = op->emitOpError() << "inside control flow is not supported by the CPU "
+                                    "target (barriers and shuffles must be at the top "
+                                    "level of the kernel)";
+    } else if (llvm::isa<mlir::gpu::BlockDimOp, mlir::gpu::GridDimOp>(op)) {
+      result = op->emitOpError() << "is not supported by the CPU target";
+    }
+  });
+  if (mlir::failed(result)) return mlir::failure();
+  return grid;
+}
+
+class KernelLowering {
+ public:
+  KernelLowering(mlir::func::FuncOp f, Grid grid) : f_(f), grid_(grid) {}
+
+  mlir::LogicalResult run() {
+    // 1. Phases: top-level ops between cuts; a shuffle is a phase of its own.
+    mlir::Block& body = f_.getBody().front();
+    auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(body.getTerminator());
+    if (!ret || ret.getNumOperands() != 0) {
+      return f_.emitOpError() << "a kernel for the CPU target must return nothing (run "
+                                 "-xla-gpu-lower-tensors first)";
+    }
+    SmallVector<SmallVector<mlir::Operation*>> phases(1);
+    for (mlir::Operation& op : body.without_terminator()) {
+      if (llvm::isa<mlir::gpu::BarrierOp>(op)) {
+        phases.emplace_back();
+        continue;
+      }
+      if (llvm::isa<mlir::gpu::ShuffleOp>(op)) {
+        phases.push_back({&op});
+        phases.emplace_back();
+        continue;
+      }
+      phases.back().push_back(&op);
+      phaseOf_[&op] = phases.size() - 1;
+    }
+    for (auto [i, phase] : llvm::enumerate(phases)) {
+      for (mlir::Operation* op : phase) phaseOf_[op] = i;
+    }
+    // 2. Values used in a later phase than the one defining them.
+    for (mlir::Operation& op : body.without_terminator()) {
+      if (isRecomputed(&op) || isCut(&op) && llvm::isa<mlir::gpu::BarrierOp>(op)) continue;
+      for (Value result : op.getResults()) {
+        for (mlir::OpOperand& use : result.getUses()) {
+          mlir::Operation* top = body.findAncestorOpInBlock(*use.getOwner());
+          if (top && phaseOf_.lookup(top) != phaseOf_.lookup(&op)) {
+            spilled_.insert(result);
+            break;
+          }
+        }
+      }
+    }
+    // 3. The new body: allocations, the loop over blocks, one loop over the
+    //    threads per phase.
+    mlir::MLIRContext* ctx = f_.getContext();
+    mlir::Location loc = f_.getLoc();
+    auto* newBody = new mlir::Block();
+    f_.getBody().push_back(newBody);
+    SmallVector<mlir::Location> locs(body.getNumArguments(), loc);
+    newBody->addArguments(body.getArgumentTypes(), locs);
+    Value first = newBody->addArgument(mlir::IndexType::get(ctx), loc);
+    Value last = newBody->addArgument(mlir::IndexType::get(ctx), loc);
+    mlir::OpBuilder b = mlir::OpBuilder::atBlockBegin(newBody);
+    for (auto [oldArg, newArg] : llvm::zip(body.getArguments(), newBody->getArguments())) {
+      argMap_.map(oldArg, newArg);
+    }
+    auto ptrType = mlir::LLVM::LLVMPointerType::get(ctx);
+    Value one64 = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), 1);
+    Value threads64 = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), grid_.threads);
+    for (Value v : spilled_) {
+      spillSlots_[v] = b.create<mlir::LLVM::AllocaOp>(loc, ptrType, storageType(v.getType()),
+                                                      threads64, /*alignment=*/16);
+    }
+    auto module = f_->getParentOfType<mlir::ModuleOp>();
+    for (auto global : module.getOps<mlir::LLVM::GlobalOp>()) {
+      if (global.getAddrSpace() != 3) continue;
+      sharedSlots_[global.getSymName()] = b.create<mlir::LLVM::AllocaOp>(
+          loc, ptrType, global.getType(), one64, /*alignment=*/16);
+    }
+    Value c0 = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
+    Value c1 = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
+    Value nThreads = b.create<mlir::arith::ConstantIndexOp>(loc, grid_.threads);
+    auto blockLoop = b.create<mlir::scf::ForOp>(loc, first, last, c1);
+    b.setInsertionPointToStart(blockLoop.getBody());
+    Value bid = blockLoop.getInductionVar();
+    for (auto& phase : phases) {
+      if (phase.empty()) continue;
+      auto threadLoop = b.create<mlir::scf::ForOp>(loc, c0, nThreads, c1);
+      mlir::OpBuilder tb = mlir::OpBuilder::atBlockBegin(threadLoop.getBody());
+      tb.setInsertionPoint(threadLoop.getBody()->getTerminator());
+      Value tid = threadLoop.getInductionVar();
+      if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(phase.front())) {
+        if (mlir::failed(emitShuffle(tb, shuffle, tid))) return mlir::failure();
+        continue;
+      }
+      mlir::IRMapping mapping;
+      for (mlir::Operation* op : phase) {
+        if (mlir::failed(emitOp(tb, op, mapping, tid, bid))) return mlir::failure();
+      }
+    }
+    b.setInsertionPointToEnd(newBody);
+    b.create<mlir::func::ReturnOp>(loc);
+    // 4. Swap in the new body and signature.
+    body.dropAllDefinedValueUses();
+    for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(body))) {
+      op.dropAllUses();
+      op.erase();
+    }
+    body.erase();
+    f_.setType(mlir::FunctionType::get(ctx, newBody->getArgumentTypes(), {}));
+    return mlir::success();
+  }
+
+ private:
+  // Spilled values are stored as LLVM-compatible types (index as i64).
+  static mlir::Type storageType(mlir::Type t) {
+    return t.isIndex() ? mlir::IntegerType::get(t.getContext(), 64) : t;
+  }
+
+  Value slotAt(mlir::OpBuilder& b, Value value, Value tid) {
+    mlir::Location loc = value.getLoc();
+    Value i = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), tid);
+    return b.create<mlir::LLVM::GEPOp>(loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
+                                       storageType(value.getType()), spillSlots_[value],
+                                       mlir::ValueRange{i});
+  }
+
+  Value reload(mlir::OpBuilder& b, Value value, Value tid) {
+    mlir::Location loc = value.getLoc();
+    Value loaded = b.create<mlir::LLVM::LoadOp>(loc, storageType(value.getType()),
+                                                slotAt(b, value, tid));
+    if (value.getType().isIndex()) {
+      loaded = b.create<mlir::arith::IndexCastOp>(loc, value.getType(), loaded);
+    }
+    return loaded;
+  }
+
+  void spill(mlir::OpBuilder& b, Value original, Value computed, Value tid) {
+    mlir::Location loc = original.getLoc();
+    Value stored = computed;
+    if (computed.getType().isIndex()) {
+      stored = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), computed);
+    }
+    b.create<mlir::LLVM::StoreOp>(loc, stored, slotAt(b, original, tid));
+  }
+
+  // Makes every value `op` (and its regions) uses available in `mapping`:
+  // arguments, per-thread reloads, or recomputed constants and ids.
+  mlir::LogicalResult provideOperands(mlir::OpBuilder& b, mlir::Operation* op,
+                                      mlir::IRMapping& mapping, Value tid, Value bid) {
+    mlir::LogicalResult result = mlir::success();
+    op->walk([&](mlir::Operation* inner) {
+      for (Value v : inner->getOperands()) {
+        if (mapping.contains(v)) continue;
+        if (argMap_.contains(v)) {
+          mapping.map(v, argMap_.lookup(v));
+          continue;
+        }
+        mlir::Operation* def = v.getDefiningOp();
+        if (!def || def->getBlock() != &f_.getBody().front()) continue;  // local to `op`
+        if (isRecomputed(def)) {
+          if (mlir::failed(emitOp(b, def, mapping, tid, bid))) result = mlir::failure();
+        } else if (spilled_.contains(v)) {
+          mapping.map(v, reload(b, v, tid));
+        }
+      }
+    });
+    return result;
+  }
+
+  mlir::LogicalResult emitOp(mlir::OpBuilder& b, mlir::Operation* op, mlir::IRMapping& mapping,
+                             Value tid, Value bid) {
+    if (llvm::isa<mlir::gpu::ThreadIdOp>(op)) {
+      mapping.map(op->getResult(0), tid);
+      return mlir::success();
+    }
+    if (llvm::isa<mlir::gpu::BlockIdOp>(op)) {
+      mapping.map(op->getResult(0), bid);
+      return mlir::success();
+    }
+    if (auto addr = llvm::dyn_cast<mlir::LLVM::AddressOfOp>(op)) {
+      auto it = sharedSlots_.find(addr.getGlobalName());
+      if (it != sharedSlots_.end()) {
+        mapping.map(addr.getResult(), it->second);
+        return mlir::success();
+      }
+    }
+    if (auto cast = llvm::dyn_cast<mlir::LLVM::AddrSpaceCastOp>(op)) {
+      // Shared memory is ordinary memory here: no cast.
+      if (auto addr = cast.getArg().getDefiningOp<mlir::LLVM::AddressOfOp>();
+          addr && sharedSlots_.count(addr.getGlobalName())) {
+        mapping.map(cast.getResult(), sharedSlots_[addr.getGlobalName()]);
+        if (spilled_.contains(cast.getResult())) spill(b, cast.getResult(), sharedSlots_[addr.getGlobalName()], tid);
+        return mlir::success();
+      }
+    }
+    if (mlir::failed(provideOperands(b, op, mapping, tid, bid))) return mlir::failure();
+    mlir::Operation* clone = b.clone(*op, mapping);
+    for (auto [original, copy] : llvm::zip(op->getResults(), clone->getResults())) {
+      if (spilled_.contains(original)) spill(b, original, copy, tid);
+    }
+    return mlir::success();
+  }
+
+  // Lane l of a segment of `width` lanes reads lane l + offset of the same
+  // segment, or its own value when that lane is past the segment.
+  mlir::LogicalResult emitShuffle(mlir::OpBuilder& b, mlir::gpu::ShuffleOp shuffle, Value tid) {
+    if (shuffle.getMode() != mlir::gpu::ShuffleMode::DOWN) {
+      return shuffle.emitOpError() << "only shuffle down is supported by the CPU target";
+    }
+    auto offset = mlir::getConstantIntValue(shuffle.getOffset());
+    auto width = mlir::getConstantIntValue(shuffle.getWidth());
+    if (!offset || !width || *width <= 0) {
+      return shuffle.emitOpError() << "needs constant offset and width on the CPU target";
+    }
+    mlir::Location loc = shuffle.getLoc();
+    Value value = shuffle.getValue();
+    if (!spilled_.contains(value) && !argMap_.contains(value)) {
+      return shuffle.emitOpError() << "shuffles a value the CPU target cannot see per thread";
+    }
+    Value cw = b.create<mlir::arith::ConstantIndexOp>(loc, *width);
+    Value co = b.create<mlir::arith::ConstantIndexOp>(loc, *offset);
+    Value lane = b.create<mlir::arith::RemUIOp>(loc, tid, cw);
+    Value target = b.create<mlir::arith::AddIOp>(loc, lane, co);
+    Value valid = b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ult, target, cw);
+    Value other = b.create<mlir::arith::AddIOp>(loc, tid, co);
+    Value src = b.create<mlir::arith::SelectOp>(loc, valid, other, tid);
+    Value moved = argMap_.contains(value) ? argMap_.lookup(value) : reload(b, value, src);
+    if (spilled_.contains(shuffle.getShuffleResult())) {
+      spill(b, shuffle.getShuffleResult(), moved, tid);
+    }
+    if (spilled_.contains(shuffle.getValid())) spill(b, shuffle.getValid(), valid, tid);
+    return mlir::success();
+  }
+
+  mlir::func::FuncOp f_;
+  Grid grid_;
+  llvm::DenseMap<mlir::Operation*, unsigned> phaseOf_;
+  llvm::SetVector<Value> spilled_;
+  llvm::DenseMap<Value, Value> spillSlots_;
+  llvm::StringMap<Value> sharedSlots_;
+  mlir::IRMapping argMap_;
+};
+
+class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelToCpuPass> {
+ public:
+  void runOnOperation() override {
+    mlir::ModuleOp module = getOperation();
+    for (auto f : llvm::to_vector(module.getOps<mlir::func::FuncOp>())) {
+      if (!f.isPublic() || f.isExternal()) continue;
+      mlir::FailureOr<Grid> grid = findGrid(f);
+      if (mlir::failed(grid)) return signalPassFailure();
+      if (mlir::failed(KernelLowering(f, *grid).run())) return signalPassFailure();
+    }
+    // The shared-memory globals became per-call buffers.
+    for (auto global : llvm::to_vector(module.getOps<mlir::LLVM::GlobalOp>())) {
+      if (global.getAddrSpace() == 3 && global.getSymbolUses(module)->empty()) global.erase();
+    }
+  }
+};
+
+}  // namespace
+}  // namespace xla::gpu

@@ -1,0 +1,173 @@
+"""Run a kernel on the CPU, with GPU semantics, as compiled code.
+
+The kernel IR is what the GPU path takes (an entry function over
+`gpu.thread_id`/`gpu.block_id` with `xla.range`, xla_gpu loops, shared
+memory, barriers, shuffles, atomics). The CPU pipeline turns the grid into
+loops (`-xla-gpu-lower-kernel-to-cpu`), LLVM JIT-compiles the result
+(MLIR's ExecutionEngine), and the blocks are spread over the cores: each
+worker thread calls the compiled function for a range of blocks (ctypes
+releases the GIL during the call).
+
+    kernel = CpuKernel(open("kernel.mlir").read())
+    kernel(x, out)                    # numpy arrays, outputs written in place
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+
+import xla_gpu  # noqa: F401  (registers the dialect and the passes)
+
+from .. import pipelines
+from ..hlo.types import ELEMENT_TYPES
+
+__all__ = ["CpuKernel", "KernelArgumentError", "run_on_cpu"]
+
+
+class KernelArgumentError(ValueError):
+    """Wrong number, shape or type of arrays for a kernel (raised before
+    anything runs)."""
+
+
+@dataclass(frozen=True)
+class _Param:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    type_text: str
+
+
+_MLIR_TO_DTYPE = {
+    "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+    "f16": np.dtype(np.float16), "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
+    "bf16": ELEMENT_TYPES["bf16"].dtype,
+}
+
+_cache: dict[str, "CpuKernel"] = {}
+_cache_lock = threading.Lock()
+
+
+def _signature(module: ir.Module, entry: str) -> tuple[list[_Param], int, int]:
+    """The entry's tensor parameters, its number of results and its number
+    of blocks."""
+    func = None
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(
+                op.attributes["sym_name"]).value == entry:
+            func = op
+    if func is None:
+        raise KernelArgumentError(f"the module has no function @{entry}")
+    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    params = []
+    for i, t in enumerate(ftype.inputs):
+        if not isinstance(t, ir.RankedTensorType):
+            raise KernelArgumentError(f"parameter {i} of @{entry} has type {t}; the CPU "
+                                      "runner takes tensors only")
+        rt = ir.RankedTensorType(t)
+        elt = str(rt.element_type)
+        if elt not in _MLIR_TO_DTYPE or not rt.has_static_shape:
+            raise KernelArgumentError(f"parameter {i} of @{entry} has type {t}, which the "
+                                      "CPU runner does not support")
+        params.append(_Param(tuple(rt.shape), _MLIR_TO_DTYPE[elt], str(t)))
+    blocks = 1
+
+    def find_blocks(op):
+        nonlocal blocks
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    if inner.operation.name == "gpu.block_id" and "xla.range" in inner.attributes:
+                        hi = ir.IntegerAttr(ir.ArrayAttr(inner.attributes["xla.range"])[1]).value
+                        blocks = max(blocks, hi + 1)
+                    find_blocks(inner.operation)
+
+    find_blocks(func.operation)
+    return params, len(ftype.results), blocks
+
+
+class CpuKernel:
+    """A kernel compiled for the host. Compiled once per IR text and options
+    (a cache keyed by their hash)."""
+
+    def __new__(cls, source: str, opts: pipelines.PipelineOptions | None = None,
+                entry: str = "main"):
+        opts = opts or pipelines.PipelineOptions()
+        key = hashlib.sha256(f"{source}\0{opts}\0{entry}".encode()).hexdigest()
+        with _cache_lock:
+            cached = _cache.get(key)
+            if cached is None:
+                cached = super().__new__(cls)
+                cached._compile(source, opts, entry)
+                _cache[key] = cached
+        return cached
+
+    def __init__(self, source: str, opts: pipelines.PipelineOptions | None = None,
+                 entry: str = "main"):
+        pass  # everything happens once, in __new__ -> _compile
+
+    def _compile(self, source: str, opts: pipelines.PipelineOptions, entry: str) -> None:
+        self.context = ir.Context()
+        with self.context:
+            module = ir.Module.parse(source)
+            self.params, self.num_results, self.num_blocks = _signature(module, entry)
+            pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
+            self.llvm_ir = str(module)
+            self._engine = ExecutionEngine(module, opt_level=3)
+        self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(
+            self._engine.raw_lookup(entry))
+        self.entry = entry
+
+    def check(self, arrays) -> None:
+        """Raises KernelArgumentError unless `arrays` fit the parameters."""
+        if len(arrays) != len(self.params):
+            raise KernelArgumentError(
+                f"@{self.entry} takes {len(self.params)} arrays "
+                f"({len(self.params) - self.num_results} inputs, {self.num_results} "
+                f"outputs), got {len(arrays)}")
+        for i, (a, p) in enumerate(zip(arrays, self.params)):
+            if not isinstance(a, np.ndarray):
+                raise KernelArgumentError(f"argument {i} must be a numpy array, "
+                                          f"got {type(a).__name__}")
+            if a.shape != p.shape or a.dtype != p.dtype:
+                raise KernelArgumentError(
+                    f"argument {i} must be {p.type_text} (shape {p.shape}, {p.dtype}), got "
+                    f"shape {a.shape}, {a.dtype}")
+            if not a.flags.c_contiguous:
+                raise KernelArgumentError(f"argument {i} must be C-contiguous")
+        for i in range(len(arrays) - self.num_results, len(arrays)):
+            if not arrays[i].flags.writeable:
+                raise KernelArgumentError(f"output argument {i} is not writeable")
+
+    def __call__(self, *arrays: np.ndarray, num_threads: int | None = None) -> None:
+        """Runs the whole grid; outputs (the last arrays) are written in place."""
+        self.check(arrays)
+        workers = max(1, min(num_threads or os.cpu_count() or 1, self.num_blocks))
+        pointers = [ctypes.c_void_p(a.ctypes.data) for a in arrays]
+        bounds = np.linspace(0, self.num_blocks, workers + 1).astype(np.int64)
+
+        def run(lo: int, hi: int) -> None:
+            args = pointers + [ctypes.c_int64(lo), ctypes.c_int64(hi)]
+            packed = (ctypes.c_void_p * len(args))(
+                *[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+            self._fn(packed)
+
+        if workers == 1:
+            run(0, self.num_blocks)
+            return
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(run, bounds[:-1], bounds[1:]))
+
+
+def run_on_cpu(source: str, *arrays: np.ndarray,
+               opts: pipelines.PipelineOptions | None = None, entry: str = "main") -> None:
+    """Compiles (or fetches from the cache) and runs the kernel in `source`."""
+    CpuKernel(source, opts, entry)(*arrays)

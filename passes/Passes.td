@@ -219,7 +219,10 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        reused by the blocks the call runs one after the other.
 
     Barriers and shuffles inside control flow are not supported (the
-    emitters place them at the top level) and are reported.
+    emitters place them at the top level) and are reported. The grid is the
+    larger of the `xla.range`s found and the function's `xla.num_threads` /
+    `xla.num_blocks` attributes (which the runtime records before
+    optimization removes unused ids).
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect"];

@@ -71,6 +71,14 @@ mlir::FailureOr<Grid> findGrid(mlir::func::FuncOp f) {
     }
   });
   if (mlir::failed(result)) return mlir::failure();
+  // The launch grid as recorded before optimization: an id that nothing
+  // uses is gone by now, but its threads still run.
+  if (auto n = f->getAttrOfType<mlir::IntegerAttr>("xla.num_threads")) {
+    grid.threads = std::max(grid.threads, n.getInt());
+  }
+  if (auto n = f->getAttrOfType<mlir::IntegerAttr>("xla.num_blocks")) {
+    grid.blocks = std::max(grid.blocks, n.getInt());
+  }
   return grid;
 }
 

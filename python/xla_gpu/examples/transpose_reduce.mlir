@@ -1,6 +1,7 @@
 // A kernel with the rest of the dialect: a shared-memory tile written and
 // read across a barrier (the transpose emitter's shape), a warp shuffle
-// reduction, and atomic updates (native add, compare-and-swap maximum).
+// reduction, and atomic updates (native add into sum[0], compare-and-swap
+// maximum into sum[1]).
 #in = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d1 * 32 + s0 * 4 + d0 floordiv 32, d0 mod 32), domain: d0 in [0, 127], d1 in [0, 3], s0 in [0, 7]">
 #sh = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (s0 * 4 + d0 floordiv 32, d0 mod 32), domain: d0 in [0, 127], d1 in [0, 3], s0 in [0, 7]">
 #out = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 mod 32, d1 * 32 + s0 * 4 + d0 floordiv 32), domain: d0 in [0, 127], d1 in [0, 3], s0 in [0, 7]">
@@ -8,7 +9,7 @@ func.func private @add(%a: f32, %b: f32) -> f32 {
   %s = arith.addf %a, %b : f32
   return %s : f32
 }
-func.func @main(%input: tensor<128x32xf32>, %output: tensor<32x128xf32>, %sum: tensor<1xf32>) -> (tensor<32x128xf32>, tensor<1xf32>) {
+func.func @main(%input: tensor<128x32xf32>, %output: tensor<32x128xf32>, %sum: tensor<2xf32>) -> (tensor<32x128xf32>, tensor<2xf32>) {
   %c0 = arith.constant 0 : index
   %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
   %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
@@ -28,15 +29,16 @@ func.func @main(%input: tensor<128x32xf32>, %output: tensor<32x128xf32>, %sum: t
   }
   %x = tensor.extract %input[%tid, %c0] : tensor<128x32xf32>
   %red = xla_gpu.shuffle_reduce(%x) to 16 combiner=@add : f32
-  %a = xla_gpu.atomic_rmw %sum[%c0] : tensor<1xf32> {
+  %c1 = arith.constant 1 : index
+  %a = xla_gpu.atomic_rmw %sum[%c0] : tensor<2xf32> {
   ^bb0(%cur: f32):
     %s = arith.addf %cur, %red : f32
     xla_gpu.yield %s : f32
   }
-  %b = xla_gpu.atomic_rmw %a[%c0] : tensor<1xf32> {
+  %b = xla_gpu.atomic_rmw %a[%c1] : tensor<2xf32> {
   ^bb0(%cur: f32):
     %m = arith.maximumf %cur, %red : f32
     xla_gpu.yield %m : f32
   }
-  return %l2, %b : tensor<32x128xf32>, tensor<1xf32>
+  return %l2, %b : tensor<32x128xf32>, tensor<2xf32>
 }

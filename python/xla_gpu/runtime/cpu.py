@@ -58,7 +58,9 @@ _cache_lock = threading.Lock()
 
 def _signature(module: ir.Module, entry: str) -> tuple[list[_Param], int, int]:
     """The entry's tensor parameters, its number of results and its number
-    of blocks."""
+    of blocks. Records the grid on the function (`xla.num_threads`,
+    `xla.num_blocks`): optimization may delete an unused thread id, but its
+    threads still run."""
     func = None
     for op in module.body.operations:
         if op.operation.name == "func.func" and ir.StringAttr(
@@ -78,20 +80,23 @@ def _signature(module: ir.Module, entry: str) -> tuple[list[_Param], int, int]:
             raise KernelArgumentError(f"parameter {i} of @{entry} has type {t}, which the "
                                       "CPU runner does not support")
         params.append(_Param(tuple(rt.shape), _MLIR_TO_DTYPE[elt], str(t)))
-    blocks = 1
+    grid = {"gpu.block_id": 1, "gpu.thread_id": 1}
 
-    def find_blocks(op):
-        nonlocal blocks
+    def find_grid(op):
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.operations:
-                    if inner.operation.name == "gpu.block_id" and "xla.range" in inner.attributes:
+                    name = inner.operation.name
+                    if name in grid and "xla.range" in inner.attributes:
                         hi = ir.IntegerAttr(ir.ArrayAttr(inner.attributes["xla.range"])[1]).value
-                        blocks = max(blocks, hi + 1)
-                    find_blocks(inner.operation)
+                        grid[name] = max(grid[name], hi + 1)
+                    find_grid(inner.operation)
 
-    find_blocks(func.operation)
-    return params, len(ftype.results), blocks
+    find_grid(func.operation)
+    i64 = ir.IntegerType.get_signless(64)
+    func.attributes["xla.num_threads"] = ir.IntegerAttr.get(i64, grid["gpu.thread_id"])
+    func.attributes["xla.num_blocks"] = ir.IntegerAttr.get(i64, grid["gpu.block_id"])
+    return params, len(ftype.results), grid["gpu.block_id"]
 
 
 class CpuKernel:

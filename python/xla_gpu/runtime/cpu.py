@@ -52,6 +52,13 @@ _MLIR_TO_DTYPE = {
     "bf16": ELEMENT_TYPES["bf16"].dtype,
 }
 
+# The GPU path turns a thread's few contiguous elements into one vector
+# transfer (a wide memory transaction). On the CPU the vectors LLVM wants are
+# across threads -- the thread loop -- and a loop holding vector-typed loads
+# is one LLVM's loop vectorizer leaves alone: measured on the seed's GELU,
+# 55 ms with the transfers, 20 ms without.
+CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False)
+
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
 
@@ -105,7 +112,7 @@ class CpuKernel:
 
     def __new__(cls, source: str, opts: pipelines.PipelineOptions | None = None,
                 entry: str = "main"):
-        opts = opts or pipelines.PipelineOptions()
+        opts = opts or CPU_DEFAULT_OPTIONS
         key = hashlib.sha256(f"{source}\0{opts}\0{entry}".encode()).hexdigest()
         with _cache_lock:
             cached = _cache.get(key)

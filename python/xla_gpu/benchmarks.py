@@ -1,0 +1,65 @@
+"""Benchmarks shared by bench/ and `make demo`: the seed's GELU loop kernel
+on the CPU target against XLA:CPU (jax.jit) in the same process."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+
+from . import examples
+from .runtime import CpuKernel, cpu
+
+__all__ = ["GELU_SHAPE", "bench_gelu_cpu", "gelu", "median_ms"]
+
+GELU_SHAPE = (6, 512, 4096)
+
+
+def gelu(x):
+    """The seed's gelu.hlo, op for op."""
+    t = x.dtype
+    c0, c1 = jnp.asarray(0.5, t), jnp.asarray(1, t)
+    c2, c3 = jnp.asarray(0.79785, t), jnp.asarray(0.044708, t)
+    return x * ((jnp.tanh((x + x * x * x * c3) * c2) + c1) * c0)
+
+
+def median_ms(fn, runs: int) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def bench_gelu_cpu(dtype_name: str, runs: int) -> dict:
+    """Times our CPU kernel and XLA:CPU on the seed GELU ("bf16" or "f32")."""
+    source = examples.path("seed_gelu.mlir").read_text()
+    np_dtype, jnp_dtype = ml_dtypes.bfloat16, jnp.bfloat16
+    if dtype_name == "f32":
+        source = source.replace("bf16", "f32")
+        np_dtype, jnp_dtype = np.float32, jnp.float32
+    x = np.random.RandomState(0).randn(*GELU_SHAPE).astype(np_dtype)
+    out = np.zeros_like(x)
+
+    cpu._cache.clear()
+    start = time.perf_counter()
+    kernel = CpuKernel(source)
+    ours_compile = (time.perf_counter() - start) * 1e3
+    ours = median_ms(lambda: kernel(x, out), runs)
+
+    xj = jnp.asarray(x)
+    start = time.perf_counter()
+    compiled = jax.jit(gelu).lower(xj).compile()
+    xla_compile = (time.perf_counter() - start) * 1e3
+    xla = median_ms(lambda: compiled(xj).block_until_ready(), runs)
+    reference = np.asarray(compiled(xj)).astype(np.float32)
+    max_diff = float(np.abs(out.astype(np.float32) - reference).max())
+    return {"dtype": dtype_name, "ours_ms": ours, "xla_ms": xla, "ratio": ours / xla,
+            "ours_compile_ms": ours_compile, "xla_compile_ms": xla_compile,
+            "max_abs_diff_vs_xla": max_diff}

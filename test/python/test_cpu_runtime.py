@@ -232,3 +232,30 @@ def test_missing_grid_size_is_reported():
     }"""
     with pytest.raises(pipelines.PipelineError, match="needs an xla.range attribute"):
         CpuKernel(src)
+
+
+# The transpose emitter's scheme on a shape that is not a multiple of the
+# 32x32 tile: 100x36 -> 36x100, 4 x 2 tiles, bounds checks on the edges.
+TRANSPOSE = examples.path("transpose.mlir").read_text()
+
+
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_transpose_ragged_tiles(vectorize):
+    kernel = CpuKernel(TRANSPOSE, pipelines.PipelineOptions(vectorize=vectorize))
+    x = rng.randn(100, 36).astype(np.float32)
+    out = np.zeros((36, 100), np.float32)
+    kernel(x, out)
+    np.testing.assert_array_equal(out, x.T)
+
+
+# XLA's row reduction: each thread sums two elements, warps reduce with
+# shuffles, lane 0 of each warp leaves its sum in shared memory, and after a
+# barrier the first warp reduces those and thread 0 writes the row's sum.
+ROW_REDUCTION = examples.path("row_reduction.mlir").read_text()
+
+
+def test_row_reduction():
+    x = rng.randint(-8, 9, size=(64, 256)).astype(np.float32)  # exact in f32
+    out = np.zeros(64, np.float32)
+    CpuKernel(ROW_REDUCTION)(x, out)
+    np.testing.assert_array_equal(out, x.sum(axis=1))

@@ -69,7 +69,7 @@ def test_seed_kernel_to_ptx(ctx, sm):
     assert "__nv_tanhf" not in code and "call" not in code
 
 
-KERNELS = ["seed_gelu.mlir", "transpose_reduce.mlir"]
+KERNELS = ["seed_gelu.mlir", "transpose.mlir", "row_reduction.mlir", "transpose_reduce.mlir"]
 
 
 @requires_ptxas

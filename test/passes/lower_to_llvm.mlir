@@ -39,3 +39,4 @@ func.func private @helper(%c: i1, %a: f32, %b: f32) -> f32 {
   }
   return %r : f32
 }
+

@@ -316,6 +316,41 @@ class IndexingMapSimplifier {
     return simplifiedSum(expr).build(expr.getContext());
   }
 
+  struct FactorSplit {
+    int64_t factor;  // g, a factor of the divisor
+    Sum big;         // the terms g divides, divided by g
+    Sum small;       // the other terms and the constant, in [0, g)
+  };
+
+  // A factor g of `divisor` (at most `maxFactor`) that divides some terms of
+  // `sum`, such that the remaining terms and the constant stay in [0, g):
+  // such a remainder cannot reach the next multiple of g. Largest g first.
+  std::optional<FactorSplit> splitBySharedFactor(const Sum& sum, int64_t divisor,
+                                                 int64_t maxFactor) {
+    mlir::MLIRContext* ctx = map_.getContext();
+    SmallVector<int64_t> candidates;
+    for (const auto& [b, m] : sum.terms) {
+      int64_t g = std::gcd(std::abs(m), divisor);
+      if (g > 1 && g <= maxFactor) candidates.push_back(g);
+    }
+    llvm::sort(candidates, std::greater<int64_t>());
+    for (int64_t g : candidates) {
+      Sum big, small;
+      for (const auto& [b, m] : sum.terms) {
+        if (m % g == 0) {
+          big.add(b, m / g);
+        } else {
+          small.add(b, m);
+        }
+      }
+      small.constant = sum.constant;
+      if (small.terms.empty() && maxFactor < divisor) continue;
+      Interval r = map_.getRange(small.build(ctx));
+      if (r.lower >= 0 && r.upper < g) return FactorSplit{g, big, small};
+    }
+    return std::nullopt;
+  }
+
   // The gcd of the multipliers of the terms (and the constant).
   static int64_t gcdOf(const Sum& sum) {
     int64_t g = std::abs(sum.constant);
@@ -355,27 +390,11 @@ class IndexingMapSimplifier {
       quotient.constant = floorDiv(sum.constant, *c);
       rest.constant = positiveMod(sum.constant, *c);
     }
-    // A factor g of c that divides the "big" terms, with the other terms and
-    // the constant in [0, g): those cannot change the quotient, since
     // floor((g*a + r) / (g*c')) = floor(a / c') for r in [0, g).
     int64_t divisor = *c;
-    SmallVector<int64_t> candidates;
-    for (auto& [b, m] : rest.terms) {
-      int64_t g = std::gcd(std::abs(m), divisor);
-      if (g > 1) candidates.push_back(g);
-    }
-    llvm::sort(candidates, std::greater<int64_t>());
-    for (int64_t g : candidates) {
-      Sum big, small;
-      for (auto& [b, m] : rest.terms) (m % g == 0 ? big : small).add(b, m);
-      small.constant = rest.constant;
-      Interval r = map_.getRange(small.build(ctx));
-      if (r.lower < 0 || r.upper >= g) continue;
-      Sum reduced;
-      for (auto& [b, m] : big.terms) reduced.add(b, m / g);
-      rest = reduced;
-      divisor /= g;
-      break;
+    if (auto split = splitBySharedFactor(rest, divisor, /*maxFactor=*/divisor)) {
+      rest = split->big;
+      divisor /= split->factor;
     }
     AffineExpr restExpr = rest.build(ctx);
     AffineExpr restDiv;
@@ -424,27 +443,13 @@ class IndexingMapSimplifier {
     AffineExpr restExpr = rest.build(ctx);
     Interval r = map_.getRange(restExpr);
     if (r.lower >= 0 && r.upper < *c) return restExpr;
-    // A factor g of c that divides the "big" terms, with the rest in [0, g):
-    // (g*a + r) mod (g*c') = g * (a mod c') + r.
-    SmallVector<int64_t> candidates;
-    for (auto& [b, m] : rest.terms) {
-      int64_t g = std::gcd(std::abs(m), *c);
-      if (g > 1 && g < *c) candidates.push_back(g);
-    }
-    llvm::sort(candidates, std::greater<int64_t>());
-    for (int64_t g : candidates) {
-      Sum big, small;
-      for (auto& [b, m] : rest.terms) (m % g == 0 ? big : small).add(b, m);
-      small.constant = rest.constant;
-      AffineExpr smallExpr = small.build(ctx);
-      Interval sr = map_.getRange(smallExpr);
-      if (small.terms.empty() || sr.lower < 0 || sr.upper >= g) continue;
-      Sum reduced;
-      for (auto& [b, m] : big.terms) reduced.add(b, m / g);
-      AffineExpr inner = reduced.build(ctx);
+    // (g*a + r) mod (g*c') = g * (a mod c') + r for r in [0, g).
+    if (auto split = splitBySharedFactor(rest, *c, /*maxFactor=*/*c - 1)) {
+      int64_t g = split->factor;
+      AffineExpr inner = split->big.build(ctx);
       Interval ri = map_.getRange(inner);
       AffineExpr innerMod = (ri.lower >= 0 && ri.upper < *c / g) ? inner : inner % (*c / g);
-      return innerMod * g + smallExpr;
+      return innerMod * g + split->small.build(ctx);
     }
     // (g*a) mod (g*c') = g * (a mod c').
     int64_t g = std::gcd(gcdOf(rest), *c);

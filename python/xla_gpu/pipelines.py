@@ -108,7 +108,8 @@ def choose_index_bitwidth(module: ir.Module) -> int:
     return 32
 
 
-def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
+def _add_tensor_lowering(passes: list[str]) -> None:
+    """What both targets share: calls, narrow floats, index maps, tensors."""
     passes += [
         "xla-gpu-propagate-slice-indices",
         "func.func(xla-gpu-convert-pure-call-ops)",
@@ -119,36 +120,35 @@ def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
         "xla-gpu-merge-pointers",
         "canonicalize",
         "cse",
-        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64}}}",
+    ]
+
+
+def _add_llvm_lowering(passes: list[str], opts: PipelineOptions, target: str) -> None:
+    passes += [
+        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64} target={target}}}",
         "reconcile-unrealized-casts",
         "canonicalize",
         "cse",
     ]
+
+
+def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
+    _add_tensor_lowering(passes)
+    _add_llvm_lowering(passes, opts, "gpu")
 
 
 def add_cpu_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
     """The lowering stage for the host: the same kernel IR, with the grid
     turned into loops (GPU semantics kept, see -xla-gpu-lower-kernel-to-cpu)."""
+    _add_tensor_lowering(passes)
     passes += [
-        "xla-gpu-propagate-slice-indices",
-        "func.func(xla-gpu-convert-pure-call-ops)",
-        "func.func(xla-gpu-expand-float-ops)",
-        "xla-gpu-simplify-affine",
-        "canonicalize",
-        "xla-gpu-lower-tensors",
-        "xla-gpu-merge-pointers",
-        "canonicalize",
-        "cse",
         "xla-gpu-lower-kernel-to-cpu",
         "canonicalize",
         "cse",
         # bf16 conversions in integer ops: no compiler-rt helpers needed.
         "func.func(arith-expand{include-bf16=true})",
-        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64} target=cpu}}",
-        "reconcile-unrealized-casts",
-        "canonicalize",
-        "cse",
     ]
+    _add_llvm_lowering(passes, opts, "cpu")
 
 
 StageFn = Callable[[list[str], PipelineOptions], None]

@@ -32,7 +32,7 @@ def test_stages_in_xla_order():
     order = ["inline", "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
              "xla-gpu-flatten-tensors", "func.func(xla-gpu-vectorize-loads-stores)",
              "func.func(xla-gpu-optimize-loops)", "xla-gpu-lower-tensors",
-             "xla-gpu-lower-to-llvm{index-bitwidth=64}"]
+             "xla-gpu-lower-to-llvm{index-bitwidth=64 target=gpu}"]
     positions = [passes.index(p) for p in order]
     assert positions == sorted(positions)
     off = pipelines.pipeline_passes(pipelines.PipelineOptions(vectorize=False, unroll=False))

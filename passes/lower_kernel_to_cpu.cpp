@@ -113,7 +113,7 @@ class KernelLowering {
     }
     // 2. Values used in a later phase than the one defining them.
     for (mlir::Operation& op : body.without_terminator()) {
-      if (isRecomputed(&op) || isCut(&op) && llvm::isa<mlir::gpu::BarrierOp>(op)) continue;
+      if (isRecomputed(&op) || llvm::isa<mlir::gpu::BarrierOp>(op)) continue;
       for (Value result : op.getResults()) {
         for (mlir::OpOperand& use : result.getUses()) {
           mlir::Operation* top = body.findAncestorOpInBlock(*use.getOwner());
@@ -264,7 +264,9 @@ class KernelLowering {
       if (auto addr = cast.getArg().getDefiningOp<mlir::LLVM::AddressOfOp>();
           addr && sharedSlots_.count(addr.getGlobalName())) {
         mapping.map(cast.getResult(), sharedSlots_[addr.getGlobalName()]);
-        if (spilled_.contains(cast.getResult())) spill(b, cast.getResult(), sharedSlots_[addr.getGlobalName()], tid);
+        if (spilled_.contains(cast.getResult())) {
+          spill(b, cast.getResult(), sharedSlots_[addr.getGlobalName()], tid);
+        }
         return mlir::success();
       }
     }

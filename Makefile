@@ -24,8 +24,9 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	echo "$(CURDIR)/python" > "$(SITE)/xla_gpu-dev.pth"
 	ln -sf "$(CURDIR)/python/xla_gpu/_mlir_libs/xla-gpu-opt" $(VENV)/bin/xla-gpu-opt
-	printf '#!/bin/sh\nexec "%s" -m xla_gpu.tools.hlo_indexing "$$@"\n' "$(PY)" > $(VENV)/bin/hlo-indexing
-	chmod +x $(VENV)/bin/hlo-indexing
+	for tool in hlo-indexing fusion-to-mlir test-correctness; do \
+	  printf '#!/bin/sh\nexec "%s" -m xla_gpu.tools.%s "$$@"\n' "$(PY)" "$$(echo $$tool | tr - _)" \
+	    > $(VENV)/bin/$$tool; chmod +x $(VENV)/bin/$$tool; done
 	touch $@
 
 $(BUILD)/build.ninja: $(STAMP)

@@ -37,8 +37,9 @@ def tool(name: str) -> str:
 config.substitutions.append((tool("xla-gpu-opt"), opt))
 config.substitutions.append((tool("FileCheck"), filecheck))
 config.substitutions.append(("%python", sys.executable))
-config.substitutions.append((tool("hlo-indexing"),
-                             f"{sys.executable} -m xla_gpu.tools.hlo_indexing"))
+for name, module in [("hlo-indexing", "hlo_indexing"), ("fusion-to-mlir", "fusion_to_mlir"),
+                     ("test-correctness", "test_correctness")]:
+    config.substitutions.append((tool(name), f"{sys.executable} -m xla_gpu.tools.{module}"))
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
 # The pipelines are defined once, in python/xla_gpu/pipelines.py; lit tests

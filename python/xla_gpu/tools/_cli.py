@@ -33,4 +33,8 @@ def run_tool(name: str, body: Callable[[], int]) -> int:
         print(f"{name}: error: {e}", file=sys.stderr)
     except BrokenPipeError:
         pass
+    except (ValueError, RuntimeError) as e:
+        # The project's error types (EmitterError, IndexingError,
+        # PipelineError, KernelArgumentError, ...) derive from these.
+        print(f"{name}: error: {e}", file=sys.stderr)
     return 1

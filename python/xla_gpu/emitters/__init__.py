@@ -1,0 +1,49 @@
+"""The emitters: HLO fusion -> MLIR (func/scf/tensor/arith + xla_gpu).
+
+    with ir.Context():
+        module = emit_fusion(fusion_instruction)
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+import xla_gpu  # noqa: F401  (registers the dialect)
+
+from ..hlo import HloInstruction, HloModule
+from .elemental import EmitterError
+from .loop import LoopEmitter, loop_launch_dims
+
+__all__ = ["EmitterError", "LoopEmitter", "choose_emitter", "emit_fusion", "loop_launch_dims"]
+
+def choose_emitter(fusion: HloInstruction):
+    """The emitter class for a fusion: the loop emitter unless a hero needs
+    a special one."""
+    for inst in fusion.fused_computation.instructions:
+        if inst.opcode in ("reduce", "scatter", "sort", "dynamic-update-slice",
+                           "reduce-window", "dot", "gather", "custom-call"):
+            raise EmitterError(inst, f"a fusion with a '{inst.opcode}' hero needs an "
+                               "emitter that is not built yet (only the loop emitter is)")
+    return LoopEmitter
+
+
+def emit_fusion(fusion: HloInstruction) -> ir.Module:
+    """The MLIR of one fusion instruction (in the current context)."""
+    return choose_emitter(fusion)(fusion).emit_module()
+
+
+def find_fusion(module: HloModule) -> HloInstruction:
+    """The one fusion of a module (as `fusion-to-mlir` takes it): the entry's
+    only fusion, else the entry computation wrapped into one."""
+    fusions = module.fusions()
+    if len(fusions) == 1:
+        return fusions[0]
+    if len(fusions) > 1:
+        raise ValueError(f"the module has {len(fusions)} fusions: "
+                         f"{', '.join(f.name for f in fusions)}")
+    # A computation without fusions: fuse the whole entry, as XLA's tool does.
+    entry = module.entry
+    wrapper = HloInstruction(f"{entry.name}_fusion", "fusion", entry.root.shape,
+                             operands=[], called_computations=[entry])
+    wrapper.attributes = {}
+    return wrapper

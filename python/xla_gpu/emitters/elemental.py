@@ -1,0 +1,311 @@
+"""Elemental emission: one element of an HLO instruction's output, as
+arith/math ops, given its index.
+
+Elementwise opcodes map to arith/math through a registry
+(`@register_elemental`); ops that only move elements (broadcast, transpose,
+reshape, bitcast, slice, reverse) go through their output-to-input
+indexing map; pad and concatenate add the checks of their constraints.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from mlir import ir
+from mlir.dialects import arith, math, scf, tensor
+
+from ..hlo import ElementType, HloInstruction
+from ..dialects import xla_gpu
+from ..indexing import IndexingError, output_to_input_indexing
+from ..indexing_map import IndexingMap
+
+__all__ = ["EmitterError", "mlir_type", "register_elemental", "ELEMENTAL"]
+
+
+class EmitterError(ValueError):
+    """An instruction the emitters cannot emit (with the instruction's name)."""
+
+    def __init__(self, inst: HloInstruction, reason: str):
+        self.instruction = inst
+        super().__init__(f"cannot emit {inst.name} ({inst.opcode}): {reason}")
+
+
+def mlir_type(etype: ElementType) -> ir.Type:
+    """The MLIR element type of an HLO element type (integers signless)."""
+    if etype.is_pred:
+        return ir.IntegerType.get_signless(1)
+    if etype.is_integer:
+        return ir.IntegerType.get_signless(etype.bits)
+    floats = {"f16": ir.F16Type, "bf16": ir.BF16Type, "f32": ir.F32Type, "f64": ir.F64Type}
+    if etype.name in floats:
+        return floats[etype.name].get()
+    raise ValueError(f"element type {etype.name} is not supported by the emitters yet")
+
+
+Elemental = Callable[[HloInstruction, list[ir.Value]], ir.Value]
+ELEMENTAL: dict[str, Elemental] = {}
+
+
+def register_elemental(*opcodes: str):
+    def register(fn: Elemental) -> Elemental:
+        for op in opcodes:
+            ELEMENTAL[op] = fn
+        return fn
+    return register
+
+
+def _is_float(inst: HloInstruction) -> bool:
+    return inst.operands[0].shape.element_type.is_float
+
+
+def _binary(float_op, signed_op, unsigned_op=None):
+    def emit(inst, args):
+        etype = inst.operands[0].shape.element_type
+        if etype.is_float:
+            return float_op(*args)
+        if etype.is_signed or unsigned_op is None or etype.is_pred:
+            return signed_op(*args)
+        return unsigned_op(*args)
+    return emit
+
+
+register_elemental("add")(_binary(arith.addf, arith.addi))
+register_elemental("subtract")(_binary(arith.subf, arith.subi))
+register_elemental("multiply")(_binary(arith.mulf, arith.muli))
+register_elemental("divide")(_binary(arith.divf, arith.divsi, arith.divui))
+register_elemental("remainder")(_binary(arith.remf, arith.remsi, arith.remui))
+register_elemental("maximum")(_binary(arith.maximumf, arith.maxsi, arith.maxui))
+register_elemental("minimum")(_binary(arith.minimumf, arith.minsi, arith.minui))
+register_elemental("and")(_binary(arith.andi, arith.andi))
+register_elemental("or")(_binary(arith.ori, arith.ori))
+register_elemental("xor")(_binary(arith.xori, arith.xori))
+register_elemental("atan2")(lambda inst, a: math.atan2(*a))
+register_elemental("power")(lambda inst, a: math.powf(*a))
+
+_UNARY_FLOAT = {
+    "exponential": math.exp, "log": math.log, "tanh": math.tanh, "sqrt": math.sqrt,
+    "rsqrt": math.rsqrt, "log-plus-one": math.log1p, "exponential-minus-one": math.expm1,
+    "sine": math.sin, "cosine": math.cos, "tan": math.tan, "floor": math.floor,
+    "ceil": math.ceil, "erf": math.erf, "cbrt": math.cbrt,
+    "round-nearest-even": math.roundeven, "round-nearest-afz": math.round,
+}
+for _name, _fn in _UNARY_FLOAT.items():
+    register_elemental(_name)(lambda inst, a, _fn=_fn: _fn(a[0]))
+
+
+@register_elemental("negate")
+def _negate(inst, a):
+    if _is_float(inst):
+        return arith.negf(a[0])
+    zero = arith.constant(a[0].type, 0)
+    return arith.subi(zero, a[0])
+
+
+@register_elemental("abs")
+def _abs(inst, a):
+    return math.absf(a[0]) if _is_float(inst) else math.absi(a[0])
+
+
+@register_elemental("not")
+def _not(inst, a):
+    ones = arith.constant(a[0].type, -1 if a[0].type != ir.IntegerType.get_signless(1) else 1)
+    return arith.xori(a[0], ones)
+
+
+@register_elemental("logistic")
+def _logistic(inst, a):
+    one = arith.constant(a[0].type, 1.0)
+    return arith.divf(one, arith.addf(one, math.exp(arith.negf(a[0]))))
+
+
+@register_elemental("select")
+def _select(inst, a):
+    return arith.select(*a)
+
+
+@register_elemental("clamp")
+def _clamp(inst, a):
+    lo, x, hi = a
+    if inst.shape.element_type.is_float:
+        return arith.maximumf(arith.minimumf(x, hi), lo)
+    if inst.shape.element_type.is_signed:
+        return arith.maxsi(arith.minsi(x, hi), lo)
+    return arith.maxui(arith.minui(x, hi), lo)
+
+
+_FLOAT_CMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": "oge"}
+_INT_CMP = {"EQ": "eq", "NE": "ne", "LT": "slt", "LE": "sle", "GT": "sgt", "GE": "sge"}
+
+
+@register_elemental("compare")
+def _compare(inst, a):
+    direction = inst.attr("direction")
+    etype = inst.operands[0].shape.element_type
+    if etype.is_float:
+        pred = getattr(arith.CmpFPredicate, _FLOAT_CMP[direction])
+        return arith.cmpf(pred, *a)
+    name = _INT_CMP[direction]
+    if not etype.is_signed and name[0] == "s":
+        name = "u" + name[1:]
+    return arith.cmpi(getattr(arith.CmpIPredicate, name), *a)
+
+
+@register_elemental("convert")
+def _convert(inst, a):
+    src = inst.operands[0].shape.element_type
+    dst = inst.shape.element_type
+    to = mlir_type(dst)
+    x = a[0]
+    if src.is_float and dst.is_float:
+        if src.bits == dst.bits and src.name == dst.name:
+            return x
+        return arith.extf(to, x) if dst.bits > src.bits else arith.truncf(to, x)
+    if not src.is_float and dst.is_float:
+        return arith.sitofp(to, x) if src.is_signed else arith.uitofp(to, x)
+    if src.is_float and not dst.is_float:
+        if dst.is_pred:
+            zero = arith.constant(x.type, 0.0)
+            return arith.cmpf(arith.CmpFPredicate.une, x, zero)
+        return arith.fptosi(to, x) if dst.is_signed else arith.fptoui(to, x)
+    if src.bits == dst.bits or (src.is_pred and dst.is_pred):
+        return x
+    if dst.is_pred:
+        return arith.cmpi(arith.CmpIPredicate.ne, x, arith.constant(x.type, 0))
+    if dst.bits > src.bits:
+        return arith.extsi(to, x) if src.is_signed else arith.extui(to, x)
+    return arith.trunci(to, x)
+
+
+# Opcodes whose elements are elements of operand 0 at another index.
+INDEXING_OPS = frozenset({"broadcast", "transpose", "reshape", "bitcast", "slice",
+                          "reverse", "copy"})
+
+
+class ElementalEmitter:
+    """Emits instructions of one subgraph at given indices. `operand_value`
+    provides values of instructions outside the subgraph (parameters,
+    calls to other subgraphs)."""
+
+    def __init__(self, subgraph_members: set[int],
+                 operand_value: Callable[[HloInstruction, list[ir.Value]], ir.Value]):
+        self.members = subgraph_members
+        self.operand_value = operand_value
+        self.cache: dict[tuple, ir.Value] = {}
+
+    def emit(self, inst: HloInstruction, index: Sequence[ir.Value]) -> ir.Value:
+        key = (id(inst), tuple(id(v) for v in index))
+        if key not in self.cache:
+            if id(inst) not in self.members:
+                self.cache[key] = self.operand_value(inst, list(index))
+            else:
+                with ir.Location.name(inst.name):
+                    self.cache[key] = self._emit(inst, list(index))
+        return self.cache[key]
+
+    def _read(self, inst, k: int, index):
+        """Operand k of `inst` at the index its (single) indexing map gives."""
+        try:
+            maps = output_to_input_indexing(inst)[k]
+        except IndexingError as e:
+            raise EmitterError(inst, str(e)) from None
+        if len(maps) != 1 or maps[0].runtime_vars or maps[0].range_vars:
+            raise EmitterError(inst, "operand indexing needs loops or runtime values")
+        m = maps[0]
+        operand = inst.operands[k]
+        if m.num_results == 0:
+            return self.emit(operand, [])
+        new_index = list(xla_gpu.ApplyIndexingOp(m, index).results)
+        return self.emit(operand, new_index)
+
+    def _emit(self, inst: HloInstruction, index):
+        op = inst.opcode
+        etype = inst.shape.element_type
+        if op == "constant":
+            return self._constant(inst, index)
+        if op == "iota":
+            i = index[inst.attr("iota_dimension")]
+            as_int = arith.index_cast(ir.IntegerType.get_signless(64), i)
+            t = mlir_type(etype)
+            if etype.is_float:
+                return arith.sitofp(t, as_int)
+            return as_int if etype.bits == 64 else arith.trunci(t, as_int)
+        if op in INDEXING_OPS:
+            return self._read(inst, 0, index)
+        if op == "pad":
+            return self._pad(inst, index)
+        if op == "concatenate":
+            return self._concatenate(inst, index)
+        if op in ELEMENTAL:
+            args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
+            return ELEMENTAL[op](inst, args)
+        raise EmitterError(inst, f"opcode '{op}' is not supported by the loop emitter")
+
+    def _constant(self, inst, index):
+        value = inst.literal.value if inst.literal else None
+        if value is None:
+            raise EmitterError(inst, "the constant's values are elided ({...})")
+        etype = inst.shape.element_type
+        t = mlir_type(etype)
+        if inst.shape.rank == 0:
+            v = value.item()
+            return arith.constant(t, float(v) if etype.is_float else int(v))
+        tensor_type = ir.RankedTensorType.get(list(inst.shape.dims), t)
+        flat = value.reshape(-1)
+        if etype.is_float:
+            # Exact bit patterns (hex), whatever the float type.
+            bits = flat.view(f"u{flat.dtype.itemsize}")
+            items = [f"0x{int(b):X}" for b in bits]
+        elif etype.is_pred:
+            items = ["true" if v else "false" for v in flat]
+        else:
+            items = [str(int(v)) for v in flat]
+        dense = ir.Attribute.parse(f"dense<[{', '.join(items)}]> : {tensor_type}")
+        return tensor.extract(arith.ConstantOp(tensor_type, dense).result, index)
+
+    def _guarded(self, cond: ir.Value, then_fn, else_fn, result_type: ir.Type) -> ir.Value:
+        if_op = scf.IfOp(cond, [result_type], has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
+            scf.YieldOp([then_fn()])
+        with ir.InsertionPoint(if_op.else_block):
+            scf.YieldOp([else_fn()])
+        return if_op.result
+
+    def _in_domain(self, m, index) -> ir.Value:
+        """i1: `index` lies in the map's ranges and satisfies its constraints."""
+        index_type = ir.IndexType.get()
+        checks = [(ir.AffineDimExpr.get(i), (v.lower, v.upper))
+                  for i, v in enumerate(m.dim_vars)] + m.constraints
+        cond = None
+        for expr, (lo, hi) in checks:
+            value = xla_gpu.apply_indexing(_single(m, expr), index)
+            ok = arith.andi(
+                arith.cmpi(arith.CmpIPredicate.sge, value, arith.constant(index_type, lo)),
+                arith.cmpi(arith.CmpIPredicate.sle, value, arith.constant(index_type, hi)))
+            cond = ok if cond is None else arith.andi(cond, ok)
+        return cond if cond is not None else arith.constant(ir.IntegerType.get_signless(1), 1)
+
+    def _pad(self, inst, index):
+        m = output_to_input_indexing(inst)[0][0]
+        t = mlir_type(inst.shape.element_type)
+        return self._guarded(self._in_domain(m, index), lambda: self._read(inst, 0, index),
+                             lambda: self.emit(inst.operands[1], []), t)
+
+    def _concatenate(self, inst, index):
+        maps = output_to_input_indexing(inst)
+        t = mlir_type(inst.shape.element_type)
+
+        def from_operand(k):
+            if k == len(maps) - 1:
+                return self._read(inst, k, index)
+            return self._guarded(self._in_domain(maps[k][0], index),
+                                 lambda: self._read(inst, k, index),
+                                 lambda: from_operand(k + 1), t)
+
+        return from_operand(0)
+
+
+def _single(m, expr):
+    """`m`'s domain with `expr` as its only result."""
+    affine = ir.AffineMap.get(m.num_dims, m.num_symbols, [expr])
+    return IndexingMap.get(affine, [(v.lower, v.upper) for v in m.dim_vars],
+                           [(v.lower, v.upper) for v in m.range_vars])

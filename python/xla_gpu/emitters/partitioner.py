@@ -1,0 +1,95 @@
+"""The computation partitioner: splits a fusion's computation into subgraphs
+that can each be emitted as one function.
+
+Why: an element of an instruction's output is computed where it is needed.
+If two users need the same instruction at *different* indices, emitting it
+inline in both recomputes it; with several such splits the code grows
+exponentially. In
+
+        param
+          |
+         log
+         |  \\
+         |  transpose
+         |  /
+         add
+
+`add` reads `log` at (i, j) and, through `transpose`, at (j, i): `log`
+becomes a function of its own, called twice. The rules (XLA's):
+
+1. an instruction with one user is emitted with that user;
+2. an instruction whose users all read it through the same indexing (from
+   their subgraph's root) is emitted with them;
+
+otherwise it roots a new subgraph. Parameters are not emitted: subgraph
+functions take the computation's parameters as tensors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..hlo import HloComputation, HloInstruction
+from ..indexing import output_to_input_indexing
+from ..indexing_map import IndexingMap
+
+__all__ = ["Subgraph", "partition"]
+
+
+@dataclass(eq=False)
+class Subgraph:
+    """Instructions emitted as one function, computing `roots` at an index
+    of their (common) shape."""
+
+    name: str
+    roots: list[HloInstruction]
+    instructions: list[HloInstruction] = field(default_factory=list)
+
+    def __contains__(self, inst: HloInstruction) -> bool:
+        return any(i is inst for i in self.instructions)
+
+
+def _identity(inst: HloInstruction) -> IndexingMap:
+    dims = inst.shape.dims
+    text = ", ".join(f"d{i}" for i in range(len(dims)))
+    domain = ", ".join(f"d{i} in [0, {d - 1}]" for i, d in enumerate(dims))
+    return IndexingMap.parse(f"({text}) -> ({text})" + (f", domain: {domain}" if domain else ""))
+
+
+def partition(comp: HloComputation) -> list[Subgraph]:
+    """The subgraphs of `comp`, the one of its root first. Needs an active
+    MLIR context (indexing maps are compared)."""
+    roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
+    main = Subgraph(f"{comp.name}_{roots[0].name}", list(roots), list(roots))
+    subgraphs = [main]
+    owner: dict[int, Subgraph] = {id(r): main for r in roots}
+    # The map from an element of the owning subgraph's roots to the element
+    # of the instruction they read.
+    reach: dict[int, IndexingMap] = {id(r): _identity(r) for r in roots}
+    for inst in reversed(comp.topological_order()):
+        # A multi-output fusion's tuple root only names the outputs.
+        if id(inst) in owner or inst.opcode == "parameter" or inst is comp.root:
+            continue
+        users = [u for u in inst.users if u.parent is comp]
+        groups = {id(owner[id(u)]) for u in users if id(u) in owner}
+        maps: list[IndexingMap] = []
+        if len(groups) == 1 and len(users) == sum(id(u) in owner for u in users):
+            for u in users:
+                per_operand = output_to_input_indexing(u)
+                for k, operand in enumerate(u.operands):
+                    if operand is inst:
+                        for m in per_operand[k]:
+                            composed = reach[id(u)].then(m)
+                            if composed not in maps:
+                                maps.append(composed)
+        if len(groups) == 1 and len(maps) == 1:
+            group = owner[id(users[0])]
+            group.instructions.append(inst)
+            owner[id(inst)] = group
+            reach[id(inst)] = maps[0]
+            continue
+        sub = Subgraph(f"{comp.name}_{inst.name}", [inst], [inst])
+        subgraphs.append(sub)
+        owner[id(inst)] = sub
+        reach[id(inst)] = _identity(inst)
+    return subgraphs

@@ -1,0 +1,26 @@
+"""XLA as the numerical reference: run HLO text on XLA:CPU through jaxlib
+(hlo_module_from_text -> StableHLO -> compile -> execute)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["run_with_xla"]
+
+
+def run_with_xla(hlo_text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Runs the entry computation of `hlo_text` on XLA:CPU; returns the
+    outputs (the elements of a tuple result, or the one result)."""
+    import jax
+    from jax._src import xla_bridge
+    from jax._src.lib import xla_client as xc
+
+    module = xc.hlo.hlo_module_from_text(hlo_text)
+    stablehlo = xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+    client = xla_bridge.get_backend("cpu")
+    device = client.devices()[0]
+    executable = client.compile_and_load(stablehlo, xc.DeviceList((device,)),
+                                         xc.CompileOptions())
+    buffers = [jax.device_put(a, device) for a in args]
+    results = executable.execute_sharded(buffers).disassemble_into_single_device_arrays()
+    return [np.asarray(r[0]) for r in results]

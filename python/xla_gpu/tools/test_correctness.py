@@ -1,0 +1,104 @@
+"""test-correctness FILE.hlo: emits the file's fusion, runs it on the CPU
+target with GPU semantics on random inputs, runs the same computation on
+XLA:CPU, and compares. Flags as XLA's tool:
+
+    --abs_error_bound=1e-5 --rel_error_bound=1e-5 --bijection_outputs=HERO
+
+`--bijection_outputs` also checks that the thread -> output indexing of the
+loop covers every output element exactly once."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+from mlir import ir
+
+from ..emitters import EmitterError, emit_fusion, find_fusion
+from ..emitters.loop import _thread_to_output_map, loop_launch_dims
+from ..reference import run_with_xla
+from ..runtime import CpuKernel
+from ._cli import ToolError, read_hlo, run_tool
+
+
+def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
+    dtype = shape.element_type.dtype
+    if shape.element_type.is_pred:
+        return rng.randint(0, 2, size=shape.dims).astype(np.bool_)
+    if shape.element_type.is_integer:
+        info = np.iinfo(np.int8 if shape.element_type.is_signed else np.uint8)
+        return rng.randint(info.min, info.max + 1, size=shape.dims).astype(dtype)
+    return rng.uniform(-2, 2, size=shape.dims).astype(dtype)
+
+
+def reference_text(comp) -> str:
+    """The fused computation as a module of its own (XLA runs it)."""
+    was_entry = comp.is_entry
+    comp.is_entry = True
+    try:
+        called = []
+        for inst in comp.instructions:
+            called += [c for c in inst.called_computations if c not in called]
+        parts = [c.to_text() for c in called] + [comp.to_text()]
+    finally:
+        comp.is_entry = was_entry
+    return "HloModule reference\n\n" + "\n\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="test-correctness", description=__doc__.splitlines()[0])
+    parser.add_argument("file")
+    parser.add_argument("--abs_error_bound", type=float, default=1e-5)
+    parser.add_argument("--rel_error_bound", type=float, default=1e-5)
+    parser.add_argument("--bijection_outputs", default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    def body() -> int:
+        module = read_hlo(args.file)
+        fusion = find_fusion(module)
+        comp = fusion.fused_computation
+        rng = np.random.RandomState(args.seed)
+        inputs = [random_input(p.shape, rng) for p in comp.parameters]
+        roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
+        outputs = [np.zeros(r.shape.dims, r.shape.element_type.dtype) for r in roots]
+        with ir.Context():
+            try:
+                mlir_module = emit_fusion(fusion)
+            except EmitterError as e:
+                raise ToolError(str(e)) from None
+            if args.bijection_outputs:
+                hero = args.bijection_outputs
+                if hero not in [r.name for r in roots]:
+                    raise ToolError(f"no output named '{hero}'")
+                shape = roots[0].shape
+                m = _thread_to_output_map(shape, loop_launch_dims(shape))
+                ok, why = m.is_bijection(list(shape.dims))
+                if not ok:
+                    print(f"FAIL: the thread -> output indexing of {hero} is not a "
+                          f"bijection: {why}")
+                    return 1
+            text = str(mlir_module)
+        CpuKernel(text)(*inputs, *outputs)
+        expected = run_with_xla(reference_text(comp), inputs)
+        failed = False
+        for root, got, want in zip(roots, outputs, expected):
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            both_nan = np.isnan(g) & np.isnan(w)
+            diff = np.where(both_nan, 0.0, np.abs(g - w))
+            rel = diff / np.maximum(np.abs(np.nan_to_num(w)), np.finfo(np.float32).tiny)
+            abs_err = float(np.max(diff)) if g.size else 0.0
+            rel_err = float(np.max(rel)) if g.size else 0.0
+            bad = ~((diff <= args.abs_error_bound) | (rel <= args.rel_error_bound))
+            status = "FAIL" if bad.any() else "PASS"
+            failed |= bad.any()
+            print(f"{status} {root.name}: max abs error {abs_err:.3g}, max rel error "
+                  f"{rel_err:.3g}, {int(bad.sum())} of {g.size} elements out of bounds")
+        return 1 if failed else 0
+
+    return run_tool("test-correctness", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

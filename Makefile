@@ -24,7 +24,7 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	echo "$(CURDIR)/python" > "$(SITE)/xla_gpu-dev.pth"
 	ln -sf "$(CURDIR)/python/xla_gpu/_mlir_libs/xla-gpu-opt" $(VENV)/bin/xla-gpu-opt
-	for tool in hlo-indexing fusion-to-mlir test-correctness; do \
+	for tool in hlo-indexing fusion-to-mlir test-correctness run-hlo; do \
 	  printf '#!/bin/sh\nexec "%s" -m xla_gpu.tools.%s "$$@"\n' "$(PY)" "$$(echo $$tool | tr - _)" \
 	    > $(VENV)/bin/$$tool; chmod +x $(VENV)/bin/$$tool; done
 	touch $@

@@ -38,7 +38,7 @@ config.substitutions.append((tool("xla-gpu-opt"), opt))
 config.substitutions.append((tool("FileCheck"), filecheck))
 config.substitutions.append(("%python", sys.executable))
 for name, module in [("hlo-indexing", "hlo_indexing"), ("fusion-to-mlir", "fusion_to_mlir"),
-                     ("test-correctness", "test_correctness")]:
+                     ("test-correctness", "test_correctness"), ("run-hlo", "run_hlo")]:
     config.substitutions.append((tool(name), f"{sys.executable} -m xla_gpu.tools.{module}"))
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 

@@ -76,3 +76,23 @@ def test_unsupported_opcode_names_the_instruction(ctx):
                     "ROOT f = f32[8] fusion(a), kind=kLoop, calls=fused")
     with pytest.raises(EmitterError, match=r"cannot emit s \(sort\)"):
         emit_fusion(fusion)
+
+
+EMITTER_TESTS = sorted((HLO.parent / "emitters" / "loop").glob("*.hlo"))
+
+
+@pytest.mark.parametrize("path", [p for p in EMITTER_TESTS if p.name != "unsupported.hlo"],
+                         ids=lambda p: p.name)
+@pytest.mark.parametrize("sm", [80, 90])
+def test_every_loop_test_kernel_assembles(ctx, path, sm):
+    """Every loop emitter test's kernel compiles to PTX that ptxas accepts."""
+    from xla_gpu import pipelines, ptx
+    if ptx.find_ptxas() is None or pipelines.find_libdevice() is None:
+        pytest.skip("ptxas/libdevice (CUDA) is not installed on this machine")
+    text = path.read_text()
+    source = (HLO / "gelu.hlo").read_text() if "HloModule" not in text else text
+    module = emit_fusion(find_fusion(parse_hlo(source)))
+    opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
+    code = pipelines.compile_to_ptx(ir.Module.parse(str(module)), opts)
+    result = ptx.ptxas_check(code, opts.chip)
+    assert result.ok, result.log

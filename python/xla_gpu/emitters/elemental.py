@@ -79,6 +79,12 @@ register_elemental("minimum")(_binary(arith.minimumf, arith.minsi, arith.minui))
 register_elemental("and")(_binary(arith.andi, arith.andi))
 register_elemental("or")(_binary(arith.ori, arith.ori))
 register_elemental("xor")(_binary(arith.xori, arith.xori))
+register_elemental("shift-left")(_binary(None, arith.shli))
+register_elemental("shift-right-arithmetic")(_binary(None, arith.shrsi))
+register_elemental("shift-right-logical")(_binary(None, arith.shrui))
+register_elemental("popcnt")(lambda inst, a: math.ctpop(a[0]))
+register_elemental("count-leading-zeros")(lambda inst, a: math.ctlz(a[0]))
+register_elemental("is-finite")(lambda inst, a: math.isfinite(a[0]))
 register_elemental("atan2")(lambda inst, a: math.atan2(*a))
 register_elemental("power")(lambda inst, a: math.powf(*a))
 
@@ -133,7 +139,7 @@ def _clamp(inst, a):
     return arith.maxui(arith.minui(x, hi), lo)
 
 
-_FLOAT_CMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": "oge"}
+_FLOAT_CMP = {"EQ": "OEQ", "NE": "UNE", "LT": "OLT", "LE": "OLE", "GT": "OGT", "GE": "OGE"}
 _INT_CMP = {"EQ": "eq", "NE": "ne", "LT": "slt", "LE": "sle", "GT": "sgt", "GE": "sge"}
 
 
@@ -165,7 +171,7 @@ def _convert(inst, a):
     if src.is_float and not dst.is_float:
         if dst.is_pred:
             zero = arith.constant(x.type, 0.0)
-            return arith.cmpf(arith.CmpFPredicate.une, x, zero)
+            return arith.cmpf(arith.CmpFPredicate.UNE, x, zero)
         return arith.fptosi(to, x) if dst.is_signed else arith.fptoui(to, x)
     if src.bits == dst.bits or (src.is_pred and dst.is_pred):
         return x
@@ -174,6 +180,14 @@ def _convert(inst, a):
     if dst.bits > src.bits:
         return arith.extsi(to, x) if src.is_signed else arith.extui(to, x)
     return arith.trunci(to, x)
+
+
+@register_elemental("bitcast-convert")
+def _bitcast_convert(inst, a):
+    src, dst = inst.operands[0].shape.element_type, inst.shape.element_type
+    if src.bits != dst.bits:
+        raise EmitterError(inst, "bitcast-convert between element sizes is not supported")
+    return arith.bitcast(mlir_type(dst), a[0])
 
 
 # Opcodes whose elements are elements of operand 0 at another index.

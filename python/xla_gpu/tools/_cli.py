@@ -37,4 +37,7 @@ def run_tool(name: str, body: Callable[[], int]) -> int:
         # The project's error types (EmitterError, IndexingError,
         # PipelineError, KernelArgumentError, ...) derive from these.
         print(f"{name}: error: {e}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 - a tool never shows a traceback
+        print(f"{name}: internal error ({type(e).__name__}: {e}); please report it with "
+              "the input file", file=sys.stderr)
     return 1

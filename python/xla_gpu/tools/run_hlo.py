@@ -23,7 +23,7 @@ from ..emitters import EmitterError, emit_fusion
 from ..reference import run_with_xla
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import ToolError, read_hlo, run_tool
-from .test_correctness import random_input
+from .test_correctness import errors, random_input
 
 
 def _compile(module, dump_to: Path | None) -> dict[int, CpuKernel]:
@@ -96,9 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         expected = run_with_xla(module.to_text(), inputs)
         xla_time = time.perf_counter() - start
         for i, (got, want) in enumerate(zip(ours, expected)):
-            g, w = got.astype(np.float64), want.astype(np.float64)
-            diff = np.where(np.isnan(g) & np.isnan(w), 0.0, np.abs(g - w))
-            rel = diff / np.maximum(np.abs(np.nan_to_num(w)), np.finfo(np.float32).tiny)
+            diff, rel = errors(got, want)
             print(f"output {i}: max abs error {diff.max():.3g}, max rel error {rel.max():.3g}")
         print(f"ours (cpu target, {len(kernels)} fusions): {np.median(times) * 1e3:.2f} ms "
               f"median of {len(times)}; XLA:CPU (compile + run): {xla_time * 1e3:.2f} ms")

@@ -32,6 +32,15 @@ def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
     return rng.uniform(-2, 2, size=shape.dims).astype(dtype)
 
 
+def errors(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Element-wise absolute and relative errors; NaN where both are NaN
+    counts as equal."""
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    diff = np.where(np.isnan(g) & np.isnan(w), 0.0, np.abs(g - w))
+    rel = diff / np.maximum(np.abs(np.nan_to_num(w)), np.finfo(np.float32).tiny)
+    return diff, rel
+
+
 def reference_text(comp) -> str:
     """The fused computation as a module of its own (XLA runs it)."""
     was_entry = comp.is_entry
@@ -84,17 +93,14 @@ def main(argv: list[str] | None = None) -> int:
         expected = run_with_xla(reference_text(comp), inputs)
         failed = False
         for root, got, want in zip(roots, outputs, expected):
-            g, w = got.astype(np.float64), want.astype(np.float64)
-            both_nan = np.isnan(g) & np.isnan(w)
-            diff = np.where(both_nan, 0.0, np.abs(g - w))
-            rel = diff / np.maximum(np.abs(np.nan_to_num(w)), np.finfo(np.float32).tiny)
-            abs_err = float(np.max(diff)) if g.size else 0.0
-            rel_err = float(np.max(rel)) if g.size else 0.0
+            diff, rel = errors(got, want)
+            abs_err = float(np.max(diff)) if diff.size else 0.0
+            rel_err = float(np.max(rel)) if diff.size else 0.0
             bad = ~((diff <= args.abs_error_bound) | (rel <= args.rel_error_bound))
             status = "FAIL" if bad.any() else "PASS"
             failed |= bad.any()
             print(f"{status} {root.name}: max abs error {abs_err:.3g}, max rel error "
-                  f"{rel_err:.3g}, {int(bad.sum())} of {g.size} elements out of bounds")
+                  f"{rel_err:.3g}, {int(bad.sum())} of {diff.size} elements out of bounds")
         return 1 if failed else 0
 
     return run_tool("test-correctness", body)

@@ -72,16 +72,71 @@ def _binary(float_op, signed_op, unsigned_op=None):
 register_elemental("add")(_binary(arith.addf, arith.addi))
 register_elemental("subtract")(_binary(arith.subf, arith.subi))
 register_elemental("multiply")(_binary(arith.mulf, arith.muli))
-register_elemental("divide")(_binary(arith.divf, arith.divsi, arith.divui))
-register_elemental("remainder")(_binary(arith.remf, arith.remsi, arith.remui))
+
+
+def _int_const(like: ir.Value, value: int) -> ir.Value:
+    return arith.constant(like.type, value)
+
+
+def _eq(a: ir.Value, b: ir.Value) -> ir.Value:
+    return arith.cmpi(arith.CmpIPredicate.eq, a, b)
+
+
+def _integer_division(inst, a, remainder: bool):
+    """XLA's integer division: x / 0 is -1 (all ones), x % 0 is x, and
+    INT_MIN / -1 is INT_MIN with remainder 0 -- no undefined behaviour."""
+    n, d = a
+    etype = inst.operands[0].shape.element_type
+    zero = _eq(d, _int_const(d, 0))
+    bad = zero
+    overflow = None
+    if etype.is_signed:
+        int_min = _int_const(n, -(1 << (etype.bits - 1)))
+        overflow = arith.andi(_eq(n, int_min), _eq(d, _int_const(d, -1)))
+        bad = arith.ori(zero, overflow)
+    safe = arith.select(bad, _int_const(d, 1), d)
+    if remainder:
+        r = (arith.remsi if etype.is_signed else arith.remui)(n, safe)
+        r = arith.select(zero, n, r)
+        return arith.select(overflow, _int_const(n, 0), r) if overflow is not None else r
+    q = (arith.divsi if etype.is_signed else arith.divui)(n, safe)
+    q = arith.select(zero, _int_const(n, -1), q)
+    return arith.select(overflow, n, q) if overflow is not None else q
+
+
+@register_elemental("divide")
+def _divide(inst, a):
+    if _is_float(inst):
+        return arith.divf(*a)
+    return _integer_division(inst, a, remainder=False)
+
+
+@register_elemental("remainder")
+def _remainder(inst, a):
+    if _is_float(inst):
+        return arith.remf(*a)
+    return _integer_division(inst, a, remainder=True)
 register_elemental("maximum")(_binary(arith.maximumf, arith.maxsi, arith.maxui))
 register_elemental("minimum")(_binary(arith.minimumf, arith.minsi, arith.minui))
 register_elemental("and")(_binary(arith.andi, arith.andi))
 register_elemental("or")(_binary(arith.ori, arith.ori))
 register_elemental("xor")(_binary(arith.xori, arith.xori))
-register_elemental("shift-left")(_binary(None, arith.shli))
-register_elemental("shift-right-arithmetic")(_binary(None, arith.shrsi))
-register_elemental("shift-right-logical")(_binary(None, arith.shrui))
+def _shift(op, oversized_fill):
+    """XLA's shifts: an amount of at least the bit width (as unsigned) shifts
+    everything out (0), or fills with the sign for arithmetic right shifts."""
+    def emit(inst, a):
+        x, amount = a
+        bits = inst.shape.element_type.bits
+        too_far = arith.cmpi(arith.CmpIPredicate.uge, amount, _int_const(amount, bits))
+        safe = arith.select(too_far, _int_const(amount, 0), amount)
+        return arith.select(too_far, oversized_fill(x, bits), op(x, safe))
+    return emit
+
+
+register_elemental("shift-left")(_shift(arith.shli, lambda x, bits: _int_const(x, 0)))
+register_elemental("shift-right-logical")(_shift(arith.shrui, lambda x, bits: _int_const(x, 0)))
+register_elemental("shift-right-arithmetic")(
+    _shift(arith.shrsi, lambda x, bits: arith.shrsi(x, _int_const(x, bits - 1))))
 register_elemental("popcnt")(lambda inst, a: math.ctpop(a[0]))
 register_elemental("count-leading-zeros")(lambda inst, a: math.ctlz(a[0]))
 register_elemental("is-finite")(lambda inst, a: math.isfinite(a[0]))
@@ -172,7 +227,19 @@ def _convert(inst, a):
         if dst.is_pred:
             zero = arith.constant(x.type, 0.0)
             return arith.cmpf(arith.CmpFPredicate.UNE, x, zero)
-        return arith.fptosi(to, x) if dst.is_signed else arith.fptoui(to, x)
+        # XLA saturates, and converts NaN to 0 (LLVM's fptosi would be poison).
+        lo = -(1 << (dst.bits - 1)) if dst.is_signed else 0
+        hi = (1 << (dst.bits - 1)) - 1 if dst.is_signed else (1 << dst.bits) - 1
+        convert = arith.fptosi if dst.is_signed else arith.fptoui
+        too_low = arith.cmpf(arith.CmpFPredicate.OLE, x, arith.constant(x.type, float(lo)))
+        too_high = arith.cmpf(arith.CmpFPredicate.OGE, x, arith.constant(x.type, float(hi)))
+        nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+        in_range = arith.select(arith.ori(too_low, arith.ori(too_high, nan)),
+                                arith.constant(x.type, 0.0), x)
+        result = convert(to, in_range)
+        result = arith.select(too_low, arith.constant(to, lo), result)
+        return arith.select(too_high, arith.constant(to, hi if dst.is_signed else
+                                                     hi - (1 << dst.bits)), result)
     if src.bits == dst.bits or (src.is_pred and dst.is_pred):
         return x
     if dst.is_pred:

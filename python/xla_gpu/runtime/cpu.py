@@ -149,7 +149,10 @@ class CpuKernel:
             if not isinstance(a, np.ndarray):
                 raise KernelArgumentError(f"argument {i} must be a numpy array, "
                                           f"got {type(a).__name__}")
-            if a.shape != p.shape or a.dtype != p.dtype:
+            # MLIR integers are signless: int8 and uint8 both fit an i8.
+            same_int = (a.dtype.kind in "iu" and p.dtype.kind in "iu" and
+                        a.dtype.itemsize == p.dtype.itemsize)
+            if a.shape != p.shape or (a.dtype != p.dtype and not same_int):
                 raise KernelArgumentError(
                     f"argument {i} must be {p.type_text} (shape {p.shape}, {p.dtype}), got "
                     f"shape {a.shape}, {a.dtype}")

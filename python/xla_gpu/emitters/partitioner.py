@@ -33,7 +33,7 @@ from ..hlo import HloComputation, HloInstruction
 from ..indexing import output_to_input_indexing
 from ..indexing_map import IndexingMap
 
-__all__ = ["Subgraph", "partition"]
+__all__ = ["Subgraph", "partition", "partition_to_dot"]
 
 
 @dataclass(eq=False)
@@ -93,3 +93,22 @@ def partition(comp: HloComputation) -> list[Subgraph]:
         owner[id(inst)] = sub
         reach[id(inst)] = _identity(inst)
     return subgraphs
+
+
+def partition_to_dot(comp: HloComputation, subgraphs: list[Subgraph]) -> str:
+    """A Graphviz picture of the partition: one cluster per subgraph (its
+    function), parameters outside, edges from operands to users."""
+    lines = [f'digraph "{comp.name}" {{', "  rankdir=BT;", '  node [shape=box, fontname="monospace"];']
+    for p in comp.parameters:
+        lines.append(f'  "{p.name}" [label="{p.name}\\n{p.shape}", shape=ellipse];')
+    for i, s in enumerate(subgraphs):
+        lines.append(f'  subgraph "cluster_{i}" {{')
+        lines.append(f'    label="{s.name}"; style=rounded; color={"red" if i == 0 else "blue"};')
+        for inst in s.instructions:
+            lines.append(f'    "{inst.name}" [label="{inst.name}\\n{inst.opcode} {inst.shape}"];')
+        lines.append("  }")
+    for inst in comp.instructions:
+        for op in inst.operands:
+            lines.append(f'  "{op.name}" -> "{inst.name}";')
+    lines.append("}")
+    return "\n".join(lines) + "\n"

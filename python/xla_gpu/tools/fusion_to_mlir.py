@@ -6,21 +6,32 @@ fusions is wrapped into one, as XLA's tool does."""
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import sys
 
 from mlir import ir
 
 from ..emitters import EmitterError, emit_fusion, find_fusion
+from ..emitters.partitioner import partition, partition_to_dot
 from ._cli import ToolError, read_hlo, run_tool
 
 
-def emit_file(path: str) -> str:
+def emit_file(path: str, dump_partition: str | None = None) -> str:
     module = read_hlo(path)
     try:
         fusion = find_fusion(module)
     except ValueError as e:
         raise ToolError(str(e)) from None
     with ir.Context():
+        if dump_partition:
+            comp = fusion.fused_computation
+            dot = partition_to_dot(comp, partition(comp))
+            with open(dump_partition, "w") as f:
+                f.write(dot)
+            if dump_partition.endswith(".dot") and shutil.which("dot"):
+                subprocess.run(["dot", "-Tsvg", dump_partition, "-o",
+                                dump_partition[:-4] + ".svg"], check=False)
         try:
             return str(emit_fusion(fusion))
         except EmitterError as e:
@@ -30,10 +41,13 @@ def emit_file(path: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fusion-to-mlir", description=__doc__.splitlines()[0])
     parser.add_argument("file", help="an HLO text file ('-' for stdin)")
+    parser.add_argument("--dump-partition", metavar="FILE.dot",
+                        help="write the partition as Graphviz (and FILE.svg where `dot` "
+                             "is installed)")
     args = parser.parse_args(argv)
 
     def body() -> int:
-        sys.stdout.write(emit_file(args.file))
+        sys.stdout.write(emit_file(args.file, args.dump_partition))
         return 0
 
     return run_tool("fusion-to-mlir", body)

@@ -3,9 +3,12 @@ target with GPU semantics on random inputs, runs the same computation on
 XLA:CPU, and compares. Flags as XLA's tool:
 
     --abs_error_bound=1e-5 --rel_error_bound=1e-5 --bijection_outputs=HERO
+    --bijection_inputs=HERO:0,1
 
 `--bijection_outputs` also checks that the thread -> output indexing of the
-loop covers every output element exactly once."""
+loop covers every output element exactly once; `--bijection_inputs` that the
+thread -> input indexing of the hero's operands (by number) covers every
+element of those operands exactly once (the hero must be a fusion root)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from mlir import ir
 
 from ..emitters import EmitterError, emit_fusion, find_fusion
 from ..emitters.loop import _thread_to_output_map, loop_launch_dims
+from ..indexing import output_to_input_indexing
 from ..reference import run_with_xla
 from ..runtime import CpuKernel
 from ._cli import ToolError, read_hlo, run_tool
@@ -61,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--abs_error_bound", type=float, default=1e-5)
     parser.add_argument("--rel_error_bound", type=float, default=1e-5)
     parser.add_argument("--bijection_outputs", default=None)
+    parser.add_argument("--bijection_inputs", default=None, metavar="HERO:IDS")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
@@ -88,6 +93,24 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"FAIL: the thread -> output indexing of {hero} is not a "
                           f"bijection: {why}")
                     return 1
+            if args.bijection_inputs:
+                hero_name, _, ids = args.bijection_inputs.partition(":")
+                hero = next((r for r in roots if r.name == hero_name), None)
+                if hero is None or not ids:
+                    raise ToolError(f"--bijection_inputs needs ROOT:IDS with a fusion root, "
+                                    f"got '{args.bijection_inputs}'")
+                shape = roots[0].shape
+                threads = _thread_to_output_map(shape, loop_launch_dims(shape))
+                per_operand = output_to_input_indexing(hero)
+                for k in (int(i) for i in ids.split(",")):
+                    if not 0 <= k < len(hero.operands) or len(per_operand[k]) != 1:
+                        raise ToolError(f"{hero_name} has no single map for operand {k}")
+                    m = threads.then(per_operand[k][0])
+                    ok, why = m.is_bijection(list(hero.operands[k].shape.dims))
+                    if not ok:
+                        print(f"FAIL: the thread -> input {k} indexing of {hero_name} is not "
+                              f"a bijection: {why}")
+                        return 1
             text = str(mlir_module)
         CpuKernel(text)(*inputs, *outputs)
         expected = run_with_xla(reference_text(comp), inputs)

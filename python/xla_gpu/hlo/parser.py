@@ -280,13 +280,11 @@ class _Parser:
         if self.text.startswith(":", self.pos):
             self.pos += 1
         while self.accept(","):
-            key_pos = self.pos
             key = self.match(_IDENT)
             if not key:
                 raise self.error(f"expected a module attribute, found {self.found()}")
             self.expect("=", f"after module attribute '{key.group(0)}'")
             module.attributes.append(Attribute(key.group(0), self.balanced(",")))
-            del key_pos
         module.tables = self.tables()
         references: list[tuple[HloInstruction, str, list[tuple[str, int]]]] = []
         entry_seen = False
@@ -310,11 +308,19 @@ class _Parser:
         # Called computations, now that all are known.
         by_name = {c.name: c for c in module.computations}
         for inst, _, refs in references:
-            for name, pos in refs:
-                if name not in by_name:
-                    raise self.error(f"unknown computation '{name}'", pos)
-                inst.called_computations.append(by_name[name])
+            inst.called_computations += self.resolve(
+                by_name, refs, lambda n: f"unknown computation '{n}'")
         return module
+
+    def resolve(self, by_name: dict, refs: list[tuple[str, int]], describe) -> list:
+        """The objects `refs` ((name, position) pairs) name, or an error at
+        the first unknown one."""
+        out = []
+        for name, pos in refs:
+            if name not in by_name:
+                raise self.error(describe(name), pos)
+            out.append(by_name[name])
+        return out
 
     def tables(self) -> str:
         self.skip()
@@ -375,15 +381,12 @@ class _Parser:
             raise self.error(f"computation '{comp.name}' has no instructions")
         by_name = {i.name: i for i in comp.instructions}
         for inst, operands, preds in pending:
-            for name, pos in operands:
-                if name not in by_name:
-                    raise self.error(f"unknown operand '{name}' in computation '{comp.name}'", pos)
-                inst.operands.append(by_name[name])
-                by_name[name].users.append(inst)
-            for name, pos in preds:
-                if name not in by_name:
-                    raise self.error(f"unknown control predecessor '{name}'", pos)
-                inst.control_predecessors.append(by_name[name])
+            inst.operands = self.resolve(
+                by_name, operands, lambda n: f"unknown operand '{n}' in computation '{comp.name}'")
+            for operand in inst.operands:
+                operand.users.append(inst)
+            inst.control_predecessors = self.resolve(
+                by_name, preds, lambda n: f"unknown control predecessor '{n}'")
         comp.root = explicit_root or comp.instructions[-1]
         numbers = sorted(p.parameter_number for p in comp.parameters)
         if numbers != list(range(len(numbers))):
@@ -428,7 +431,7 @@ class _Parser:
 
     def instruction(self):
         self.skip()
-        self._inst_pos = start = self.pos
+        self._inst_pos = self.pos
         line, col = self.where()
         is_root = self.keyword("ROOT")
         name = self.name("an instruction name")
@@ -473,7 +476,6 @@ class _Parser:
             if not key:
                 raise self.error(f"expected an attribute name, found {self.found()}")
             self.expect("=", f"after attribute '{key.group(0)}'")
-            value_pos = self.pos
             self.skip_inline()
             value_pos = self.pos
             text = self.balanced(",")
@@ -482,7 +484,6 @@ class _Parser:
             attr = Attribute(key.group(0), text)
             attr.value = self.attribute_value(attr, value_pos, calls, preds)
             inst.attributes[attr.name] = attr
-        del start
         return inst, is_root, operands, preds, calls
 
     # -- attribute values -------------------------------------------------------
@@ -663,9 +664,8 @@ class _Parser:
         p = self.sub(text, pos)
         etype = shape.element_type
         values: list = []
-        nested = p.literal_values(values, etype, len(shape.dims))
+        p.literal_values(values, etype)
         p.end("the literal")
-        del nested
         if len(values) != shape.num_elements:
             raise self.error(f"the literal has {len(values)} values, the shape "
                              f"{shape.to_text(layout=False)} needs {shape.num_elements}", pos)
@@ -677,25 +677,23 @@ class _Parser:
             elif etype.is_float:
                 array = np.array(values, dtype=np.float64).astype(etype.dtype)
             else:
-                info = np.iinfo(np.int64 if etype.is_signed else np.uint64)
                 bits = etype.bits
                 lo = -(1 << (bits - 1)) if etype.is_signed else 0
                 hi = (1 << (bits - 1)) - 1 if etype.is_signed else (1 << bits) - 1
                 for v in values:
                     if not lo <= v <= hi:
                         raise self.error(f"{v} is out of range for {etype.name}", pos)
-                del info
                 array = np.array(values, dtype=object).astype(etype.dtype)
         except (TypeError, ValueError, OverflowError) as e:
             raise self.error(f"bad literal for {etype.name}: {e}", pos) from None
         return array.reshape(shape.dims)
 
-    def literal_values(self, out: list, etype, rank: int) -> None:
+    def literal_values(self, out: list, etype) -> None:
         self.skip()
         if self.accept("{"):
             if not self.accept("}"):
                 while True:
-                    self.literal_values(out, etype, rank - 1)
+                    self.literal_values(out, etype)
                     if self.accept("}"):
                         break
                     self.expect(",", "between literal values")

@@ -165,10 +165,13 @@ def LowerTensorsPass : Pass<"xla-gpu-lower-tensors", "mlir::ModuleOp"> {
 def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
   let summary = "Lowers what is left (func, scf, arith, math, vector, gpu) to LLVM/NVVM.";
   let description = [{
-    Math functions become libdevice calls (`__nv_tanhf`, ...), thread and
-    block ids `nvvm.read.ptx.sreg.*`, index arithmetic i64 (or i32 with
-    `index-bitwidth=32`). Entry functions (public ones) are marked as
-    kernels.
+    With `target=gpu`: math functions become libdevice calls (`__nv_tanhf`,
+    ...), thread and block ids `nvvm.read.ptx.sreg.*`, and entry (public)
+    functions are marked as kernels. With `target=cpu` (after
+    `-xla-gpu-lower-kernel-to-cpu`): entry functions get a C interface and
+    `noalias` buffers, and `math.tanh` becomes XLA:CPU's rational
+    approximation so that thread loops vectorize. Index arithmetic is i64,
+    or i32 with `index-bitwidth=32`.
   }];
   let options = [
     Option<"indexBitwidth", "index-bitwidth", "unsigned", /*default=*/"64",

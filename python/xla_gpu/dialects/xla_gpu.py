@@ -32,8 +32,6 @@ from ._xla_gpu_ops_gen import (
 from ._ods_common import _cext, get_op_result_or_op_results
 from ..indexing_map import IndexingMap
 
-IndexingMapLike = "IndexingMap | ir.Attribute | str"
-
 
 def indexing_map_attr(value, context: ir.Context | None = None) -> ir.Attribute:
     """An `#xla_gpu.indexing_map` from an IndexingMap, its text or the attribute."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..hlo import HloComputation, HloInstruction
-from ..indexing import output_to_input_indexing
+from ..indexing import identity_map, output_to_input_indexing
 from ..indexing_map import IndexingMap
 
 __all__ = ["Subgraph", "partition", "partition_to_dot"]
@@ -49,13 +49,6 @@ class Subgraph:
         return any(i is inst for i in self.instructions)
 
 
-def _identity(inst: HloInstruction) -> IndexingMap:
-    dims = inst.shape.dims
-    text = ", ".join(f"d{i}" for i in range(len(dims)))
-    domain = ", ".join(f"d{i} in [0, {d - 1}]" for i, d in enumerate(dims))
-    return IndexingMap.parse(f"({text}) -> ({text})" + (f", domain: {domain}" if domain else ""))
-
-
 def partition(comp: HloComputation) -> list[Subgraph]:
     """The subgraphs of `comp`, the one of its root first. Needs an active
     MLIR context (indexing maps are compared)."""
@@ -65,7 +58,7 @@ def partition(comp: HloComputation) -> list[Subgraph]:
     owner: dict[int, Subgraph] = {id(r): main for r in roots}
     # The map from an element of the owning subgraph's roots to the element
     # of the instruction they read.
-    reach: dict[int, IndexingMap] = {id(r): _identity(r) for r in roots}
+    reach: dict[int, IndexingMap] = {id(r): identity_map(r.shape.dims) for r in roots}
     for inst in reversed(comp.topological_order()):
         # A multi-output fusion's tuple root only names the outputs.
         if id(inst) in owner or inst.opcode == "parameter" or inst is comp.root:
@@ -91,7 +84,7 @@ def partition(comp: HloComputation) -> list[Subgraph]:
         sub = Subgraph(f"{comp.name}_{inst.name}", [inst], [inst])
         subgraphs.append(sub)
         owner[id(inst)] = sub
-        reach[id(inst)] = _identity(inst)
+        reach[id(inst)] = identity_map(inst.shape.dims)
     return subgraphs
 
 

@@ -9,8 +9,14 @@ contributes to (input-to-output), as XLA's indexing_analysis computes them.
 
 from .analysis import (
     IndexingError,
+    identity_map,
     input_to_output_indexing,
     output_to_input_indexing,
 )
 
-__all__ = ["IndexingError", "input_to_output_indexing", "output_to_input_indexing"]
+__all__ = [
+    "IndexingError",
+    "identity_map",
+    "input_to_output_indexing",
+    "output_to_input_indexing",
+]

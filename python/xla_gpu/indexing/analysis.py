@@ -16,7 +16,12 @@ from mlir import ir
 from ..hlo import HloInstruction, Shape
 from ..indexing_map import IndexingMap
 
-__all__ = ["IndexingError", "input_to_output_indexing", "output_to_input_indexing"]
+__all__ = [
+    "IndexingError",
+    "identity_map",
+    "input_to_output_indexing",
+    "output_to_input_indexing",
+]
 
 # One entry per operand: the (deduplicated) maps by which the output reads it.
 OperandMaps = list[list[IndexingMap]]
@@ -86,7 +91,8 @@ def _output_shape(instr: HloInstruction, output_id: int) -> Shape:
     return _array_shape(instr, instr.shape)
 
 
-def _identity(dims: Sequence[int]) -> IndexingMap:
+def identity_map(dims: Sequence[int]) -> IndexingMap:
+    """The identity map on an array of shape `dims` (XLA's CreateIdentityMap)."""
     return _map(len(dims), [_dim(i) for i in range(len(dims))], _bounds(dims))
 
 
@@ -134,7 +140,7 @@ def _elementwise(instr: HloInstruction, out: Shape) -> OperandMaps:
         if op.shape.is_array and op.shape.rank == 0 and out.rank > 0:
             maps.append([_scalar_read(out.dims)])  # clamp/select scalar operands
         elif op.shape.is_array and op.shape.dims == out.dims:
-            maps.append([_identity(out.dims)])
+            maps.append([identity_map(out.dims)])
         else:
             raise IndexingError(instr, f"operand {op.name} of shape {op.shape} does not "
                                 f"match the output {out}")
@@ -247,7 +253,7 @@ def _dynamic_update_slice(instr, out):
     rt = [(0, d - u) for d, u in zip(out.dims, update.dims)]
     results = [_dim(i) - _sym(i) for i in range(out.rank)]
     constraints = [(_dim(i) - _sym(i), (0, u - 1)) for i, u in enumerate(update.dims)]
-    maps = [[_identity(out.dims)],
+    maps = [[identity_map(out.dims)],
             [_map(out.rank, results, _bounds(out.dims), runtime_ranges=rt,
                   constraints=constraints)]]
     maps += [[_scalar_read(out.dims)] for _ in instr.operands[2:]]
@@ -375,7 +381,7 @@ def _through_computation(comp, root, out, instr) -> OperandMaps:
         except ValueError:
             output_id = 0
         start = leaves[output_id]
-    reached: dict[int, list[IndexingMap]] = {id(start): [_identity(out.dims)]}
+    reached: dict[int, list[IndexingMap]] = {id(start): [identity_map(out.dims)]}
     order = comp.topological_order()
     for inst in reversed(order):
         maps = reached.get(id(inst))
@@ -431,7 +437,7 @@ def input_to_output_indexing(instr: HloInstruction, operand_id: int) -> list[Ind
         if n == 0 and out.rank > 0:  # a scalar operand reaches every element
             return [_map(0, [_sym(i) for i in range(out.rank)], [],
                          range_ranges=_bounds(out.dims))]
-        return [_identity(operand.dims)]
+        return [identity_map(operand.dims)]
     if op == "broadcast":
         out = instr.shape
         dims = instr.dimensions

@@ -11,6 +11,7 @@ from mlir.dialects import func, tensor
 
 from ..dialects import xla_gpu
 from ..hlo import Shape
+from ..indexing import delinearize
 from ..indexing_map import IndexingMap
 from .base import EmitterBase, tensor_type
 
@@ -40,22 +41,15 @@ def loop_launch_dims(shape: Shape) -> LaunchDims:
 def _thread_to_output_map(shape: Shape, dims: LaunchDims) -> IndexingMap:
     """(th, bl)[v] -> the output index of element (bl * threads + th) * vector
     + v, in row-major order; a constraint cuts a ragged tail."""
-    linear = f"(bl * {dims.threads * dims.vector} + th * {dims.vector} + v)"
-    results, stride = [], 1
-    strides = []
-    for d in reversed(shape.dims):
-        strides.append(stride)
-        stride *= d
-    strides.reverse()
-    for d, s in zip(shape.dims, strides):
-        e = f"({linear} floordiv {s})" if s > 1 else linear
-        results.append(f"{e} mod {d}" if s * d != stride else e)
-    domain = (f"th in [0, {dims.threads - 1}], bl in [0, {dims.blocks - 1}], "
-              f"v in [0, {dims.vector - 1}]")
+    th, bl, v = ir.AffineDimExpr.get(0), ir.AffineDimExpr.get(1), ir.AffineSymbolExpr.get(0)
+    linear = bl * (dims.threads * dims.vector) + th * dims.vector + v
+    constraints = []
     if dims.threads * dims.blocks * dims.vector != shape.num_elements:
-        domain += f", {linear} in [0, {shape.num_elements - 1}]"
-    text = f"(th, bl)[v] -> ({', '.join(results)}), domain: {domain}"
-    return IndexingMap.parse(text).simplify()
+        constraints.append((linear, (0, shape.num_elements - 1)))
+    affine = ir.AffineMap.get(2, 1, delinearize(linear, shape.dims))
+    return IndexingMap.get(affine, [(0, dims.threads - 1), (0, dims.blocks - 1)],
+                           [(0, dims.vector - 1)], constraints=constraints,
+                           names=["th", "bl", "v"]).simplify()
 
 
 class LoopEmitter(EmitterBase):

@@ -9,6 +9,7 @@ contributes to (input-to-output), as XLA's indexing_analysis computes them.
 
 from .analysis import (
     IndexingError,
+    delinearize,
     identity_map,
     input_to_output_indexing,
     output_to_input_indexing,
@@ -16,6 +17,7 @@ from .analysis import (
 
 __all__ = [
     "IndexingError",
+    "delinearize",
     "identity_map",
     "input_to_output_indexing",
     "output_to_input_indexing",

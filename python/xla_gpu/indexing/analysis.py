@@ -18,6 +18,7 @@ from ..indexing_map import IndexingMap
 
 __all__ = [
     "IndexingError",
+    "delinearize",
     "identity_map",
     "input_to_output_indexing",
     "output_to_input_indexing",
@@ -108,7 +109,8 @@ def _linearize(index: Sequence[ir.AffineExpr], dims: Sequence[int]) -> ir.Affine
     return linear
 
 
-def _delinearize(linear: ir.AffineExpr, dims: Sequence[int]) -> list[ir.AffineExpr]:
+def delinearize(linear: ir.AffineExpr, dims: Sequence[int]) -> list[ir.AffineExpr]:
+    """The row-major index into an array of shape `dims` of element `linear`."""
     out, stride = [], 1
     strides = []
     for d in reversed(dims):
@@ -164,7 +166,7 @@ def _transpose(instr, out):
 def _reshape(instr, out):
     operand = _array_shape(instr, instr.operands[0].shape)
     linear = _linearize([_dim(i) for i in range(out.rank)], out.dims)
-    return [[_map(out.rank, _delinearize(linear, operand.dims), _bounds(out.dims))]]
+    return [[_map(out.rank, delinearize(linear, operand.dims), _bounds(out.dims))]]
 
 
 def _physical_order(shape: Shape) -> list[int]:
@@ -179,7 +181,7 @@ def _bitcast(instr, out):
         raise IndexingError(instr, "a bitcast that changes the number of elements")
     out_order, in_order = _physical_order(out), _physical_order(operand)
     linear = _linearize([_dim(i) for i in out_order], [out.dims[i] for i in out_order])
-    physical = _delinearize(linear, [operand.dims[i] for i in in_order])
+    physical = delinearize(linear, [operand.dims[i] for i in in_order])
     logical: list = [None] * operand.rank
     for pos, dim in enumerate(in_order):
         logical[dim] = physical[pos]
@@ -456,10 +458,10 @@ def input_to_output_indexing(instr: HloInstruction, operand_id: int) -> list[Ind
         out = instr.shape
         if op == "reshape":
             linear = _linearize(d, operand.dims)
-            return [_map(n, _delinearize(linear, out.dims), ranges)]
+            return [_map(n, delinearize(linear, out.dims), ranges)]
         in_order, out_order = _physical_order(operand), _physical_order(out)
         linear = _linearize([d[i] for i in in_order], [operand.dims[i] for i in in_order])
-        physical = _delinearize(linear, [out.dims[i] for i in out_order])
+        physical = delinearize(linear, [out.dims[i] for i in out_order])
         logical = [None] * out.rank
         for pos, dim in enumerate(out_order):
             logical[dim] = physical[pos]

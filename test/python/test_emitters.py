@@ -34,7 +34,20 @@ def test_reads_at_different_indices_split(ctx):
                     "a = f32[20,20] parameter(0)\n"
                     "ROOT f = f32[20,20] fusion(a), kind=kLoop, calls=fused")
     names = [[i.name for i in s.instructions] for s in partition(fusion.fused_computation)]
-    assert names == [["add", "t"], ["log"]]
+    # The spec's picture: three functions of one instruction each.
+    assert names == [["add"], ["t"], ["log"]]
+
+
+def test_users_reading_a_split_instruction_differently_are_split(ctx):
+    # Both slices read `e` at other indices: each is its own function, so no
+    # function evaluates `e` at two indices.
+    fusion = _fused("p0 = f32[8] parameter(0)\ne = f32[8] exponential(p0)\n"
+                    "lo = f32[4] slice(e), slice={[0:4]}\nhi = f32[4] slice(e), slice={[4:8]}\n"
+                    "n = f32[4] negate(hi)\nROOT m = f32[4] multiply(lo, n)",
+                    "a = f32[8] parameter(0)\n"
+                    "ROOT f = f32[4] fusion(a), kind=kLoop, calls=fused")
+    names = [[i.name for i in s.instructions] for s in partition(fusion.fused_computation)]
+    assert names == [["m", "n"], ["hi"], ["lo"], ["e"]]
 
 
 def test_reads_at_the_same_index_stay_together(ctx):

@@ -14,15 +14,21 @@ exponentially. In
          |  /
          add
 
-`add` reads `log` at (i, j) and, through `transpose`, at (j, i): `log`
-becomes a function of its own, called twice. The rules (XLA's):
+`add` reads `log` at (i, j) and, through `transpose`, at (j, i). The rules
+(XLA's):
 
 1. an instruction with one user is emitted with that user;
 2. an instruction whose users all read it through the same indexing (from
    their subgraph's root) is emitted with them;
 
-otherwise it roots a new subgraph. Parameters are not emitted: subgraph
-functions take the computation's parameters as tensors.
+otherwise it roots a new subgraph. And since `add` and `transpose` read
+`log` at different indices, they are not emitted together either: a user
+that reads a split instruction through a map other than the identity roots
+its own subgraph. The example is thus three functions of one instruction
+each, as the spec draws it, and no function reads another at two indices
+(gather's indices, read once per index vector component, split too).
+Parameters are not emitted: subgraph functions take the computation's
+parameters as tensors.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ def partition(comp: HloComputation) -> list[Subgraph]:
     # The map from an element of the owning subgraph's roots to the element
     # of the instruction they read.
     reach: dict[int, IndexingMap] = {id(r): identity_map(r.shape.dims) for r in roots}
+    split = _users_reading_at_different_indices(comp)
     for inst in reversed(comp.topological_order()):
         # A multi-output fusion's tuple root only names the outputs.
         if id(inst) in owner or inst.opcode == "parameter" or inst is comp.root:
@@ -68,14 +75,13 @@ def partition(comp: HloComputation) -> list[Subgraph]:
         maps: list[IndexingMap] = []
         if len(groups) == 1 and len(users) == sum(id(u) in owner for u in users):
             for u in users:
-                per_operand = output_to_input_indexing(u)
-                for k, operand in enumerate(u.operands):
-                    if operand is inst:
-                        for m in per_operand[k]:
-                            composed = reach[id(u)].then(m)
-                            if composed not in maps:
-                                maps.append(composed)
-        if len(groups) == 1 and len(maps) == 1:
+                for m in _reads(u, inst):
+                    composed = reach[id(u)].then(m)
+                    if composed not in maps:
+                        maps.append(composed)
+        # A map with range variables reads several elements (gather's indices).
+        if len(groups) == 1 and len(maps) == 1 and not maps[0].range_vars \
+                and id(inst) not in split:
             group = owner[id(users[0])]
             group.instructions.append(inst)
             owner[id(inst)] = group
@@ -86,6 +92,34 @@ def partition(comp: HloComputation) -> list[Subgraph]:
         owner[id(inst)] = sub
         reach[id(inst)] = identity_map(inst.shape.dims)
     return subgraphs
+
+
+def _reads(user: HloInstruction, inst: HloInstruction) -> list[IndexingMap]:
+    """The maps through which `user` reads `inst` (one per operand slot)."""
+    per_operand = output_to_input_indexing(user)
+    return [m for k, op in enumerate(user.operands) if op is inst for m in per_operand[k]]
+
+
+def _users_reading_at_different_indices(comp: HloComputation) -> set[int]:
+    """Users that read an instruction (not a parameter) at other indices
+    than its other users do, through a map other than the identity."""
+    split: set[int] = set()
+    for inst in comp.instructions:
+        if inst.opcode == "parameter":
+            continue
+        users = [u for u in inst.users if u.parent is comp and u.opcode != "tuple"]
+        reads = {id(u): _reads(u, inst) for u in users}
+        distinct: list[IndexingMap] = []
+        for m in (m for ms in reads.values() for m in ms):
+            if m not in distinct:
+                distinct.append(m)
+        if len(distinct) < 2:
+            continue
+        identity = identity_map(inst.shape.dims)
+        for u in users:
+            if any(m != identity for m in reads[id(u)]):
+                split.add(id(u))
+    return split
 
 
 def partition_to_dot(comp: HloComputation, subgraphs: list[Subgraph]) -> str:

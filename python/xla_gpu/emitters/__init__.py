@@ -21,7 +21,7 @@ def choose_emitter(fusion: HloInstruction):
     a special one."""
     for inst in fusion.fused_computation.instructions:
         if inst.opcode in ("reduce", "scatter", "sort", "dynamic-update-slice",
-                           "reduce-window", "dot", "gather", "custom-call"):
+                           "reduce-window", "dot", "custom-call"):
             raise EmitterError(inst, f"a fusion with a '{inst.opcode}' hero needs an "
                                "emitter that is not built yet (only the loop emitter is)")
     return LoopEmitter

@@ -283,20 +283,52 @@ class ElementalEmitter:
                     self.cache[key] = self._emit(inst, list(index))
         return self.cache[key]
 
-    def _read(self, inst, k: int, index):
-        """Operand k of `inst` at the index its (single) indexing map gives."""
+    def _read(self, inst, k: int, index, runtime: Sequence[ir.Value] = ()):
+        """Operand k of `inst` at the index its (single) indexing map gives;
+        `runtime` holds the values of the map's runtime variables."""
         try:
             maps = output_to_input_indexing(inst)[k]
         except IndexingError as e:
             raise EmitterError(inst, str(e)) from None
-        if len(maps) != 1 or maps[0].runtime_vars or maps[0].range_vars:
+        if len(maps) != 1 or maps[0].range_vars or len(maps[0].runtime_vars) != len(runtime):
             raise EmitterError(inst, "operand indexing needs loops or runtime values")
         m = maps[0]
         operand = inst.operands[k]
         if m.num_results == 0:
             return self.emit(operand, [])
-        new_index = list(xla_gpu.ApplyIndexingOp(m, index).results)
+        new_index = list(xla_gpu.ApplyIndexingOp(m, index, runtime).results)
         return self.emit(operand, new_index)
+
+    def _start_index(self, value: ir.Value, etype: ElementType, limit: int) -> ir.Value:
+        """A start index as XLA takes it: clamped to [0, limit] so that the
+        slice stays inside the operand."""
+        index_type = ir.IndexType.get()
+        cast = arith.index_cast if etype.is_signed else arith.index_castui
+        i = cast(index_type, value)
+        i = arith.maxsi(i, arith.constant(index_type, 0))
+        return arith.minsi(i, arith.constant(index_type, limit))
+
+    def _dynamic_slice(self, inst, index):
+        operand = inst.operands[0].shape
+        starts = [self._start_index(self.emit(s, []), s.shape.element_type, d - n)
+                  for s, d, n in zip(inst.operands[1:], operand.dims, inst.shape.dims)]
+        return self._read(inst, 0, index, starts)
+
+    def _gather(self, inst, index):
+        """A canonical gather (XLA's gather simplifier): out[n, o...] =
+        operand[o + clamp(indices[n, :])] over the dimensions of
+        start_index_map."""
+        operand, indices = inst.operands[0], inst.operands[1]
+        start_map = inst.attr("start_index_map", [])
+        sizes = inst.attr("slice_sizes")
+        index_type = ir.IndexType.get()
+        starts = []
+        for j in sorted(start_map):
+            k = arith.constant(index_type, start_map.index(j))
+            value = self.emit(indices, [index[0], k])
+            starts.append(self._start_index(value, indices.shape.element_type,
+                                            operand.shape.dims[j] - sizes[j]))
+        return self._read(inst, 0, index, starts)
 
     def _emit(self, inst: HloInstruction, index):
         op = inst.opcode
@@ -316,6 +348,10 @@ class ElementalEmitter:
             return self._pad(inst, index)
         if op == "concatenate":
             return self._concatenate(inst, index)
+        if op == "dynamic-slice":
+            return self._dynamic_slice(inst, index)
+        if op == "gather":
+            return self._gather(inst, index)
         if op in ELEMENTAL:
             args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
             return ELEMENTAL[op](inst, args)

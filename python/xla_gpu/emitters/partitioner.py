@@ -80,8 +80,8 @@ def partition(comp: HloComputation) -> list[Subgraph]:
                     if composed not in maps:
                         maps.append(composed)
         # A map with range variables reads several elements (gather's indices).
-        if len(groups) == 1 and len(maps) == 1 and not maps[0].range_vars \
-                and id(inst) not in split:
+        several = any(v.upper > v.lower for v in maps[0].range_vars) if maps else False
+        if len(groups) == 1 and len(maps) == 1 and not several and id(inst) not in split:
             group = owner[id(users[0])]
             group.instructions.append(inst)
             owner[id(inst)] = group
@@ -102,10 +102,11 @@ def _reads(user: HloInstruction, inst: HloInstruction) -> list[IndexingMap]:
 
 def _users_reading_at_different_indices(comp: HloComputation) -> set[int]:
     """Users that read an instruction (not a parameter) at other indices
-    than its other users do, through a map other than the identity."""
+    than its other users do, through a map other than the identity. A
+    scalar has one element: all its users read the same."""
     split: set[int] = set()
     for inst in comp.instructions:
-        if inst.opcode == "parameter":
+        if inst.opcode == "parameter" or inst.shape.rank == 0:
             continue
         users = [u for u in inst.users if u.parent is comp and u.opcode != "tuple"]
         reads = {id(u): _reads(u, inst) for u in users}

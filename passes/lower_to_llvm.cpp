@@ -8,6 +8,7 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -104,6 +105,26 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       mlir::RewritePatternSet approximations(ctx);
       approximations.add<ApproximateTanh>(ctx);
       if (failed(mlir::applyPatternsGreedily(module, std::move(approximations)))) {
+        return signalPassFailure();
+      }
+      // Math LLVM has no intrinsic for (erf, cbrt, atan2...) or only a
+      // naive one (MathToLLVM's expm1 is exp(x) - 1, log1p is log(1 + x),
+      // both wrong near 0) becomes calls to libm. The rest stays intrinsics
+      // LLVM can vectorize (floor, sqrt...).
+      llvm::SmallVector<mlir::Operation*> libmOps;
+      module.walk([&](mlir::Operation* op) {
+        if (llvm::isa<mlir::math::ErfOp, mlir::math::CbrtOp, mlir::math::ExpM1Op,
+                      mlir::math::Log1pOp, mlir::math::TanOp, mlir::math::Atan2Op,
+                      mlir::math::AtanOp, mlir::math::AcosOp, mlir::math::AsinOp,
+                      mlir::math::SinhOp, mlir::math::CoshOp, mlir::math::AtanhOp,
+                      mlir::math::AcoshOp, mlir::math::AsinhOp>(op)) {
+          libmOps.push_back(op);
+        }
+      });
+      mlir::RewritePatternSet libm(ctx);
+      mlir::populateMathToLibmConversionPatterns(libm);
+      if (!libmOps.empty() &&
+          failed(mlir::applyOpPatternsGreedily(libmOps, std::move(libm)))) {
         return signalPassFailure();
       }
     }

@@ -167,6 +167,66 @@ def _abs(inst, a):
     return math.absf(a[0]) if _is_float(inst) else math.absi(a[0])
 
 
+@register_elemental("sign")
+def _sign(inst, a):
+    """XLA's sign: -1, 0 or 1; floats keep the zero's sign and NaN."""
+    x = a[0]
+    if _is_float(inst):
+        zero = arith.constant(x.type, 0.0)
+        nonzero = arith.uitofp(x.type, arith.cmpf(arith.CmpFPredicate.ONE, x, zero))
+        nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+        return arith.select(nan, x, math.copysign(nonzero, x))
+    zero = _int_const(x, 0)
+    nonzero = arith.extui(x.type, arith.cmpi(arith.CmpIPredicate.ne, x, zero))
+    if not inst.shape.element_type.is_signed:
+        return nonzero
+    negative = arith.cmpi(arith.CmpIPredicate.slt, x, zero)
+    return arith.select(negative, _int_const(x, -1), nonzero)
+
+
+@register_elemental("reduce-precision")
+def _reduce_precision(inst, a):
+    """Rounds to `mantissa_bits` (to nearest even) and clamps to the range
+    of `exponent_bits`, keeping the type: XLA's bit manipulation."""
+    x = a[0]
+    etype = inst.shape.element_type
+    src_mantissa = {"f16": 10, "bf16": 7, "f32": 23, "f64": 52}[etype.name]
+    src_exponent = etype.bits - 1 - src_mantissa
+    exponent_bits, mantissa_bits = inst.attr("exponent_bits"), inst.attr("mantissa_bits")
+    int_type = ir.IntegerType.get_signless(etype.bits)
+    bits = arith.bitcast(int_type, x)
+
+    def c(v: int) -> ir.Value:
+        return arith.constant(int_type, v - (1 << etype.bits) if v >> (etype.bits - 1) else v)
+
+    if mantissa_bits < src_mantissa:
+        shift = src_mantissa - mantissa_bits
+        last_bit_mask = 1 << shift
+        last_bit = arith.shrui(arith.andi(bits, c(last_bit_mask)), c(shift))
+        bias = arith.addi(last_bit, c((last_bit_mask >> 1) - 1))
+        truncation = ((1 << etype.bits) - 1) & ~(last_bit_mask - 1)
+        bits = arith.andi(arith.addi(bits, bias), c(truncation))
+    if exponent_bits < src_exponent:
+        sign_mask = 1 << (etype.bits - 1)
+        exponent_mask = ((1 << src_exponent) - 1) << src_mantissa
+        bias = (1 << (src_exponent - 1)) - 1
+        reduced_bias = (1 << (exponent_bits - 1)) - 1
+        exponent = arith.andi(bits, c(exponent_mask))
+        overflows = arith.cmpi(arith.CmpIPredicate.ugt, exponent,
+                               c((bias + reduced_bias) << src_mantissa))
+        underflows = arith.cmpi(arith.CmpIPredicate.ule, exponent,
+                                c((bias - reduced_bias) << src_mantissa))
+        signed_zero = arith.andi(bits, c(sign_mask))
+        signed_inf = arith.ori(signed_zero, c(exponent_mask))
+        bits = arith.select(overflows, signed_inf, arith.select(underflows, signed_zero, bits))
+    result = arith.bitcast(x.type, bits)
+    # The rounding above may have turned a NaN into an infinity.
+    nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+    if mantissa_bits > 0:
+        return arith.select(nan, x, result)
+    return arith.select(nan, arith.constant(x.type, float("inf")), result)
+
+
 @register_elemental("not")
 def _not(inst, a):
     ones = arith.constant(a[0].type, -1 if a[0].type != ir.IntegerType.get_signless(1) else 1)

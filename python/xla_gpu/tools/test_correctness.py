@@ -31,8 +31,11 @@ def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
     if shape.element_type.is_pred:
         return rng.randint(0, 2, size=shape.dims).astype(np.bool_)
     if shape.element_type.is_integer:
-        info = np.iinfo(np.int8 if shape.element_type.is_signed else np.uint8)
-        return rng.randint(info.min, info.max + 1, size=shape.dims).astype(dtype)
+        # Small values (8 bits at most) hit the edge cases of every width.
+        bits = min(8, shape.element_type.bits)
+        lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if shape.element_type.is_signed \
+            else (0, 1 << bits)
+        return rng.randint(lo, hi, size=shape.dims).astype(dtype)
     return rng.uniform(-2, 2, size=shape.dims).astype(dtype)
 
 

@@ -141,7 +141,34 @@ register_elemental("popcnt")(lambda inst, a: math.ctpop(a[0]))
 register_elemental("count-leading-zeros")(lambda inst, a: math.ctlz(a[0]))
 register_elemental("is-finite")(lambda inst, a: math.isfinite(a[0]))
 register_elemental("atan2")(lambda inst, a: math.atan2(*a))
-register_elemental("power")(lambda inst, a: math.powf(*a))
+
+
+@register_elemental("power")
+def _power(inst, a):
+    if _is_float(inst):
+        return math.powf(*a)
+    return _integer_power(inst, *a)
+
+
+def _integer_power(inst, base, exponent):
+    """XLA's integer power: squaring over the exponent's low 6 bits (any
+    larger exponent overflows); a negative exponent gives 1 for base 1,
+    +-1 for base -1 and 0 otherwise -- "negative" and "-1" as signed
+    values, for unsigned types too (in XLA u8 2^200 is 0, 255^200 is 1)."""
+    one, zero = _int_const(base, 1), _int_const(base, 0)
+    acc, b, e = one, base, exponent
+    for _ in range(6):
+        bit = _eq(arith.andi(e, one), one)
+        acc = arith.select(bit, arith.muli(acc, b), acc)
+        b = arith.muli(b, b)
+        e = arith.shrui(e, one)
+    minus_one = _int_const(base, -1)
+    odd = _eq(arith.andi(exponent, one), one)
+    negative_exponent = arith.select(
+        _eq(base, one), one,
+        arith.select(_eq(base, minus_one), arith.select(odd, minus_one, one), zero))
+    non_negative = arith.cmpi(arith.CmpIPredicate.sge, exponent, zero)
+    return arith.select(non_negative, acc, negative_exponent)
 
 _UNARY_FLOAT = {
     "exponential": math.exp, "log": math.log, "tanh": math.tanh, "sqrt": math.sqrt,
@@ -300,10 +327,14 @@ def _convert(inst, a):
         result = arith.select(too_low, arith.constant(to, lo), result)
         return arith.select(too_high, arith.constant(to, hi if dst.is_signed else
                                                      hi - (1 << dst.bits)), result)
-    if src.bits == dst.bits or (src.is_pred and dst.is_pred):
+    if src.is_pred and dst.is_pred:
         return x
+    if src.is_pred:
+        return arith.extui(to, x)
     if dst.is_pred:
         return arith.cmpi(arith.CmpIPredicate.ne, x, arith.constant(x.type, 0))
+    if src.bits == dst.bits:
+        return x
     if dst.bits > src.bits:
         return arith.extsi(to, x) if src.is_signed else arith.extui(to, x)
     return arith.trunci(to, x)

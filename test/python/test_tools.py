@@ -71,3 +71,17 @@ def test_python_entry_point_bad_flag():
     assert proc.returncode == 1
     assert "Unknown command line argument '--no-such-flag'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_correctness_errors_treat_equal_infinities_and_nans_as_equal():
+    import numpy as np
+    from xla_gpu.tools.test_correctness import errors
+
+    inf, nan = np.inf, np.nan
+    got = np.array([inf, -inf, nan, 1.0, inf, 2.0], np.float32)
+    want = np.array([inf, -inf, nan, 1.5, -inf, nan], np.float32)
+    diff, rel = errors(got, want)
+    assert list(diff[:3]) == [0, 0, 0]
+    assert diff[3] == 0.5 and np.isclose(rel[3], 1 / 3)
+    # Different infinities and a number against NaN are errors, not equal.
+    assert not diff[4] <= 1e30 and not diff[5] <= 1e30

@@ -40,10 +40,11 @@ def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
 
 
 def errors(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Element-wise absolute and relative errors; NaN where both are NaN
-    counts as equal."""
+    """Element-wise absolute and relative errors; equal values (infinities
+    of the same sign too) and NaN where both are NaN count as equal."""
     g, w = got.astype(np.float64), want.astype(np.float64)
-    diff = np.where(np.isnan(g) & np.isnan(w), 0.0, np.abs(g - w))
+    with np.errstate(invalid="ignore"):
+        diff = np.where((g == w) | (np.isnan(g) & np.isnan(w)), 0.0, np.abs(g - w))
     rel = diff / np.maximum(np.abs(np.nan_to_num(w)), np.finfo(np.float32).tiny)
     return diff, rel
 

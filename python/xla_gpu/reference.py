@@ -3,14 +3,28 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 __all__ = ["run_with_xla"]
 
 
+def _round_as_the_hlo_says() -> None:
+    """Turns off XLA's excess precision (read from XLA_FLAGS when the
+    backend starts): with it XLA:CPU computes bf16 ops in f32 and drops the
+    f32 -> bf16 -> f32 round trips, so `convert(bf16 add)` would be the
+    unrounded f32 sum. A fusion handed to an emitter means what it says.
+    A flag the user set explicitly is kept."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_allow_excess_precision" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_allow_excess_precision=false".strip()
+
+
 def run_with_xla(hlo_text: str, args: list[np.ndarray]) -> list[np.ndarray]:
     """Runs the entry computation of `hlo_text` on XLA:CPU; returns the
     outputs (the elements of a tuple result, or the one result)."""
+    _round_as_the_hlo_says()
     import jax
     from jax._src import xla_bridge
     from jax._src.lib import xla_client as xc

@@ -262,8 +262,15 @@ def _not(inst, a):
 
 @register_elemental("logistic")
 def _logistic(inst, a):
-    one = arith.constant(a[0].type, 1.0)
-    return arith.divf(one, arith.addf(one, math.exp(arith.negf(a[0]))))
+    """1 / (1 + exp(-x)), in f32 for 16-bit floats: one HLO op, rounded once
+    (as XLA, which widens bf16 ops before expanding logistic)."""
+    x = a[0]
+    narrow = x.type if ir.FloatType(x.type).width < 32 else None
+    if narrow is not None:
+        x = arith.extf(ir.F32Type.get(), x)
+    one = arith.constant(x.type, 1.0)
+    y = arith.divf(one, arith.addf(one, math.exp(arith.negf(x))))
+    return arith.truncf(narrow, y) if narrow is not None else y
 
 
 @register_elemental("select")

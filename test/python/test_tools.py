@@ -85,3 +85,60 @@ def test_correctness_errors_treat_equal_infinities_and_nans_as_equal():
     assert diff[3] == 0.5 and np.isclose(rel[3], 1 / 3)
     # Different infinities and a number against NaN are errors, not equal.
     assert not diff[4] <= 1e30 and not diff[5] <= 1e30
+
+
+def _fusion_text(body: str, params: str, out: str) -> str:
+    return (f"HloModule m\n\nfused {{\n{body}\n}}\n\nENTRY e {{\n{params}\n"
+            f"  ROOT f = {out} fusion({', '.join(p.split()[0] for p in params.splitlines())}), "
+            "kind=kLoop, calls=fused\n}\n")
+
+
+# Malformed fusions: (fused body, entry parameters, fusion shape, the line of
+# the offending instruction in the file, the message).
+BAD_FUSIONS = {
+    "operand count": ("  p0 = f32[4] parameter(0)\n  ROOT a = f32[4] negate(p0, p0)",
+                      "  a = f32[4] parameter(0)", "f32[4]", 5,
+                      "cannot emit a (negate): 'negate' takes 1 operand, got 2"),
+    "operand shape": ("  p0 = f32[4] parameter(0)\n  p1 = f32[5] parameter(1)\n"
+                      "  ROOT a = f32[4] add(p0, p1)",
+                      "  a = f32[4] parameter(0)\n  b = f32[5] parameter(1)", "f32[4]", 6,
+                      "cannot emit a (add): operand 1 (p1) has shape f32[5], expected "
+                      "dimensions [4]"),
+    "element type": ("  p0 = f32[4] parameter(0)\n  p1 = s32[4] parameter(1)\n"
+                     "  ROOT a = f32[4] add(p0, p1)",
+                     "  a = f32[4] parameter(0)\n  b = s32[4] parameter(1)", "f32[4]", 6,
+                     "operand element type s32 does not match the result's f32"),
+    "compare without direction": ("  p0 = f32[4] parameter(0)\n"
+                                  "  ROOT c = pred[4] compare(p0, p0)",
+                                  "  a = f32[4] parameter(0)", "pred[4]", 5,
+                                  "compare needs direction=EQ|NE|LT|LE|GT|GE, got None"),
+    "internal tuple": ("  p0 = f32[4] parameter(0)\n  t = (f32[4], f32[4]) tuple(p0, p0)\n"
+                       "  g = f32[4] get-tuple-element(t), index=0\n  ROOT n = f32[4] negate(g)",
+                       "  a = f32[4] parameter(0)", "f32[4]", 5,
+                       "cannot emit t (tuple): internal tuples are not supported"),
+    "outputs of two shapes": ("  p0 = f32[4] parameter(0)\n  n = f32[2,2] reshape(p0)\n"
+                              "  ROOT t = (f32[4], f32[2,2]) tuple(p0, n)",
+                              "  a = f32[4] parameter(0)", "(f32[4], f32[2,2])", 5,
+                              "the outputs of a loop fusion must have one shape"),
+    "float op on integers": ("  p0 = s32[4] parameter(0)\n  ROOT e = s32[4] exponential(p0)",
+                             "  a = s32[4] parameter(0)", "s32[4]", 5,
+                             "'exponential' needs a floating-point operand, got s32"),
+    "shift of floats": ("  p0 = f32[4] parameter(0)\n  ROOT s = f32[4] shift-left(p0, p0)",
+                        "  a = f32[4] parameter(0)", "f32[4]", 5,
+                        "'shift-left' needs an integer operand, got f32"),
+}
+
+
+@pytest.mark.parametrize("tool", ["fusion-to-mlir", "test-correctness", "run-hlo"])
+@pytest.mark.parametrize("name", sorted(BAD_FUSIONS))
+def test_malformed_fusion_is_one_located_error(tmp_path, name, tool):
+    body, params, out, line, message = BAD_FUSIONS[name]
+    path = tmp_path / "bad.hlo"
+    path.write_text(_fusion_text(body, params, out))
+    module = tool.replace("-", "_")
+    proc = subprocess.run([sys.executable, "-m", f"xla_gpu.tools.{module}", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1, proc
+    assert proc.stderr.startswith(f"{path}:{line}:3: error: "), proc.stderr
+    assert message in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

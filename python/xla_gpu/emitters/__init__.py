@@ -13,8 +13,10 @@ import xla_gpu  # noqa: F401  (registers the dialect)
 from ..hlo import HloInstruction, HloModule
 from .elemental import EmitterError
 from .loop import LoopEmitter, loop_launch_dims
+from .verifier import verify_fusion
 
-__all__ = ["EmitterError", "LoopEmitter", "choose_emitter", "emit_fusion", "loop_launch_dims"]
+__all__ = ["EmitterError", "LoopEmitter", "choose_emitter", "emit_fusion", "find_fusion",
+           "loop_launch_dims", "verify_fusion"]
 
 def choose_emitter(fusion: HloInstruction):
     """The emitter class for a fusion: the loop emitter unless a hero needs
@@ -29,7 +31,9 @@ def choose_emitter(fusion: HloInstruction):
 
 def emit_fusion(fusion: HloInstruction) -> ir.Module:
     """The MLIR of one fusion instruction (in the current context)."""
-    return choose_emitter(fusion)(fusion).emit_module()
+    emitter = choose_emitter(fusion)
+    verify_fusion(fusion.fused_computation)
+    return emitter(fusion).emit_module()
 
 
 def find_fusion(module: HloModule) -> HloInstruction:

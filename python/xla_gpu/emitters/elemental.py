@@ -29,6 +29,15 @@ class EmitterError(ValueError):
         self.instruction = inst
         super().__init__(f"cannot emit {inst.name} ({inst.opcode}): {reason}")
 
+    @property
+    def location(self) -> str | None:
+        """`file:line:col` of the instruction, when it was parsed from a file."""
+        inst = self.instruction
+        module = inst.parent.module if inst.parent is not None else None
+        if not inst.line or module is None:
+            return None
+        return f"{module.source or '<hlo>'}:{inst.line}:{inst.column}"
+
 
 def mlir_type(etype: ElementType) -> ir.Type:
     """The MLIR element type of an HLO element type (integers signless)."""
@@ -58,20 +67,25 @@ def _is_float(inst: HloInstruction) -> bool:
     return inst.operands[0].shape.element_type.is_float
 
 
-def _binary(float_op, signed_op, unsigned_op=None):
+def _binary(float_op, signed_op, unsigned_op=None, pred_op=None):
+    """By operand type; pred is a 1-bit unsigned integer (true is 1) unless
+    the op has its own logic form (XLA: add and max are `or`, multiply and
+    min are `and`)."""
     def emit(inst, args):
         etype = inst.operands[0].shape.element_type
         if etype.is_float:
             return float_op(*args)
-        if etype.is_signed or unsigned_op is None or etype.is_pred:
+        if etype.is_pred and pred_op is not None:
+            return pred_op(*args)
+        if etype.is_signed or unsigned_op is None:
             return signed_op(*args)
         return unsigned_op(*args)
     return emit
 
 
-register_elemental("add")(_binary(arith.addf, arith.addi))
+register_elemental("add")(_binary(arith.addf, arith.addi, pred_op=arith.ori))
 register_elemental("subtract")(_binary(arith.subf, arith.subi))
-register_elemental("multiply")(_binary(arith.mulf, arith.muli))
+register_elemental("multiply")(_binary(arith.mulf, arith.muli, pred_op=arith.andi))
 
 
 def _int_const(like: ir.Value, value: int) -> ir.Value:
@@ -116,8 +130,8 @@ def _remainder(inst, a):
     if _is_float(inst):
         return arith.remf(*a)
     return _integer_division(inst, a, remainder=True)
-register_elemental("maximum")(_binary(arith.maximumf, arith.maxsi, arith.maxui))
-register_elemental("minimum")(_binary(arith.minimumf, arith.minsi, arith.minui))
+register_elemental("maximum")(_binary(arith.maximumf, arith.maxsi, arith.maxui, arith.ori))
+register_elemental("minimum")(_binary(arith.minimumf, arith.minsi, arith.minui, arith.andi))
 register_elemental("and")(_binary(arith.andi, arith.andi))
 register_elemental("or")(_binary(arith.ori, arith.ori))
 register_elemental("xor")(_binary(arith.xori, arith.xori))
@@ -374,7 +388,7 @@ class ElementalEmitter:
     def emit(self, inst: HloInstruction, index: Sequence[ir.Value]) -> ir.Value:
         key = (id(inst), tuple(id(v) for v in index))
         if key not in self.cache:
-            if id(inst) not in self.members:
+            if id(inst) not in self.members or inst.opcode == "parameter":
                 self.cache[key] = self.operand_value(inst, list(index))
             else:
                 with ir.Location.name(inst.name):

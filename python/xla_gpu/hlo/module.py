@@ -164,6 +164,8 @@ class HloModule:
     tables: str = ""
     computations: list[HloComputation] = field(default_factory=list)
     entry: HloComputation | None = None
+    # The file the module was parsed from (for diagnostics), if any.
+    source: str | None = None
 
     def computation(self, name: str) -> HloComputation:
         for c in self.computations:

@@ -274,7 +274,7 @@ class _Parser:
     def module(self) -> HloModule:
         if not self.keyword("HloModule"):
             raise self.error(f"expected 'HloModule' at the start, found {self.found()}")
-        module = HloModule(self.name("a module name"))
+        module = HloModule(self.name("a module name"), source=self.source)
         # The spec's gelu.hlo writes `HloModule m:`; tolerate the colon.
         self.skip_inline()
         if self.text.startswith(":", self.pos):

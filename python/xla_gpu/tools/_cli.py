@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from ..emitters.elemental import EmitterError
 from ..hlo import HloModule, HloParseError, parse_hlo
 
 
@@ -33,6 +34,9 @@ def run_tool(name: str, body: Callable[[], int]) -> int:
         print(f"{name}: error: {e}", file=sys.stderr)
     except BrokenPipeError:
         pass
+    except EmitterError as e:
+        where = e.location
+        print(f"{where}: error: {e}" if where else f"{name}: error: {e}", file=sys.stderr)
     except (ValueError, RuntimeError) as e:
         # The project's error types (EmitterError, IndexingError,
         # PipelineError, KernelArgumentError, ...) derive from these.

@@ -12,7 +12,7 @@ import sys
 
 from mlir import ir
 
-from ..emitters import EmitterError, emit_fusion, find_fusion
+from ..emitters import choose_emitter, emit_fusion, find_fusion, verify_fusion
 from ..emitters.partitioner import partition, partition_to_dot
 from ._cli import ToolError, read_hlo, run_tool
 
@@ -26,16 +26,15 @@ def emit_file(path: str, dump_partition: str | None = None) -> str:
     with ir.Context():
         if dump_partition:
             comp = fusion.fused_computation
+            choose_emitter(fusion)
+            verify_fusion(comp)
             dot = partition_to_dot(comp, partition(comp))
             with open(dump_partition, "w") as f:
                 f.write(dot)
             if dump_partition.endswith(".dot") and shutil.which("dot"):
                 subprocess.run(["dot", "-Tsvg", dump_partition, "-o",
                                 dump_partition[:-4] + ".svg"], check=False)
-        try:
-            return str(emit_fusion(fusion))
-        except EmitterError as e:
-            raise ToolError(str(e)) from None
+        return str(emit_fusion(fusion))
 
 
 def main(argv: list[str] | None = None) -> int:

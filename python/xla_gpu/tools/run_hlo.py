@@ -19,7 +19,7 @@ import numpy as np
 from mlir import ir
 
 from .. import pipelines
-from ..emitters import EmitterError, emit_fusion
+from ..emitters import emit_fusion
 from ..reference import run_with_xla
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import ToolError, read_hlo, run_tool
@@ -30,10 +30,7 @@ def _compile(module, dump_to: Path | None) -> dict[int, CpuKernel]:
     kernels = {}
     for fusion in module.fusions():
         with ir.Context():
-            try:
-                mlir_module = emit_fusion(fusion)
-            except EmitterError as e:
-                raise ToolError(str(e)) from None
+            mlir_module = emit_fusion(fusion)
             text = str(mlir_module)
             if dump_to is not None:
                 folder = dump_to / fusion.name

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 from mlir import ir
 
-from ..emitters import EmitterError, emit_fusion, find_fusion
+from ..emitters import emit_fusion, find_fusion
 from ..emitters.loop import _thread_to_output_map, loop_launch_dims
 from ..indexing import output_to_input_indexing
 from ..reference import run_with_xla
@@ -82,10 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
         outputs = [np.zeros(r.shape.dims, r.shape.element_type.dtype) for r in roots]
         with ir.Context():
-            try:
-                mlir_module = emit_fusion(fusion)
-            except EmitterError as e:
-                raise ToolError(str(e)) from None
+            mlir_module = emit_fusion(fusion)
             if args.bijection_outputs:
                 hero = args.bijection_outputs
                 if hero not in [r.name for r in roots]:

@@ -1,0 +1,103 @@
+"""Checks a fusion before emission, so that a malformed one is an error
+naming the instruction (as XLA's HLO verifier would give) rather than
+invalid MLIR: operand counts, shapes and element types of elementwise ops,
+no internal tuples, roots of one shape."""
+
+from __future__ import annotations
+
+from ..hlo import HloComputation, HloInstruction
+from .elemental import EmitterError
+
+__all__ = ["verify_fusion"]
+
+# Elementwise opcodes by number of operands.
+UNARY = frozenset({
+    "abs", "cbrt", "ceil", "convert", "bitcast-convert", "copy", "cosine", "count-leading-zeros",
+    "erf", "exponential", "exponential-minus-one", "floor", "is-finite", "log", "log-plus-one",
+    "logistic", "negate", "not", "popcnt", "reduce-precision", "round-nearest-afz",
+    "round-nearest-even", "rsqrt", "sign", "sine", "sqrt", "tan", "tanh",
+})
+BINARY = frozenset({
+    "add", "and", "atan2", "compare", "divide", "maximum", "minimum", "multiply", "or",
+    "power", "remainder", "shift-left", "shift-right-arithmetic", "shift-right-logical",
+    "subtract", "xor",
+})
+TERNARY = frozenset({"clamp", "select"})
+
+FLOAT_ONLY = frozenset({
+    "atan2", "cbrt", "ceil", "cosine", "erf", "exponential", "exponential-minus-one", "floor",
+    "is-finite", "log", "log-plus-one", "logistic", "reduce-precision", "round-nearest-afz",
+    "round-nearest-even", "rsqrt", "sine", "sqrt", "tan", "tanh",
+})
+INTEGER_ONLY = frozenset({
+    "count-leading-zeros", "popcnt", "shift-left", "shift-right-arithmetic",
+    "shift-right-logical",
+})
+INTEGER_OR_PRED = frozenset({"and", "not", "or", "xor"})
+# Element type of the result differs from the operands'.
+TYPE_CHANGING = frozenset({"convert", "bitcast-convert", "compare", "is-finite"})
+DIRECTIONS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE"})
+
+
+def verify_fusion(comp: HloComputation) -> None:
+    """Raises EmitterError on the first malformed instruction of `comp`."""
+    for inst in comp.instructions:
+        _verify(inst, comp)
+    root = comp.root
+    roots = root.operands if root.opcode == "tuple" else [root]
+    dims = roots[0].shape.dims if roots[0].shape.is_array else None
+    for r in roots:
+        if not r.shape.is_array:
+            raise EmitterError(r, "a fusion output must be an array (no nested tuples)")
+        if r.shape.dims != dims:
+            raise EmitterError(r, f"the outputs of a loop fusion must have one shape: "
+                               f"{r.shape} vs {roots[0].shape}")
+
+
+def _verify(inst: HloInstruction, comp: HloComputation) -> None:
+    op = inst.opcode
+    if op == "get-tuple-element" or (op == "tuple" and inst is not comp.root):
+        raise EmitterError(inst, "internal tuples are not supported (a fusion can be "
+                           "rewritten without them)")
+    if op == "tuple" or op == "parameter":
+        return
+    arity = 1 if op in UNARY else 2 if op in BINARY else 3 if op in TERNARY else None
+    if arity is None:
+        return
+    if len(inst.operands) != arity:
+        raise EmitterError(inst, f"'{op}' takes {arity} operand{'s' * (arity > 1)}, "
+                           f"got {len(inst.operands)}")
+    if not inst.shape.is_array:
+        raise EmitterError(inst, f"'{op}' must produce an array, not {inst.shape}")
+    for k, o in enumerate(inst.operands):
+        scalar_bound = op == "clamp" and k != 1 and o.shape.is_array and o.shape.rank == 0
+        if not o.shape.is_array or (o.shape.dims != inst.shape.dims and not scalar_bound):
+            raise EmitterError(inst, f"operand {k} ({o.name}) has shape {o.shape}, "
+                               f"expected dimensions {list(inst.shape.dims)}")
+    out = inst.shape.element_type
+    types = [o.shape.element_type for o in inst.operands]
+    if op == "select":
+        if not types[0].is_pred:
+            raise EmitterError(inst, f"the predicate of select must be pred, got {types[0]}")
+        types = types[1:]
+    if op not in TYPE_CHANGING:
+        for k, t in enumerate(types):
+            if t != out:
+                raise EmitterError(inst, f"operand element type {t} does not match the "
+                                   f"result's {out}")
+    elif op in ("compare", "is-finite") and not out.is_pred:
+        raise EmitterError(inst, f"'{op}' produces pred, not {out}")
+    if op == "compare":
+        if types[0] != types[1]:
+            raise EmitterError(inst, f"compare of {types[0]} with {types[1]}")
+        direction = inst.attr("direction")
+        if direction not in DIRECTIONS:
+            raise EmitterError(inst, f"compare needs direction=EQ|NE|LT|LE|GT|GE, "
+                               f"got {direction!r}")
+    t = types[0]
+    if op in FLOAT_ONLY and not t.is_float:
+        raise EmitterError(inst, f"'{op}' needs a floating-point operand, got {t}")
+    if op in INTEGER_ONLY and not t.is_integer:
+        raise EmitterError(inst, f"'{op}' needs an integer operand, got {t}")
+    if op in INTEGER_OR_PRED and not (t.is_integer or t.is_pred):
+        raise EmitterError(inst, f"'{op}' needs an integer or pred operand, got {t}")

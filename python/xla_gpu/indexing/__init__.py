@@ -11,6 +11,7 @@ from .analysis import (
     IndexingError,
     delinearize,
     identity_map,
+    indexing_from,
     input_to_output_indexing,
     output_to_input_indexing,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "IndexingError",
     "delinearize",
     "identity_map",
+    "indexing_from",
     "input_to_output_indexing",
     "output_to_input_indexing",
 ]

@@ -383,9 +383,18 @@ def _through_computation(comp, root, out, instr) -> OperandMaps:
         except ValueError:
             output_id = 0
         start = leaves[output_id]
-    reached: dict[int, list[IndexingMap]] = {id(start): [identity_map(out.dims)]}
-    order = comp.topological_order()
-    for inst in reversed(order):
+    reached = indexing_from(comp, start, out.dims)
+    params = comp.parameters
+    return [reached.get(id(p), []) for p in params]
+
+
+def indexing_from(comp, start: HloInstruction,
+                  dims: Sequence[int]) -> dict[int, list[IndexingMap]]:
+    """For every instruction of `comp` that `start` reads (by id), the maps
+    from an element of `start`'s output (of dimensions `dims`) to its
+    elements: the output-to-input maps composed along every path."""
+    reached: dict[int, list[IndexingMap]] = {id(start): [identity_map(dims)]}
+    for inst in reversed(comp.topological_order()):
         maps = reached.get(id(inst))
         if not maps or inst.opcode == "parameter":
             continue
@@ -397,8 +406,7 @@ def _through_computation(comp, root, out, instr) -> OperandMaps:
                     composed = m.then(om)
                     if composed not in bucket:
                         bucket.append(composed)
-    params = comp.parameters
-    return [reached.get(id(p), []) for p in params]
+    return reached
 
 
 def output_to_input_indexing(instr: HloInstruction, output_id: int = 0) -> OperandMaps:

@@ -8,7 +8,8 @@ XLA:CPU, and compares. Flags as XLA's tool:
 `--bijection_outputs` also checks that the thread -> output indexing of the
 loop covers every output element exactly once; `--bijection_inputs` that the
 thread -> input indexing of the hero's operands (by number) covers every
-element of those operands exactly once (the hero must be a fusion root)."""
+element of those operands exactly once (the hero is any instruction of the
+fusion that each output element reads once)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from mlir import ir
 
 from ..emitters import emit_fusion, find_fusion
 from ..emitters.loop import _thread_to_output_map, loop_launch_dims
-from ..indexing import output_to_input_indexing
+from ..indexing import indexing_from, output_to_input_indexing
 from ..reference import run_with_xla
 from ..runtime import CpuKernel
 from ._cli import ToolError, read_hlo, run_tool
@@ -63,6 +64,35 @@ def reference_text(comp) -> str:
     return "HloModule reference\n\n" + "\n\n".join(parts) + "\n"
 
 
+def _check_input_bijection(comp, roots, spec: str) -> str | None:
+    """`HERO:IDS`: the thread -> input indexing of operands IDS of HERO (any
+    instruction of the fusion, reached from the first output) must cover
+    each operand element exactly once. Returns the failure, if any."""
+    hero_name, _, ids = spec.partition(":")
+    hero = next((i for i in comp.instructions if i.name == hero_name), None)
+    if hero is None or not ids:
+        raise ToolError(f"--bijection_inputs needs HERO:IDS with an instruction of the "
+                        f"fusion, got '{spec}'")
+    shape = roots[0].shape
+    threads = _thread_to_output_map(shape, loop_launch_dims(shape))
+    to_hero = indexing_from(comp, roots[0], shape.dims).get(id(hero), [])
+    if len(to_hero) != 1:
+        raise ToolError(f"{hero_name} is read at {len(to_hero)} indices per output "
+                        "element; the bijection needs exactly one")
+    per_operand = output_to_input_indexing(hero)
+    for token in ids.split(","):
+        k = int(token) if token.strip().isdigit() else -1
+        if not 0 <= k < len(hero.operands) or len(per_operand[k]) != 1:
+            raise ToolError(f"{hero_name} has no operand {token.strip()} read through "
+                            "a single map")
+        m = threads.then(to_hero[0]).then(per_operand[k][0])
+        ok, why = m.is_bijection(list(hero.operands[k].shape.dims))
+        if not ok:
+            return (f"FAIL: the thread -> input {k} indexing of {hero_name} is not a "
+                    f"bijection: {why}")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="test-correctness", description=__doc__.splitlines()[0])
     parser.add_argument("file")
@@ -95,23 +125,10 @@ def main(argv: list[str] | None = None) -> int:
                           f"bijection: {why}")
                     return 1
             if args.bijection_inputs:
-                hero_name, _, ids = args.bijection_inputs.partition(":")
-                hero = next((r for r in roots if r.name == hero_name), None)
-                if hero is None or not ids:
-                    raise ToolError(f"--bijection_inputs needs ROOT:IDS with a fusion root, "
-                                    f"got '{args.bijection_inputs}'")
-                shape = roots[0].shape
-                threads = _thread_to_output_map(shape, loop_launch_dims(shape))
-                per_operand = output_to_input_indexing(hero)
-                for k in (int(i) for i in ids.split(",")):
-                    if not 0 <= k < len(hero.operands) or len(per_operand[k]) != 1:
-                        raise ToolError(f"{hero_name} has no single map for operand {k}")
-                    m = threads.then(per_operand[k][0])
-                    ok, why = m.is_bijection(list(hero.operands[k].shape.dims))
-                    if not ok:
-                        print(f"FAIL: the thread -> input {k} indexing of {hero_name} is not "
-                              f"a bijection: {why}")
-                        return 1
+                failure = _check_input_bijection(comp, roots, args.bijection_inputs)
+                if failure:
+                    print(failure)
+                    return 1
             text = str(mlir_module)
         CpuKernel(text)(*inputs, *outputs)
         expected = run_with_xla(reference_text(comp), inputs)

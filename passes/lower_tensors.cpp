@@ -90,6 +90,30 @@ Value gep(mlir::OpBuilder& b, mlir::Location loc, Value base, mlir::Type element
                                      mlir::LLVM::GEPNoWrapFlags::inbounds);
 }
 
+// LLVM has no type for some element types (the 8-bit floats): they are
+// loaded and stored as integers of their width and bitcast.
+mlir::Type storageType(mlir::Type type) {
+  if (auto vec = llvm::dyn_cast<mlir::VectorType>(type)) {
+    return vec.clone(storageType(vec.getElementType()));
+  }
+  auto flt = llvm::dyn_cast<mlir::FloatType>(type);
+  if (flt && !mlir::LLVM::isCompatibleType(flt)) {
+    return mlir::IntegerType::get(type.getContext(), flt.getWidth());
+  }
+  return type;
+}
+
+Value toStorage(mlir::OpBuilder& b, mlir::Location loc, Value value) {
+  mlir::Type storage = storageType(value.getType());
+  if (storage == value.getType()) return value;
+  return b.create<mlir::arith::BitcastOp>(loc, storage, value);
+}
+
+Value fromStorage(mlir::OpBuilder& b, mlir::Location loc, mlir::Type type, Value value) {
+  if (value.getType() == type) return value;
+  return b.create<mlir::arith::BitcastOp>(loc, type, value);
+}
+
 Value singleIndex(mlir::Operation* op, mlir::ValueRange indices,
                   mlir::ConversionPatternRewriter& rewriter) {
   if (indices.size() != 1) {
@@ -114,12 +138,13 @@ struct LowerExtract : public TensorPattern<mlir::tensor::ExtractOp> {
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
-    mlir::Type elt = op.getType();
+    mlir::Type elt = storageType(op.getType());
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getTensor(), elt, index);
     bool invariant = readOnly.contains(op.getTensor());
-    rewriter.replaceOpWithNewOp<mlir::LLVM::LoadOp>(op, elt, ptr, /*alignment=*/0,
-                                                    /*isVolatile=*/false,
-                                                    /*isNonTemporal=*/false, invariant);
+    Value loaded = rewriter.create<mlir::LLVM::LoadOp>(op.getLoc(), elt, ptr, /*alignment=*/0,
+                                                       /*isVolatile=*/false,
+                                                       /*isNonTemporal=*/false, invariant);
+    rewriter.replaceOp(op, fromStorage(rewriter, op.getLoc(), op.getType(), loaded));
     return mlir::success();
   }
 };
@@ -130,8 +155,9 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
-    Value ptr = gep(rewriter, op.getLoc(), adaptor.getDest(), op.getScalar().getType(), index);
-    rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), adaptor.getScalar(), ptr);
+    Value scalar = toStorage(rewriter, op.getLoc(), adaptor.getScalar());
+    Value ptr = gep(rewriter, op.getLoc(), adaptor.getDest(), scalar.getType(), index);
+    rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), scalar, ptr);
     rewriter.replaceOp(op, adaptor.getDest());
     return mlir::success();
   }
@@ -144,12 +170,13 @@ struct LowerTransferRead : public TensorPattern<mlir::vector::TransferReadOp> {
     if (!isTensor(op.getBase().getType())) return mlir::failure();
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
-    auto vecType = op.getVectorType();
+    auto vecType = llvm::cast<mlir::VectorType>(storageType(op.getVectorType()));
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(), vecType.getElementType(), index);
     bool invariant = readOnly.contains(op.getBase());
-    rewriter.replaceOpWithNewOp<mlir::LLVM::LoadOp>(op, vecType, ptr, /*alignment=*/0,
-                                                    /*isVolatile=*/false,
-                                                    /*isNonTemporal=*/false, invariant);
+    Value loaded = rewriter.create<mlir::LLVM::LoadOp>(op.getLoc(), vecType, ptr,
+                                                       /*alignment=*/0, /*isVolatile=*/false,
+                                                       /*isNonTemporal=*/false, invariant);
+    rewriter.replaceOp(op, fromStorage(rewriter, op.getLoc(), op.getVectorType(), loaded));
     return mlir::success();
   }
 };
@@ -161,9 +188,10 @@ struct LowerTransferWrite : public TensorPattern<mlir::vector::TransferWriteOp> 
     if (!isTensor(op.getBase().getType())) return mlir::failure();
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
+    Value value = toStorage(rewriter, op.getLoc(), adaptor.getValueToStore());
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(),
-                    op.getVectorType().getElementType(), index);
-    rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), adaptor.getValueToStore(), ptr);
+                    llvm::cast<mlir::VectorType>(value.getType()).getElementType(), index);
+    rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), value, ptr);
     rewriter.replaceOp(op, adaptor.getBase());
     return mlir::success();
   }
@@ -175,7 +203,7 @@ struct LowerAllocateShared : public mlir::OpConversionPattern<AllocateSharedOp> 
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     auto type = llvm::cast<mlir::RankedTensorType>(op.getType());
     auto module = op->getParentOfType<mlir::ModuleOp>();
-    auto arrayType = mlir::LLVM::LLVMArrayType::get(type.getElementType(),
+    auto arrayType = mlir::LLVM::LLVMArrayType::get(storageType(type.getElementType()),
                                                     type.getNumElements());
     std::string name;
     for (int i = 0;; ++i) {

@@ -33,6 +33,29 @@ func.func @vectors(%t: tensor<16xf32>, %i: index) -> tensor<16xf32> {
 
 // -----
 
+// LLVM has no 8-bit float types: their elements and vectors move as bytes
+// and are bitcast.
+// CHECK-LABEL: func.func @float8
+// CHECK: %[[B:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> i8
+// CHECK: %[[F:.*]] = arith.bitcast %[[B]] : i8 to f8E4M3FN
+// CHECK: %[[S:.*]] = arith.bitcast %[[F]] : f8E4M3FN to i8
+// CHECK: llvm.store %[[S]], %{{.*}} : i8, !llvm.ptr
+// CHECK: %[[VB:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> vector<4xi8>
+// CHECK: %[[VF:.*]] = arith.bitcast %[[VB]] : vector<4xi8> to vector<4xf8E5M2>
+// CHECK: %[[VS:.*]] = arith.bitcast %[[VF]] : vector<4xf8E5M2> to vector<4xi8>
+// CHECK: llvm.store %[[VS]], %{{.*}} : vector<4xi8>, !llvm.ptr
+func.func @float8(%in: tensor<8xf8E4M3FN>, %vin: tensor<8xf8E5M2>, %out: tensor<8xf8E4M3FN>,
+                  %vout: tensor<8xf8E5M2>, %i: index) -> (tensor<8xf8E4M3FN>, tensor<8xf8E5M2>) {
+  %v = tensor.extract %in[%i] : tensor<8xf8E4M3FN>
+  %r = tensor.insert %v into %out[%i] : tensor<8xf8E4M3FN>
+  %pad = arith.constant 0.0 : f8E5M2
+  %w = vector.transfer_read %vin[%i], %pad {in_bounds = [true]} : tensor<8xf8E5M2>, vector<4xf8E5M2>
+  %vr = vector.transfer_write %w, %vout[%i] {in_bounds = [true]} : vector<4xf8E5M2>, tensor<8xf8E5M2>
+  return %r, %vr : tensor<8xf8E4M3FN>, tensor<8xf8E5M2>
+}
+
+// -----
+
 // Shared memory is a global in address space 3; sync_threads a barrier.
 // CHECK: llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
 // CHECK-LABEL: func.func @shared

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math, scf, tensor
 
 from ..hlo import ElementType, HloInstruction
+from ..hlo.types import ELEMENT_TYPES
 from ..dialects import xla_gpu
 from ..indexing import IndexingError, output_to_input_indexing
 from ..indexing_map import IndexingMap
+from .float8 import FLOAT8, f8_to_f32, f32_to_f8
 
 __all__ = ["EmitterError", "mlir_type", "register_elemental", "ELEMENTAL"]
 
@@ -48,6 +51,8 @@ def mlir_type(etype: ElementType) -> ir.Type:
     floats = {"f16": ir.F16Type, "bf16": ir.BF16Type, "f32": ir.F32Type, "f64": ir.F64Type}
     if etype.name in floats:
         return floats[etype.name].get()
+    if etype.name in FLOAT8:
+        return FLOAT8[etype.name].mlir.get()
     raise ValueError(f"element type {etype.name} is not supported by the emitters yet")
 
 
@@ -323,8 +328,22 @@ def _compare(inst, a):
 def _convert(inst, a):
     src = inst.operands[0].shape.element_type
     dst = inst.shape.element_type
-    to = mlir_type(dst)
     x = a[0]
+    if src.name == dst.name:
+        return x
+    if src.name in FLOAT8 or dst.name in FLOAT8:
+        # Through f32, which holds every f8 value exactly.
+        f32 = ELEMENT_TYPES["f32"]
+        if src.name in FLOAT8:
+            x, src = f8_to_f32(FLOAT8[src.name], x), f32
+        if dst.name in FLOAT8:
+            wide = _convert_types(x, src, f32) if src.name != "f32" else x
+            return f32_to_f8(FLOAT8[dst.name], wide)
+    return _convert_types(x, src, dst)
+
+
+def _convert_types(x: ir.Value, src: ElementType, dst: ElementType) -> ir.Value:
+    to = mlir_type(dst)
     if src.is_float and dst.is_float:
         if src.bits == dst.bits and src.name == dst.name:
             return x
@@ -466,8 +485,30 @@ class ElementalEmitter:
             return self._gather(inst, index)
         if op in ELEMENTAL:
             args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
+            if op not in ("convert", "bitcast-convert", "select") and any(
+                    o.shape.element_type.name in FLOAT8 for o in inst.operands):
+                return self._on_float8(inst, args)
             return ELEMENTAL[op](inst, args)
         raise EmitterError(inst, f"opcode '{op}' is not supported by the loop emitter")
+
+    def _on_float8(self, inst, args):
+        """An op on f8 operands computed as XLA does: widened to f16 (to
+        f32 for compare, exact either way), the result rounded back."""
+        if inst.opcode == "reduce-precision":
+            raise EmitterError(inst, "reduce-precision of 8-bit floats is not supported")
+        wide = ir.F32Type.get() if inst.opcode == "compare" else ir.F16Type.get()
+        widened = []
+        for o, v in zip(inst.operands, args):
+            fmt = FLOAT8.get(o.shape.element_type.name)
+            if fmt is not None:
+                v = f8_to_f32(fmt, v)
+                v = v if wide == ir.F32Type.get() else arith.truncf(wide, v)
+            widened.append(v)
+        result = ELEMENTAL[inst.opcode](inst, widened)
+        fmt = FLOAT8.get(inst.shape.element_type.name)
+        if fmt is None:
+            return result
+        return f32_to_f8(fmt, arith.extf(ir.F32Type.get(), result))
 
     def _constant(self, inst, index):
         value = inst.literal.value if inst.literal else None
@@ -475,6 +516,16 @@ class ElementalEmitter:
             raise EmitterError(inst, "the constant's values are elided ({...})")
         etype = inst.shape.element_type
         t = mlir_type(etype)
+        if etype.name in FLOAT8:
+            # LLVM has no f8 constants: the bits, as i8.
+            i8 = ir.IntegerType.get_signless(8)
+            bits = value.reshape(-1).view(np.int8)
+            if inst.shape.rank == 0:
+                return arith.bitcast(t, arith.constant(i8, int(bits[0])))
+            tensor_type = ir.RankedTensorType.get(list(inst.shape.dims), i8)
+            dense = ir.DenseElementsAttr.get(bits.reshape(inst.shape.dims), type=i8)
+            table = arith.ConstantOp(tensor_type, dense).result
+            return arith.bitcast(t, tensor.extract(table, index))
         if inst.shape.rank == 0:
             v = value.item()
             return arith.constant(t, float(v) if etype.is_float else int(v))

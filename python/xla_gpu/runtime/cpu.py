@@ -53,6 +53,12 @@ _MLIR_TO_DTYPE = {
     # One byte per element, the value in the low nibble (as ml_dtypes holds
     # it and as LLVM stores an i4); the upper bits are never read.
     "i4": ELEMENT_TYPES["s4"].dtype,
+    # 8-bit floats: one byte each, as ml_dtypes holds them.
+    "f8E3M4": ELEMENT_TYPES["f8e3m4"].dtype, "f8E4M3": ELEMENT_TYPES["f8e4m3"].dtype,
+    "f8E4M3FN": ELEMENT_TYPES["f8e4m3fn"].dtype,
+    "f8E4M3FNUZ": ELEMENT_TYPES["f8e4m3fnuz"].dtype,
+    "f8E4M3B11FNUZ": ELEMENT_TYPES["f8e4m3b11fnuz"].dtype,
+    "f8E5M2": ELEMENT_TYPES["f8e5m2"].dtype, "f8E5M2FNUZ": ELEMENT_TYPES["f8e5m2fnuz"].dtype,
 }
 _INT4 = {ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype}
 

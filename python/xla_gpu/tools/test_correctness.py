@@ -37,6 +37,9 @@ def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
         lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if shape.element_type.is_signed \
             else (0, 1 << bits)
         return rng.randint(lo, hi, size=shape.dims).astype(dtype)
+    if shape.element_type.is_float and shape.element_type.bits == 8:
+        # Every code of an 8-bit float: subnormals, infinities, NaNs too.
+        return rng.randint(0, 256, size=shape.dims).astype(np.uint8).view(dtype)
     return rng.uniform(-2, 2, size=shape.dims).astype(dtype)
 
 

@@ -43,7 +43,8 @@ def FlattenTensorsPass : Pass<"xla-gpu-flatten-tensors", "mlir::ModuleOp"> {
     linearization of the old ones through an `xla_gpu.apply_indexing` (which
     folds into the apply_indexing that computed the indices, if any).
   }];
-  let dependentDialects = ["::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect",
+                           "::xla::gpu::XlaGpuDialect"];
 }
 
 def VectorizeLoadsStoresPass
@@ -63,7 +64,7 @@ def VectorizeLoadsStoresPass
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "Emit a remark for every access that is not vectorized, saying why">,
   ];
-  let dependentDialects = ["::mlir::vector::VectorDialect"];
+  let dependentDialects = ["::mlir::vector::VectorDialect", "::xla::gpu::XlaGpuDialect"];
 }
 
 def OptimizeLoopsPass : Pass<"xla-gpu-optimize-loops", "mlir::func::FuncOp"> {
@@ -110,7 +111,7 @@ def SimplifyAffinePass : Pass<"xla-gpu-simplify-affine", "mlir::ModuleOp"> {
     with the indexing-map algebra; then it is expanded into arith ops, using
     unsigned division and remainder where the dividend cannot be negative.
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::xla::gpu::XlaGpuDialect"];
 }
 
 def LowerXlaGpuToScfPass : Pass<"xla-gpu-lower-xla-gpu-to-scf", "mlir::func::FuncOp"> {

@@ -1,6 +1,7 @@
 //===- flatten_tensors.cpp - -xla-gpu-flatten-tensors ---------------------===//
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -112,6 +113,19 @@ struct RetypeOp : public mlir::ConversionPattern {
   }
 };
 
+// An N-d constant array: the same elements, row-major, in one dimension.
+struct FlattenConstant : public mlir::OpConversionPattern<mlir::arith::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::arith::ConstantOp op, OpAdaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(op.getValue());
+    if (!dense || !needsFlattening(op.getType())) return mlir::failure();
+    auto flat = llvm::cast<mlir::RankedTensorType>(getTypeConverter()->convertType(op.getType()));
+    rewriter.replaceOpWithNewOp<mlir::arith::ConstantOp>(op, flat, dense.reshape(flat));
+    return mlir::success();
+  }
+};
+
 class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPass> {
  public:
   void runOnOperation() override {
@@ -138,7 +152,8 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
     mlir::populateReturnOpTypeConversionPattern(patterns, converter);
     mlir::populateCallOpTypeConversionPattern(patterns, converter);
     mlir::scf::populateSCFStructuralTypeConversions(converter, patterns);
-    patterns.add<FlattenExtract, FlattenInsert, FlattenAtomicRMW>(converter, ctx);
+    patterns.add<FlattenExtract, FlattenInsert, FlattenAtomicRMW, FlattenConstant>(converter,
+                                                                                   ctx);
     patterns.add<RetypeOp>(converter, ctx);
     if (failed(mlir::applyPartialConversion(getOperation(), target, std::move(patterns)))) {
       signalPassFailure();

@@ -197,6 +197,40 @@ struct LowerTransferWrite : public TensorPattern<mlir::vector::TransferWriteOp> 
   }
 };
 
+// A constant array (an HLO array constant read at a computed index) becomes
+// a private constant global; its value is the flattened attribute.
+struct LowerTensorConstant : public mlir::OpConversionPattern<mlir::arith::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::arith::ConstantOp op, OpAdaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(op.getType());
+    auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(op.getValue());
+    if (!type || !dense) return mlir::failure();
+    mlir::Type elt = type.getElementType();
+    if (storageType(elt) != elt || !elt.isIntOrFloat()) {
+      return rewriter.notifyMatchFailure(op, "constant arrays of this element type");
+    }
+    auto flat = dense.reshape(mlir::RankedTensorType::get({type.getNumElements()}, elt));
+    auto arrayType = mlir::LLVM::LLVMArrayType::get(elt, type.getNumElements());
+    auto module = op->getParentOfType<mlir::ModuleOp>();
+    std::string name;
+    for (int i = 0;; ++i) {
+      name = "constant_" + std::to_string(i);
+      if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
+    }
+    {
+      mlir::OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      rewriter.create<mlir::LLVM::GlobalOp>(op.getLoc(), arrayType, /*isConstant=*/true,
+                                            mlir::LLVM::Linkage::Private, name, flat,
+                                            /*alignment=*/16);
+    }
+    rewriter.replaceOpWithNewOp<mlir::LLVM::AddressOfOp>(
+        op, mlir::LLVM::LLVMPointerType::get(getContext()), name);
+    return mlir::success();
+  }
+};
+
 struct LowerAllocateShared : public mlir::OpConversionPattern<AllocateSharedOp> {
   using OpConversionPattern::OpConversionPattern;
   mlir::LogicalResult matchAndRewrite(AllocateSharedOp op, OpAdaptor,
@@ -373,6 +407,8 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
                            mlir::gpu::GPUDialect, mlir::vector::VectorDialect>();
     target.addIllegalOp<mlir::tensor::ExtractOp, mlir::tensor::InsertOp, AllocateSharedOp,
                         SyncThreadsOp, AtomicRMWOp>();
+    target.addDynamicallyLegalOp<mlir::arith::ConstantOp>(
+        [](mlir::arith::ConstantOp op) { return !isTensor(op.getType()); });
     target.addDynamicallyLegalOp<mlir::vector::TransferReadOp>(
         [](mlir::vector::TransferReadOp op) { return !isTensor(op.getBase().getType()); });
     target.addDynamicallyLegalOp<mlir::vector::TransferWriteOp>(
@@ -389,7 +425,7 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
     });
     mlir::RewritePatternSet patterns(ctx);
     patterns.add<ConvertSignature, DropTensorResults, LowerAllocateShared, LowerSyncThreads,
-                 LowerAtomicRMW>(converter, ctx);
+                 LowerAtomicRMW, LowerTensorConstant>(converter, ctx);
     patterns.add<LowerExtract, LowerInsert, LowerTransferRead, LowerTransferWrite>(
         converter, ctx, readOnly);
     mlir::populateCallOpTypeConversionPattern(patterns, converter);

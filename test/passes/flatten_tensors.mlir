@@ -59,3 +59,17 @@ func.func @unchanged(%a: tensor<8xf32>, %b: tensor<?x4xf32>, %i: index) -> f32 {
   %v = tensor.extract %a[%i] : tensor<8xf32>
   return %v : f32
 }
+
+// -----
+
+// An N-d constant array is flattened row-major; the input has no xla_gpu op
+// (the pass loads the dialect for the maps it creates).
+// CHECK-LABEL: func.func @constant
+// CHECK: %[[C:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00]> : tensor<6xf32>
+// CHECK: %[[I:.*]] = xla_gpu.apply_indexing
+// CHECK: tensor.extract %[[C]][%[[I]]] : tensor<6xf32>
+func.func @constant(%i: index, %j: index) -> f32 {
+  %c = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %v = tensor.extract %c[%i, %j] : tensor<2x3xf32>
+  return %v : f32
+}

@@ -56,6 +56,20 @@ func.func @float8(%in: tensor<8xf8E4M3FN>, %vin: tensor<8xf8E5M2>, %out: tensor<
 
 // -----
 
+// A constant array is a private constant global.
+// CHECK: llvm.mlir.global private constant @constant_0(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>) {addr_space = 0 : i32, alignment = 16 : i64} : !llvm.array<3 x f32>
+// CHECK-LABEL: func.func @constant_array
+// CHECK: %[[A:.*]] = llvm.mlir.addressof @constant_0 : !llvm.ptr
+// CHECK: %[[P:.*]] = llvm.getelementptr inbounds %[[A]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: llvm.load %[[P]] : !llvm.ptr -> f32
+func.func @constant_array(%i: index) -> f32 {
+  %c = arith.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %v = tensor.extract %c[%i] : tensor<3xf32>
+  return %v : f32
+}
+
+// -----
+
 // Shared memory is a global in address space 3; sync_threads a barrier.
 // CHECK: llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
 // CHECK-LABEL: func.func @shared

@@ -539,7 +539,7 @@ class ElementalEmitter:
             items = ["true" if v else "false" for v in flat]
         else:
             items = [str(int(v)) for v in flat]
-        dense = ir.Attribute.parse(f"dense<[{', '.join(items)}]> : {tensor_type}")
+        dense = ir.Attribute.parse(f"dense<{_nested(items, inst.shape.dims)}> : {tensor_type}")
         return tensor.extract(arith.ConstantOp(tensor_type, dense).result, index)
 
     def _guarded(self, cond: ir.Value, then_fn, else_fn, result_type: ir.Type) -> ir.Value:
@@ -582,6 +582,15 @@ class ElementalEmitter:
                                  lambda: from_operand(k + 1), t)
 
         return from_operand(0)
+
+
+def _nested(items: list[str], dims: Sequence[int]) -> str:
+    """Row-major `items` as a nested literal of shape `dims`: [[a, b], [c, d]]."""
+    if len(dims) <= 1:
+        return f"[{', '.join(items)}]"
+    step = len(items) // dims[0] if dims[0] else 0
+    return "[" + ", ".join(_nested(items[i * step:(i + 1) * step], dims[1:])
+                           for i in range(dims[0])) + "]"
 
 
 def _single(m, expr):

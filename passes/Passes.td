@@ -159,7 +159,8 @@ def LowerTensorsPass : Pass<"xla-gpu-lower-tensors", "mlir::ModuleOp"> {
     `xla_gpu.sync_threads` a barrier, `xla_gpu.atomic_rmw` an
     `llvm.atomicrmw` where one exists and a compare-and-swap loop otherwise.
   }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::gpu::GPUDialect",
+  let dependentDialects = ["::mlir::complex::ComplexDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect"];
 }
 
@@ -180,7 +181,8 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"gpu\"",
            "gpu (NVVM, libdevice) or cpu (host LLVM, C interface, noalias pointers)">,
   ];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
 def PropagateSliceIndicesPass

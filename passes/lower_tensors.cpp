@@ -9,6 +9,7 @@
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -138,9 +139,26 @@ struct LowerExtract : public TensorPattern<mlir::tensor::ExtractOp> {
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
+    bool invariant = readOnly.contains(op.getTensor());
+    if (auto complex = llvm::dyn_cast<mlir::ComplexType>(op.getType())) {
+      // (re, im) pairs: two loads.
+      mlir::Location loc = op.getLoc();
+      mlir::Type part = complex.getElementType();
+      Value two = rewriter.create<mlir::arith::ConstantIndexOp>(loc, 2);
+      Value re = rewriter.create<mlir::arith::MulIOp>(loc, index, two);
+      Value im = rewriter.create<mlir::arith::AddIOp>(
+          loc, re, rewriter.create<mlir::arith::ConstantIndexOp>(loc, 1));
+      auto load = [&](Value i) -> Value {
+        Value ptr = gep(rewriter, loc, adaptor.getTensor(), part, i);
+        return rewriter.create<mlir::LLVM::LoadOp>(loc, part, ptr, /*alignment=*/0,
+                                                   /*isVolatile=*/false,
+                                                   /*isNonTemporal=*/false, invariant);
+      };
+      rewriter.replaceOpWithNewOp<mlir::complex::CreateOp>(op, complex, load(re), load(im));
+      return mlir::success();
+    }
     mlir::Type elt = storageType(op.getType());
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getTensor(), elt, index);
-    bool invariant = readOnly.contains(op.getTensor());
     Value loaded = rewriter.create<mlir::LLVM::LoadOp>(op.getLoc(), elt, ptr, /*alignment=*/0,
                                                        /*isVolatile=*/false,
                                                        /*isNonTemporal=*/false, invariant);
@@ -155,6 +173,22 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
+    if (auto complex = llvm::dyn_cast<mlir::ComplexType>(op.getScalar().getType())) {
+      mlir::Location loc = op.getLoc();
+      mlir::Type part = complex.getElementType();
+      Value two = rewriter.create<mlir::arith::ConstantIndexOp>(loc, 2);
+      Value re = rewriter.create<mlir::arith::MulIOp>(loc, index, two);
+      Value im = rewriter.create<mlir::arith::AddIOp>(
+          loc, re, rewriter.create<mlir::arith::ConstantIndexOp>(loc, 1));
+      rewriter.create<mlir::LLVM::StoreOp>(
+          loc, rewriter.create<mlir::complex::ReOp>(loc, adaptor.getScalar()),
+          gep(rewriter, loc, adaptor.getDest(), part, re));
+      rewriter.create<mlir::LLVM::StoreOp>(
+          loc, rewriter.create<mlir::complex::ImOp>(loc, adaptor.getScalar()),
+          gep(rewriter, loc, adaptor.getDest(), part, im));
+      rewriter.replaceOp(op, adaptor.getDest());
+      return mlir::success();
+    }
     Value scalar = toStorage(rewriter, op.getLoc(), adaptor.getScalar());
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getDest(), scalar.getType(), index);
     rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), scalar, ptr);
@@ -404,7 +438,8 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
     });
     mlir::ConversionTarget target(*ctx);
     target.addLegalDialect<mlir::LLVM::LLVMDialect, mlir::arith::ArithDialect,
-                           mlir::gpu::GPUDialect, mlir::vector::VectorDialect>();
+                           mlir::gpu::GPUDialect, mlir::vector::VectorDialect,
+                           mlir::complex::ComplexDialect>();
     target.addIllegalOp<mlir::tensor::ExtractOp, mlir::tensor::InsertOp, AllocateSharedOp,
                         SyncThreadsOp, AtomicRMWOp>();
     target.addDynamicallyLegalOp<mlir::arith::ConstantOp>(

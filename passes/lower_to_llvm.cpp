@@ -1,6 +1,8 @@
 //===- lower_to_llvm.cpp - -xla-gpu-lower-to-llvm --------------------------===//
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ComplexToLLVM/ComplexToLLVM.h"
+#include "mlir/Conversion/ComplexToStandard/ComplexToStandard.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -101,6 +103,21 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       return signalPassFailure();
     }
     bool cpu = target == "cpu";
+    {
+      // Complex arithmetic becomes arith/math on the parts; create/re/im
+      // stay for the LLVM conversion (a struct of two floats).
+      mlir::RewritePatternSet complexPatterns(ctx);
+      mlir::populateComplexToStandardConversionPatterns(complexPatterns);
+      mlir::ConversionTarget complexTarget(*ctx);
+      complexTarget.addIllegalDialect<mlir::complex::ComplexDialect>();
+      complexTarget.addLegalOp<mlir::complex::CreateOp, mlir::complex::ReOp,
+                               mlir::complex::ImOp, mlir::complex::ConstantOp>();
+      complexTarget.markUnknownOpDynamicallyLegal([](mlir::Operation*) { return true; });
+      if (failed(mlir::applyPartialConversion(module, complexTarget,
+                                              std::move(complexPatterns)))) {
+        return signalPassFailure();
+      }
+    }
     if (cpu) {
       mlir::RewritePatternSet approximations(ctx);
       approximations.add<ApproximateTanh>(ctx);
@@ -156,6 +173,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
     }
     mlir::populateFuncToLLVMConversionPatterns(converter, patterns);
     mlir::arith::populateArithToLLVMConversionPatterns(converter, patterns);
+    mlir::populateComplexToLLVMConversionPatterns(converter, patterns);
     mlir::populateMathToLLVMConversionPatterns(converter, patterns);
     mlir::populateVectorToLLVMConversionPatterns(converter, patterns);
     mlir::cf::populateControlFlowToLLVMConversionPatterns(converter, patterns);

@@ -137,6 +137,10 @@ class VectorizeLoadsStoresPass
     // Loads.
     for (auto extract : llvm::to_vector(body->getOps<mlir::tensor::ExtractOp>())) {
       auto type = extract.getTensor().getType();
+      if (!type.getElementType().isIntOrFloat()) {
+        decline(extract, "the elements are not integers or floats");
+        continue;
+      }
       int64_t bits = n * type.getElementTypeBitWidth();
       if (type.getRank() != 1) {
         decline(extract, "the tensor is not flat (run -xla-gpu-flatten-tensors first)");
@@ -171,6 +175,10 @@ class VectorizeLoadsStoresPass
     // Stores: tensor.insert into an iteration argument, yielded as is.
     for (auto insert : llvm::to_vector(body->getOps<mlir::tensor::InsertOp>())) {
       auto type = insert.getDest().getType();
+      if (!type.getElementType().isIntOrFloat()) {
+        decline(insert, "the elements are not integers or floats");
+        continue;
+      }
       int64_t bits = n * type.getElementTypeBitWidth();
       auto iterArg = llvm::dyn_cast<mlir::BlockArgument>(insert.getDest());
       if (type.getRank() != 1 || !iterArg || iterArg.getOwner() != body ||

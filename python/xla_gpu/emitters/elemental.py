@@ -20,6 +20,7 @@ from ..hlo.types import ELEMENT_TYPES
 from ..dialects import xla_gpu
 from ..indexing import IndexingError, output_to_input_indexing
 from ..indexing_map import IndexingMap
+from .complex_ops import convert_complex, emit_complex, emit_complex_create
 from .float8 import FLOAT8, f8_to_f32, f32_to_f8
 
 __all__ = ["EmitterError", "mlir_type", "register_elemental", "ELEMENTAL"]
@@ -53,8 +54,13 @@ def mlir_type(etype: ElementType) -> ir.Type:
         return floats[etype.name].get()
     if etype.name in FLOAT8:
         return FLOAT8[etype.name].mlir.get()
+    if etype.is_complex:
+        return ir.ComplexType.get(mlir_type(COMPLEX_PART[etype.name]))
     raise ValueError(f"element type {etype.name} is not supported by the emitters yet")
 
+
+# The element type of a complex type's parts.
+COMPLEX_PART = {"c64": ELEMENT_TYPES["f32"], "c128": ELEMENT_TYPES["f64"]}
 
 Elemental = Callable[[HloInstruction, list[ir.Value]], ir.Value]
 ELEMENTAL: dict[str, Elemental] = {}
@@ -483,6 +489,10 @@ class ElementalEmitter:
             return self._dynamic_slice(inst, index)
         if op == "gather":
             return self._gather(inst, index)
+        if op in ("complex", "real", "imag") or (op != "select" and any(
+                t.element_type.is_complex for t in [inst.shape] + [o.shape for o in inst.operands])):
+            args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
+            return self._on_complex(inst, args)
         if op in ELEMENTAL:
             args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
             if op not in ("convert", "bitcast-convert", "select") and any(
@@ -490,6 +500,20 @@ class ElementalEmitter:
                 return self._on_float8(inst, args)
             return ELEMENTAL[op](inst, args)
         raise EmitterError(inst, f"opcode '{op}' is not supported by the loop emitter")
+
+    def _on_complex(self, inst, args):
+        def error(reason: str) -> EmitterError:
+            return EmitterError(inst, reason)
+
+        if inst.opcode != "convert":
+            return emit_complex(inst, args, error)
+        src, dst = inst.operands[0].shape.element_type, inst.shape.element_type
+        if not dst.is_complex:
+            raise error(f"convert from {src} to {dst}: take real() or imag() first (as XLA)")
+        part_src = COMPLEX_PART.get(src.name, src)
+        return convert_complex(
+            args[0], mlir_type(dst),
+            lambda v, t: _convert_types(v, part_src, COMPLEX_PART[dst.name]), error)
 
     def _on_float8(self, inst, args):
         """An op on f8 operands computed as XLA does: widened to f16 (to
@@ -510,12 +534,30 @@ class ElementalEmitter:
             return result
         return f32_to_f8(fmt, arith.extf(ir.F32Type.get(), result))
 
+    def _real_constant(self, inst, values: np.ndarray, etype: ElementType, index):
+        """The element at `index` of real `values` (one part of a complex
+        constant)."""
+        t = mlir_type(etype)
+        if inst.shape.rank == 0:
+            return arith.constant(t, float(values.item()))
+        bits = values.astype(etype.dtype).reshape(-1).view(f"u{etype.dtype.itemsize}")
+        items = [f"0x{int(b):X}" for b in bits]
+        tensor_type = ir.RankedTensorType.get(list(inst.shape.dims), t)
+        dense = ir.Attribute.parse(f"dense<{_nested(items, inst.shape.dims)}> : {tensor_type}")
+        return tensor.extract(arith.ConstantOp(tensor_type, dense).result, index)
+
     def _constant(self, inst, index):
         value = inst.literal.value if inst.literal else None
         if value is None:
             raise EmitterError(inst, "the constant's values are elided ({...})")
         etype = inst.shape.element_type
         t = mlir_type(etype)
+        if etype.is_complex:
+            # Two real constants, the parts.
+            part = COMPLEX_PART[etype.name]
+            re, im = (self._real_constant(inst, value.real, part, index),
+                      self._real_constant(inst, value.imag, part, index))
+            return emit_complex_create(t, re, im)
         if etype.name in FLOAT8:
             # LLVM has no f8 constants: the bits, as i8.
             i8 = ir.IntegerType.get_signless(8)

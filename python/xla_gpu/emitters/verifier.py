@@ -12,13 +12,13 @@ __all__ = ["verify_fusion"]
 
 # Elementwise opcodes by number of operands.
 UNARY = frozenset({
-    "abs", "cbrt", "ceil", "convert", "bitcast-convert", "copy", "cosine", "count-leading-zeros",
+    "abs", "cbrt", "ceil", "imag", "real", "convert", "bitcast-convert", "copy", "cosine", "count-leading-zeros",
     "erf", "exponential", "exponential-minus-one", "floor", "is-finite", "log", "log-plus-one",
     "logistic", "negate", "not", "popcnt", "reduce-precision", "round-nearest-afz",
     "round-nearest-even", "rsqrt", "sign", "sine", "sqrt", "tan", "tanh",
 })
 BINARY = frozenset({
-    "add", "and", "atan2", "compare", "divide", "maximum", "minimum", "multiply", "or",
+    "add", "and", "atan2", "compare", "complex", "divide", "maximum", "minimum", "multiply", "or",
     "power", "remainder", "shift-left", "shift-right-arithmetic", "shift-right-logical",
     "subtract", "xor",
 })
@@ -35,7 +35,14 @@ INTEGER_ONLY = frozenset({
 })
 INTEGER_OR_PRED = frozenset({"and", "not", "or", "xor"})
 # Element type of the result differs from the operands'.
-TYPE_CHANGING = frozenset({"convert", "bitcast-convert", "compare", "is-finite"})
+TYPE_CHANGING = frozenset({"convert", "bitcast-convert", "compare", "is-finite", "complex",
+                           "real", "imag"})
+# Float ops that also take complex numbers.
+COMPLEX_OK = frozenset({
+    "cosine", "exponential", "exponential-minus-one", "log", "log-plus-one", "rsqrt", "sine",
+    "sqrt", "tan", "tanh",
+})
+COMPLEX_PART = {"c64": "f32", "c128": "f64"}
 DIRECTIONS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE"})
 
 
@@ -80,6 +87,17 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
         if not types[0].is_pred:
             raise EmitterError(inst, f"the predicate of select must be pred, got {types[0]}")
         types = types[1:]
+    if op in ("real", "imag") or (op == "abs" and types[0].is_complex):
+        part = COMPLEX_PART.get(types[0].name, types[0].name)
+        if out.name != part:
+            raise EmitterError(inst, f"'{op}' of {types[0]} produces {part}, not {out}")
+        return
+    if op == "complex":
+        if types[0] != types[1] or types[0].name not in ("f32", "f64") or \
+                COMPLEX_PART.get(out.name) != types[0].name:
+            raise EmitterError(inst, f"complex takes two f32 (for c64) or f64 (for c128) "
+                               f"parts, got {types[0]} and {types[1]} for {out}")
+        return
     if op not in TYPE_CHANGING:
         for k, t in enumerate(types):
             if t != out:
@@ -95,7 +113,7 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
             raise EmitterError(inst, f"compare needs direction=EQ|NE|LT|LE|GT|GE, "
                                f"got {direction!r}")
     t = types[0]
-    if op in FLOAT_ONLY and not t.is_float:
+    if op in FLOAT_ONLY and not (t.is_float or (t.is_complex and op in COMPLEX_OK)):
         raise EmitterError(inst, f"'{op}' needs a floating-point operand, got {t}")
     if op in INTEGER_ONLY and not t.is_integer:
         raise EmitterError(inst, f"'{op}' needs an integer operand, got {t}")

@@ -59,6 +59,8 @@ _MLIR_TO_DTYPE = {
     "f8E4M3FNUZ": ELEMENT_TYPES["f8e4m3fnuz"].dtype,
     "f8E4M3B11FNUZ": ELEMENT_TYPES["f8e4m3b11fnuz"].dtype,
     "f8E5M2": ELEMENT_TYPES["f8e5m2"].dtype, "f8E5M2FNUZ": ELEMENT_TYPES["f8e5m2fnuz"].dtype,
+    # (re, im) pairs.
+    "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
 }
 _INT4 = {ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype}
 

@@ -37,6 +37,9 @@ def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
         lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if shape.element_type.is_signed \
             else (0, 1 << bits)
         return rng.randint(lo, hi, size=shape.dims).astype(dtype)
+    if shape.element_type.is_complex:
+        parts = rng.uniform(-2, 2, size=(2, *shape.dims))
+        return (parts[0] + 1j * parts[1]).astype(dtype)
     if shape.element_type.is_float and shape.element_type.bits == 8:
         # Every code of an 8-bit float: subnormals, infinities, NaNs too.
         return rng.randint(0, 256, size=shape.dims).astype(np.uint8).view(dtype)
@@ -46,8 +49,10 @@ def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
 def errors(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Element-wise absolute and relative errors; equal values (infinities
     of the same sign too) and NaN where both are NaN count as equal."""
-    g, w = got.astype(np.float64), want.astype(np.float64)
+    as_type = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(want) else np.float64
+    g, w = got.astype(as_type), want.astype(as_type)
     with np.errstate(invalid="ignore"):
+        # Complex numbers: the distance in the plane.
         diff = np.where((g == w) | (np.isnan(g) & np.isnan(w)), 0.0, np.abs(g - w))
     rel = diff / np.maximum(np.abs(np.nan_to_num(w)), np.finfo(np.float32).tiny)
     return diff, rel

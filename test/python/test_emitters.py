@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from xla_gpu.emitters import EmitterError, emit_fusion, find_fusion, loop_launch_dims
+from xla_gpu.emitters import (EmitterError, device_named, emit_fusion, find_fusion,
+                              loop_launch_dims, make_emitter)
 from xla_gpu.emitters.partitioner import partition
 from xla_gpu.hlo import parse_hlo, parse_shape
 from xla_gpu.runtime import CpuKernel
@@ -58,15 +59,33 @@ def test_reads_at_the_same_index_stay_together(ctx):
     assert len(partition(fusion.fused_computation)) == 1
 
 
-@pytest.mark.parametrize("shape, expected", [
-    ("bf16[6,512,4096]", (128, 24576, 4)),   # the spec's launch
-    ("f32[7,9]", (63, 1, 1)),
-    ("f32[1000]", (128, 2, 4)),    # a ragged second block
-    ("f32[2]", (1, 1, 2)),
+@pytest.mark.parametrize("shape, device, expected", [
+    ("bf16[6,512,4096]", "h100", (128, 24576, 4)),   # the spec's launch
+    # Fewer elements than the GPU's resident threads: one per thread.
+    ("f32[1000]", "h100", (128, 8, 1)),
+    ("f32[7,9]", "h100", (63, 1, 1)),
+    ("f32[2]", "h100", (2, 1, 1)),
+    # 132 SMs x 2048 threads = 270336 elements unroll on an H100; an L4
+    # (58 x 1536 = 89088) unrolls at 100000 already.
+    ("f32[100000]", "h100", (128, 782, 1)),
+    ("f32[100000]", "l4", (128, 196, 4)),
+    ("f32[270336]", "h100", (128, 528, 4)),
+    ("f32[270338]", "h100", (128, 1057, 2)),
+    # 4-bit types: two per thread, so one thread writes a whole byte.
+    ("s4[9]", "h100", (5, 1, 2)),
 ])
-def test_launch_dims(shape, expected):
-    d = loop_launch_dims(parse_shape(shape))
+def test_launch_dims(shape, device, expected):
+    d = loop_launch_dims(parse_shape(shape), device_named(device))
     assert (d.threads, d.blocks, d.vector) == expected
+
+
+def test_expensive_ops_are_not_unrolled(ctx):
+    big = "f32[6,512,4096]"
+    for op, unroll in [("exponential", 4), ("sine", 1), ("tanh", 4)]:
+        fusion = _fused(f"p0 = {big} parameter(0)\nROOT r = {big} {op}(p0)",
+                        f"a = {big} parameter(0)\n"
+                        f"ROOT f = {big} fusion(a), kind=kLoop, calls=fused")
+        assert make_emitter(fusion).launch.vector == unroll, op
 
 
 def test_multi_output_fusion(ctx):

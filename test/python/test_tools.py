@@ -152,3 +152,20 @@ def test_malformed_fusion_is_one_located_error(tmp_path, name, tool):
     assert proc.stderr.startswith(f"{path}:{line}:3: error: "), proc.stderr
     assert message in proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("tool", ["fusion_to_mlir", "test_correctness", "run_hlo",
+                                  "hlo_indexing"])
+def test_python_tool_bad_command_line_is_status_1(tool):
+    proc = subprocess.run([sys.executable, "-m", f"xla_gpu.tools.{tool}", "x.hlo",
+                           "--no-such-flag"], capture_output=True, text=True)
+    assert proc.returncode == 1, proc
+    assert "unrecognized arguments: --no-such-flag" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unknown_device_is_refused():
+    proc = subprocess.run([sys.executable, "-m", "xla_gpu.tools.fusion_to_mlir", "x.hlo",
+                           "--device=v100x"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "argument --device: invalid choice: 'v100x'" in proc.stderr

@@ -12,11 +12,13 @@ import xla_gpu  # noqa: F401  (registers the dialect)
 
 from ..hlo import HloInstruction, HloModule
 from .elemental import EmitterError
+from .device import DEFAULT_DEVICE, DEVICES, DeviceDescription, device_named
 from .loop import LoopEmitter, loop_launch_dims
 from .verifier import verify_fusion
 
-__all__ = ["EmitterError", "LoopEmitter", "choose_emitter", "emit_fusion", "find_fusion",
-           "loop_launch_dims", "verify_fusion"]
+__all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EmitterError", "LoopEmitter",
+           "choose_emitter", "device_named", "emit_fusion", "find_fusion", "loop_launch_dims",
+           "make_emitter", "verify_fusion"]
 
 def choose_emitter(fusion: HloInstruction):
     """The emitter class for a fusion: the loop emitter unless a hero needs
@@ -29,11 +31,16 @@ def choose_emitter(fusion: HloInstruction):
     return LoopEmitter
 
 
-def emit_fusion(fusion: HloInstruction) -> ir.Module:
-    """The MLIR of one fusion instruction (in the current context)."""
+def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
+    """The emitter for a checked fusion, its launch chosen for `device`."""
     emitter = choose_emitter(fusion)
     verify_fusion(fusion.fused_computation)
-    return emitter(fusion).emit_module()
+    return emitter(fusion, device)
+
+
+def emit_fusion(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE) -> ir.Module:
+    """The MLIR of one fusion instruction (in the current context)."""
+    return make_emitter(fusion, device).emit_module()
 
 
 def find_fusion(module: HloModule) -> HloInstruction:

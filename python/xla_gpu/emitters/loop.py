@@ -10,17 +10,20 @@ from mlir import ir
 from mlir.dialects import func, tensor
 
 from ..dialects import xla_gpu
-from ..hlo import Shape
+from ..hlo import HloComputation, HloInstruction, Shape
 from ..indexing import delinearize
 from ..indexing_map import IndexingMap
 from .base import EmitterBase, tensor_type
+from .device import DEFAULT_DEVICE, DeviceDescription
 
-__all__ = ["LaunchDims", "LoopEmitter", "loop_launch_dims"]
+__all__ = ["LaunchDims", "LoopEmitter", "loop_launch_dims", "may_prevent_vectorization"]
 
-# XLA's default block size for the loop emitter.
-kThreadsPerBlock = 128
+# XLA: a block is this many warps (warp scheduling granularity).
+kWarpSchedulingGranularity = 4
 # XLA's kMaxUnrollFactor: elements per thread, when the count allows it.
 kMaxUnrollFactor = 4
+# XLA: a concatenate of more operands is not unrolled (register spilling).
+kMaxConcatArgumentsForUnrolling = 10
 
 
 @dataclass(frozen=True)
@@ -30,11 +33,39 @@ class LaunchDims:
     vector: int
 
 
-def loop_launch_dims(shape: Shape) -> LaunchDims:
+def may_prevent_vectorization(comp: HloComputation) -> bool:
+    """XLA's MayPreventVectorization: ops that become loops or libcalls
+    make unrolling a loss."""
+    for inst in comp.instructions:
+        if inst.opcode in ("reduce-window", "sort", "dot", "sine", "cosine", "tan", "power",
+                           "atan2"):
+            return True
+        if inst.opcode == "concatenate" and len(inst.operands) > kMaxConcatArgumentsForUnrolling:
+            return True
+        if inst.opcode == "reduce" and inst.shape.is_tuple:
+            return True
+    return False
+
+
+def loop_launch_dims(shape: Shape, device: DeviceDescription = DEFAULT_DEVICE,
+                     prevent_vectorization: bool = False) -> LaunchDims:
+    """XLA's loop fusion launch: unroll only outputs with at least as many
+    elements as the device has resident threads (a small output wants one
+    thread per element), by the largest of 4, 2, 1 dividing the count, and
+    at least 2 for 4-bit types (one thread writes a whole byte); blocks of
+    four warps, fewer threads if there are fewer elements."""
     n = shape.num_elements
-    vector = next(v for v in (kMaxUnrollFactor, 2, 1) if n % v == 0)
-    threads = min(kThreadsPerBlock, max(1, -(-n // vector)))
-    blocks = max(1, -(-n // (threads * vector)))
+    vector = 1
+    if n >= device.max_resident_threads and not prevent_vectorization:
+        vector = next(v for v in (kMaxUnrollFactor, 2, 1) if n % v == 0)
+    if shape.element_type is not None and shape.element_type.bits == 4:
+        vector = max(vector, 2)
+    per_thread = -(-n // vector)
+    threads = min(device.threads_per_warp * kWarpSchedulingGranularity, max(1, per_thread))
+    blocks = max(1, -(-per_thread // threads))
+    if blocks > device.block_dim_limit_x:
+        raise ValueError(f"{shape} needs {blocks} blocks, more than {device.name}'s "
+                         f"{device.block_dim_limit_x}")
     return LaunchDims(threads, blocks, vector)
 
 
@@ -53,10 +84,20 @@ def _thread_to_output_map(shape: Shape, dims: LaunchDims) -> IndexingMap:
 
 
 class LoopEmitter(EmitterBase):
+    def __init__(self, fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
+        super().__init__(fusion)
+        comp = self.computation
+        root = comp.root.operands[0] if comp.root.opcode == "tuple" else comp.root
+        self.output_shape = root.shape
+        self.launch = loop_launch_dims(root.shape, device, may_prevent_vectorization(comp))
+
+    def thread_to_output_map(self) -> IndexingMap:
+        """(thread, block)[element] -> the output index it writes."""
+        return _thread_to_output_map(self.output_shape, self.launch)
+
     def emit_entry_function(self, module: ir.Module) -> None:
         roots = self.subgraphs[0].roots
         shape = roots[0].shape
-        self.launch = loop_launch_dims(shape)
         inputs = [tensor_type(p.shape) for p in self.params]
         outputs = [tensor_type(r.shape) for r in roots]
         main = func.FuncOp("main", ir.FunctionType.get(inputs + outputs, outputs))
@@ -65,7 +106,7 @@ class LoopEmitter(EmitterBase):
         outs = list(block.arguments)[len(inputs):]
         with ir.InsertionPoint(block):
             tid, bid = self.thread_and_block_ids(self.launch.threads, self.launch.blocks)
-            m = _thread_to_output_map(shape, self.launch)
+            m = self.thread_to_output_map()
 
             def body(ivs, index, iters):
                 values = self.call_root_subgraph(params, index)

@@ -3,12 +3,23 @@ and turning the project's errors into one clean line and exit status 1."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Callable
 
 from ..emitters.elemental import EmitterError
 from ..hlo import HloModule, HloParseError, parse_hlo
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, exiting with status 1 on a bad command line (2 is
+    argparse's default) like every other bad input."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(1)
 
 
 class ToolError(Exception):

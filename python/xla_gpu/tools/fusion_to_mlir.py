@@ -5,19 +5,20 @@ fusions is wrapped into one, as XLA's tool does."""
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 import sys
 
 from mlir import ir
 
-from ..emitters import choose_emitter, emit_fusion, find_fusion, verify_fusion
+from ..emitters import (DEFAULT_DEVICE, DEVICES, choose_emitter, device_named, emit_fusion,
+                        find_fusion, verify_fusion)
 from ..emitters.partitioner import partition, partition_to_dot
-from ._cli import ToolError, read_hlo, run_tool
+from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 
 
-def emit_file(path: str, dump_partition: str | None = None) -> str:
+def emit_file(path: str, dump_partition: str | None = None,
+              device: str = DEFAULT_DEVICE.name) -> str:
     module = read_hlo(path)
     try:
         fusion = find_fusion(module)
@@ -34,19 +35,21 @@ def emit_file(path: str, dump_partition: str | None = None) -> str:
             if dump_partition.endswith(".dot") and shutil.which("dot"):
                 subprocess.run(["dot", "-Tsvg", dump_partition, "-o",
                                 dump_partition[:-4] + ".svg"], check=False)
-        return str(emit_fusion(fusion))
+        return str(emit_fusion(fusion, device_named(device)))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fusion-to-mlir", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="fusion-to-mlir", description=__doc__.splitlines()[0])
     parser.add_argument("file", help="an HLO text file ('-' for stdin)")
     parser.add_argument("--dump-partition", metavar="FILE.dot",
                         help="write the partition as Graphviz (and FILE.svg where `dot` "
                              "is installed)")
+    parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
+                        help="the GPU to choose launch dimensions for (default: %(default)s)")
     args = parser.parse_args(argv)
 
     def body() -> int:
-        sys.stdout.write(emit_file(args.file, args.dump_partition))
+        sys.stdout.write(emit_file(args.file, args.dump_partition, args.device))
         return 0
 
     return run_tool("fusion-to-mlir", body)

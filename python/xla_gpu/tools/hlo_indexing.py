@@ -10,7 +10,6 @@ FileCheck them.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from mlir import ir
@@ -18,7 +17,7 @@ from mlir import ir
 import xla_gpu  # noqa: F401  (registers the dialect)
 
 from ..indexing import IndexingError, input_to_output_indexing, output_to_input_indexing
-from ._cli import ToolError, read_hlo, run_tool
+from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 
 
 def _print_instruction(instr, input_to_output: bool, out) -> None:
@@ -44,7 +43,7 @@ def _print_instruction(instr, input_to_output: bool, out) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="hlo-indexing",
         description="Print the output-to-input indexing maps of HLO instructions.")
     parser.add_argument("file", help="an HLO text file ('-' for stdin)")

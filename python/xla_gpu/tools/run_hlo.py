@@ -10,7 +10,6 @@ XLA's fusion passes leave); anything else is reported, not guessed.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -19,18 +18,18 @@ import numpy as np
 from mlir import ir
 
 from .. import pipelines
-from ..emitters import emit_fusion
+from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, emit_fusion
 from ..reference import run_with_xla
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
-from ._cli import ToolError, read_hlo, run_tool
+from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 from .test_correctness import errors, random_input
 
 
-def _compile(module, dump_to: Path | None) -> dict[int, CpuKernel]:
+def _compile(module, dump_to: Path | None, device) -> dict[int, CpuKernel]:
     kernels = {}
     for fusion in module.fusions():
         with ir.Context():
-            mlir_module = emit_fusion(fusion)
+            mlir_module = emit_fusion(fusion, device)
             text = str(mlir_module)
             if dump_to is not None:
                 folder = dump_to / fusion.name
@@ -65,12 +64,14 @@ def _run(module, kernels, inputs) -> list[np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run-hlo", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="run-hlo", description=__doc__.splitlines()[0])
     parser.add_argument("file")
     parser.add_argument("--platform", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--iterations", type=int, default=1)
     parser.add_argument("--dump-to", type=Path, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
+                        help="the GPU whose launch dimensions the kernels use")
     args = parser.parse_args(argv)
 
     def body() -> int:
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             (args.dump_to / "module.hlo").write_text(module.to_text())
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in module.entry.parameters]
-        kernels = _compile(module, args.dump_to)
+        kernels = _compile(module, args.dump_to, device_named(args.device))
         ours, times = None, []
         for _ in range(max(1, args.iterations)):
             start = time.perf_counter()

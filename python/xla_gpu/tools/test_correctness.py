@@ -13,18 +13,16 @@ fusion that each output element reads once)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 from mlir import ir
 
-from ..emitters import emit_fusion, find_fusion
-from ..emitters.loop import _thread_to_output_map, loop_launch_dims
+from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_emitter
 from ..indexing import indexing_from, output_to_input_indexing
 from ..reference import run_with_xla
 from ..runtime import CpuKernel
-from ._cli import ToolError, read_hlo, run_tool
+from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 
 
 def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
@@ -72,7 +70,7 @@ def reference_text(comp) -> str:
     return "HloModule reference\n\n" + "\n\n".join(parts) + "\n"
 
 
-def _check_input_bijection(comp, roots, spec: str) -> str | None:
+def _check_input_bijection(comp, roots, spec: str, threads) -> str | None:
     """`HERO:IDS`: the thread -> input indexing of operands IDS of HERO (any
     instruction of the fusion, reached from the first output) must cover
     each operand element exactly once. Returns the failure, if any."""
@@ -81,9 +79,7 @@ def _check_input_bijection(comp, roots, spec: str) -> str | None:
     if hero is None or not ids:
         raise ToolError(f"--bijection_inputs needs HERO:IDS with an instruction of the "
                         f"fusion, got '{spec}'")
-    shape = roots[0].shape
-    threads = _thread_to_output_map(shape, loop_launch_dims(shape))
-    to_hero = indexing_from(comp, roots[0], shape.dims).get(id(hero), [])
+    to_hero = indexing_from(comp, roots[0], roots[0].shape.dims).get(id(hero), [])
     if len(to_hero) != 1:
         raise ToolError(f"{hero_name} is read at {len(to_hero)} indices per output "
                         "element; the bijection needs exactly one")
@@ -102,13 +98,15 @@ def _check_input_bijection(comp, roots, spec: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="test-correctness", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="test-correctness", description=__doc__.splitlines()[0])
     parser.add_argument("file")
     parser.add_argument("--abs_error_bound", type=float, default=1e-5)
     parser.add_argument("--rel_error_bound", type=float, default=1e-5)
     parser.add_argument("--bijection_outputs", default=None)
     parser.add_argument("--bijection_inputs", default=None, metavar="HERO:IDS")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
+                        help="the GPU whose launch dimensions the kernel uses")
     args = parser.parse_args(argv)
 
     def body() -> int:
@@ -120,20 +118,20 @@ def main(argv: list[str] | None = None) -> int:
         roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
         outputs = [np.zeros(r.shape.dims, r.shape.element_type.dtype) for r in roots]
         with ir.Context():
-            mlir_module = emit_fusion(fusion)
+            emitter = make_emitter(fusion, device_named(args.device))
+            mlir_module = emitter.emit_module()
+            threads = emitter.thread_to_output_map()
             if args.bijection_outputs:
                 hero = args.bijection_outputs
                 if hero not in [r.name for r in roots]:
                     raise ToolError(f"no output named '{hero}'")
-                shape = roots[0].shape
-                m = _thread_to_output_map(shape, loop_launch_dims(shape))
-                ok, why = m.is_bijection(list(shape.dims))
+                ok, why = threads.is_bijection(list(roots[0].shape.dims))
                 if not ok:
                     print(f"FAIL: the thread -> output indexing of {hero} is not a "
                           f"bijection: {why}")
                     return 1
             if args.bijection_inputs:
-                failure = _check_input_bijection(comp, roots, args.bijection_inputs)
+                failure = _check_input_bijection(comp, roots, args.bijection_inputs, threads)
                 if failure:
                     print(failure)
                     return 1

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-__all__ = ["run_with_xla"]
+__all__ = ["XlaCpuExecutable", "run_with_xla"]
 
 
 def _round_as_the_hlo_says() -> None:
@@ -21,20 +21,40 @@ def _round_as_the_hlo_says() -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_allow_excess_precision=false".strip()
 
 
+class XlaCpuExecutable:
+    """HLO text compiled by XLA:CPU (once); `run` executes it."""
+
+    def __init__(self, hlo_text: str):
+        _round_as_the_hlo_says()
+        from jax._src import xla_bridge
+        from jax._src.lib import xla_client as xc
+
+        module = xc.hlo.hlo_module_from_text(hlo_text)
+        stablehlo = xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+        client = xla_bridge.get_backend("cpu")
+        self.device = client.devices()[0]
+        self.executable = client.compile_and_load(stablehlo, xc.DeviceList((self.device,)),
+                                                  xc.CompileOptions())
+
+    def put(self, args: list[np.ndarray]) -> list:
+        """The arguments as device buffers (to time `execute` alone)."""
+        import jax
+        return [jax.device_put(a, self.device) for a in args]
+
+    def execute(self, buffers: list) -> list:
+        """Runs on device buffers; waits for the results."""
+        results = self.executable.execute_sharded(buffers).disassemble_into_single_device_arrays()
+        outputs = [r[0] for r in results]
+        for o in outputs:
+            o.block_until_ready()
+        return outputs
+
+    def run(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        """The outputs (the elements of a tuple result, or the one result)."""
+        return [np.asarray(o) for o in self.execute(self.put(args))]
+
+
 def run_with_xla(hlo_text: str, args: list[np.ndarray]) -> list[np.ndarray]:
     """Runs the entry computation of `hlo_text` on XLA:CPU; returns the
     outputs (the elements of a tuple result, or the one result)."""
-    _round_as_the_hlo_says()
-    import jax
-    from jax._src import xla_bridge
-    from jax._src.lib import xla_client as xc
-
-    module = xc.hlo.hlo_module_from_text(hlo_text)
-    stablehlo = xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
-    client = xla_bridge.get_backend("cpu")
-    device = client.devices()[0]
-    executable = client.compile_and_load(stablehlo, xc.DeviceList((device,)),
-                                         xc.CompileOptions())
-    buffers = [jax.device_put(a, device) for a in args]
-    results = executable.execute_sharded(buffers).disassemble_into_single_device_arrays()
-    return [np.asarray(r[0]) for r in results]
+    return XlaCpuExecutable(hlo_text).run(args)

@@ -4,8 +4,12 @@ XLA:CPU, and reports the largest errors and both times.
 
     run-hlo gelu.hlo [--platform cpu] [--iterations N] [--dump-to DIR] [--seed S]
 
-The entry computation may hold parameters, fusions and a tuple root (what
-XLA's fusion passes leave); anything else is reported, not guessed.
+The entry computation may hold parameters, fusions, constants, a tuple root
+and row-major bitcasts, reshapes, copies and transposes (what XLA's fusion
+passes leave); anything else is reported, not guessed. An output off XLA's
+by more than both --abs_error_bound and --rel_error_bound fails (status 1).
+Times are medians of --iterations runs of the compiled module, ours and
+XLA's, with their ratio.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from mlir import ir
 
 from .. import pipelines
 from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, emit_fusion
-from ..reference import run_with_xla
+from ..hlo.module import Attribute
+from ..reference import XlaCpuExecutable
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 from .test_correctness import errors, random_input
@@ -42,6 +47,28 @@ def _compile(module, dump_to: Path | None, device) -> dict[int, CpuKernel]:
     return kernels
 
 
+def reference_text(module) -> str:
+    """The module for XLA, its fusions turned into calls: XLA's pipeline
+    expects unfused HLO (its simplifier can rewrite a fusion's shape but
+    not its computation), and inlines calls."""
+    saved = []
+    for inst in module.fusions():
+        calls = inst.attributes.get("calls")
+        saved.append((inst, inst.opcode, inst.attributes))
+        inst.opcode = "call"
+        inst.attributes = {"to_apply": Attribute("to_apply", calls.text)}
+    try:
+        return module.to_text()
+    finally:
+        for inst, opcode, attributes in saved:
+            inst.opcode, inst.attributes = opcode, attributes
+
+
+def _row_major(inst) -> bool:
+    return all(s.is_array and s.has_default_layout
+               for s in [inst.shape, *(o.shape for o in inst.operands)])
+
+
 def _run(module, kernels, inputs) -> list[np.ndarray]:
     values: dict[int, np.ndarray | list] = {}
     for inst in module.entry.instructions:
@@ -56,6 +83,15 @@ def _run(module, kernels, inputs) -> list[np.ndarray]:
             values[id(inst)] = [values[id(o)] for o in inst.operands]
         elif inst.opcode == "get-tuple-element":
             values[id(inst)] = values[id(inst.operands[0])][inst.attr("index")]
+        elif inst.opcode == "constant" and inst.literal is not None and \
+                inst.literal.value is not None:
+            values[id(inst)] = np.asarray(inst.literal.value).reshape(inst.shape.dims)
+        elif inst.opcode in ("bitcast", "reshape", "copy") and _row_major(inst):
+            # Between row-major arrays these only rename the elements.
+            values[id(inst)] = values[id(inst.operands[0])].reshape(inst.shape.dims).copy()
+        elif inst.opcode == "transpose" and _row_major(inst):
+            values[id(inst)] = np.ascontiguousarray(
+                np.transpose(values[id(inst.operands[0])], inst.dimensions))
         else:
             raise ToolError(f"{inst.name} ({inst.opcode}) in the entry computation is not "
                             "a fusion: run-hlo runs modules made of fusions")
@@ -70,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=1)
     parser.add_argument("--dump-to", type=Path, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--abs_error_bound", type=float, default=1e-5)
+    parser.add_argument("--rel_error_bound", type=float, default=1e-5)
     parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
                         help="the GPU whose launch dimensions the kernels use")
     args = parser.parse_args(argv)
@@ -91,14 +129,28 @@ def main(argv: list[str] | None = None) -> int:
             ours = _run(module, kernels, inputs)
             times.append(time.perf_counter() - start)
         start = time.perf_counter()
-        expected = run_with_xla(module.to_text(), inputs)
-        xla_time = time.perf_counter() - start
+        xla = XlaCpuExecutable(reference_text(module))
+        xla_compile = time.perf_counter() - start
+        buffers = xla.put(inputs)
+        expected, xla_times = None, []
+        for _ in range(max(1, args.iterations)):
+            start = time.perf_counter()
+            expected = xla.execute(buffers)
+            xla_times.append(time.perf_counter() - start)
+        failed = False
         for i, (got, want) in enumerate(zip(ours, expected)):
-            diff, rel = errors(got, want)
-            print(f"output {i}: max abs error {diff.max():.3g}, max rel error {rel.max():.3g}")
-        print(f"ours (cpu target, {len(kernels)} fusions): {np.median(times) * 1e3:.2f} ms "
-              f"median of {len(times)}; XLA:CPU (compile + run): {xla_time * 1e3:.2f} ms")
-        return 0
+            diff, rel = errors(got, np.asarray(want))
+            bad = ~((diff <= args.abs_error_bound) | (rel <= args.rel_error_bound))
+            failed |= bool(bad.any())
+            print(f"{'FAIL' if bad.any() else 'PASS'} output {i}: max abs error "
+                  f"{diff.max() if diff.size else 0:.3g}, max rel error "
+                  f"{rel.max() if rel.size else 0:.3g}, {int(bad.sum())} of {diff.size} "
+                  "elements out of bounds")
+        ours_ms, xla_ms = np.median(times) * 1e3, np.median(xla_times) * 1e3
+        print(f"ours (cpu target, {len(kernels)} fusions): {ours_ms:.2f} ms; XLA:CPU: "
+              f"{xla_ms:.2f} ms (compile {xla_compile * 1e3:.0f} ms); medians of "
+              f"{len(times)}; ratio ours/XLA {ours_ms / xla_ms:.2f}")
+        return 1 if failed else 0
 
     return run_tool("run-hlo", body)
 

@@ -71,8 +71,9 @@ def test_reads_at_the_same_index_stay_together(ctx):
     ("f32[100000]", "l4", (128, 196, 4)),
     ("f32[270336]", "h100", (128, 528, 4)),
     ("f32[270338]", "h100", (128, 1057, 2)),
-    # 4-bit types: two per thread, so one thread writes a whole byte.
+    # 4- and 2-bit types: a whole packed byte per thread.
     ("s4[9]", "h100", (5, 1, 2)),
+    ("u2[9]", "h100", (3, 1, 4)),
 ])
 def test_launch_dims(shape, device, expected):
     d = loop_launch_dims(parse_shape(shape), device_named(device))

@@ -52,14 +52,16 @@ def loop_launch_dims(shape: Shape, device: DeviceDescription = DEFAULT_DEVICE,
     """XLA's loop fusion launch: unroll only outputs with at least as many
     elements as the device has resident threads (a small output wants one
     thread per element), by the largest of 4, 2, 1 dividing the count, and
-    at least 2 for 4-bit types (one thread writes a whole byte); blocks of
+    at least 8 / bits for 2- and 4-bit types (one thread writes a whole
+    packed byte); blocks of
     four warps, fewer threads if there are fewer elements."""
     n = shape.num_elements
     vector = 1
     if n >= device.max_resident_threads and not prevent_vectorization:
         vector = next(v for v in (kMaxUnrollFactor, 2, 1) if n % v == 0)
-    if shape.element_type is not None and shape.element_type.bits == 4:
-        vector = max(vector, 2)
+    bits = shape.element_type.bits if shape.element_type is not None else 8
+    if bits < 8 and not shape.element_type.is_pred:
+        vector = max(vector, 8 // bits)
     per_thread = -(-n // vector)
     threads = min(device.threads_per_warp * kWarpSchedulingGranularity, max(1, per_thread))
     blocks = max(1, -(-per_thread // threads))

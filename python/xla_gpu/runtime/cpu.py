@@ -50,9 +50,9 @@ _MLIR_TO_DTYPE = {
     "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
     "f16": np.dtype(np.float16), "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
     "bf16": ELEMENT_TYPES["bf16"].dtype,
-    # One byte per element, the value in the low nibble (as ml_dtypes holds
-    # it and as LLVM stores an i4); the upper bits are never read.
-    "i4": ELEMENT_TYPES["s4"].dtype,
+    # One byte per element, the value in the low bits (as ml_dtypes holds
+    # it and as LLVM stores an i4 or i2); the upper bits are never read.
+    "i4": ELEMENT_TYPES["s4"].dtype, "i2": ELEMENT_TYPES["s2"].dtype,
     # 8-bit floats: one byte each, as ml_dtypes holds them.
     "f8E3M4": ELEMENT_TYPES["f8e3m4"].dtype, "f8E4M3": ELEMENT_TYPES["f8e4m3"].dtype,
     "f8E4M3FN": ELEMENT_TYPES["f8e4m3fn"].dtype,
@@ -62,7 +62,8 @@ _MLIR_TO_DTYPE = {
     # (re, im) pairs.
     "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
 }
-_INT4 = {ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype}
+_SUB_BYTE = [{ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype},
+             {ELEMENT_TYPES["s2"].dtype, ELEMENT_TYPES["u2"].dtype}]
 
 # The GPU path turns a thread's few contiguous elements into one vector
 # transfer (a wide memory transaction). On the CPU the vectors LLVM wants are
@@ -163,7 +164,8 @@ class CpuKernel:
                                           f"got {type(a).__name__}")
             # MLIR integers are signless: int8 and uint8 both fit an i8.
             same_int = (a.dtype.kind in "iu" and p.dtype.kind in "iu" and
-                        a.dtype.itemsize == p.dtype.itemsize) or {a.dtype, p.dtype} <= _INT4
+                        a.dtype.itemsize == p.dtype.itemsize) or any(
+                            {a.dtype, p.dtype} <= kind for kind in _SUB_BYTE)
             if a.shape != p.shape or (a.dtype != p.dtype and not same_int):
                 raise KernelArgumentError(
                     f"argument {i} must be {p.type_text} (shape {p.shape}, {p.dtype}), got "

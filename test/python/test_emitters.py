@@ -129,3 +129,49 @@ def test_every_loop_test_kernel_assembles(ctx, path, sm):
     code = pipelines.compile_to_ptx(ir.Module.parse(str(module)), opts)
     result = ptx.ptxas_check(code, opts.chip)
     assert result.ok, result.log
+
+
+def _analysis(body: str, params: str):
+    from xla_gpu.emitters import analyze_fusion
+    return analyze_fusion(_fused(body, params).fused_computation)
+
+
+def test_heroes_are_found_through_trivial_ops(ctx):
+    add = "add {\nx = f32[] parameter(0)\ny = f32[] parameter(1)\nROOT s = f32[] add(x, y)\n}\n"
+    # convert(negate(reduce)): the reduce decides.
+    text = (add + "fused {\np = f32[8,16] parameter(0)\nz = f32[] constant(0)\n"
+            "r = f32[8] reduce(p, z), dimensions={1}, to_apply=add\nn = f32[8] negate(r)\n"
+            "ROOT c = f16[8] convert(n)\n}\nENTRY e {\np = f32[8,16] parameter(0)\n"
+            "ROOT f = f16[8] fusion(p), kind=kInput, calls=fused\n}\n")
+    from xla_gpu.emitters import analyze_fusion
+    a = analyze_fusion(find_fusion(parse_hlo("HloModule m\n" + text)).fused_computation)
+    assert [h.name for h in a.heroes] == ["r"] and a.kind == "reduction"
+    # A binary op is a hero itself (XLA follows one-operand ops only).
+    a = _analysis("p0 = f32[8] parameter(0)\ne = f32[8] exponential(p0)\n"
+                  "ROOT m = f32[8] multiply(e, e)",
+                  "a = f32[8] parameter(0)\nROOT f = f32[8] fusion(a), kind=kLoop, calls=fused")
+    assert [h.name for h in a.heroes] == ["m"] and a.kind == "loop"
+
+
+def test_transpose_heroes(ctx):
+    # Swapping two large dimensions: the transpose emitter's (the loop
+    # emitter stands in for it); moving a unit dimension is a bitcast.
+    a = _analysis("p0 = f32[64,32] parameter(0)\nt = f32[32,64] transpose(p0), dimensions={1,0}\n"
+                  "ROOT e = f32[32,64] exponential(t)",
+                  "a = f32[64,32] parameter(0)\n"
+                  "ROOT f = f32[32,64] fusion(a), kind=kInput, calls=fused")
+    assert [h.name for h in a.heroes] == ["t"] and a.kind == "transpose"
+    a = _analysis("p0 = f32[1,32] parameter(0)\ne = f32[1,32] exponential(p0)\n"
+                  "ROOT t = f32[32,1] transpose(e), dimensions={1,0}",
+                  "a = f32[1,32] parameter(0)\n"
+                  "ROOT f = f32[32,1] fusion(a), kind=kLoop, calls=fused")
+    assert [h.name for h in a.heroes] == ["e"] and a.kind == "loop"
+
+
+def test_in_place_dynamic_update_slice_is_refused(ctx):
+    fusion = _fused("p0 = f32[8] parameter(0)\nu = f32[2] parameter(1)\ni = s32[] parameter(2)\n"
+                    "ROOT d = f32[8] dynamic-update-slice(p0, u, i)",
+                    "a = f32[8] parameter(0)\nb = f32[2] parameter(1)\nc = s32[] parameter(2)\n"
+                    "ROOT f = f32[8] fusion(a, b, c), kind=kLoop, calls=fused")
+    with pytest.raises(EmitterError, match="needs the in-place dynamic-update-slice emitter"):
+        emit_fusion(fusion)

@@ -1,0 +1,79 @@
+"""Fusion analysis, the part of XLA's HloFusionAnalysis that picks the
+emitter: each output's hero -- the instruction that decides how the fusion
+is emitted -- is found by walking up from the output through trivial ops
+(FindNonTrivialHero), and the heroes decide the emitter kind."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hlo import HloComputation, HloInstruction
+from ..indexing.analysis import ELEMENTWISE
+
+__all__ = ["FusionAnalysis", "analyze_fusion", "find_hero"]
+
+# XLA's kMinDimensionToTransposeTiled: both swapped dimensions at least this.
+kMinDimensionToTransposeTiled = 16
+
+
+def _is_bitcast_transpose(inst: HloInstruction) -> bool:
+    """A transpose that moves only unit dimensions (row-major layouts)."""
+    dims = inst.operands[0].shape.dims
+    kept = [d for d in inst.dimensions if dims[d] != 1]
+    return kept == sorted(kept)
+
+
+def is_intermediate(inst: HloInstruction) -> bool:
+    """Ops that only pass their one operand on, element by element or as
+    a bitcast: the hero lies beyond them."""
+    if len(inst.operands) != 1:
+        return False
+    if inst.opcode in ELEMENTWISE or inst.opcode in ("bitcast", "reshape"):
+        return True
+    return inst.opcode == "transpose" and _is_bitcast_transpose(inst)
+
+
+def find_hero(root: HloInstruction) -> HloInstruction:
+    """XLA's FindNonTrivialHero: up from `root` through intermediate ops,
+    staying inside the fusion (parameters are outside)."""
+    hero = root
+    while is_intermediate(hero) and hero.operands[0].opcode != "parameter":
+        hero = hero.operands[0]
+    return hero
+
+
+def _is_tiled_transpose(inst: HloInstruction) -> bool:
+    """A transpose the transpose emitter would take: it swaps the minor
+    dimension with another (021 or 210 after merging), both large."""
+    if inst.opcode != "transpose" or _is_bitcast_transpose(inst):
+        return False
+    perm, dims = inst.dimensions, inst.operands[0].shape.dims
+    minor_in = len(perm) - 1
+    minor_out_source = perm[-1]
+    return (minor_out_source != minor_in and dims[minor_in] >= kMinDimensionToTransposeTiled
+            and dims[minor_out_source] >= kMinDimensionToTransposeTiled)
+
+
+@dataclass
+class FusionAnalysis:
+    roots: list[HloInstruction]
+    heroes: list[HloInstruction]
+    # "loop", "reduction", "transpose", "scatter", "in-place dynamic-update-slice"
+    kind: str
+    # The hero that decided `kind` (None for the loop emitter).
+    deciding_hero: HloInstruction | None
+
+
+def analyze_fusion(comp: HloComputation) -> FusionAnalysis:
+    roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
+    heroes = [find_hero(r) for r in roots]
+    for kind, test in [
+        ("reduction", lambda h: h.opcode == "reduce"),
+        ("scatter", lambda h: h.opcode == "scatter"),
+        ("in-place dynamic-update-slice", lambda h: h.opcode == "dynamic-update-slice"),
+        ("transpose", _is_tiled_transpose),
+    ]:
+        for hero in heroes:
+            if test(hero):
+                return FusionAnalysis(roots, heroes, kind, hero)
+    return FusionAnalysis(roots, heroes, "loop", None)

@@ -115,6 +115,15 @@ Value fromStorage(mlir::OpBuilder& b, mlir::Location loc, mlir::Type type, Value
   return b.create<mlir::arith::BitcastOp>(loc, type, value);
 }
 
+// A complex element is its (re, im) pair: the indices of the two parts.
+std::pair<Value, Value> complexParts(mlir::OpBuilder& b, mlir::Location loc, Value index) {
+  Value two = b.create<mlir::arith::ConstantIndexOp>(loc, 2);
+  Value re = b.create<mlir::arith::MulIOp>(loc, index, two);
+  Value im = b.create<mlir::arith::AddIOp>(loc, re,
+                                           b.create<mlir::arith::ConstantIndexOp>(loc, 1));
+  return {re, im};
+}
+
 Value singleIndex(mlir::Operation* op, mlir::ValueRange indices,
                   mlir::ConversionPatternRewriter& rewriter) {
   if (indices.size() != 1) {
@@ -144,10 +153,7 @@ struct LowerExtract : public TensorPattern<mlir::tensor::ExtractOp> {
       // (re, im) pairs: two loads.
       mlir::Location loc = op.getLoc();
       mlir::Type part = complex.getElementType();
-      Value two = rewriter.create<mlir::arith::ConstantIndexOp>(loc, 2);
-      Value re = rewriter.create<mlir::arith::MulIOp>(loc, index, two);
-      Value im = rewriter.create<mlir::arith::AddIOp>(
-          loc, re, rewriter.create<mlir::arith::ConstantIndexOp>(loc, 1));
+      auto [re, im] = complexParts(rewriter, loc, index);
       auto load = [&](Value i) -> Value {
         Value ptr = gep(rewriter, loc, adaptor.getTensor(), part, i);
         return rewriter.create<mlir::LLVM::LoadOp>(loc, part, ptr, /*alignment=*/0,
@@ -176,10 +182,7 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
     if (auto complex = llvm::dyn_cast<mlir::ComplexType>(op.getScalar().getType())) {
       mlir::Location loc = op.getLoc();
       mlir::Type part = complex.getElementType();
-      Value two = rewriter.create<mlir::arith::ConstantIndexOp>(loc, 2);
-      Value re = rewriter.create<mlir::arith::MulIOp>(loc, index, two);
-      Value im = rewriter.create<mlir::arith::AddIOp>(
-          loc, re, rewriter.create<mlir::arith::ConstantIndexOp>(loc, 1));
+      auto [re, im] = complexParts(rewriter, loc, index);
       rewriter.create<mlir::LLVM::StoreOp>(
           loc, rewriter.create<mlir::complex::ReOp>(loc, adaptor.getScalar()),
           gep(rewriter, loc, adaptor.getDest(), part, re));
@@ -231,6 +234,25 @@ struct LowerTransferWrite : public TensorPattern<mlir::vector::TransferWriteOp> 
   }
 };
 
+// A private global of the module (16-byte aligned) named `prefix` and the
+// first free number; returns the name.
+std::string addGlobal(mlir::ConversionPatternRewriter& rewriter, mlir::Operation* op,
+                      llvm::StringRef prefix, mlir::Type type, bool isConstant,
+                      mlir::Attribute value, unsigned addrSpace) {
+  auto module = op->getParentOfType<mlir::ModuleOp>();
+  std::string name;
+  for (int i = 0;; ++i) {
+    name = (prefix + llvm::Twine(i)).str();
+    if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
+  }
+  mlir::OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(module.getBody());
+  rewriter.create<mlir::LLVM::GlobalOp>(op->getLoc(), type, isConstant,
+                                        mlir::LLVM::Linkage::Private, name, value,
+                                        /*alignment=*/16, addrSpace);
+  return name;
+}
+
 // A constant array (an HLO array constant read at a computed index) becomes
 // a private constant global; its value is the flattened attribute.
 struct LowerTensorConstant : public mlir::OpConversionPattern<mlir::arith::ConstantOp> {
@@ -246,19 +268,8 @@ struct LowerTensorConstant : public mlir::OpConversionPattern<mlir::arith::Const
     }
     auto flat = dense.reshape(mlir::RankedTensorType::get({type.getNumElements()}, elt));
     auto arrayType = mlir::LLVM::LLVMArrayType::get(elt, type.getNumElements());
-    auto module = op->getParentOfType<mlir::ModuleOp>();
-    std::string name;
-    for (int i = 0;; ++i) {
-      name = "constant_" + std::to_string(i);
-      if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
-    }
-    {
-      mlir::OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      rewriter.create<mlir::LLVM::GlobalOp>(op.getLoc(), arrayType, /*isConstant=*/true,
-                                            mlir::LLVM::Linkage::Private, name, flat,
-                                            /*alignment=*/16);
-    }
+    std::string name = addGlobal(rewriter, op, "constant_", arrayType, /*isConstant=*/true,
+                                 flat, /*addrSpace=*/0);
     rewriter.replaceOpWithNewOp<mlir::LLVM::AddressOfOp>(
         op, mlir::LLVM::LLVMPointerType::get(getContext()), name);
     return mlir::success();
@@ -270,22 +281,10 @@ struct LowerAllocateShared : public mlir::OpConversionPattern<AllocateSharedOp> 
   mlir::LogicalResult matchAndRewrite(AllocateSharedOp op, OpAdaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     auto type = llvm::cast<mlir::RankedTensorType>(op.getType());
-    auto module = op->getParentOfType<mlir::ModuleOp>();
     auto arrayType = mlir::LLVM::LLVMArrayType::get(storageType(type.getElementType()),
                                                     type.getNumElements());
-    std::string name;
-    for (int i = 0;; ++i) {
-      name = "shared_" + std::to_string(i);
-      if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
-    }
-    {
-      mlir::OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      rewriter.create<mlir::LLVM::GlobalOp>(op.getLoc(), arrayType, /*isConstant=*/false,
-                                            mlir::LLVM::Linkage::Private, name,
-                                            mlir::Attribute(), /*alignment=*/16,
-                                            kSharedMemorySpace);
-    }
+    std::string name = addGlobal(rewriter, op, "shared_", arrayType, /*isConstant=*/false,
+                                 mlir::Attribute(), kSharedMemorySpace);
     auto sharedPtr = mlir::LLVM::LLVMPointerType::get(getContext(), kSharedMemorySpace);
     Value addr = rewriter.create<mlir::LLVM::AddressOfOp>(op.getLoc(), sharedPtr, name);
     rewriter.replaceOpWithNewOp<mlir::LLVM::AddrSpaceCastOp>(

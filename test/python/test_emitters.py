@@ -131,41 +131,43 @@ def test_every_loop_test_kernel_assembles(ctx, path, sm):
     assert result.ok, result.log
 
 
-def _analysis(body: str, params: str):
+HERO_CASES = {
+    # A binary op is a hero itself (XLA follows one-operand ops only).
+    "binary": ("p0 = f32[8] parameter(0)\ne = f32[8] exponential(p0)\n"
+               "ROOT m = f32[8] multiply(e, e)", "f32[8]", "f32[8]", ["m"], "loop"),
+    # Swapping two large dimensions: the transpose emitter's (the loop
+    # emitter stands in for it).
+    "tiled transpose": ("p0 = f32[64,32] parameter(0)\n"
+                        "t = f32[32,64] transpose(p0), dimensions={1,0}\n"
+                        "ROOT e = f32[32,64] exponential(t)", "f32[64,32]", "f32[32,64]",
+                        ["t"], "transpose"),
+    # Moving a unit dimension is a bitcast: the hero lies beyond.
+    "bitcast transpose": ("p0 = f32[1,32] parameter(0)\ne = f32[1,32] exponential(p0)\n"
+                          "ROOT t = f32[32,1] transpose(e), dimensions={1,0}", "f32[1,32]",
+                          "f32[32,1]", ["e"], "loop"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HERO_CASES))
+def test_heroes(ctx, name):
     from xla_gpu.emitters import analyze_fusion
-    return analyze_fusion(_fused(body, params).fused_computation)
+    body, param, out, heroes, kind = HERO_CASES[name]
+    fusion = _fused(body, f"a = {param} parameter(0)\n"
+                          f"ROOT f = {out} fusion(a), kind=kLoop, calls=fused")
+    a = analyze_fusion(fusion.fused_computation)
+    assert [h.name for h in a.heroes] == heroes and a.kind == kind
 
 
-def test_heroes_are_found_through_trivial_ops(ctx):
+def test_reduction_hero_is_found_through_trivial_ops(ctx):
+    from xla_gpu.emitters import analyze_fusion
     add = "add {\nx = f32[] parameter(0)\ny = f32[] parameter(1)\nROOT s = f32[] add(x, y)\n}\n"
     # convert(negate(reduce)): the reduce decides.
     text = (add + "fused {\np = f32[8,16] parameter(0)\nz = f32[] constant(0)\n"
             "r = f32[8] reduce(p, z), dimensions={1}, to_apply=add\nn = f32[8] negate(r)\n"
             "ROOT c = f16[8] convert(n)\n}\nENTRY e {\np = f32[8,16] parameter(0)\n"
             "ROOT f = f16[8] fusion(p), kind=kInput, calls=fused\n}\n")
-    from xla_gpu.emitters import analyze_fusion
     a = analyze_fusion(find_fusion(parse_hlo("HloModule m\n" + text)).fused_computation)
     assert [h.name for h in a.heroes] == ["r"] and a.kind == "reduction"
-    # A binary op is a hero itself (XLA follows one-operand ops only).
-    a = _analysis("p0 = f32[8] parameter(0)\ne = f32[8] exponential(p0)\n"
-                  "ROOT m = f32[8] multiply(e, e)",
-                  "a = f32[8] parameter(0)\nROOT f = f32[8] fusion(a), kind=kLoop, calls=fused")
-    assert [h.name for h in a.heroes] == ["m"] and a.kind == "loop"
-
-
-def test_transpose_heroes(ctx):
-    # Swapping two large dimensions: the transpose emitter's (the loop
-    # emitter stands in for it); moving a unit dimension is a bitcast.
-    a = _analysis("p0 = f32[64,32] parameter(0)\nt = f32[32,64] transpose(p0), dimensions={1,0}\n"
-                  "ROOT e = f32[32,64] exponential(t)",
-                  "a = f32[64,32] parameter(0)\n"
-                  "ROOT f = f32[32,64] fusion(a), kind=kInput, calls=fused")
-    assert [h.name for h in a.heroes] == ["t"] and a.kind == "transpose"
-    a = _analysis("p0 = f32[1,32] parameter(0)\ne = f32[1,32] exponential(p0)\n"
-                  "ROOT t = f32[32,1] transpose(e), dimensions={1,0}",
-                  "a = f32[1,32] parameter(0)\n"
-                  "ROOT f = f32[32,1] fusion(a), kind=kLoop, calls=fused")
-    assert [h.name for h in a.heroes] == ["e"] and a.kind == "loop"
 
 
 def test_in_place_dynamic_update_slice_is_refused(ctx):

@@ -115,6 +115,30 @@ Value fromStorage(mlir::OpBuilder& b, mlir::Location loc, mlir::Type type, Value
   return b.create<mlir::arith::BitcastOp>(loc, type, value);
 }
 
+// Integers narrower than a byte (s4, u2...; not pred) are packed as XLA
+// stores them: 8 / width elements a byte, the first in the low bits.
+unsigned subByteWidth(mlir::Type type) {
+  auto integer = llvm::dyn_cast<mlir::IntegerType>(type);
+  if (!integer || integer.getWidth() == 1 || integer.getWidth() >= 8) return 0;
+  return integer.getWidth();
+}
+
+struct PackedElement {
+  Value byte;   // pointer to the byte holding the element
+  Value shift;  // i8: where the element starts in it
+};
+
+PackedElement packedElement(mlir::OpBuilder& b, mlir::Location loc, Value base, Value index,
+                            unsigned width) {
+  Value perByte = b.create<mlir::arith::ConstantIndexOp>(loc, 8 / width);
+  Value byteIndex = b.create<mlir::arith::DivUIOp>(loc, index, perByte);
+  Value position = b.create<mlir::arith::RemUIOp>(loc, index, perByte);
+  Value bit = b.create<mlir::arith::MulIOp>(
+      loc, position, b.create<mlir::arith::ConstantIndexOp>(loc, width));
+  Value shift = b.create<mlir::arith::IndexCastOp>(loc, b.getI8Type(), bit);
+  return {gep(b, loc, base, b.getI8Type(), byteIndex), shift};
+}
+
 // A complex element is its (re, im) pair: the indices of the two parts.
 std::pair<Value, Value> complexParts(mlir::OpBuilder& b, mlir::Location loc, Value index) {
   Value two = b.create<mlir::arith::ConstantIndexOp>(loc, 2);
@@ -163,6 +187,16 @@ struct LowerExtract : public TensorPattern<mlir::tensor::ExtractOp> {
       rewriter.replaceOpWithNewOp<mlir::complex::CreateOp>(op, complex, load(re), load(im));
       return mlir::success();
     }
+    if (unsigned width = subByteWidth(op.getType())) {
+      mlir::Location loc = op.getLoc();
+      auto [ptr, shift] = packedElement(rewriter, loc, adaptor.getTensor(), index, width);
+      Value byte = rewriter.create<mlir::LLVM::LoadOp>(loc, rewriter.getI8Type(), ptr,
+                                                       /*alignment=*/0, /*isVolatile=*/false,
+                                                       /*isNonTemporal=*/false, invariant);
+      Value shifted = rewriter.create<mlir::arith::ShRUIOp>(loc, byte, shift);
+      rewriter.replaceOpWithNewOp<mlir::arith::TruncIOp>(op, op.getType(), shifted);
+      return mlir::success();
+    }
     mlir::Type elt = storageType(op.getType());
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getTensor(), elt, index);
     Value loaded = rewriter.create<mlir::LLVM::LoadOp>(op.getLoc(), elt, ptr, /*alignment=*/0,
@@ -192,6 +226,25 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
       rewriter.replaceOp(op, adaptor.getDest());
       return mlir::success();
     }
+    if (unsigned width = subByteWidth(op.getScalar().getType())) {
+      // Read, replace the element's bits, write back: the loop emitter has
+      // one thread write every element of a byte, so no other writes it.
+      mlir::Location loc = op.getLoc();
+      auto i8 = rewriter.getI8Type();
+      auto [ptr, shift] = packedElement(rewriter, loc, adaptor.getDest(), index, width);
+      Value byte = rewriter.create<mlir::LLVM::LoadOp>(loc, i8, ptr);
+      Value ones = rewriter.create<mlir::arith::ConstantIntOp>(loc, (1 << width) - 1, 8);
+      Value mask = rewriter.create<mlir::arith::ShLIOp>(loc, ones, shift);
+      Value keep = rewriter.create<mlir::arith::AndIOp>(
+          loc, byte, rewriter.create<mlir::arith::XOrIOp>(
+                         loc, mask, rewriter.create<mlir::arith::ConstantIntOp>(loc, -1, 8)));
+      Value bits = rewriter.create<mlir::arith::ShLIOp>(
+          loc, rewriter.create<mlir::arith::ExtUIOp>(loc, i8, adaptor.getScalar()), shift);
+      rewriter.create<mlir::LLVM::StoreOp>(loc, rewriter.create<mlir::arith::OrIOp>(loc, keep, bits),
+                                           ptr);
+      rewriter.replaceOp(op, adaptor.getDest());
+      return mlir::success();
+    }
     Value scalar = toStorage(rewriter, op.getLoc(), adaptor.getScalar());
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getDest(), scalar.getType(), index);
     rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), scalar, ptr);
@@ -205,6 +258,9 @@ struct LowerTransferRead : public TensorPattern<mlir::vector::TransferReadOp> {
   mlir::LogicalResult matchAndRewrite(mlir::vector::TransferReadOp op, OpAdaptor adaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     if (!isTensor(op.getBase().getType())) return mlir::failure();
+    if (subByteWidth(op.getVectorType().getElementType())) {
+      return rewriter.notifyMatchFailure(op, "vectors of packed sub-byte integers");
+    }
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
     auto vecType = llvm::cast<mlir::VectorType>(storageType(op.getVectorType()));
@@ -223,6 +279,9 @@ struct LowerTransferWrite : public TensorPattern<mlir::vector::TransferWriteOp> 
   mlir::LogicalResult matchAndRewrite(mlir::vector::TransferWriteOp op, OpAdaptor adaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     if (!isTensor(op.getBase().getType())) return mlir::failure();
+    if (subByteWidth(op.getVectorType().getElementType())) {
+      return rewriter.notifyMatchFailure(op, "vectors of packed sub-byte integers");
+    }
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
     Value value = toStorage(rewriter, op.getLoc(), adaptor.getValueToStore());
@@ -266,8 +325,26 @@ struct LowerTensorConstant : public mlir::OpConversionPattern<mlir::arith::Const
     if (storageType(elt) != elt || !elt.isIntOrFloat()) {
       return rewriter.notifyMatchFailure(op, "constant arrays of this element type");
     }
-    auto flat = dense.reshape(mlir::RankedTensorType::get({type.getNumElements()}, elt));
-    auto arrayType = mlir::LLVM::LLVMArrayType::get(elt, type.getNumElements());
+    mlir::Attribute flat;
+    mlir::Type arrayType;
+    if (unsigned width = subByteWidth(elt)) {
+      // Packed as the loads read it.
+      int64_t perByte = 8 / width;
+      llvm::SmallVector<int8_t> bytes((type.getNumElements() + perByte - 1) / perByte, 0);
+      int64_t i = 0;
+      for (const llvm::APInt& v : dense.getValues<llvm::APInt>()) {
+        uint64_t bits = v.getZExtValue() & ((1u << width) - 1);
+        bytes[i / perByte] = static_cast<int8_t>(bytes[i / perByte] | bits << (i % perByte * width));
+        ++i;
+      }
+      auto byteType = mlir::RankedTensorType::get({static_cast<int64_t>(bytes.size())},
+                                                  rewriter.getI8Type());
+      flat = mlir::DenseElementsAttr::get(byteType, llvm::ArrayRef<int8_t>(bytes));
+      arrayType = mlir::LLVM::LLVMArrayType::get(rewriter.getI8Type(), bytes.size());
+    } else {
+      flat = dense.reshape(mlir::RankedTensorType::get({type.getNumElements()}, elt));
+      arrayType = mlir::LLVM::LLVMArrayType::get(elt, type.getNumElements());
+    }
     std::string name = addGlobal(rewriter, op, "constant_", arrayType, /*isConstant=*/true,
                                  flat, /*addrSpace=*/0);
     rewriter.replaceOpWithNewOp<mlir::LLVM::AddressOfOp>(
@@ -281,8 +358,12 @@ struct LowerAllocateShared : public mlir::OpConversionPattern<AllocateSharedOp> 
   mlir::LogicalResult matchAndRewrite(AllocateSharedOp op, OpAdaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     auto type = llvm::cast<mlir::RankedTensorType>(op.getType());
-    auto arrayType = mlir::LLVM::LLVMArrayType::get(storageType(type.getElementType()),
-                                                    type.getNumElements());
+    mlir::Type arrayType =
+        mlir::LLVM::LLVMArrayType::get(storageType(type.getElementType()), type.getNumElements());
+    if (unsigned width = subByteWidth(type.getElementType())) {
+      arrayType = mlir::LLVM::LLVMArrayType::get(
+          rewriter.getI8Type(), (type.getNumElements() * width + 7) / 8);
+    }
     std::string name = addGlobal(rewriter, op, "shared_", arrayType, /*isConstant=*/false,
                                  mlir::Attribute(), kSharedMemorySpace);
     auto sharedPtr = mlir::LLVM::LLVMPointerType::get(getContext(), kSharedMemorySpace);
@@ -330,6 +411,9 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
     mlir::Block* body = op.getBody();
     Value current = body->getArgument(0);
     mlir::Type elt = current.getType();
+    if (subByteWidth(elt)) {
+      return rewriter.notifyMatchFailure(op, "atomics on packed sub-byte integers");
+    }
     Value ptr = gep(rewriter, loc, adaptor.getInput(), elt, index);
     auto yield = llvm::cast<YieldOp>(body->getTerminator());
     Value updated = yield.getResult()[0];

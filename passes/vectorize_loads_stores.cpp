@@ -137,8 +137,8 @@ class VectorizeLoadsStoresPass
     // Loads.
     for (auto extract : llvm::to_vector(body->getOps<mlir::tensor::ExtractOp>())) {
       auto type = extract.getTensor().getType();
-      if (!type.getElementType().isIntOrFloat()) {
-        decline(extract, "the elements are not integers or floats");
+      if (!type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() < 8) {
+        decline(extract, "the elements are not integers or floats of a byte or more");
         continue;
       }
       int64_t bits = n * type.getElementTypeBitWidth();
@@ -175,8 +175,8 @@ class VectorizeLoadsStoresPass
     // Stores: tensor.insert into an iteration argument, yielded as is.
     for (auto insert : llvm::to_vector(body->getOps<mlir::tensor::InsertOp>())) {
       auto type = insert.getDest().getType();
-      if (!type.getElementType().isIntOrFloat()) {
-        decline(insert, "the elements are not integers or floats");
+      if (!type.getElementType().isIntOrFloat() || type.getElementTypeBitWidth() < 8) {
+        decline(insert, "the elements are not integers or floats of a byte or more");
         continue;
       }
       int64_t bits = n * type.getElementTypeBitWidth();

@@ -70,6 +70,44 @@ func.func @constant_array(%i: index) -> f32 {
 
 // -----
 
+// Sub-byte integers are packed, two s4 a byte, the first in the low bits (as
+// XLA's buffers): a load takes the byte and shifts; a store replaces the
+// element's bits in it. A constant array is packed the same way.
+// CHECK: llvm.mlir.global private constant @constant_0(dense<[33, 67, 5]> : tensor<3xi8>)
+// CHECK-SAME: !llvm.array<3 x i8>
+// CHECK-LABEL: func.func @int4
+// CHECK-SAME: (%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[I:.*]]: index)
+// CHECK: %[[B:.*]] = arith.divui %[[I]], %c2
+// CHECK: %[[R:.*]] = arith.remui %[[I]], %c2
+// CHECK: %[[BIT:.*]] = arith.muli %[[R]], %c4
+// CHECK: %[[SH:.*]] = arith.index_cast %[[BIT]] : index to i8
+// CHECK: %[[BI:.*]] = arith.index_cast %[[B]] : index to i64
+// CHECK: %[[P:.*]] = llvm.getelementptr inbounds %[[IN]][%[[BI]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK: %[[BYTE:.*]] = llvm.load %[[P]] invariant : !llvm.ptr -> i8
+// CHECK: %[[V:.*]] = arith.shrui %[[BYTE]], %[[SH]] : i8
+// CHECK: arith.trunci %[[V]] : i8 to i4
+// CHECK: %[[SUM:.*]] = arith.addi %{{.*}}, %{{.*}} : i4
+// CHECK: %[[OSH:.*]] = arith.index_cast %{{.*}} : index to i8
+// CHECK: %[[Q:.*]] = llvm.getelementptr inbounds %[[OUT]]
+// CHECK: %[[OLD:.*]] = llvm.load %[[Q]] : !llvm.ptr -> i8
+// CHECK: %[[MASK:.*]] = arith.shli %c15_i8, %[[OSH]] : i8
+// CHECK: %[[NOT:.*]] = arith.xori %[[MASK]], %c-1_i8
+// CHECK: %[[KEEP:.*]] = arith.andi %[[OLD]], %[[NOT]]
+// CHECK: %[[WIDE:.*]] = arith.extui %[[SUM]] : i4 to i8
+// CHECK: %[[NEW:.*]] = arith.shli %[[WIDE]], %[[OSH]] : i8
+// CHECK: %[[BOTH:.*]] = arith.ori %[[KEEP]], %[[NEW]]
+// CHECK: llvm.store %[[BOTH]], %[[Q]] : i8, !llvm.ptr
+func.func @int4(%in: tensor<6xi4>, %out: tensor<6xi4>, %i: index) -> tensor<6xi4> {
+  %v = tensor.extract %in[%i] : tensor<6xi4>
+  %c = arith.constant dense<[1, 2, 3, 4, 5, 0]> : tensor<6xi4>
+  %w = tensor.extract %c[%i] : tensor<6xi4>
+  %s = arith.addi %v, %w : i4
+  %r = tensor.insert %s into %out[%i] : tensor<6xi4>
+  return %r : tensor<6xi4>
+}
+
+// -----
+
 // Shared memory is a global in address space 3; sync_threads a barrier.
 // CHECK: llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
 // CHECK-LABEL: func.func @shared

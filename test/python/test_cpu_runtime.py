@@ -259,3 +259,24 @@ def test_row_reduction():
     out = np.zeros(64, np.float32)
     CpuKernel(ROW_REDUCTION)(x, out)
     np.testing.assert_array_equal(out, x.sum(axis=1))
+
+
+@pytest.mark.parametrize("dtype, bits", [(ml_dtypes.int4, 4), (ml_dtypes.uint4, 4),
+                                         (ml_dtypes.int2, 2)])
+def test_sub_byte_packing_is_xlas(dtype, bits):
+    """The kernels read s4/u4/s2 packed; the runner packs numpy's one-a-byte
+    arrays exactly as XLA holds them in its own buffers (read back from a
+    jax array on the CPU device)."""
+    import ctypes
+    import jax
+    from xla_gpu.runtime.cpu import _pack, _unpack
+
+    info = ml_dtypes.iinfo(dtype)
+    a = np.random.RandomState(bits).randint(info.min, info.max + 1, 37).astype(dtype)
+    packed = _pack(a, bits)
+    x = jax.device_put(a)
+    xla_bytes = bytes((ctypes.c_uint8 * packed.size).from_address(x.unsafe_buffer_pointer()))
+    assert packed.tobytes() == xla_bytes
+    back = np.zeros_like(a)
+    _unpack(packed, bits, back)
+    np.testing.assert_array_equal(back.astype(np.int32), a.astype(np.int32))

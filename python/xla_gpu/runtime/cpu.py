@@ -43,6 +43,29 @@ class _Param:
     shape: tuple[int, ...]
     dtype: np.dtype
     type_text: str
+    # Width of a packed sub-byte integer element (2 or 4), else 0.
+    packed_bits: int = 0
+
+
+def _pack(a: np.ndarray, bits: int) -> np.ndarray:
+    """Sub-byte integers as XLA (and the kernels) hold them: 8 / bits a
+    byte, the first in the low bits."""
+    per = 8 // bits
+    values = a.reshape(-1).view(np.uint8) & ((1 << bits) - 1)
+    padded = np.zeros(-(-values.size // per) * per, np.uint8)
+    padded[:values.size] = values
+    padded = padded.reshape(-1, per)
+    out = np.zeros(padded.shape[0], np.uint8)
+    for k in range(per):
+        out |= padded[:, k] << (k * bits)
+    return out
+
+
+def _unpack(packed: np.ndarray, bits: int, out: np.ndarray) -> None:
+    """Writes packed elements back one a byte (ml_dtypes reads the low bits)."""
+    per, mask = 8 // bits, (1 << bits) - 1
+    values = np.stack([(packed >> (k * bits)) & mask for k in range(per)], axis=1)
+    out.reshape(-1).view(np.uint8)[:] = values.reshape(-1)[:out.size]
 
 
 _MLIR_TO_DTYPE = {
@@ -50,8 +73,8 @@ _MLIR_TO_DTYPE = {
     "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
     "f16": np.dtype(np.float16), "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
     "bf16": ELEMENT_TYPES["bf16"].dtype,
-    # One byte per element, the value in the low bits (as ml_dtypes holds
-    # it and as LLVM stores an i4 or i2); the upper bits are never read.
+    # ml_dtypes holds one a byte; the kernel reads and writes them packed as
+    # XLA's buffers do (the runner packs and unpacks, see _pack).
     "i4": ELEMENT_TYPES["s4"].dtype, "i2": ELEMENT_TYPES["s2"].dtype,
     # 8-bit floats: one byte each, as ml_dtypes holds them.
     "f8E3M4": ELEMENT_TYPES["f8e3m4"].dtype, "f8E4M3": ELEMENT_TYPES["f8e4m3"].dtype,
@@ -99,7 +122,8 @@ def _signature(module: ir.Module, entry: str) -> tuple[list[_Param], int, int]:
         if elt not in _MLIR_TO_DTYPE or not rt.has_static_shape:
             raise KernelArgumentError(f"parameter {i} of @{entry} has type {t}, which the "
                                       "CPU runner does not support")
-        params.append(_Param(tuple(rt.shape), _MLIR_TO_DTYPE[elt], str(t)))
+        packed = int(elt[1:]) if elt in ("i2", "i4") else 0
+        params.append(_Param(tuple(rt.shape), _MLIR_TO_DTYPE[elt], str(t), packed))
     grid = {"gpu.block_id": 1, "gpu.thread_id": 1}
 
     def find_grid(op):
@@ -180,7 +204,9 @@ class CpuKernel:
         """Runs the whole grid; outputs (the last arrays) are written in place."""
         self.check(arrays)
         workers = max(1, min(num_threads or os.cpu_count() or 1, self.num_blocks))
-        pointers = [ctypes.c_void_p(a.ctypes.data) for a in arrays]
+        buffers = [_pack(a, p.packed_bits) if p.packed_bits else a
+                   for a, p in zip(arrays, self.params)]
+        pointers = [ctypes.c_void_p(b.ctypes.data) for b in buffers]
         bounds = np.linspace(0, self.num_blocks, workers + 1).astype(np.int64)
 
         def run(lo: int, hi: int) -> None:
@@ -191,9 +217,12 @@ class CpuKernel:
 
         if workers == 1:
             run(0, self.num_blocks)
-            return
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(run, bounds[:-1], bounds[1:]))
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(run, bounds[:-1], bounds[1:]))
+        for i in range(len(arrays) - self.num_results, len(arrays)):
+            if self.params[i].packed_bits:
+                _unpack(buffers[i], self.params[i].packed_bits, arrays[i])
 
 
 def run_on_cpu(source: str, *arrays: np.ndarray,

@@ -39,7 +39,9 @@ class XlaCpuExecutable:
     def put(self, args: list[np.ndarray]) -> list:
         """The arguments as device buffers (to time `execute` alone)."""
         import jax
-        return [jax.device_put(a, self.device) for a in args]
+        # 64-bit arrays stay 64-bit (jax would make f64 f32 by default).
+        with jax.enable_x64(True):
+            return [jax.device_put(a, self.device) for a in args]
 
     def execute(self, buffers: list) -> list:
         """Runs on device buffers; waits for the results."""

@@ -287,10 +287,11 @@ def _not(inst, a):
 
 @register_elemental("logistic")
 def _logistic(inst, a):
-    """1 / (1 + exp(-x)), in f32 for 16-bit floats: one HLO op, rounded once
-    (as XLA, which widens bf16 ops before expanding logistic)."""
+    """1 / (1 + exp(-x)). XLA expands logistic into these HLO ops, each
+    rounded in the element type (f16 too), after widening bf16 ops to f32:
+    for bf16 it is computed in f32 and rounded once."""
     x = a[0]
-    narrow = x.type if ir.FloatType(x.type).width < 32 else None
+    narrow = x.type if isinstance(x.type, ir.BF16Type) else None
     if narrow is not None:
         x = arith.extf(ir.F32Type.get(), x)
     one = arith.constant(x.type, 1.0)
@@ -351,8 +352,12 @@ def _convert(inst, a):
 def _convert_types(x: ir.Value, src: ElementType, dst: ElementType) -> ir.Value:
     to = mlir_type(dst)
     if src.is_float and dst.is_float:
-        if src.bits == dst.bits and src.name == dst.name:
+        if src.name == dst.name:
             return x
+        if src.bits == dst.bits:
+            # f16 <-> bf16: through f32, which holds both exactly.
+            x = arith.extf(ir.F32Type.get(), x)
+            return arith.truncf(to, x)
         return arith.extf(to, x) if dst.bits > src.bits else arith.truncf(to, x)
     if not src.is_float and dst.is_float:
         return arith.sitofp(to, x) if src.is_signed else arith.uitofp(to, x)

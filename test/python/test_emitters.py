@@ -177,3 +177,39 @@ def test_in_place_dynamic_update_slice_is_refused(ctx):
                     "ROOT f = f32[8] fusion(a, b, c), kind=kLoop, calls=fused")
     with pytest.raises(EmitterError, match="needs the in-place dynamic-update-slice emitter"):
         emit_fusion(fusion)
+
+
+# What the emitters cannot take yet in jax's optimized module, by fusion.
+JAX_UNSUPPORTED = {
+    "add_reduce_fusion": "needs the reduction emitter",
+    "ynn_fusion": "opcode 'dot' is not supported",
+    "wrapped_reduce-window": "opcode 'reduce-window' is not supported",
+    "multiply_dynamic-update-slice_fusion": "needs the in-place dynamic-update-slice emitter",
+}
+
+
+def test_every_loop_fusion_of_a_jax_module_matches_xla(ctx):
+    """The fusions XLA made of a real jax program (test/hlo/jax_optimized.hlo:
+    bitcasts with layouts, gathers, dynamic slices, pads, iotas, selects) run
+    on the CPU target and match XLA running the same fused computation."""
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import errors, random_input, reference_text
+
+    module = parse_hlo((HLO / "jax_optimized.hlo").read_text())
+    checked = 0
+    for fusion in module.fusions():
+        comp = fusion.fused_computation
+        if fusion.name in JAX_UNSUPPORTED:
+            with pytest.raises(EmitterError, match=JAX_UNSUPPORTED[fusion.name]):
+                emit_fusion(fusion)
+            continue
+        rng = np.random.RandomState(0)
+        inputs = [random_input(p.shape, rng) for p in comp.parameters]
+        roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
+        outputs = [np.zeros(r.shape.dims, r.shape.element_type.dtype) for r in roots]
+        CpuKernel(str(emit_fusion(fusion)))(*inputs, *outputs)
+        for got, want in zip(outputs, run_with_xla(reference_text(comp), inputs)):
+            diff, rel = errors(got, want)
+            assert ((diff <= 1e-6) | (rel <= 1e-6)).all(), fusion.name
+        checked += 1
+    assert checked == len(module.fusions()) - len(JAX_UNSUPPORTED) == 10

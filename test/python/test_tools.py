@@ -133,6 +133,10 @@ BAD_FUSIONS = {
     "real of the wrong width": ("  p0 = c64[4] parameter(0)\n  ROOT r = f64[4] real(p0)",
                                 "  a = c64[4] parameter(0)", "f64[4]", 5,
                                 "'real' of c64 produces f32, not f64"),
+    "unsupported element type": ("  p0 = f8e8m0fnu[4] parameter(0)\n"
+                                 "  ROOT c = f32[4] convert(p0)",
+                                 "  a = f8e8m0fnu[4] parameter(0)", "f32[4]", 4,
+                                 "element type f8e8m0fnu is not supported by the emitters yet"),
     "shift of floats": ("  p0 = f32[4] parameter(0)\n  ROOT s = f32[4] shift-left(p0, p0)",
                         "  a = f32[4] parameter(0)", "f32[4]", 5,
                         "'shift-left' needs an integer operand, got f32"),

@@ -6,7 +6,7 @@ no internal tuples, roots of one shape."""
 from __future__ import annotations
 
 from ..hlo import HloComputation, HloInstruction
-from .elemental import EmitterError
+from .elemental import EmitterError, mlir_type
 
 __all__ = ["verify_fusion"]
 
@@ -63,6 +63,11 @@ def verify_fusion(comp: HloComputation) -> None:
 
 def _verify(inst: HloInstruction, comp: HloComputation) -> None:
     op = inst.opcode
+    for leaf in inst.shape.leaves():
+        try:
+            mlir_type(leaf.element_type)
+        except ValueError as e:
+            raise EmitterError(inst, str(e)) from None
     if op == "get-tuple-element" or (op == "tuple" and inst is not comp.root):
         raise EmitterError(inst, "internal tuples are not supported (a fusion can be "
                            "rewritten without them)")

@@ -539,55 +539,18 @@ class ElementalEmitter:
             return result
         return f32_to_f8(fmt, arith.extf(ir.F32Type.get(), result))
 
-    def _real_constant(self, inst, values: np.ndarray, etype: ElementType, index):
-        """The element at `index` of real `values` (one part of a complex
-        constant)."""
-        t = mlir_type(etype)
-        if inst.shape.rank == 0:
-            return arith.constant(t, float(values.item()))
-        bits = values.astype(etype.dtype).reshape(-1).view(f"u{etype.dtype.itemsize}")
-        items = [f"0x{int(b):X}" for b in bits]
-        tensor_type = ir.RankedTensorType.get(list(inst.shape.dims), t)
-        dense = ir.Attribute.parse(f"dense<{_nested(items, inst.shape.dims)}> : {tensor_type}")
-        return tensor.extract(arith.ConstantOp(tensor_type, dense).result, index)
-
     def _constant(self, inst, index):
         value = inst.literal.value if inst.literal else None
         if value is None:
             raise EmitterError(inst, "the constant's values are elided ({...})")
-        etype = inst.shape.element_type
-        t = mlir_type(etype)
+        etype, dims = inst.shape.element_type, inst.shape.dims
         if etype.is_complex:
             # Two real constants, the parts.
             part = COMPLEX_PART[etype.name]
-            re, im = (self._real_constant(inst, value.real, part, index),
-                      self._real_constant(inst, value.imag, part, index))
-            return emit_complex_create(t, re, im)
-        if etype.name in FLOAT8:
-            # LLVM has no f8 constants: the bits, as i8.
-            i8 = ir.IntegerType.get_signless(8)
-            bits = value.reshape(-1).view(np.int8)
-            if inst.shape.rank == 0:
-                return arith.bitcast(t, arith.constant(i8, int(bits[0])))
-            tensor_type = ir.RankedTensorType.get(list(inst.shape.dims), i8)
-            dense = ir.DenseElementsAttr.get(bits.reshape(inst.shape.dims), type=i8)
-            table = arith.ConstantOp(tensor_type, dense).result
-            return arith.bitcast(t, tensor.extract(table, index))
-        if inst.shape.rank == 0:
-            v = value.item()
-            return arith.constant(t, float(v) if etype.is_float else int(v))
-        tensor_type = ir.RankedTensorType.get(list(inst.shape.dims), t)
-        flat = value.reshape(-1)
-        if etype.is_float:
-            # Exact bit patterns (hex), whatever the float type.
-            bits = flat.view(f"u{flat.dtype.itemsize}")
-            items = [f"0x{int(b):X}" for b in bits]
-        elif etype.is_pred:
-            items = ["true" if v else "false" for v in flat]
-        else:
-            items = [str(int(v)) for v in flat]
-        dense = ir.Attribute.parse(f"dense<{_nested(items, inst.shape.dims)}> : {tensor_type}")
-        return tensor.extract(arith.ConstantOp(tensor_type, dense).result, index)
+            re = _literal_element(value.real.astype(part.dtype), part, dims, index)
+            im = _literal_element(value.imag.astype(part.dtype), part, dims, index)
+            return emit_complex_create(mlir_type(etype), re, im)
+        return _literal_element(value, etype, dims, index)
 
     def _guarded(self, cond: ir.Value, then_fn, else_fn, result_type: ir.Type) -> ir.Value:
         if_op = scf.IfOp(cond, [result_type], has_else=True)
@@ -629,6 +592,30 @@ class ElementalEmitter:
                                  lambda: from_operand(k + 1), t)
 
         return from_operand(0)
+
+
+def _literal_element(values: np.ndarray, etype: ElementType, dims: Sequence[int],
+                     index: Sequence[ir.Value]) -> ir.Value:
+    """Element `index` of a literal: a constant for a scalar, an element of
+    a constant table for an array. Floats by their exact bits; f8 (LLVM has
+    no constants of them) as bytes, bitcast."""
+    t = mlir_type(etype)
+    flat = values.reshape(-1)
+    if etype.name in FLOAT8:
+        return arith.bitcast(t, _literal_element(flat.view(np.int8), ELEMENT_TYPES["s8"],
+                                                 dims, index))
+    if not dims:
+        v = flat[0].item()
+        return arith.constant(t, float(v) if etype.is_float else int(v))
+    if etype.is_float:
+        items = [f"0x{int(b):X}" for b in flat.view(f"u{flat.dtype.itemsize}")]
+    elif etype.is_pred:
+        items = ["true" if v else "false" for v in flat]
+    else:
+        items = [str(int(v)) for v in flat]
+    tensor_type = ir.RankedTensorType.get(list(dims), t)
+    dense = ir.Attribute.parse(f"dense<{_nested(items, dims)}> : {tensor_type}")
+    return tensor.extract(arith.ConstantOp(tensor_type, dense).result, index)
 
 
 def _nested(items: list[str], dims: Sequence[int]) -> str:

@@ -494,6 +494,8 @@ class ElementalEmitter:
             return self._dynamic_slice(inst, index)
         if op == "gather":
             return self._gather(inst, index)
+        if op in ("reduce", "reduce-window"):
+            return self._reduce(inst, index)
         if op in ("complex", "real", "imag") or (op != "select" and any(
                 t.element_type.is_complex for t in [inst.shape] + [o.shape for o in inst.operands])):
             args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
@@ -552,13 +554,47 @@ class ElementalEmitter:
             return emit_complex_create(mlir_type(etype), re, im)
         return _literal_element(value, etype, dims, index)
 
+    def _in_region(self, fn):
+        """Runs `fn`, which emits into a nested region, and forgets what it
+        emitted: a value defined in the region does not dominate what
+        follows it."""
+        saved = dict(self.cache)
+        try:
+            return fn()
+        finally:
+            self.cache = saved
+
     def _guarded(self, cond: ir.Value, then_fn, else_fn, result_type: ir.Type) -> ir.Value:
         if_op = scf.IfOp(cond, [result_type], has_else=True)
         with ir.InsertionPoint(if_op.then_block):
-            scf.YieldOp([then_fn()])
+            scf.YieldOp([self._in_region(then_fn)])
         with ir.InsertionPoint(if_op.else_block):
-            scf.YieldOp([else_fn()])
+            scf.YieldOp([self._in_region(else_fn)])
         return if_op.result
+
+    def _reduce(self, inst, index):
+        """reduce and reduce-window as XLA's elemental emitter: an
+        xla_gpu.loop over the window (the indexing map's range variables;
+        its constraints skip the padding), the reducer applied to the
+        accumulator and each element."""
+        if len(inst.operands) != 2 or inst.shape.is_tuple:
+            raise EmitterError(inst, "variadic reductions are not supported")
+        reducer = inst.called_computations[0] if inst.called_computations else None
+        if reducer is None or reducer.root.opcode == "tuple":
+            raise EmitterError(inst, "needs a reducer computation with one result")
+        try:
+            m = output_to_input_indexing(inst)[0][0]
+        except IndexingError as e:
+            raise EmitterError(inst, str(e)) from None
+        init = self.emit(inst.operands[1], [])
+
+        def body(ivs, operand_index, accumulators):
+            def step():
+                x = self.emit(inst.operands[0], list(operand_index))
+                return [apply_computation(reducer, [accumulators[0], x])]
+            return self._in_region(step)
+
+        return xla_gpu.loop(m, index, [init], body)[0]
 
     def _in_domain(self, m, index) -> ir.Value:
         """i1: `index` lies in the map's ranges and satisfies its constraints."""
@@ -592,6 +628,13 @@ class ElementalEmitter:
                                  lambda: from_operand(k + 1), t)
 
         return from_operand(0)
+
+
+def apply_computation(comp, args: Sequence[ir.Value]) -> ir.Value:
+    """The root of a scalar computation (a reducer) on `args`, inline."""
+    members = {id(i) for i in comp.instructions if i.opcode != "parameter"}
+    emitter = ElementalEmitter(members, lambda inst, idx: args[inst.parameter_number])
+    return emitter.emit(comp.root, [])
 
 
 def _literal_element(values: np.ndarray, etype: ElementType, dims: Sequence[int],

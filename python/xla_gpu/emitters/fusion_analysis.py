@@ -42,6 +42,27 @@ def find_hero(root: HloInstruction) -> HloInstruction:
     return hero
 
 
+def _consecutive(positions: list[int]) -> bool:
+    return positions == list(range(positions[0], positions[0] + len(positions)))
+
+
+def is_reduction_from_or_to_contiguous(inst: HloInstruction) -> bool:
+    """XLA's IsReductionFromOrToContiguousDimensions (row-major): the
+    reduced or the kept dimensions (unit ones aside) are adjacent. Such a
+    reduce is the reduction emitter's; any other the loop emitter's."""
+    if inst.opcode != "reduce":
+        return False
+    dims = inst.operands[0].shape.dims
+    reduced = [i for i in inst.dimensions if dims[i] != 1]
+    kept = [i for i in range(len(dims)) if i not in inst.dimensions and dims[i] != 1]
+    if not reduced:
+        return False
+    positions = [i for i in range(len(dims)) if dims[i] != 1]
+    reduced = sorted(positions.index(i) for i in reduced)
+    kept = [positions.index(i) for i in kept]
+    return _consecutive(reduced) or not kept or _consecutive(kept)
+
+
 def _is_tiled_transpose(inst: HloInstruction) -> bool:
     """A transpose the transpose emitter would take: it swaps the minor
     dimension with another (021 or 210 after merging), both large."""
@@ -68,7 +89,7 @@ def analyze_fusion(comp: HloComputation) -> FusionAnalysis:
     roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
     heroes = [find_hero(r) for r in roots]
     for kind, test in [
-        ("reduction", lambda h: h.opcode == "reduce"),
+        ("reduction", is_reduction_from_or_to_contiguous),
         ("scatter", lambda h: h.opcode == "scatter"),
         ("in-place dynamic-update-slice", lambda h: h.opcode == "dynamic-update-slice"),
         ("transpose", _is_tiled_transpose),

@@ -23,11 +23,12 @@ __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EmitterError", "Fu
 
 def choose_emitter(fusion: HloInstruction):
     """The emitter class for a fusion, from its heroes (XLA's fusion
-    analysis): the loop emitter unless a hero needs a special one. A tiled
-    transpose hero would take XLA's transpose emitter; until that exists
-    the loop emitter emits it (correct, its reads not coalesced)."""
+    analysis): the loop emitter unless a hero needs a special one. Until
+    those exist, the loop emitter stands in where it is correct: a tiled
+    transpose (its reads not coalesced) and a dynamic-update-slice (the
+    whole output written, not just the update in place)."""
     analysis = analyze_fusion(fusion.fused_computation)
-    if analysis.kind in ("loop", "transpose"):
+    if analysis.kind in ("loop", "transpose", "in-place dynamic-update-slice"):
         return LoopEmitter
     raise EmitterError(analysis.deciding_hero, f"the fusion's hero needs the {analysis.kind} "
                        "emitter, which is not built yet (only the loop emitter is)")

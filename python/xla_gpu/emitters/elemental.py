@@ -456,6 +456,23 @@ class ElementalEmitter:
                   for s, d, n in zip(inst.operands[1:], operand.dims, inst.shape.dims)]
         return self._read(inst, 0, index, starts)
 
+    def _dynamic_update_slice(self, inst, index):
+        """out[i] = update[i - start] inside the update's box, operand[i]
+        elsewhere; the starts clamped so the box fits (XLA's)."""
+        operand, update = inst.operands[0].shape, inst.operands[1].shape
+        starts = [self._start_index(self.emit(s, []), s.shape.element_type, d - u)
+                  for s, d, u in zip(inst.operands[2:], operand.dims, update.dims)]
+        index_type = ir.IndexType.get()
+        inside = arith.constant(ir.IntegerType.get_signless(1), 1)
+        for i, start, size in zip(index, starts, update.dims):
+            end = arith.addi(start, arith.constant(index_type, size))
+            inside = arith.andi(inside, arith.andi(
+                arith.cmpi(arith.CmpIPredicate.sge, i, start),
+                arith.cmpi(arith.CmpIPredicate.slt, i, end)))
+        return self._guarded(inside, lambda: self._read(inst, 1, index, starts),
+                             lambda: self._read(inst, 0, index),
+                             mlir_type(inst.shape.element_type))
+
     def _gather(self, inst, index):
         """A canonical gather (XLA's gather simplifier): out[n, o...] =
         operand[o + clamp(indices[n, :])] over the dimensions of
@@ -494,6 +511,8 @@ class ElementalEmitter:
             return self._dynamic_slice(inst, index)
         if op == "gather":
             return self._gather(inst, index)
+        if op == "dynamic-update-slice":
+            return self._dynamic_update_slice(inst, index)
         if op in ("reduce", "reduce-window"):
             return self._reduce(inst, index)
         if op in ("complex", "real", "imag") or (op != "select" and any(

@@ -393,10 +393,12 @@ def _convert_types(x: ir.Value, src: ElementType, dst: ElementType) -> ir.Value:
 
 @register_elemental("bitcast-convert")
 def _bitcast_convert(inst, a):
-    src, dst = inst.operands[0].shape.element_type, inst.shape.element_type
-    if src.bits != dst.bits:
-        raise EmitterError(inst, "bitcast-convert between element sizes is not supported")
-    return arith.bitcast(mlir_type(dst), a[0])
+    return _as_type(a[0], mlir_type(inst.shape.element_type))
+
+
+def _as_type(x: ir.Value, t: ir.Type) -> ir.Value:
+    """`x`'s bits as type `t` (of the same width)."""
+    return x if x.type == t else arith.bitcast(t, x)
 
 
 # Opcodes whose elements are elements of operand 0 at another index.
@@ -416,7 +418,9 @@ class ElementalEmitter:
         self.cache: dict[tuple, ir.Value] = {}
 
     def emit(self, inst: HloInstruction, index: Sequence[ir.Value]) -> ir.Value:
-        key = (id(inst), tuple(id(v) for v in index))
+        # The Values themselves (hashable by what they refer to): an id() of
+        # a Python wrapper can be reused once the wrapper is freed.
+        key = (id(inst), tuple(index))
         if key not in self.cache:
             if id(inst) not in self.members or inst.opcode == "parameter":
                 self.cache[key] = self.operand_value(inst, list(index))
@@ -473,6 +477,29 @@ class ElementalEmitter:
                              lambda: self._read(inst, 0, index),
                              mlir_type(inst.shape.element_type))
 
+    def _bitcast_convert_resize(self, inst, index):
+        """bitcast-convert between element sizes, little-endian as XLA: a
+        narrower output element is piece index[-1] of an operand element, a
+        wider one the operand's pieces along their last dimension."""
+        src, dst = inst.operands[0].shape.element_type, inst.shape.element_type
+        src_int = ir.IntegerType.get_signless(src.bits)
+        dst_int = ir.IntegerType.get_signless(dst.bits)
+        if src.bits > dst.bits:
+            whole = _as_type(self._read(inst, 0, index), src_int)
+            piece = arith.index_cast(src_int, index[-1])
+            shift = arith.muli(piece, arith.constant(src_int, dst.bits))
+            part = arith.trunci(dst_int, arith.shrui(whole, shift))
+            return _as_type(part, mlir_type(dst))
+        ratio = inst.operands[0].shape.dims[-1]
+        index_type = ir.IndexType.get()
+        result = arith.constant(dst_int, 0)
+        for k in range(ratio):
+            piece = self.emit(inst.operands[0], [*index, arith.constant(index_type, k)])
+            wide = arith.extui(dst_int, _as_type(piece, src_int))
+            shifted = arith.shli(wide, arith.constant(dst_int, k * src.bits))
+            result = arith.ori(result, shifted)
+        return _as_type(result, mlir_type(dst))
+
     def _gather(self, inst, index):
         """A canonical gather (XLA's gather simplifier): out[n, o...] =
         operand[o + clamp(indices[n, :])] over the dimensions of
@@ -515,6 +542,11 @@ class ElementalEmitter:
             return self._dynamic_update_slice(inst, index)
         if op in ("reduce", "reduce-window"):
             return self._reduce(inst, index)
+        if op == "bitcast-convert" and inst.operands[0].shape.dims != inst.shape.dims:
+            return self._bitcast_convert_resize(inst, index)
+        if op == "map":
+            args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
+            return apply_computation(inst.called_computations[0], args)
         if op in ("complex", "real", "imag") or (op != "select" and any(
                 t.element_type.is_complex for t in [inst.shape] + [o.shape for o in inst.operands])):
             args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]

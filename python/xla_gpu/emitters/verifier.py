@@ -12,14 +12,15 @@ __all__ = ["verify_fusion"]
 
 # Elementwise opcodes by number of operands.
 UNARY = frozenset({
-    "abs", "cbrt", "ceil", "imag", "real", "convert", "bitcast-convert", "copy", "cosine", "count-leading-zeros",
-    "erf", "exponential", "exponential-minus-one", "floor", "is-finite", "log", "log-plus-one",
-    "logistic", "negate", "not", "popcnt", "reduce-precision", "round-nearest-afz",
-    "round-nearest-even", "rsqrt", "sign", "sine", "sqrt", "tan", "tanh",
+    "abs", "bitcast-convert", "cbrt", "ceil", "convert", "copy", "cosine",
+    "count-leading-zeros", "erf", "exponential", "exponential-minus-one", "floor", "imag",
+    "is-finite", "log", "log-plus-one", "logistic", "negate", "not", "popcnt", "real",
+    "reduce-precision", "round-nearest-afz", "round-nearest-even", "rsqrt", "sign", "sine",
+    "sqrt", "tan", "tanh",
 })
 BINARY = frozenset({
-    "add", "and", "atan2", "compare", "complex", "divide", "maximum", "minimum", "multiply", "or",
-    "power", "remainder", "shift-left", "shift-right-arithmetic", "shift-right-logical",
+    "add", "and", "atan2", "compare", "complex", "divide", "maximum", "minimum", "multiply",
+    "or", "power", "remainder", "shift-left", "shift-right-arithmetic", "shift-right-logical",
     "subtract", "xor",
 })
 TERNARY = frozenset({"clamp", "select"})
@@ -81,6 +82,15 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
                            f"got {len(inst.operands)}")
     if not inst.shape.is_array:
         raise EmitterError(inst, f"'{op}' must produce an array, not {inst.shape}")
+    if op == "bitcast-convert" and inst.operands[0].shape.is_array and inst.shape.is_array:
+        src, out = inst.operands[0].shape, inst.shape
+        a, b = src.element_type.bits, out.element_type.bits
+        wider, narrower = (src, out) if a > b else (out, src)
+        if a != b and (wider.dims != narrower.dims[:-1] or
+                       narrower.dims[-1:] != (max(a, b) // min(a, b),)):
+            raise EmitterError(inst, f"bitcast-convert from {src} to {out}: the narrower "
+                               f"side needs one more dimension, of size {max(a, b) // min(a, b)}")
+        return
     for k, o in enumerate(inst.operands):
         scalar_bound = op == "clamp" and k != 1 and o.shape.is_array and o.shape.rank == 0
         if not o.shape.is_array or (o.shape.dims != inst.shape.dims and not scalar_bound):

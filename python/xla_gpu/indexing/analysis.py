@@ -409,6 +409,19 @@ def indexing_from(comp, start: HloInstruction,
     return reached
 
 
+def _bitcast_convert_resize(instr, src: Shape, out: Shape) -> IndexingMap:
+    """bitcast-convert between element sizes: to a narrower type the
+    output has one more (minor) dimension, the pieces of an operand element;
+    to a wider one the operand has it, read whole (a range variable)."""
+    if out.dims[:-1] == src.dims:
+        return _map(out.rank, [_dim(i) for i in range(src.rank)], _bounds(out.dims))
+    if src.dims[:-1] == out.dims:
+        results = [_dim(i) for i in range(out.rank)] + [_sym(0)]
+        return _map(out.rank, results, _bounds(out.dims), range_ranges=[(0, src.dims[-1] - 1)])
+    raise IndexingError(instr, f"bitcast-convert from {src} to {out}: the shapes must differ "
+                        "by the last dimension, the size ratio of the element types")
+
+
 def output_to_input_indexing(instr: HloInstruction, output_id: int = 0) -> OperandMaps:
     """For each operand of `instr`, the maps from an element of output
     `output_id` to the operand elements it reads. A map list with several
@@ -419,7 +432,7 @@ def output_to_input_indexing(instr: HloInstruction, output_id: int = 0) -> Opera
         if instr.opcode == "bitcast-convert":
             src = instr.operands[0].shape
             if src.is_array and src.dims != out.dims:
-                raise IndexingError(instr, "bitcast-convert between element sizes")
+                return [[_bitcast_convert_resize(instr, src, out)]]
         return _elementwise(instr, out)
     rule = _RULES.get(instr.opcode)
     if rule is None:

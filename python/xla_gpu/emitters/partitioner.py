@@ -25,10 +25,11 @@ otherwise it roots a new subgraph. And since `add` and `transpose` read
 `log` at different indices, they are not emitted together either: a user
 that reads a split instruction through a map other than the identity roots
 its own subgraph. The example is thus three functions of one instruction
-each, as the spec draws it, and no function reads another at two indices
-(gather's indices, read once per index vector component, split too).
-Parameters are not emitted: subgraph functions take the computation's
-parameters as tensors.
+each, as the spec draws it, and no function reads another at two indices.
+An instruction read at several elements per element of its user (through
+a map with range variables: gather's indices, a reduction's input) roots
+its own subgraph too. Parameters are not emitted: subgraph functions take
+the computation's parameters as tensors.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def partition(comp: HloComputation) -> list[Subgraph]:
                     composed = reach[id(u)].then(m)
                     if composed not in maps:
                         maps.append(composed)
-        # A map with range variables reads several elements (gather's indices).
+        # A map with range variables reads several elements (gather's
+        # indices, a reduction's input).
         several = any(v.upper > v.lower for v in maps[0].range_vars) if maps else False
         if len(groups) == 1 and len(maps) == 1 and not several and id(inst) not in split:
             group = owner[id(users[0])]

@@ -59,23 +59,30 @@ def errors(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def reference_text(comp) -> str:
     """The fused computation as a module of its own (XLA runs it). XLA
     takes bitcasts only after its layout assignment: between row-major
-    shapes one is a reshape, and is written as one."""
+    shapes one is a reshape, and is written as one. Metadata is left out
+    (its stack frames point into the original module's tables)."""
     was_entry = comp.is_entry
     renamed = [i for i in comp.instructions if i.opcode == "bitcast" and
                i.shape.is_array and i.shape.has_default_layout and
                i.operands[0].shape.is_array and i.operands[0].shape.has_default_layout]
+    called = []
+    for inst in comp.instructions:
+        called += [c for c in inst.called_computations if c not in called]
+    everything = [i for c in [*called, comp] for i in c.instructions]
+    saved = [(i, i.attributes) for i in everything]
     comp.is_entry = True
     for inst in renamed:
         inst.opcode = "reshape"
+    for inst in everything:
+        inst.attributes = {k: a for k, a in inst.attributes.items() if k != "metadata"}
     try:
-        called = []
-        for inst in comp.instructions:
-            called += [c for c in inst.called_computations if c not in called]
         parts = [c.to_text() for c in called] + [comp.to_text()]
     finally:
         comp.is_entry = was_entry
         for inst in renamed:
             inst.opcode = "bitcast"
+        for inst, attributes in saved:
+            inst.attributes = attributes
     return "HloModule reference\n\n" + "\n\n".join(parts) + "\n"
 
 

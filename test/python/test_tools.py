@@ -137,6 +137,26 @@ BAD_FUSIONS = {
                                  "  ROOT c = f32[4] convert(p0)",
                                  "  a = f8e8m0fnu[4] parameter(0)", "f32[4]", 4,
                                  "element type f8e8m0fnu is not supported by the emitters yet"),
+    "slice past the operand": ("  p0 = f32[4] parameter(0)\n"
+                               "  ROOT s = f32[5] slice(p0), slice={[0:5]}",
+                               "  a = f32[4] parameter(0)", "f32[5]", 5,
+                               "reads dimension 0 of operand 0 (p0, f32[4]) at [0, 4], "
+                               "outside [0, 3]"),
+    "broadcast misplaced": ("  p0 = f32[4] parameter(0)\n"
+                            "  ROOT b = f32[4,2] broadcast(p0), dimensions={1}",
+                            "  a = f32[4] parameter(0)", "f32[4,2]", 5,
+                            "dimensions={1} does not place f32[4] into f32[4,2]"),
+    "transpose not a permutation": ("  p0 = f32[4,3] parameter(0)\n"
+                                    "  ROOT t = f32[3,4] transpose(p0), dimensions={1,1}",
+                                    "  a = f32[4,3] parameter(0)", "f32[3,4]", 5,
+                                    "dimensions={1,1} is not a permutation"),
+    "reshape of another size": ("  p0 = f32[4] parameter(0)\n  ROOT r = f32[3] reshape(p0)",
+                                "  a = f32[4] parameter(0)", "f32[3]", 5,
+                                "f32[3] and operand f32[4] have different element counts"),
+    "pad of the wrong size": ("  p0 = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+                              "  ROOT p = f32[6] pad(p0, z), padding=1_2",
+                              "  a = f32[4] parameter(0)", "f32[6]", 6,
+                              "f32[6] cannot be made of operand 0 (p0, f32[4])"),
     "shift of floats": ("  p0 = f32[4] parameter(0)\n  ROOT s = f32[4] shift-left(p0, p0)",
                         "  a = f32[4] parameter(0)", "f32[4]", 5,
                         "'shift-left' needs an integer operand, got f32"),

@@ -36,9 +36,8 @@ def choose_emitter(fusion: HloInstruction):
 
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
     """The emitter for a checked fusion, its launch chosen for `device`."""
-    emitter = choose_emitter(fusion)
     verify_fusion(fusion.fused_computation)
-    return emitter(fusion, device)
+    return choose_emitter(fusion)(fusion, device)
 
 
 def emit_fusion(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE) -> ir.Module:

@@ -40,8 +40,14 @@ class EmitterBase:
         Needs an active context."""
         with ir.Location.name(self.fusion.name):
             module = ir.Module.create()
-            self.subgraphs = partition(self.computation)
             self.params = self.computation.parameters
+            if self.output_roots()[0].shape.num_elements == 0:
+                # Nothing to compute (XLA runs no kernel for it): @main
+                # returns its outputs as they are.
+                with ir.InsertionPoint(module.body):
+                    self._emit_empty_entry()
+                return module
+            self.subgraphs = partition(self.computation)
             with ir.InsertionPoint(module.body):
                 self.functions = {id(s): self._declare(s) for s in self.subgraphs}
                 for s in self.subgraphs:
@@ -52,6 +58,18 @@ class EmitterBase:
 
     def emit_entry_function(self, module: ir.Module) -> None:
         raise NotImplementedError
+
+    def output_roots(self) -> list[HloInstruction]:
+        root = self.computation.root
+        return list(root.operands) if root.opcode == "tuple" else [root]
+
+    def _emit_empty_entry(self) -> None:
+        inputs = [tensor_type(p.shape) for p in self.params]
+        outputs = [tensor_type(r.shape) for r in self.output_roots()]
+        main = func.FuncOp("main", ir.FunctionType.get(inputs + outputs, outputs))
+        block = main.add_entry_block()
+        with ir.InsertionPoint(block):
+            func.ReturnOp(list(block.arguments)[len(inputs):])
 
     # -- helpers shared by the emitters ---------------------------------------
 

@@ -14,6 +14,7 @@ from ..hlo import HloComputation, HloInstruction, Shape
 from ..indexing import delinearize
 from ..indexing_map import IndexingMap
 from .base import EmitterBase, tensor_type
+from .elemental import EmitterError
 from .device import DEFAULT_DEVICE, DeviceDescription
 
 __all__ = ["LaunchDims", "LoopEmitter", "loop_launch_dims", "may_prevent_vectorization"]
@@ -89,12 +90,15 @@ class LoopEmitter(EmitterBase):
     def __init__(self, fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
         super().__init__(fusion)
         comp = self.computation
-        root = comp.root.operands[0] if comp.root.opcode == "tuple" else comp.root
+        root = self.output_roots()[0]
         self.output_shape = root.shape
         self.launch = loop_launch_dims(root.shape, device, may_prevent_vectorization(comp))
 
     def thread_to_output_map(self) -> IndexingMap:
         """(thread, block)[element] -> the output index it writes."""
+        if self.output_shape.num_elements == 0:
+            raise EmitterError(self.output_roots()[0], "the output has no elements, no thread "
+                               "writes one")
         return _thread_to_output_map(self.output_shape, self.launch)
 
     def emit_entry_function(self, module: ir.Module) -> None:

@@ -6,6 +6,7 @@ no internal tuples, roots of one shape."""
 from __future__ import annotations
 
 from ..hlo import HloComputation, HloInstruction
+from ..indexing import IndexingError, output_to_input_indexing
 from .elemental import EmitterError, mlir_type
 
 __all__ = ["verify_fusion"]
@@ -47,6 +48,86 @@ COMPLEX_PART = {"c64": "f32", "c128": "f64"}
 DIRECTIONS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE"})
 
 
+# Ops whose operand elements are read through their indexing maps: each
+# read must land inside the operand (a malformed slice would read past it).
+READS_THROUGH_MAPS = frozenset({
+    "broadcast", "transpose", "reshape", "bitcast", "slice", "reverse", "pad", "concatenate",
+    "dynamic-slice", "dynamic-update-slice", "gather", "reduce", "reduce-window", "copy",
+})
+
+
+def _expected_dims(inst: HloInstruction) -> list[int] | None:
+    """The output dimensions XLA's shape inference gives the indexing ops
+    (None where this does not check them)."""
+    op, operand = inst.opcode, inst.operands[0].shape
+    dims = list(operand.dims)
+    if op == "transpose":
+        perm = inst.dimensions
+        if sorted(perm) != list(range(len(dims))):
+            raise EmitterError(inst, f"dimensions={{{','.join(map(str, perm))}}} is not a "
+                               f"permutation of the operand's {len(dims)} dimensions")
+        return [dims[i] for i in perm]
+    if op == "broadcast":
+        mapped = inst.dimensions
+        out = list(inst.shape.dims)
+        if len(mapped) != len(dims) or any(not 0 <= d < len(out) for d in mapped) or \
+                any(out[d] != n for d, n in zip(mapped, dims)):
+            raise EmitterError(inst, f"dimensions={{{','.join(map(str, mapped))}}} does not "
+                               f"place {operand} into {inst.shape}")
+        return out
+    if op in ("reshape", "bitcast") and inst.shape.num_elements != operand.num_elements:
+        raise EmitterError(inst, f"{inst.shape} and operand {operand} have different "
+                           "element counts")
+    if op == "reverse" and any(not 0 <= d < len(dims) for d in inst.dimensions):
+        raise EmitterError(inst, f"reverse dimensions {inst.dimensions} out of range")
+    if op == "slice":
+        ranges = inst.attr("slice")
+        if len(ranges) != len(dims):
+            return [-1]
+        return [max(0, -(-(limit - start) // stride)) for start, limit, stride in ranges]
+    if op == "pad":
+        padding = inst.attr("padding")
+        if len(padding) != len(dims):
+            return [-1]
+        return [lo + hi + n + max(0, n - 1) * interior
+                for n, (lo, hi, interior) in zip(dims, padding)]
+    if op == "concatenate":
+        axis = inst.dimensions[0] if inst.dimensions else -1
+        if not 0 <= axis < len(dims) or any(o.shape.rank != len(dims) for o in inst.operands):
+            return [-1]
+        dims[axis] = sum(o.shape.dims[axis] for o in inst.operands)
+        return dims
+    return None
+
+
+def _verify_reads(inst: HloInstruction) -> None:
+    if not inst.shape.is_array or not all(o.shape.is_array for o in inst.operands):
+        raise EmitterError(inst, "operands and result must be arrays (no tuples)")
+    expected = _expected_dims(inst)
+    if expected is not None and expected != list(inst.shape.dims):
+        raise EmitterError(inst, f"{inst.shape} cannot be made of operand 0 "
+                           f"({inst.operands[0].name}, {inst.operands[0].shape})")
+    try:
+        per_operand = output_to_input_indexing(inst)
+    except IndexingError as e:
+        raise EmitterError(inst, str(e)) from None
+    for k, (operand, maps) in enumerate(zip(inst.operands, per_operand)):
+        dims = operand.shape.dims
+        for m in maps:
+            if m.num_results != len(dims) or m.num_dims != inst.shape.rank:
+                raise EmitterError(inst, f"{inst.shape} cannot be made of operand {k} "
+                                   f"({operand.name}, {operand.shape})")
+            bounds = {str(e): r for e, r in m.constraints}
+            for j, e in enumerate(m.affine_map.results):
+                lo, hi = m.range_of(e)
+                if str(e) in bounds:
+                    lo, hi = max(lo, bounds[str(e)][0]), min(hi, bounds[str(e)][1])
+                if lo < 0 or hi > dims[j] - 1:
+                    raise EmitterError(inst, f"reads dimension {j} of operand {k} "
+                                       f"({operand.name}, {operand.shape}) at [{lo}, {hi}], "
+                                       f"outside [0, {dims[j] - 1}]")
+
+
 def verify_fusion(comp: HloComputation) -> None:
     """Raises EmitterError on the first malformed instruction of `comp`."""
     for inst in comp.instructions:
@@ -76,6 +157,8 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
         return
     arity = 1 if op in UNARY else 2 if op in BINARY else 3 if op in TERNARY else None
     if arity is None:
+        if op in READS_THROUGH_MAPS:
+            _verify_reads(inst)
         return
     if len(inst.operands) != arity:
         raise EmitterError(inst, f"'{op}' takes {arity} operand{'s' * (arity > 1)}, "

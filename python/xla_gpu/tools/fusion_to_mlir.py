@@ -27,8 +27,8 @@ def emit_file(path: str, dump_partition: str | None = None,
     with ir.Context():
         if dump_partition:
             comp = fusion.fused_computation
-            choose_emitter(fusion)
             verify_fusion(comp)
+            choose_emitter(fusion)
             dot = partition_to_dot(comp, partition(comp))
             with open(dump_partition, "w") as f:
                 f.write(dot)

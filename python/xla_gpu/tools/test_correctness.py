@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         with ir.Context():
             emitter = make_emitter(fusion, device_named(args.device))
             mlir_module = emitter.emit_module()
-            threads = emitter.thread_to_output_map()
+            if args.bijection_outputs or args.bijection_inputs:
+                threads = emitter.thread_to_output_map()
             if args.bijection_outputs:
                 hero = args.bijection_outputs
                 if hero not in [r.name for r in roots]:

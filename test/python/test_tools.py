@@ -157,6 +157,8 @@ BAD_FUSIONS = {
                               "  ROOT p = f32[6] pad(p0, z), padding=1_2",
                               "  a = f32[4] parameter(0)", "f32[6]", 6,
                               "f32[6] cannot be made of operand 0 (p0, f32[4])"),
+    "iota dimension": ("  ROOT i = s32[4] iota(), iota_dimension=1", "  a = f32[4] parameter(0)",
+                       "s32[4]", 4, "iota_dimension=1 is not a dimension of s32[4]"),
     "shift of floats": ("  p0 = f32[4] parameter(0)\n  ROOT s = f32[4] shift-left(p0, p0)",
                         "  a = f32[4] parameter(0)", "f32[4]", 5,
                         "'shift-left' needs an integer operand, got f32"),

@@ -155,6 +155,11 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
                            "rewritten without them)")
     if op == "tuple" or op == "parameter":
         return
+    if op == "iota":
+        d = inst.attr("iota_dimension")
+        if not isinstance(d, int) or not 0 <= d < inst.shape.rank:
+            raise EmitterError(inst, f"iota_dimension={d} is not a dimension of {inst.shape}")
+        return
     arity = 1 if op in UNARY else 2 if op in BINARY else 3 if op in TERNARY else None
     if arity is None:
         if op in READS_THROUGH_MAPS:

@@ -223,3 +223,16 @@ def test_every_loop_fusion_of_a_jax_module_matches_xla(ctx):
             assert ((diff <= 1e-6) | (rel <= 1e-6)).all(), fusion.name
         checked += 1
     assert checked == len(module.fusions()) - len(JAX_UNSUPPORTED) == 12
+
+
+def test_every_elemental_opcode_is_known_to_the_analysis_and_the_verifier():
+    """The partitioner asks the indexing analysis about every user, and the
+    verifier checks every elementwise op: an opcode the elemental emitter
+    has must be known to both (`cosine` was spelled `cos` in the analysis,
+    which only failed once a cosine had an operand inside the fusion)."""
+    from xla_gpu.emitters.elemental import ELEMENTAL
+    from xla_gpu.emitters.verifier import BINARY, TERNARY, UNARY
+    from xla_gpu.indexing.analysis import _RULES, ELEMENTWISE
+
+    assert sorted(op for op in ELEMENTAL if op not in ELEMENTWISE and op not in _RULES) == []
+    assert sorted(op for op in ELEMENTAL if op not in UNARY | BINARY | TERNARY) == []

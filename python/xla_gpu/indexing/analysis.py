@@ -37,11 +37,11 @@ class IndexingError(ValueError):
 
 
 ELEMENTWISE = frozenset("""
-abs add and atan2 bitcast-convert cbrt ceil clamp clz compare complex convert copy cos
-divide erf exponential exponential-minus-one floor imag is-finite log log-plus-one
-logistic map maximum minimum multiply negate not or popcnt power real reduce-precision
-remainder round-nearest-afz round-nearest-even rsqrt select shift-left
-shift-right-arithmetic shift-right-logical sign sin sqrt stochastic-convert subtract tan
+abs add and atan2 bitcast-convert cbrt ceil clamp compare complex convert copy cosine
+count-leading-zeros divide erf exponential exponential-minus-one floor imag is-finite log
+log-plus-one logistic map maximum minimum multiply negate not or popcnt power real
+reduce-precision remainder round-nearest-afz round-nearest-even rsqrt select shift-left
+shift-right-arithmetic shift-right-logical sign sine sqrt stochastic-convert subtract tan
 tanh xor
 """.split())
 

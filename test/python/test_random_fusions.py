@@ -1,0 +1,132 @@
+"""Random loop fusions against XLA: chains of elementwise ops, converts,
+compares, selects and indexing ops (reverse, transpose, slice+pad,
+slice+concatenate, reshape, broadcast) over every integer and float type
+the emitters have, each run on the CPU target and by XLA:CPU on the same
+random inputs. Seeded: a failure names its seed, and `fusion_text(seed)`
+gives the HLO to reproduce it with test-correctness.
+
+The ops are those whose results are exact in both (no transcendentals),
+so every type must match bit for bit -- but f32, where XLA:CPU contracts a
+multiply and an add into an FMA (1e-5). Left out where XLA:CPU differs
+from the HLO semantics we implement: popcnt/count-leading-zeros of s4
+(XLA:CPU counts the bits of the sign-extended byte) and sign/abs of
+unsigned types (StableHLO rejects them).
+"""
+
+import random
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from xla_gpu.emitters import emit_fusion, find_fusion
+from xla_gpu.hlo import parse_hlo
+from xla_gpu.reference import run_with_xla
+from xla_gpu.runtime import CpuKernel
+from xla_gpu.tools.test_correctness import errors, random_input, reference_text
+
+FLOATS = ["f32", "bf16", "f16", "f8e4m3fn", "f8e5m2"]
+INTEGERS = ["s32", "u8", "s8", "u32", "s16", "s4", "u16"]
+FLOAT_UNARY = ["negate", "abs", "floor", "ceil", "sign", "sqrt", "round-nearest-even",
+               "round-nearest-afz"]
+FLOAT_BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum"]
+INT_UNARY = ["negate", "abs", "not", "popcnt", "count-leading-zeros", "sign"]
+INT_BINARY = ["add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum",
+              "and", "or", "xor", "shift-left", "shift-right-logical",
+              "shift-right-arithmetic", "power"]
+SHAPE = "[3,11]"
+
+
+def _indexing(r: random.Random, name: str, a: str, t: str) -> list[str]:
+    """`name`, of the fusion's shape, made of `a` through indexing ops."""
+    pattern = r.randrange(6)
+    if pattern == 0:
+        dims = r.choice(["0", "1", "0,1"])
+        return [f"{name} = {t}{SHAPE} reverse({a}), dimensions={{{dims}}}"]
+    if pattern == 1:
+        return [f"{name}t = {t}[11,3] transpose({a}), dimensions={{1,0}}",
+                f"{name}r = {t}[11,3] reverse({name}t), dimensions={{0}}",
+                f"{name} = {t}{SHAPE} transpose({name}r), dimensions={{1,0}}"]
+    if pattern == 2:
+        return [f"{name}s = {t}[3,5] slice({a}), slice={{[0:3], [2:7]}}",
+                f"{name}z = {t}[] constant(1)",
+                f"{name} = {t}{SHAPE} pad({name}s, {name}z), padding=0_0x3_3"]
+    if pattern == 3:
+        return [f"{name}a = {t}[3,4] slice({a}), slice={{[0:3], [0:4]}}",
+                f"{name}b = {t}[3,7] slice({a}), slice={{[0:3], [4:11]}}",
+                f"{name} = {t}{SHAPE} concatenate({name}b, {name}a), dimensions={{1}}"]
+    if pattern == 4:
+        return [f"{name}f = {t}[33] reshape({a})",
+                f"{name}v = {t}[33] reverse({name}f), dimensions={{0}}",
+                f"{name} = {t}{SHAPE} reshape({name}v)"]
+    return [f"{name}c = {t}[3,1] slice({a}), slice={{[0:3], [5:6]}}",
+            f"{name}d = {t}[3] reshape({name}c)",
+            f"{name} = {t}{SHAPE} broadcast({name}d), dimensions={{0}}"]
+
+
+def _unary_ops(t: str) -> list[str]:
+    if t in FLOATS:
+        return FLOAT_UNARY
+    return [op for op in INT_UNARY
+            if not (t.startswith("u") and op in ("sign", "abs"))
+            and not (t == "s4" and op in ("popcnt", "count-leading-zeros"))]
+
+
+def fusion_text(seed: int) -> tuple[str, str]:
+    """A random one-output loop fusion (HLO text) and its element type."""
+    r = random.Random(seed)
+    params = [(f"p{i}", r.choice(FLOATS + INTEGERS)) for i in range(3)]
+    lines = [f"{n} = {t}{SHAPE} parameter({i})" for i, (n, t) in enumerate(params)]
+    values = list(params)
+    for k in range(8):
+        name = f"v{k}"
+        a, t = r.choice(values)
+        same = [v for v, vt in values if vt == t]
+        kind = r.random()
+        preds = [v for v, vt in values if vt == "pred"]
+        if kind < 0.2:
+            t = r.choice(FLOATS + INTEGERS + ["pred"])
+            lines.append(f"{name} = {t}{SHAPE} convert({a})")
+        elif kind < 0.3:
+            direction = r.choice(["LT", "EQ", "GE", "NE"])
+            lines.append(f"{name} = pred{SHAPE} compare({a}, {r.choice(same)}), "
+                         f"direction={direction}")
+            t = "pred"
+        elif kind < 0.4 and preds:
+            lines.append(f"{name} = {t}{SHAPE} select({r.choice(preds)}, {a}, {r.choice(same)})")
+        elif kind < 0.55:
+            lines += _indexing(r, name, a, t)
+        elif t == "pred":
+            lines.append(f"{name} = pred{SHAPE} not({a})")
+        elif r.random() < 0.5:
+            lines.append(f"{name} = {t}{SHAPE} {r.choice(_unary_ops(t))}({a})")
+        else:
+            op = r.choice(FLOAT_BINARY if t in FLOATS else INT_BINARY)
+            lines.append(f"{name} = {t}{SHAPE} {op}({a}, {r.choice(same)})")
+        values.append((name, t))
+    root, root_type = values[-1]
+    lines[-1] = "ROOT " + lines[-1]
+    body = "\n".join(f"  {line}" for line in lines)
+    entry = "\n".join(f"  {line}" for line in lines[:len(params)])
+    operands = ", ".join(n for n, _ in params)
+    text = (f"HloModule random_{seed}\n\nfused {{\n{body}\n}}\n\nENTRY main {{\n{entry}\n"
+            f"  ROOT f = {root_type}{SHAPE} fusion({operands}), kind=kLoop, calls=fused\n}}\n")
+    return text, root_type
+
+
+@pytest.mark.parametrize("seed", range(64))
+def test_random_fusion_matches_xla(seed):
+    text, root_type = fusion_text(seed)
+    fusion = find_fusion(parse_hlo(text))
+    comp = fusion.fused_computation
+    rng = np.random.RandomState(seed)
+    inputs = [random_input(p.shape, rng) for p in comp.parameters]
+    out = np.zeros(comp.root.shape.dims, comp.root.shape.element_type.dtype)
+    with ir.Context():
+        kernel = CpuKernel(str(emit_fusion(fusion)))
+    kernel(*inputs, out)
+    (want,) = run_with_xla(reference_text(comp), inputs)
+    diff, rel = errors(out, want)
+    bound = 1e-5 if root_type == "f32" else 0
+    ok = (diff <= bound) | (rel <= bound)
+    assert ok.all(), f"seed {seed}: {int((~ok).sum())} elements differ\n{text}"

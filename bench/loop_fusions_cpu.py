@@ -38,7 +38,8 @@ CASES = {
     "gelu bf16 (seed)": examples.path("gelu.hlo").read_text(),
     "f32 chain": _module(f"  e = f32{N} exponential(a0)\n  m = f32{N} multiply(e, a1)\n"
                          f"  ROOT t = f32{N} tanh(m)", [f"f32{N}", f"f32{N}"], f"f32{N}"),
-    "s8 integer ops": _module(f"  x = s8{N} xor(a0, a1)\n  s = s8{N} shift-right-arithmetic(x, a1)\n"
+    "s8 integer ops": _module(f"  x = s8{N} xor(a0, a1)\n"
+                              f"  s = s8{N} shift-right-arithmetic(x, a1)\n"
                               f"  d = s8{N} divide(a0, s)\n  ROOT r = s32{N} convert(d)",
                               [f"s8{N}", f"s8{N}"], f"s32{N}"),
     "f8e4m3fn <- f32": _module(f"  ROOT c = f8e4m3fn{N} convert(a0)", [f"f32{N}"],

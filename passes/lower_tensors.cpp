@@ -240,8 +240,8 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
                          loc, mask, rewriter.create<mlir::arith::ConstantIntOp>(loc, -1, 8)));
       Value bits = rewriter.create<mlir::arith::ShLIOp>(
           loc, rewriter.create<mlir::arith::ExtUIOp>(loc, i8, adaptor.getScalar()), shift);
-      rewriter.create<mlir::LLVM::StoreOp>(loc, rewriter.create<mlir::arith::OrIOp>(loc, keep, bits),
-                                           ptr);
+      Value merged = rewriter.create<mlir::arith::OrIOp>(loc, keep, bits);
+      rewriter.create<mlir::LLVM::StoreOp>(loc, merged, ptr);
       rewriter.replaceOp(op, adaptor.getDest());
       return mlir::success();
     }
@@ -334,7 +334,8 @@ struct LowerTensorConstant : public mlir::OpConversionPattern<mlir::arith::Const
       int64_t i = 0;
       for (const llvm::APInt& v : dense.getValues<llvm::APInt>()) {
         uint64_t bits = v.getZExtValue() & ((1u << width) - 1);
-        bytes[i / perByte] = static_cast<int8_t>(bytes[i / perByte] | bits << (i % perByte * width));
+        int8_t& byte = bytes[i / perByte];
+        byte = static_cast<int8_t>(byte | bits << (i % perByte * width));
         ++i;
       }
       auto byteType = mlir::RankedTensorType::get({static_cast<int64_t>(bytes.size())},

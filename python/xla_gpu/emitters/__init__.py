@@ -18,8 +18,9 @@ from .loop import LoopEmitter, loop_launch_dims
 from .verifier import verify_fusion
 
 __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EmitterError", "FusionAnalysis",
-           "LoopEmitter", "analyze_fusion", "choose_emitter", "find_hero", "device_named", "emit_fusion", "find_fusion", "loop_launch_dims",
-           "make_emitter", "verify_fusion"]
+           "LoopEmitter", "analyze_fusion", "choose_emitter", "device_named", "emit_fusion",
+           "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "verify_fusion"]
+
 
 def choose_emitter(fusion: HloInstruction):
     """The emitter class for a fusion, from its heroes (XLA's fusion

@@ -547,8 +547,9 @@ class ElementalEmitter:
         if op == "map":
             args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
             return apply_computation(inst.called_computations[0], args)
-        if op in ("complex", "real", "imag") or (op != "select" and any(
-                t.element_type.is_complex for t in [inst.shape] + [o.shape for o in inst.operands])):
+        shapes = [inst.shape] + [o.shape for o in inst.operands]
+        if op in ("complex", "real", "imag") or (
+                op != "select" and any(t.element_type.is_complex for t in shapes)):
             args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
             return self._on_complex(inst, args)
         if op in ELEMENTAL:

@@ -253,15 +253,23 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
   }
 };
 
+// The flat index of a vector transfer on a tensor; null (no match) for one
+// on a vector or on packed sub-byte integers, or with several indices.
+template <typename OpT, typename AdaptorT>
+Value transferIndex(OpT op, AdaptorT adaptor, mlir::ConversionPatternRewriter& rewriter) {
+  if (!isTensor(op.getBase().getType())) return nullptr;
+  if (subByteWidth(op.getVectorType().getElementType())) {
+    (void)rewriter.notifyMatchFailure(op, "vectors of packed sub-byte integers");
+    return nullptr;
+  }
+  return singleIndex(op, adaptor.getIndices(), rewriter);
+}
+
 struct LowerTransferRead : public TensorPattern<mlir::vector::TransferReadOp> {
   using TensorPattern::TensorPattern;
   mlir::LogicalResult matchAndRewrite(mlir::vector::TransferReadOp op, OpAdaptor adaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
-    if (!isTensor(op.getBase().getType())) return mlir::failure();
-    if (subByteWidth(op.getVectorType().getElementType())) {
-      return rewriter.notifyMatchFailure(op, "vectors of packed sub-byte integers");
-    }
-    Value index = singleIndex(op, adaptor.getIndices(), rewriter);
+    Value index = transferIndex(op, adaptor, rewriter);
     if (!index) return mlir::failure();
     auto vecType = llvm::cast<mlir::VectorType>(storageType(op.getVectorType()));
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(), vecType.getElementType(), index);
@@ -278,11 +286,7 @@ struct LowerTransferWrite : public TensorPattern<mlir::vector::TransferWriteOp> 
   using TensorPattern::TensorPattern;
   mlir::LogicalResult matchAndRewrite(mlir::vector::TransferWriteOp op, OpAdaptor adaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
-    if (!isTensor(op.getBase().getType())) return mlir::failure();
-    if (subByteWidth(op.getVectorType().getElementType())) {
-      return rewriter.notifyMatchFailure(op, "vectors of packed sub-byte integers");
-    }
-    Value index = singleIndex(op, adaptor.getIndices(), rewriter);
+    Value index = transferIndex(op, adaptor, rewriter);
     if (!index) return mlir::failure();
     Value value = toStorage(rewriter, op.getLoc(), adaptor.getValueToStore());
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(),

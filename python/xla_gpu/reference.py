@@ -4,10 +4,45 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from typing import Iterable, Iterator
 
 import numpy as np
 
-__all__ = ["XlaCpuExecutable", "run_with_xla"]
+from .hlo.module import Attribute, HloComputation, HloInstruction
+
+__all__ = ["XlaCpuExecutable", "as_xla_takes_it", "row_major", "run_with_xla"]
+
+
+def row_major(inst: HloInstruction) -> bool:
+    """`inst` and its operands are arrays in the default (row-major) layout."""
+    return all(s.is_array and s.has_default_layout
+               for s in [inst.shape, *(o.shape for o in inst.operands)])
+
+
+@contextmanager
+def as_xla_takes_it(computations: Iterable[HloComputation]) -> Iterator[None]:
+    """For the duration, the instructions of `computations` are what XLA's
+    compile pipeline accepts as input: fusions become calls (its simplifier
+    can rewrite a given fusion's shape but not its computation), row-major
+    bitcasts become reshapes (it takes bitcasts only after its layout
+    assignment), and metadata goes (its stack frames point into tables the
+    text may not carry)."""
+    insts = [i for c in computations for i in c.instructions]
+    saved = [(i, i.opcode, i.attributes) for i in insts]
+    try:
+        for inst in insts:
+            attributes = {k: a for k, a in inst.attributes.items() if k != "metadata"}
+            if inst.opcode == "fusion":
+                inst.opcode = "call"
+                attributes = {"to_apply": Attribute("to_apply", inst.attributes["calls"].text)}
+            elif inst.opcode == "bitcast" and row_major(inst):
+                inst.opcode = "reshape"
+            inst.attributes = attributes
+        yield
+    finally:
+        for inst, opcode, attributes in saved:
+            inst.opcode, inst.attributes = opcode, attributes
 
 
 def _round_as_the_hlo_says() -> None:

@@ -44,6 +44,7 @@ class EmitterBase:
             if self.output_roots()[0].shape.num_elements == 0:
                 # Nothing to compute (XLA runs no kernel for it): @main
                 # returns its outputs as they are.
+                self.subgraphs = []
                 with ir.InsertionPoint(module.body):
                     self._emit_empty_entry()
                 return module

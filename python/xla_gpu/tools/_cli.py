@@ -49,8 +49,8 @@ def run_tool(name: str, body: Callable[[], int]) -> int:
         where = e.location
         print(f"{where}: error: {e}" if where else f"{name}: error: {e}", file=sys.stderr)
     except (ValueError, RuntimeError) as e:
-        # The project's error types (EmitterError, IndexingError,
-        # PipelineError, KernelArgumentError, ...) derive from these.
+        # The project's other error types (IndexingError, PipelineError,
+        # KernelArgumentError, ...) derive from these.
         print(f"{name}: error: {e}", file=sys.stderr)
     except Exception as e:  # noqa: BLE001 - a tool never shows a traceback
         print(f"{name}: internal error ({type(e).__name__}: {e}); please report it with "

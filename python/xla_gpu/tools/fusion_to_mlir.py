@@ -11,9 +11,8 @@ import sys
 
 from mlir import ir
 
-from ..emitters import (DEFAULT_DEVICE, DEVICES, choose_emitter, device_named, emit_fusion,
-                        find_fusion, verify_fusion)
-from ..emitters.partitioner import partition, partition_to_dot
+from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_emitter
+from ..emitters.partitioner import partition_to_dot
 from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 
 
@@ -25,17 +24,16 @@ def emit_file(path: str, dump_partition: str | None = None,
     except ValueError as e:
         raise ToolError(str(e)) from None
     with ir.Context():
+        emitter = make_emitter(fusion, device_named(device))
+        text = str(emitter.emit_module())
         if dump_partition:
-            comp = fusion.fused_computation
-            verify_fusion(comp)
-            choose_emitter(fusion)
-            dot = partition_to_dot(comp, partition(comp))
+            dot = partition_to_dot(fusion.fused_computation, emitter.subgraphs)
             with open(dump_partition, "w") as f:
                 f.write(dot)
             if dump_partition.endswith(".dot") and shutil.which("dot"):
                 subprocess.run(["dot", "-Tsvg", dump_partition, "-o",
                                 dump_partition[:-4] + ".svg"], check=False)
-        return str(emit_fusion(fusion, device_named(device)))
+        return text
 
 
 def main(argv: list[str] | None = None) -> int:

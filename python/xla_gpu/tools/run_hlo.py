@@ -23,11 +23,10 @@ from mlir import ir
 
 from .. import pipelines
 from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, emit_fusion
-from ..hlo.module import Attribute
-from ..reference import XlaCpuExecutable
+from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
-from .test_correctness import errors, random_input
+from .test_correctness import random_input, report
 
 
 def _compile(module, dump_to: Path | None, device) -> dict[int, CpuKernel]:
@@ -48,25 +47,9 @@ def _compile(module, dump_to: Path | None, device) -> dict[int, CpuKernel]:
 
 
 def reference_text(module) -> str:
-    """The module for XLA, its fusions turned into calls: XLA's pipeline
-    expects unfused HLO (its simplifier can rewrite a fusion's shape but
-    not its computation), and inlines calls."""
-    saved = []
-    for inst in module.fusions():
-        calls = inst.attributes.get("calls")
-        saved.append((inst, inst.opcode, inst.attributes))
-        inst.opcode = "call"
-        inst.attributes = {"to_apply": Attribute("to_apply", calls.text)}
-    try:
+    """The module as XLA takes it (its fusions as calls, see as_xla_takes_it)."""
+    with as_xla_takes_it(module.computations):
         return module.to_text()
-    finally:
-        for inst, opcode, attributes in saved:
-            inst.opcode, inst.attributes = opcode, attributes
-
-
-def _row_major(inst) -> bool:
-    return all(s.is_array and s.has_default_layout
-               for s in [inst.shape, *(o.shape for o in inst.operands)])
 
 
 def _run(module, kernels, inputs) -> list[np.ndarray]:
@@ -86,10 +69,10 @@ def _run(module, kernels, inputs) -> list[np.ndarray]:
         elif inst.opcode == "constant" and inst.literal is not None and \
                 inst.literal.value is not None:
             values[id(inst)] = np.asarray(inst.literal.value).reshape(inst.shape.dims)
-        elif inst.opcode in ("bitcast", "reshape", "copy") and _row_major(inst):
+        elif inst.opcode in ("bitcast", "reshape", "copy") and row_major(inst):
             # Between row-major arrays these only rename the elements.
             values[id(inst)] = values[id(inst.operands[0])].reshape(inst.shape.dims).copy()
-        elif inst.opcode == "transpose" and _row_major(inst):
+        elif inst.opcode == "transpose" and row_major(inst):
             values[id(inst)] = np.ascontiguousarray(
                 np.transpose(values[id(inst.operands[0])], inst.dimensions))
         else:
@@ -139,13 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             xla_times.append(time.perf_counter() - start)
         failed = False
         for i, (got, want) in enumerate(zip(ours, expected)):
-            diff, rel = errors(got, np.asarray(want))
-            bad = ~((diff <= args.abs_error_bound) | (rel <= args.rel_error_bound))
-            failed |= bool(bad.any())
-            print(f"{'FAIL' if bad.any() else 'PASS'} output {i}: max abs error "
-                  f"{diff.max() if diff.size else 0:.3g}, max rel error "
-                  f"{rel.max() if rel.size else 0:.3g}, {int(bad.sum())} of {diff.size} "
-                  "elements out of bounds")
+            failed |= report(f"output {i}", got, np.asarray(want), args.abs_error_bound,
+                             args.rel_error_bound)
         ours_ms, xla_ms = np.median(times) * 1e3, np.median(xla_times) * 1e3
         print(f"ours (cpu target, {len(kernels)} fusions): {ours_ms:.2f} ms; XLA:CPU: "
               f"{xla_ms:.2f} ms (compile {xla_compile * 1e3:.0f} ms); medians of "

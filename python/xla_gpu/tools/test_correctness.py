@@ -20,7 +20,7 @@ from mlir import ir
 
 from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_emitter
 from ..indexing import indexing_from, output_to_input_indexing
-from ..reference import run_with_xla
+from ..reference import as_xla_takes_it, run_with_xla
 from ..runtime import CpuKernel
 from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 
@@ -57,33 +57,31 @@ def errors(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def reference_text(comp) -> str:
-    """The fused computation as a module of its own (XLA runs it). XLA
-    takes bitcasts only after its layout assignment: between row-major
-    shapes one is a reshape, and is written as one. Metadata is left out
-    (its stack frames point into the original module's tables)."""
-    was_entry = comp.is_entry
-    renamed = [i for i in comp.instructions if i.opcode == "bitcast" and
-               i.shape.is_array and i.shape.has_default_layout and
-               i.operands[0].shape.is_array and i.operands[0].shape.has_default_layout]
+    """The fused computation as a module of its own, as XLA takes it."""
     called = []
     for inst in comp.instructions:
         called += [c for c in inst.called_computations if c not in called]
-    everything = [i for c in [*called, comp] for i in c.instructions]
-    saved = [(i, i.attributes) for i in everything]
+    was_entry = comp.is_entry
     comp.is_entry = True
-    for inst in renamed:
-        inst.opcode = "reshape"
-    for inst in everything:
-        inst.attributes = {k: a for k, a in inst.attributes.items() if k != "metadata"}
     try:
-        parts = [c.to_text() for c in called] + [comp.to_text()]
+        with as_xla_takes_it([*called, comp]):
+            parts = [c.to_text() for c in called] + [comp.to_text()]
     finally:
         comp.is_entry = was_entry
-        for inst in renamed:
-            inst.opcode = "bitcast"
-        for inst, attributes in saved:
-            inst.attributes = attributes
     return "HloModule reference\n\n" + "\n\n".join(parts) + "\n"
+
+
+def report(label: str, got: np.ndarray, want: np.ndarray, abs_bound: float,
+           rel_bound: float) -> bool:
+    """Prints `PASS|FAIL label: ...` (largest errors, elements off both
+    bounds); returns whether it failed."""
+    diff, rel = errors(got, want)
+    abs_err = float(np.max(diff)) if diff.size else 0.0
+    rel_err = float(np.max(rel)) if diff.size else 0.0
+    bad = ~((diff <= abs_bound) | (rel <= rel_bound))
+    print(f"{'FAIL' if bad.any() else 'PASS'} {label}: max abs error {abs_err:.3g}, max rel "
+          f"error {rel_err:.3g}, {int(bad.sum())} of {diff.size} elements out of bounds")
+    return bool(bad.any())
 
 
 def _check_input_bijection(comp, roots, spec: str, threads) -> str | None:
@@ -157,14 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         expected = run_with_xla(reference_text(comp), inputs)
         failed = False
         for root, got, want in zip(roots, outputs, expected):
-            diff, rel = errors(got, want)
-            abs_err = float(np.max(diff)) if diff.size else 0.0
-            rel_err = float(np.max(rel)) if diff.size else 0.0
-            bad = ~((diff <= args.abs_error_bound) | (rel <= args.rel_error_bound))
-            status = "FAIL" if bad.any() else "PASS"
-            failed |= bad.any()
-            print(f"{status} {root.name}: max abs error {abs_err:.3g}, max rel error "
-                  f"{rel_err:.3g}, {int(bad.sum())} of {diff.size} elements out of bounds")
+            failed |= report(root.name, got, want, args.abs_error_bound, args.rel_error_bound)
         return 1 if failed else 0
 
     return run_tool("test-correctness", body)

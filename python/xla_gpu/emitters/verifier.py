@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..hlo import HloComputation, HloInstruction
 from ..indexing import IndexingError, output_to_input_indexing
-from .elemental import EmitterError, mlir_type
+from .elemental import COMPLEX_PART, EmitterError, mlir_type
 
 __all__ = ["verify_fusion"]
 
@@ -44,7 +44,6 @@ COMPLEX_OK = frozenset({
     "cosine", "exponential", "exponential-minus-one", "log", "log-plus-one", "rsqrt", "sine",
     "sqrt", "tan", "tanh",
 })
-COMPLEX_PART = {"c64": "f32", "c128": "f64"}
 DIRECTIONS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE"})
 
 
@@ -191,13 +190,12 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
             raise EmitterError(inst, f"the predicate of select must be pred, got {types[0]}")
         types = types[1:]
     if op in ("real", "imag") or (op == "abs" and types[0].is_complex):
-        part = COMPLEX_PART.get(types[0].name, types[0].name)
-        if out.name != part:
+        part = COMPLEX_PART.get(types[0].name, types[0])
+        if out != part:
             raise EmitterError(inst, f"'{op}' of {types[0]} produces {part}, not {out}")
         return
     if op == "complex":
-        if types[0] != types[1] or types[0].name not in ("f32", "f64") or \
-                COMPLEX_PART.get(out.name) != types[0].name:
+        if types[0] != types[1] or COMPLEX_PART.get(out.name) != types[0]:
             raise EmitterError(inst, f"complex takes two f32 (for c64) or f64 (for c128) "
                                f"parts, got {types[0]} and {types[1]} for {out}")
         return

@@ -224,6 +224,11 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
     4. Shared memory (address-space-3 globals) becomes one buffer per call,
        reused by the blocks the call runs one after the other.
 
+    5. `arith.truncf` from f64 to f16 or bf16 (compiler-rt calls on the
+       host, which the JIT may not find) becomes a truncation to f32 rounded
+       to odd followed by one to the narrow type: correctly rounded, and no
+       helper is needed.
+
     Barriers and shuffles inside control flow are not supported (the
     emitters place them at the top level) and are reported. The grid is the
     larger of the `xla.range`s found and the function's `xla.num_threads` /
@@ -231,7 +236,7 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
     optimization removes unused ids).
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }
 
 #endif  // XLA_GPU_PASSES_TD

@@ -11,9 +11,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "passes/Passes.h"
 
 namespace xla::gpu {
@@ -25,6 +27,62 @@ namespace {
 
 using llvm::SmallVector;
 using mlir::Value;
+
+// f64 -> f16 and f64 -> bf16 have no x86 instruction: LLVM calls
+// compiler-rt's __truncdfhf2/__truncdfbf2, which the JIT finds only if some
+// library of the process happens to export them. In IR instead: f64 -> f32
+// rounded to odd, then f32 -> the narrow type (an instruction, or integer
+// code from arith-expand for bf16). Rounding to odd keeps the sticky bit, and
+// f32 carries more than two bits beyond f16's or bf16's significand, so the
+// second rounding is the correctly rounded one (Boldo & Melquiond).
+struct TruncF64ThroughF32 : public mlir::OpRewritePattern<mlir::arith::TruncFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(mlir::arith::TruncFOp op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    mlir::Type from = mlir::getElementTypeOrSelf(op.getIn().getType());
+    mlir::Type to = mlir::getElementTypeOrSelf(op.getType());
+    if (!from.isF64() || !(to.isF16() || to.isBF16())) {
+      return rewriter.notifyMatchFailure(op, "not f64 -> f16/bf16");
+    }
+    mlir::Location loc = op.getLoc();
+    auto like = [&](mlir::Type element) -> mlir::Type {
+      if (auto vt = llvm::dyn_cast<mlir::VectorType>(op.getType())) return vt.clone(element);
+      return element;
+    };
+    mlir::Type f32 = like(rewriter.getF32Type());
+    mlir::Type i32 = like(rewriter.getI32Type());
+    auto i32Const = [&](int32_t v) -> Value {
+      mlir::TypedAttr attr = rewriter.getI32IntegerAttr(v);
+      if (auto vt = llvm::dyn_cast<mlir::VectorType>(i32)) {
+        attr = mlir::DenseElementsAttr::get(vt, attr);
+      }
+      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+    };
+    Value x = op.getIn();
+    Value nearest = rewriter.create<mlir::arith::TruncFOp>(loc, f32, x);
+    Value back = rewriter.create<mlir::arith::ExtFOp>(loc, x.getType(), nearest);
+    // Ordered: a NaN is exact (and keeps its payload).
+    Value inexact = rewriter.create<mlir::arith::CmpFOp>(loc, mlir::arith::CmpFPredicate::ONE,
+                                                         back, x);
+    Value bits = rewriter.create<mlir::arith::BitcastOp>(loc, i32, nearest);
+    Value one = i32Const(1);
+    Value even = rewriter.create<mlir::arith::CmpIOp>(
+        loc, mlir::arith::CmpIPredicate::eq,
+        rewriter.create<mlir::arith::AndIOp>(loc, bits, one), i32Const(0));
+    // Rounded away from zero: one step back towards it (the magnitude is in
+    // the low 31 bits), else one step on; either lands on an odd pattern.
+    Value away = rewriter.create<mlir::arith::CmpFOp>(
+        loc, mlir::arith::CmpFPredicate::OGT, rewriter.create<mlir::math::AbsFOp>(loc, back),
+        rewriter.create<mlir::math::AbsFOp>(loc, x));
+    Value step = rewriter.create<mlir::arith::SelectOp>(loc, away, i32Const(-1), one);
+    Value fix = rewriter.create<mlir::arith::AndIOp>(loc, inexact, even);
+    Value odd = rewriter.create<mlir::arith::SelectOp>(
+        loc, fix, rewriter.create<mlir::arith::AddIOp>(loc, bits, step), bits);
+    Value f = rewriter.create<mlir::arith::BitcastOp>(loc, f32, odd);
+    rewriter.replaceOpWithNewOp<mlir::arith::TruncFOp>(op, op.getType(), f);
+    return mlir::success();
+  }
+};
 
 struct Grid {
   int64_t threads = 1;
@@ -327,6 +385,14 @@ class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelTo
       mlir::FailureOr<Grid> grid = findGrid(f);
       if (mlir::failed(grid)) return signalPassFailure();
       if (mlir::failed(KernelLowering(f, *grid).run())) return signalPassFailure();
+    }
+    SmallVector<mlir::Operation*> truncations;
+    module.walk([&](mlir::arith::TruncFOp op) { truncations.push_back(op); });
+    mlir::RewritePatternSet conversions(&getContext());
+    conversions.add<TruncF64ThroughF32>(&getContext());
+    if (!truncations.empty() &&
+        mlir::failed(mlir::applyOpPatternsGreedily(truncations, std::move(conversions)))) {
+      return signalPassFailure();
     }
     // The shared-memory globals became per-call buffers.
     for (auto global : llvm::to_vector(module.getOps<mlir::LLVM::GlobalOp>())) {

@@ -74,3 +74,32 @@ func.func @no_range(%out: !llvm.ptr) {
   %tid = gpu.thread_id x
   return
 }
+
+// -----
+
+// f64 -> f16/bf16 would be compiler-rt calls on the host: f64 -> f32 rounded
+// to odd (an inexact result with an even pattern steps one ulp towards x),
+// then one rounding to the narrow type. f32 -> f16 is left as it is.
+// CHECK-LABEL: func.func private @narrow_f64
+// CHECK-SAME: (%[[X:.*]]: f64, %[[Y:.*]]: vector<4xf64>, %[[Z:.*]]: f32)
+// CHECK:      %[[NEAR:.*]] = arith.truncf %[[X]] : f64 to f32
+// CHECK:      %[[BACK:.*]] = arith.extf %[[NEAR]] : f32 to f64
+// CHECK:      %[[INEXACT:.*]] = arith.cmpf one, %[[BACK]], %[[X]] : f64
+// CHECK:      %[[BITS:.*]] = arith.bitcast %[[NEAR]] : f32 to i32
+// CHECK:      %[[AWAY:.*]] = arith.cmpf ogt
+// CHECK:      %[[STEP:.*]] = arith.select %[[AWAY]], %{{.*}}, %{{.*}} : i32
+// CHECK:      %[[FIX:.*]] = arith.andi %[[INEXACT]], %{{.*}} : i1
+// CHECK:      %[[ODD:.*]] = arith.select %[[FIX]]
+// CHECK:      %[[F:.*]] = arith.bitcast %[[ODD]] : i32 to f32
+// CHECK:      arith.truncf %[[F]] : f32 to f16
+// CHECK:      arith.truncf %[[Y]] : vector<4xf64> to vector<4xf32>
+// CHECK:      arith.bitcast %{{.*}} : vector<4xi32> to vector<4xf32>
+// CHECK-NEXT: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// CHECK-NOT:  arith.truncf %{{.*}} : f64
+// CHECK:      arith.truncf %[[Z]] : f32 to f16
+func.func private @narrow_f64(%x: f64, %y: vector<4xf64>, %z: f32) -> (f16, vector<4xbf16>, f16) {
+  %h = arith.truncf %x : f64 to f16
+  %b = arith.truncf %y : vector<4xf64> to vector<4xbf16>
+  %g = arith.truncf %z : f32 to f16
+  return %h, %b, %g : f16, vector<4xbf16>, f16
+}

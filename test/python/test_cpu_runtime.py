@@ -280,3 +280,130 @@ def test_sub_byte_packing_is_xlas(dtype, bits):
     back = np.zeros_like(a)
     _unpack(packed, bits, back)
     np.testing.assert_array_equal(back.astype(np.int32), a.astype(np.int32))
+
+
+# f64 -> f16 and f64 -> bf16: compiler-rt helpers on the host unless lowered
+# in IR (a fresh process may not have them). The cases that a double
+# rounding through f32 would get wrong are the ones that matter: values just
+# above or below a halfway point of the narrow type, by less than an f32 ulp.
+NARROWING = """
+#map = #xla_gpu.indexing_map<"(d0, d1) -> (d1 * 128 + d0), domain: d0 in [0, 127], d1 in [0, 63], d1 * 128 + d0 in [0, {last}]">
+func.func @main(%in: tensor<{n}xf64>, %h: tensor<{n}xf16>, %b: tensor<{n}xbf16>)
+    -> (tensor<{n}xf16>, tensor<{n}xbf16>) {{
+  %tid = gpu.thread_id x {{xla.range = [0 : index, 127 : index]}}
+  %bid = gpu.block_id x {{xla.range = [0 : index, 63 : index]}}
+  %r:2 = xla_gpu.loop (%tid, %bid) -> (%i) in #map iter_args(%ih = %h, %ib = %b)
+      -> (tensor<{n}xf16>, tensor<{n}xbf16>) {{
+    %v = tensor.extract %in[%i] : tensor<{n}xf64>
+    %vh = arith.truncf %v : f64 to f16
+    %vb = arith.truncf %v : f64 to bf16
+    %wh = tensor.insert %vh into %ih[%i] : tensor<{n}xf16>
+    %wb = tensor.insert %vb into %ib[%i] : tensor<{n}xbf16>
+    xla_gpu.yield %wh, %wb : tensor<{n}xf16>, tensor<{n}xbf16>
+  }}
+  return %r#0, %r#1 : tensor<{n}xf16>, tensor<{n}xbf16>
+}}
+"""
+
+
+def narrowing_cases(n):
+    """Halfway points of f16 and bf16 nudged by a few f64 ulps either way,
+    subnormals, overflow boundaries, zeros, infinities, NaN, random bits."""
+    r = np.random.RandomState(1)
+    halves = []
+    for narrow in (np.float16, ml_dtypes.bfloat16):
+        bits = r.randint(0, 0x7c00 if narrow is np.float16 else 0x7f80, size=n // 8)
+        lo = bits.astype(np.uint16).view(narrow).astype(np.float64)
+        hi = (bits + 1).astype(np.uint16).view(narrow).astype(np.float64)
+        mid = (lo + hi) / 2
+        for ulps in (-2, -1, 0, 1, 2):
+            halves.append(np.nextafter(mid, np.inf * ulps) if ulps else mid)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0, 65519.99, 65520.0,
+                        5.96e-8, 2.98e-8, 2.99e-8, 1e-300, -1e-300, 3.4e38, 3.5e38, 1e300,
+                        np.finfo(np.float64).max, -np.finfo(np.float64).tiny])
+    random_bits = r.randint(0, 2**63, size=n // 4, dtype=np.int64).view(np.float64)
+    values = np.concatenate([*halves, special, random_bits, -np.concatenate(halves)])
+    signs = np.where(r.rand(values.size) < 0.5, -1.0, 1.0)
+    with np.errstate(invalid="ignore"):
+        return (values * signs)[:n]
+
+
+def correctly_rounded(x, narrow):
+    """x rounded once to `narrow` (to nearest, ties to even): of the three
+    patterns around a first guess, the nearest to x. Differences of nearby
+    values are exact in f64 (Sterbenz), so the comparison is too."""
+    with np.errstate(all="ignore"):
+        guess = x.astype(np.float32).astype(narrow).view(np.uint16).astype(np.int32)
+        best = guess.copy()
+        best_error = np.abs(guess.astype(np.uint16).view(narrow).astype(np.float64) - x)
+        for step in (-1, 1):
+            candidate = guess + step
+            ok = (candidate >= 0) & (candidate <= 0xffff) & ((candidate & 0x7fff) != 0x8000)
+            value = np.where(ok, candidate, guess).astype(np.uint16).view(narrow).astype(
+                np.float64)
+            error = np.abs(value - x)
+            closer = ok & ((error < best_error) | ((error == best_error) & (candidate % 2 == 0)
+                                                   & np.isfinite(value)))
+            best = np.where(closer, candidate, best)
+            best_error = np.where(closer, error, best_error)
+        # Past the largest finite value by half an ulp or more: infinity
+        # (the distance comparison above would keep the finite value).
+        top = float(ml_dtypes.finfo(narrow).max)
+        below = float(np.nextafter(narrow(top), narrow(0)))
+        over = np.abs(x) >= top + (top - below) / 2
+        inf = np.array([np.inf], narrow).view(np.uint16).astype(np.int32)[0]
+        best = np.where(over, inf | (np.signbit(x) << 15), best)
+    return best.astype(np.uint16)
+
+
+def test_f64_narrowing_is_correctly_rounded_without_helpers():
+    """f64 -> f16/bf16 rounds once, as the GPU's cvt.rn.f16.f64 and
+    cvt.rn.bf16.f64 do. (XLA:CPU rounds through f32 -- twice: it differs
+    just off the halfway points, so it is the reference only elsewhere.)"""
+    from xla_gpu.reference import run_with_xla
+    n = 128 * 64
+    x = narrowing_cases(n)
+    assert x.size == n
+    h = np.zeros(n, np.float16)
+    b = np.zeros(n, ml_dtypes.bfloat16)
+    kernel = CpuKernel(NARROWING.format(n=n, last=n - 1))
+    # No compiler-rt call is left for the JIT to resolve.
+    assert "__trunc" not in kernel.llvm_ir
+    kernel(x, h, b)
+    nan = np.isnan(x)
+    assert np.isnan(h[nan].astype(np.float32)).all() and np.isnan(b[nan].astype(np.float32)).all()
+    np.testing.assert_array_equal(h[~nan].view(np.uint16), correctly_rounded(x, np.float16)[~nan])
+    np.testing.assert_array_equal(b[~nan].view(np.uint16),
+                                  correctly_rounded(x, ml_dtypes.bfloat16)[~nan])
+    # numpy rounds f64 -> f16 once too: a second opinion.
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(h[~nan].view(np.uint16),
+                                      x[~nan].astype(np.float16).view(np.uint16))
+    # Away from the halfway points XLA:CPU agrees bit for bit, except where
+    # it flushes f32 subnormals to zero (its threads run with FTZ/DAZ).
+    want_h, want_b = run_with_xla(
+        f"HloModule m\nENTRY e {{\n  p = f64[{n}] parameter(0)\n"
+        f"  h = f16[{n}] convert(p)\n  b = bf16[{n}] convert(p)\n"
+        f"  ROOT t = (f16[{n}], bf16[{n}]) tuple(h, b)\n}}\n", [x])
+    with np.errstate(over="ignore"):
+        single = ~nan & (x.astype(np.float32).astype(np.float64) == x) & (
+            (np.abs(x) >= np.finfo(np.float32).tiny) | (x == 0))
+    assert single.sum() > 1000
+    np.testing.assert_array_equal(h[single].view(np.uint16), want_h[single].view(np.uint16))
+    np.testing.assert_array_equal(b[single].view(np.uint16), want_b[single].view(np.uint16))
+
+
+def test_unresolved_symbol_is_an_error_not_a_jump_to_null():
+    from xla_gpu.runtime import JitError
+    source = """
+func.func private @xla_gpu_no_such_helper(f32) -> f32
+func.func @main(%in: tensor<128xf32>, %out: tensor<128xf32>) -> tensor<128xf32> {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %v = tensor.extract %in[%tid] : tensor<128xf32>
+  %r = func.call @xla_gpu_no_such_helper(%v) : (f32) -> f32
+  %w = tensor.insert %r into %out[%tid] : tensor<128xf32>
+  return %w : tensor<128xf32>
+}
+"""
+    with pytest.raises(JitError, match="cannot resolve xla_gpu_no_such_helper .needed by @main"):
+        CpuKernel(source)

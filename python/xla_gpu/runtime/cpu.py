@@ -17,6 +17,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
+import sys
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,12 +33,44 @@ import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 from .. import pipelines
 from ..hlo.types import ELEMENT_TYPES
 
-__all__ = ["CpuKernel", "KernelArgumentError", "run_on_cpu"]
+__all__ = ["CpuKernel", "JitError", "KernelArgumentError", "run_on_cpu"]
 
 
 class KernelArgumentError(ValueError):
     """Wrong number, shape or type of arrays for a kernel (raised before
     anything runs)."""
+
+
+class JitError(RuntimeError):
+    """The JIT could not produce the kernel's code (a symbol it cannot
+    resolve, e.g. a compiler-rt helper no library of the process exports)."""
+
+
+def _jit_lookup(engine: ExecutionEngine, name: str) -> int:
+    """The address of `name`'s packed wrapper. LLVM reports an unresolved
+    symbol on stderr and gives address 0 (calling it would jump to null):
+    that report is captured and raised as a JitError naming the symbols."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as log:
+        try:
+            os.dup2(log.fileno(), 2)
+            address = engine.raw_lookup(name)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        log.seek(0)
+        report = log.read().decode(errors="replace")
+    if address:
+        if report:
+            sys.stderr.write(report)
+        return address
+    missing = re.findall(r"Symbols not found: \[ (.*?) \]", report)
+    if missing:
+        raise JitError(f"the JIT cannot resolve {', '.join(missing)} (needed by @{name}); "
+                       "no library loaded in this process defines it")
+    detail = report.strip() or "no symbol of that name"
+    raise JitError(f"the JIT could not compile @{name}: {detail}")
 
 
 @dataclass(frozen=True)
@@ -172,7 +207,7 @@ class CpuKernel:
             self.llvm_ir = str(module)
             self._engine = ExecutionEngine(module, opt_level=3)
         self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(
-            self._engine.raw_lookup(entry))
+            _jit_lookup(self._engine, entry))
         self.entry = entry
 
     def check(self, arrays) -> None:

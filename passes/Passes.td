@@ -230,10 +230,13 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        helper is needed.
 
     Barriers and shuffles inside control flow are not supported (the
-    emitters place them at the top level) and are reported. The grid is the
-    larger of the `xla.range`s found and the function's `xla.num_threads` /
-    `xla.num_blocks` attributes (which the runtime records before
-    optimization removes unused ids).
+    emitters place them at the top level) and are reported. Threads and
+    blocks may be three-dimensional: the loops run over linear ids (x
+    fastest, as CUDA forms warps) and each `gpu.thread_id`/`gpu.block_id`
+    is recovered from them. The grid is the larger of the `xla.range`s found
+    and the function's `xla.launch_dims` (`{block_counts = array<i64: x, y,
+    z>, thread_counts_per_block = array<i64: x, y, z>}`, which the emitters
+    write and which survives optimization removing an unused id).
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <array>
+
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -84,10 +86,18 @@ struct TruncF64ThroughF32 : public mlir::OpRewritePattern<mlir::arith::TruncFOp>
   }
 };
 
+// The launch grid, (x, y, z) for threads of a block and blocks. The CPU
+// loops run over linear ids (x fastest, as CUDA numbers the threads of a
+// warp); each id is recovered from them.
 struct Grid {
-  int64_t threads = 1;
-  int64_t blocks = 1;
+  std::array<int64_t, 3> threads = {1, 1, 1};
+  std::array<int64_t, 3> blocks = {1, 1, 1};
+  int64_t numThreads() const { return threads[0] * threads[1] * threads[2]; }
 };
+
+// As a GPU: at most 1024 threads per block; grid dimensions below 2^31.
+constexpr int64_t kMaxThreadsPerBlock = 1024;
+constexpr int64_t kMaxGridDim = int64_t{1} << 31;
 
 bool isCut(mlir::Operation* op) { return llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op); }
 
@@ -102,24 +112,27 @@ mlir::FailureOr<Grid> findGrid(mlir::func::FuncOp f) {
   mlir::LogicalResult result = mlir::success();
   auto rangeOf = [&](mlir::Operation* op, int64_t& size) {
     auto range = op->getAttrOfType<mlir::ArrayAttr>("xla.range");
-    if (!range || range.size() != 2 || !llvm::isa<mlir::IntegerAttr>(range[1])) {
+    if (!range || range.size() != 2 || !llvm::isa<mlir::IntegerAttr>(range[0]) ||
+        !llvm::isa<mlir::IntegerAttr>(range[1])) {
       result = op->emitOpError() << "needs an xla.range attribute for the CPU target to "
                                     "know the size of the grid";
       return;
     }
-    size = std::max(size, llvm::cast<mlir::IntegerAttr>(range[1]).getInt() + 1);
+    int64_t lo = llvm::cast<mlir::IntegerAttr>(range[0]).getInt();
+    int64_t hi = llvm::cast<mlir::IntegerAttr>(range[1]).getInt();
+    if (lo != 0 || hi < 0 || hi >= kMaxGridDim) {
+      result = op->emitOpError() << "has xla.range [" << lo << ", " << hi
+                                 << "]; the CPU target needs [0, n - 1] with n <= "
+                                 << kMaxGridDim;
+      return;
+    }
+    size = std::max(size, hi + 1);
   };
   f.walk([&](mlir::Operation* op) {
     if (auto t = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(op)) {
-      if (t.getDimension() != mlir::gpu::Dimension::x) {
-        result = op->emitOpError() << "the CPU target supports one-dimensional blocks only";
-      }
-      rangeOf(op, grid.threads);
+      rangeOf(op, grid.threads[static_cast<int>(t.getDimension())]);
     } else if (auto b = llvm::dyn_cast<mlir::gpu::BlockIdOp>(op)) {
-      if (b.getDimension() != mlir::gpu::Dimension::x) {
-        result = op->emitOpError() << "the CPU target supports one-dimensional grids only";
-      }
-      rangeOf(op, grid.blocks);
+      rangeOf(op, grid.blocks[static_cast<int>(b.getDimension())]);
     } else if (isCut(op) && op->getBlock() != &f.getBody().front()) {
       result = op->emitOpError() << "inside control flow is not supported by the CPU "
                                     "target (barriers and shuffles must be at the top "
@@ -129,13 +142,27 @@ mlir::FailureOr<Grid> findGrid(mlir::func::FuncOp f) {
     }
   });
   if (mlir::failed(result)) return mlir::failure();
-  // The launch grid as recorded before optimization: an id that nothing
-  // uses is gone by now, but its threads still run.
-  if (auto n = f->getAttrOfType<mlir::IntegerAttr>("xla.num_threads")) {
-    grid.threads = std::max(grid.threads, n.getInt());
+  // The launch grid as the emitter recorded it: an id that nothing uses is
+  // gone by now, but its threads still run.
+  if (auto launch = f->getAttrOfType<mlir::DictionaryAttr>("xla.launch_dims")) {
+    auto blocks = launch.getAs<mlir::DenseI64ArrayAttr>("block_counts");
+    auto threads = launch.getAs<mlir::DenseI64ArrayAttr>("thread_counts_per_block");
+    if (!blocks || !threads || blocks.size() != 3 || threads.size() != 3 ||
+        llvm::any_of(blocks.asArrayRef(), [](int64_t n) { return n < 1 || n > kMaxGridDim; }) ||
+        llvm::any_of(threads.asArrayRef(),
+                     [](int64_t n) { return n < 1 || n > kMaxGridDim; })) {
+      return f.emitOpError() << "has a malformed xla.launch_dims (expected block_counts "
+                                "and thread_counts_per_block, three counts in [1, "
+                             << kMaxGridDim << "] each)";
+    }
+    for (int i = 0; i < 3; ++i) {
+      grid.blocks[i] = std::max(grid.blocks[i], blocks[i]);
+      grid.threads[i] = std::max(grid.threads[i], threads[i]);
+    }
   }
-  if (auto n = f->getAttrOfType<mlir::IntegerAttr>("xla.num_blocks")) {
-    grid.blocks = std::max(grid.blocks, n.getInt());
+  if (grid.numThreads() > kMaxThreadsPerBlock) {
+    return f.emitOpError() << "has " << grid.numThreads() << " threads per block; at most "
+                           << kMaxThreadsPerBlock << " (as on a GPU)";
   }
   return grid;
 }
@@ -198,7 +225,7 @@ class KernelLowering {
     }
     auto ptrType = mlir::LLVM::LLVMPointerType::get(ctx);
     Value one64 = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), 1);
-    Value threads64 = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), grid_.threads);
+    Value threads64 = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), grid_.numThreads());
     for (Value v : spilled_) {
       spillSlots_[v] = b.create<mlir::LLVM::AllocaOp>(loc, ptrType, storageType(v.getType()),
                                                       threads64, /*alignment=*/16);
@@ -211,7 +238,7 @@ class KernelLowering {
     }
     Value c0 = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
     Value c1 = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
-    Value nThreads = b.create<mlir::arith::ConstantIndexOp>(loc, grid_.threads);
+    Value nThreads = b.create<mlir::arith::ConstantIndexOp>(loc, grid_.numThreads());
     auto blockLoop = b.create<mlir::scf::ForOp>(loc, first, last, c1);
     b.setInsertionPointToStart(blockLoop.getBody());
     Value bid = blockLoop.getInductionVar();
@@ -244,6 +271,28 @@ class KernelLowering {
   }
 
  private:
+  // The x, y or z id within a linear id over `counts` (x fastest).
+  static Value idOf(mlir::OpBuilder& b, Value linear, const std::array<int64_t, 3>& counts,
+                    mlir::gpu::Dimension dimension) {
+    int d = static_cast<int>(dimension);
+    mlir::Location loc = linear.getLoc();
+    if (counts[d] == 1) return b.create<mlir::arith::ConstantIndexOp>(loc, 0);
+    int64_t below = 1;
+    for (int i = 0; i < d; ++i) below *= counts[i];
+    Value id = linear;
+    if (below > 1) {
+      id = b.create<mlir::arith::DivUIOp>(loc, id,
+                                          b.create<mlir::arith::ConstantIndexOp>(loc, below));
+    }
+    bool outermost = llvm::all_of(llvm::ArrayRef(counts).drop_front(d + 1),
+                                  [](int64_t n) { return n == 1; });
+    if (!outermost) {
+      id = b.create<mlir::arith::RemUIOp>(loc, id,
+                                          b.create<mlir::arith::ConstantIndexOp>(loc, counts[d]));
+    }
+    return id;
+  }
+
   // Spilled values are stored as LLVM-compatible types (index as i64).
   static mlir::Type storageType(mlir::Type t) {
     return t.isIndex() ? mlir::IntegerType::get(t.getContext(), 64) : t;
@@ -302,12 +351,12 @@ class KernelLowering {
 
   mlir::LogicalResult emitOp(mlir::OpBuilder& b, mlir::Operation* op, mlir::IRMapping& mapping,
                              Value tid, Value bid) {
-    if (llvm::isa<mlir::gpu::ThreadIdOp>(op)) {
-      mapping.map(op->getResult(0), tid);
+    if (auto t = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(op)) {
+      mapping.map(t.getResult(), idOf(b, tid, grid_.threads, t.getDimension()));
       return mlir::success();
     }
-    if (llvm::isa<mlir::gpu::BlockIdOp>(op)) {
-      mapping.map(op->getResult(0), bid);
+    if (auto bl = llvm::dyn_cast<mlir::gpu::BlockIdOp>(op)) {
+      mapping.map(bl.getResult(), idOf(b, bid, grid_.blocks, bl.getDimension()));
       return mlir::success();
     }
     if (auto addr = llvm::dyn_cast<mlir::LLVM::AddressOfOp>(op)) {

@@ -201,6 +201,52 @@ class IndexingMap:
     def remove_unused_dimensions(self) -> "IndexingMap":
         return self._derived(lib.xlaGpuIndexingMapAttrRemoveUnusedDimensions)
 
+    def without_fixed_vars(self, keep_dims: Sequence[int] = (),
+                           keep_symbols: Sequence[int] = ()
+                           ) -> tuple["IndexingMap", list[int], list[int]]:
+        """The map with every dimension and range variable whose range is
+        a single value replaced by that value and removed, except those in
+        `keep_*` (XLA's kernel maps have six thread/block dimensions; most
+        are [0, 0]). Returns the map and the positions of the variables it
+        kept, dimensions and range variables (runtime variables stay)."""
+        dims, ranges, runtimes = self.dim_vars, self.range_vars, self.runtime_vars
+        kept_dims = [i for i, v in enumerate(dims) if v.lower != v.upper or i in keep_dims]
+        kept_ranges = [i for i, v in enumerate(ranges)
+                       if v.lower != v.upper or i in keep_symbols]
+        if len(kept_dims) == len(dims) and len(kept_ranges) == len(ranges):
+            return self, kept_dims, kept_ranges
+        with self.context:
+            # One map holding the results and the constraints; variables are
+            # replaced in increasing order, each by a constant or by its new
+            # position, which no variable still in use holds any more.
+            n_dims, n_syms = self.num_dims, self.num_symbols
+            constraints = self.constraints
+            m = ir.AffineMap.get(n_dims, n_syms, [*self.affine_map.results,
+                                                  *(e for e, _ in constraints)])
+            for i, v in enumerate(dims):
+                to = (ir.AffineDimExpr.get(kept_dims.index(i)) if i in kept_dims
+                      else ir.AffineConstantExpr.get(v.lower))
+                m = m.replace(ir.AffineDimExpr.get(i), to, n_dims, n_syms)
+            for i, v in enumerate([*ranges, *runtimes]):
+                if i >= len(ranges):
+                    to = ir.AffineSymbolExpr.get(len(kept_ranges) + i - len(ranges))
+                elif i in kept_ranges:
+                    to = ir.AffineSymbolExpr.get(kept_ranges.index(i))
+                else:
+                    to = ir.AffineConstantExpr.get(v.lower)
+                m = m.replace(ir.AffineSymbolExpr.get(i), to, n_dims, n_syms)
+            exprs = list(m.results)
+            n = self.num_results
+            affine = ir.AffineMap.get(len(kept_dims), len(kept_ranges) + len(runtimes), exprs[:n])
+            constraints = [(e, r) for e, (_, r) in zip(exprs[n:], constraints)]
+            new = IndexingMap.get(
+                affine, [(dims[i].lower, dims[i].upper) for i in kept_dims],
+                [(ranges[i].lower, ranges[i].upper) for i in kept_ranges],
+                [(v.lower, v.upper) for v in runtimes], constraints,
+                names=[*(dims[i].name for i in kept_dims), *(ranges[i].name for i in kept_ranges),
+                       *(v.name for v in runtimes)])
+        return new, kept_dims, kept_ranges
+
     @property
     def is_known_empty(self) -> bool:
         """No point satisfies the ranges and constraints (as the ranges tell)."""

@@ -77,7 +77,7 @@ def test_reads_at_the_same_index_stay_together(ctx):
 ])
 def test_launch_dims(shape, device, expected):
     d = loop_launch_dims(parse_shape(shape), device_named(device))
-    assert (d.threads, d.blocks, d.vector) == expected
+    assert (d.threads, d.blocks, d.unroll_factor) == expected
 
 
 def test_expensive_ops_are_not_unrolled(ctx):
@@ -86,7 +86,7 @@ def test_expensive_ops_are_not_unrolled(ctx):
         fusion = _fused(f"p0 = {big} parameter(0)\nROOT r = {big} {op}(p0)",
                         f"a = {big} parameter(0)\n"
                         f"ROOT f = {big} fusion(a), kind=kLoop, calls=fused")
-        assert make_emitter(fusion).launch.vector == unroll, op
+        assert make_emitter(fusion).launch.unroll_factor == unroll, op
 
 
 def test_multi_output_fusion(ctx):
@@ -154,8 +154,8 @@ def test_heroes(ctx, name):
     body, param, out, heroes, kind = HERO_CASES[name]
     fusion = _fused(body, f"a = {param} parameter(0)\n"
                           f"ROOT f = {out} fusion(a), kind=kLoop, calls=fused")
-    a = analyze_fusion(fusion.fused_computation)
-    assert [h.name for h in a.heroes] == heroes and a.kind == kind
+    a = analyze_fusion(fusion)
+    assert [h.name for h in a.heroes] == heroes and a.kind.value == kind
 
 
 def test_reduction_hero_is_found_through_trivial_ops(ctx):
@@ -166,8 +166,8 @@ def test_reduction_hero_is_found_through_trivial_ops(ctx):
             "r = f32[8] reduce(p, z), dimensions={1}, to_apply=add\nn = f32[8] negate(r)\n"
             "ROOT c = f16[8] convert(n)\n}\nENTRY e {\np = f32[8,16] parameter(0)\n"
             "ROOT f = f16[8] fusion(p), kind=kInput, calls=fused\n}\n")
-    a = analyze_fusion(find_fusion(parse_hlo("HloModule m\n" + text)).fused_computation)
-    assert [h.name for h in a.heroes] == ["r"] and a.kind == "reduction"
+    a = analyze_fusion(find_fusion(parse_hlo("HloModule m\n" + text)))
+    assert [h.name for h in a.heroes] == ["r"] and a.kind.value == "reduction"
 
 
 def test_dynamic_update_slice_hero_is_emitted_whole(ctx):
@@ -179,7 +179,7 @@ def test_dynamic_update_slice_hero_is_emitted_whole(ctx):
                     "a = f32[8] parameter(0)\nb = f32[3] parameter(1)\nc = s32[] parameter(2)\n"
                     "ROOT f = f32[8] fusion(a, b, c), kind=kLoop, calls=fused")
     from xla_gpu.emitters import analyze_fusion
-    assert analyze_fusion(fusion.fused_computation).kind == "in-place dynamic-update-slice"
+    assert analyze_fusion(fusion).kind.value == "in-place dynamic-update-slice"
     kernel = CpuKernel(str(emit_fusion(fusion)))
     x, u = np.arange(8, dtype=np.float32), np.array([-1, -2, -3], np.float32)
     for start, at in [(2, 2), (7, 5), (-4, 0)]:

@@ -116,10 +116,10 @@ BAD_FUSIONS = {
                        "  g = f32[4] get-tuple-element(t), index=0\n  ROOT n = f32[4] negate(g)",
                        "  a = f32[4] parameter(0)", "f32[4]", 5,
                        "cannot emit t (tuple): internal tuples are not supported"),
-    "outputs of two shapes": ("  p0 = f32[4] parameter(0)\n  n = f32[2,2] reshape(p0)\n"
-                              "  ROOT t = (f32[4], f32[2,2]) tuple(p0, n)",
-                              "  a = f32[4] parameter(0)", "(f32[4], f32[2,2])", 5,
-                              "the outputs of a loop fusion must have one shape"),
+    "outputs of two sizes": ("  p0 = f32[4] parameter(0)\n  n = f32[2] slice(p0), slice={[0:2]}\n"
+                             "  ROOT t = (f32[4], f32[2]) tuple(p0, n)",
+                             "  a = f32[4] parameter(0)", "(f32[4], f32[2])", 5,
+                             "a loop fusion's outputs have one element count: f32[2] has 2"),
     "float op on integers": ("  p0 = s32[4] parameter(0)\n  ROOT e = s32[4] exponential(p0)",
                              "  a = s32[4] parameter(0)", "s32[4]", 5,
                              "'exponential' needs a floating-point operand, got s32"),

@@ -13,37 +13,37 @@ import xla_gpu  # noqa: F401  (registers the dialect)
 from ..hlo import HloInstruction, HloModule
 from .elemental import EmitterError
 from .device import DEFAULT_DEVICE, DEVICES, DeviceDescription, device_named
-from .fusion_analysis import FusionAnalysis, analyze_fusion, find_hero
-from .loop import LoopEmitter, loop_launch_dims
+from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion, find_hero
+from .kernel import EmittedKernel, LaunchDimensions
+from .registry import EMITTERS, emitter_class, register_emitter
 from .verifier import verify_fusion
+# Each emitter registers itself for its kind on import.
+from .loop import LoopEmitter, loop_launch_dims
 
-__all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EmitterError", "FusionAnalysis",
-           "LoopEmitter", "analyze_fusion", "choose_emitter", "device_named", "emit_fusion",
-           "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "verify_fusion"]
-
-
-def choose_emitter(fusion: HloInstruction):
-    """The emitter class for a fusion, from its heroes (XLA's fusion
-    analysis): the loop emitter unless a hero needs a special one. Until
-    those exist, the loop emitter stands in where it is correct: a tiled
-    transpose (its reads not coalesced) and a dynamic-update-slice (the
-    whole output written, not just the update in place)."""
-    analysis = analyze_fusion(fusion.fused_computation)
-    if analysis.kind in ("loop", "transpose", "in-place dynamic-update-slice"):
-        return LoopEmitter
-    raise EmitterError(analysis.deciding_hero, f"the fusion's hero needs the {analysis.kind} "
-                       "emitter, which is not built yet (only the loop emitter is)")
+__all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "EmittedKernel",
+           "EmitterError", "EmitterKind", "FusionAnalysis", "LaunchDimensions", "LoopEmitter",
+           "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
+           "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "register_emitter",
+           "verify_fusion"]
 
 
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
-    """The emitter for a checked fusion, its launch chosen for `device`."""
+    """The emitter for a checked fusion: the fusion analysis picks its kind
+    and is handed to it; launch dimensions are chosen for `device`."""
     verify_fusion(fusion.fused_computation)
-    return choose_emitter(fusion)(fusion, device)
+    analysis = analyze_fusion(fusion)
+    return emitter_class(analysis)(analysis, device)
+
+
+def emit_kernel(fusion: HloInstruction,
+                device: DeviceDescription = DEFAULT_DEVICE) -> EmittedKernel:
+    """One fusion instruction as a kernel (in the current context)."""
+    return make_emitter(fusion, device).emit()
 
 
 def emit_fusion(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE) -> ir.Module:
     """The MLIR of one fusion instruction (in the current context)."""
-    return make_emitter(fusion, device).emit_module()
+    return emit_kernel(fusion, device).module
 
 
 def find_fusion(module: HloModule) -> HloInstruction:

@@ -1,22 +1,54 @@
-"""The emitter framework: the fixed sequence every emitter follows -- create
-the module, partition the fusion, declare and emit the subgraph functions,
-then the entry function, the one hook each emitter fills in."""
+"""The emitter framework (XLA's MlirFusionEmitterBase): the fixed sequence
+every emitter follows, and the one hook each fills in.
+
+    analysis (heroes, kind) ──► Emitter(analysis, device)
+                                   │ launch_dims()              (hook)
+                                   ▼
+    emit():  module ─► partition ─► declare + emit subgraph functions
+                   └─► entry function @<fusion name>  (params..., outputs...)
+                         xla.slice_index per argument, xla.launch_dims
+                         └─► emit_entry_function(entry, call_targets)  (hook)
+                   ─► EmittedKernel (module, entry, launch, shapes, aliases)
+
+Kernel maps use XLA's six dimensions (th_x, th_y, th_z, bl_x, bl_y, bl_z)
+and its symbol names (chunk_id, unroll_id); `emit_kernel_loop` leaves out
+of the emitted IR the dimensions whose range is a single value, as the
+seed's `(th_x, bl_x)[...]` maps show.
+"""
 
 from __future__ import annotations
+
+import re
 
 from mlir import ir
 from mlir.dialects import func, gpu, tensor
 
 from ..dialects import xla_gpu
 from ..hlo import HloInstruction, Shape
+from ..indexing import delinearize
+from ..indexing_map import IndexingMap
+from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import ElementalEmitter, EmitterError, mlir_type
+from .fusion_analysis import FusionAnalysis
+from .kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions
 from .partitioner import Subgraph, partition
 
-__all__ = ["EmitterBase", "tensor_type"]
+__all__ = ["KERNEL_DIM_NAMES", "CallTargets", "EmitterBase", "apply_map", "bitcast_map",
+           "sanitize_function_name", "tensor_type"]
+
+# XLA's names of the kernel maps' dimensions, in order.
+KERNEL_DIM_NAMES = ("th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z")
 
 
 def tensor_type(shape: Shape) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(list(shape.dims), mlir_type(shape.element_type))
+
+
+def sanitize_function_name(name: str) -> str:
+    """An HLO name as a function name (XLA's SanitizeFunctionName): what
+    is not a letter, digit or underscore becomes an underscore."""
+    clean = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return clean if clean and not clean[0].isdigit() else f"_{clean}"
 
 
 def _index_range(lo: int, hi: int) -> ir.ArrayAttr:
@@ -24,66 +56,176 @@ def _index_range(lo: int, hi: int) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([ir.IntegerAttr.get(index, lo), ir.IntegerAttr.get(index, hi)])
 
 
+def bitcast_map(src: tuple[int, ...], dst: tuple[int, ...]) -> IndexingMap:
+    """The row-major index of `dst` at the same linear position as an
+    index of `src`."""
+    d = [ir.AffineDimExpr.get(i) for i in range(len(src))]
+    linear = ir.AffineConstantExpr.get(0)
+    for e, n in zip(d, src):
+        linear = linear * n + e
+    affine = ir.AffineMap.get(len(src), 0, delinearize(linear, dst))
+    return IndexingMap.get(affine, [(0, n - 1) for n in src]).simplify()
+
+
+def apply_map(m: IndexingMap, dims) -> list[ir.Value]:
+    """`xla_gpu.apply_indexing` of a map without symbols: its results."""
+    result = xla_gpu.apply_indexing(m, dims)
+    return [result] if isinstance(result, ir.Value) else list(result)
+
+
+class CallTargets:
+    """The subgraph functions of a fusion: `call(inst, params, index)` calls
+    the function that computes `inst` and gives `inst`'s value."""
+
+    def __init__(self, subgraphs: list[Subgraph], functions: dict[Subgraph, func.FuncOp]):
+        self.subgraphs = subgraphs
+        self.functions = functions
+        self._owner = {id(i): s for s in subgraphs for i in s.instructions}
+
+    def subgraph_of(self, inst: HloInstruction) -> Subgraph:
+        return self._owner[id(inst)]
+
+    def function_of(self, inst: HloInstruction) -> func.FuncOp:
+        return self.functions[self.subgraph_of(inst)]
+
+    def call(self, inst: HloInstruction, params, index) -> ir.Value:
+        s = self.subgraph_of(inst)
+        results = xla_gpu.PureCallOp(self.functions[s], [*params, *index]).results
+        return results[[r is inst for r in s.roots].index(True)]
+
+    def call_all(self, s: Subgraph, params, index) -> list[ir.Value]:
+        return list(xla_gpu.PureCallOp(self.functions[s], [*params, *index]).results)
+
+
 class EmitterBase:
-    """Subclasses implement `emit_entry_function` (and `launch_dims`)."""
+    """Subclasses are registered with `@register_emitter(EmitterKind.X)`
+    and implement `launch_dims`, `emit_entry_function` and the kernel maps
+    (`thread_to_output_map`, `thread_to_input_map`)."""
 
-    def __init__(self, fusion: HloInstruction):
-        if fusion.fused_computation is None:
-            raise EmitterError(fusion, "not a fusion")
-        self.fusion = fusion
-        self.computation = fusion.fused_computation
+    def __init__(self, analysis: FusionAnalysis, device: DeviceDescription = DEFAULT_DEVICE):
+        if analysis.fusion.fused_computation is None:
+            raise EmitterError(analysis.fusion, "not a fusion")
+        self.analysis = analysis
+        self.device = device
+        self.fusion = analysis.fusion
+        self.computation = analysis.computation
+        self.params = self.computation.parameters
 
-    # -- the fixed sequence ----------------------------------------------------
+    # -- the hooks -----------------------------------------------------------
 
-    def emit_module(self) -> ir.Module:
-        """The fusion as MLIR: subgraph functions and the entry `@main`.
-        Needs an active context."""
-        with ir.Location.name(self.fusion.name):
-            module = ir.Module.create()
-            self.params = self.computation.parameters
-            if self.output_roots()[0].shape.num_elements == 0:
-                # Nothing to compute (XLA runs no kernel for it): @main
-                # returns its outputs as they are.
-                self.subgraphs = []
-                with ir.InsertionPoint(module.body):
-                    self._emit_empty_entry()
-                return module
-            self.subgraphs = partition(self.computation)
-            with ir.InsertionPoint(module.body):
-                self.functions = {id(s): self._declare(s) for s in self.subgraphs}
-                for s in self.subgraphs:
-                    self._emit_subgraph(s)
-                self.emit_entry_function(module)
-        module.operation.verify()
-        return module
-
-    def emit_entry_function(self, module: ir.Module) -> None:
+    def launch_dims(self) -> LaunchDimensions:
         raise NotImplementedError
 
-    def output_roots(self) -> list[HloInstruction]:
-        root = self.computation.root
-        return list(root.operands) if root.opcode == "tuple" else [root]
+    def emit_entry_function(self, entry: func.FuncOp, call_targets: CallTargets) -> None:
+        """Fills `entry`'s body: arguments are the parameters then the
+        outputs; it returns the outputs (updated with tensor.insert)."""
+        raise NotImplementedError
 
-    def _emit_empty_entry(self) -> None:
+    def thread_to_output_map(self, root_index: int) -> IndexingMap | None:
+        """(th_x, th_y, th_z, bl_x, bl_y, bl_z)[symbols] -> the element of
+        output `root_index` a thread writes (None: not an affine map)."""
+        return None
+
+    def thread_to_input_map(self, root_index: int, hero_operand_index: int
+                            ) -> IndexingMap | None:
+        """The element of operand `hero_operand_index` of output
+        `root_index`'s hero that a thread reads (None: not an affine map)."""
+        return None
+
+    # -- the fixed sequence -------------------------------------------------------
+
+    def output_roots(self) -> list[HloInstruction]:
+        return list(self.analysis.roots)
+
+    def emit(self) -> EmittedKernel:
+        """The fusion as a kernel: subgraph functions and the entry
+        function. Needs an active context."""
+        roots = self.output_roots()
+        empty = roots[0].shape.num_elements == 0
+        launch = LaunchDimensions() if empty else self.launch_dims()
+        with ir.Location.name(self.fusion.name):
+            module = ir.Module.create()
+            # Nothing to compute (XLA runs no kernel for it): the entry
+            # returns its outputs as they are.
+            self.subgraphs = [] if empty else partition(self.computation)
+            with ir.InsertionPoint(module.body):
+                functions = {s: self._declare(s) for s in self.subgraphs}
+                self.call_targets = CallTargets(self.subgraphs, functions)
+                for s in self.subgraphs:
+                    self._emit_subgraph(s)
+                taken = {s.name for s in self.subgraphs}
+                name = sanitize_function_name(self.fusion.name)
+                while name in taken:
+                    name += "_entry"
+                entry = self._create_entry(name, roots, launch)
+                if empty:
+                    with ir.InsertionPoint(entry.add_entry_block()):
+                        func.ReturnOp(list(entry.arguments)[len(self.params):])
+                else:
+                    entry.add_entry_block()
+                    self.emit_entry_function(entry, self.call_targets)
+        module.operation.verify()
+        return EmittedKernel(module, name, launch, [p.shape for p in self.params],
+                             [r.shape for r in roots], aliases=self.output_aliases())
+
+    def emit_module(self) -> ir.Module:
+        return self.emit().module
+
+    def output_aliases(self) -> dict[int, int]:
+        """Output k written in place into parameter v (the in-place
+        emitters); such pairs share an `xla.slice_index`."""
+        return {}
+
+    def _create_entry(self, name: str, roots, launch: LaunchDimensions) -> func.FuncOp:
         inputs = [tensor_type(p.shape) for p in self.params]
-        outputs = [tensor_type(r.shape) for r in self.output_roots()]
-        main = func.FuncOp("main", ir.FunctionType.get(inputs + outputs, outputs))
-        block = main.add_entry_block()
-        with ir.InsertionPoint(block):
-            func.ReturnOp(list(block.arguments)[len(inputs):])
+        outputs = [tensor_type(r.shape) for r in roots]
+        entry = func.FuncOp(name, ir.FunctionType.get(inputs + outputs, outputs))
+        entry.attributes[LAUNCH_DIMS_ATTR] = launch.to_attribute()
+        aliases = self.output_aliases()
+        i32 = ir.IntegerType.get_signless(32)
+        slices = list(range(len(inputs)))
+        next_slice = len(inputs)
+        for k in range(len(outputs)):
+            if k in aliases:
+                slices.append(aliases[k])
+            else:
+                slices.append(next_slice)
+                next_slice += 1
+        entry.arg_attrs = ir.ArrayAttr.get([
+            ir.DictAttr.get({"xla.slice_index": ir.IntegerAttr.get(i32, s)}) for s in slices])
+        return entry
 
     # -- helpers shared by the emitters ---------------------------------------
 
-    def thread_and_block_ids(self, threads: int, blocks: int) -> tuple[ir.Value, ir.Value]:
-        tid = gpu.ThreadIdOp(gpu.Dimension.x)
-        tid.attributes["xla.range"] = _index_range(0, threads - 1)
-        bid = gpu.BlockIdOp(gpu.Dimension.x)
-        bid.attributes["xla.range"] = _index_range(0, blocks - 1)
-        return tid.result, bid.result
+    def kernel_map(self, results: list[ir.AffineExpr], symbols: list[tuple[str, int, int]],
+                   constraints=()) -> IndexingMap:
+        """A map over XLA's six kernel dimensions (d0..d5 in `results`,
+        ranges from `launch_dims()`) and the named range symbols."""
+        affine = ir.AffineMap.get(6, len(symbols), results)
+        return IndexingMap.get(affine, self.launch_dims().ranges(),
+                               [(lo, hi) for _, lo, hi in symbols], constraints=constraints,
+                               names=[*KERNEL_DIM_NAMES, *(n for n, _, _ in symbols)])
 
-    def call_root_subgraph(self, params, index) -> list[ir.Value]:
-        f = self.functions[id(self.subgraphs[0])]
-        return list(xla_gpu.PureCallOp(f, [*params, *index]).results)
+    def kernel_ids(self, which: list[int]) -> list[ir.Value]:
+        """`gpu.thread_id`/`gpu.block_id` for the kernel dimensions in
+        `which` (positions in KERNEL_DIM_NAMES), each with its xla.range."""
+        launch = self.launch_dims()
+        counts = (*launch.thread_counts_per_block, *launch.block_counts)
+        dims = (gpu.Dimension.x, gpu.Dimension.y, gpu.Dimension.z)
+        ids = []
+        for i in which:
+            op = (gpu.ThreadIdOp if i < 3 else gpu.BlockIdOp)(dims[i % 3])
+            op.attributes["xla.range"] = _index_range(0, counts[i] - 1)
+            ids.append(op.result)
+        return ids
+
+    def emit_kernel_loop(self, kernel_map: IndexingMap, inits, body,
+                         keep_symbols: tuple[int, ...] = ()) -> list[ir.Value]:
+        """`xla_gpu.loop` over a six-dimensional kernel map; th_x, bl_x and
+        the dimensions with more than one value are its operands."""
+        compact, dims, _ = kernel_map.without_fixed_vars(keep_dims=(0, 3),
+                                                         keep_symbols=keep_symbols)
+        return xla_gpu.loop(compact, self.kernel_ids(dims), inits, body)
 
     # -- subgraphs -----------------------------------------------------------------
 
@@ -96,19 +238,21 @@ class EmitterBase:
         return f
 
     def _emit_subgraph(self, s: Subgraph) -> None:
-        f = self.functions[id(s)]
+        f = self.call_targets.functions[s]
         block = f.add_entry_block()
         params = list(block.arguments)[: len(self.params)]
         index = list(block.arguments)[len(self.params):]
-        owner = {id(i): sub for sub in self.subgraphs for i in sub.instructions}
 
         def outside(inst: HloInstruction, idx):
             if inst.opcode == "parameter":
                 return tensor.extract(params[inst.parameter_number], idx)
-            other = owner[id(inst)]
-            results = xla_gpu.PureCallOp(self.functions[id(other)], [*params, *idx]).results
-            return results[[r is inst for r in other.roots].index(True)]
+            return self.call_targets.call(inst, params, idx)
 
         with ir.InsertionPoint(block):
             emitter = ElementalEmitter({id(i) for i in s.instructions}, outside)
-            func.ReturnOp([emitter.emit(r, index) for r in s.roots])
+            # Roots of another shape (same element count) are computed at
+            # the same linear position: XLA's root indexing of loop fusions.
+            first = s.roots[0].shape.dims
+            func.ReturnOp([emitter.emit(r, index if r.shape.dims == first else
+                                        apply_map(bitcast_map(first, r.shape.dims), index))
+                           for r in s.roots])

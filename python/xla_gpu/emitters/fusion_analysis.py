@@ -5,12 +5,25 @@ is emitted -- is found by walking up from the output through trivial ops
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from ..hlo import HloComputation, HloInstruction
 from ..indexing.analysis import ELEMENTWISE
 
-__all__ = ["FusionAnalysis", "analyze_fusion", "find_hero"]
+__all__ = ["EmitterKind", "FusionAnalysis", "analyze_fusion", "find_hero"]
+
+
+class EmitterKind(enum.Enum):
+    """XLA's seven emitter kinds (EmitterFusionKind, the MLIR emitters')."""
+
+    LOOP = "loop"
+    TRANSPOSE = "transpose"
+    REDUCTION = "reduction"
+    SCATTER = "scatter"
+    CONCATENATE = "concatenate"
+    IN_PLACE_DYNAMIC_UPDATE_SLICE = "in-place dynamic-update-slice"
+    INPUT_SLICES = "input slices"
 
 # XLA's kMinDimensionToTransposeTiled: both swapped dimensions at least this.
 kMinDimensionToTransposeTiled = 16
@@ -75,26 +88,46 @@ def _is_tiled_transpose(inst: HloInstruction) -> bool:
             and dims[minor_out_source] >= kMinDimensionToTransposeTiled)
 
 
-@dataclass
+@dataclass(eq=False)
 class FusionAnalysis:
+    """What the emitters need to know about a fusion, computed once and
+    handed to the emitter: its outputs (`roots`), each output's hero, and
+    the emitter kind the heroes call for."""
+
+    fusion: HloInstruction
     roots: list[HloInstruction]
     heroes: list[HloInstruction]
-    # "loop", "reduction", "transpose", "scatter", "in-place dynamic-update-slice"
-    kind: str
+    kind: EmitterKind
     # The hero that decided `kind` (None for the loop emitter).
     deciding_hero: HloInstruction | None
 
+    @property
+    def computation(self) -> HloComputation:
+        return self.fusion.fused_computation
 
-def analyze_fusion(comp: HloComputation) -> FusionAnalysis:
-    roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
+    def hero_of(self, root: HloInstruction) -> HloInstruction:
+        return self.heroes[[r is root for r in self.roots].index(True)]
+
+
+def _roots(comp: HloComputation) -> list[HloInstruction]:
+    return list(comp.root.operands) if comp.root.opcode == "tuple" else [comp.root]
+
+
+def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
+    """XLA's emitter choice for a fusion instruction: the first hero kind
+    found in XLA's order of precedence, else the loop emitter. (XLA's
+    concatenate and input-slices kinds are not detected yet: the loop
+    emitter writes those fusions.)"""
+    comp = fusion.fused_computation
+    roots = _roots(comp)
     heroes = [find_hero(r) for r in roots]
     for kind, test in [
-        ("reduction", is_reduction_from_or_to_contiguous),
-        ("scatter", lambda h: h.opcode == "scatter"),
-        ("in-place dynamic-update-slice", lambda h: h.opcode == "dynamic-update-slice"),
-        ("transpose", _is_tiled_transpose),
+        (EmitterKind.REDUCTION, is_reduction_from_or_to_contiguous),
+        (EmitterKind.SCATTER, lambda h: h.opcode == "scatter"),
+        (EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE, lambda h: h.opcode == "dynamic-update-slice"),
+        (EmitterKind.TRANSPOSE, _is_tiled_transpose),
     ]:
         for hero in heroes:
             if test(hero):
-                return FusionAnalysis(roots, heroes, kind, hero)
-    return FusionAnalysis(roots, heroes, "loop", None)
+                return FusionAnalysis(fusion, roots, heroes, kind, hero)
+    return FusionAnalysis(fusion, roots, heroes, EmitterKind.LOOP, None)

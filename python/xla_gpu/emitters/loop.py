@@ -9,15 +9,18 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import func, tensor
 
-from ..dialects import xla_gpu
 from ..hlo import HloComputation, HloInstruction, Shape
-from ..indexing import delinearize
+from ..indexing import delinearize, indexing_from, output_to_input_indexing
 from ..indexing_map import IndexingMap
-from .base import EmitterBase, tensor_type
-from .elemental import EmitterError
+from .base import CallTargets, EmitterBase, apply_map, bitcast_map
 from .device import DEFAULT_DEVICE, DeviceDescription
+from .elemental import EmitterError
+from .fusion_analysis import EmitterKind, FusionAnalysis
+from .kernel import LaunchDimensions
+from .registry import register_emitter
 
-__all__ = ["LaunchDims", "LoopEmitter", "loop_launch_dims", "may_prevent_vectorization"]
+__all__ = ["LoopEmitter", "LoopLaunch", "loop_launch_dims",
+           "may_prevent_vectorization"]
 
 # XLA: a block is this many warps (warp scheduling granularity).
 kWarpSchedulingGranularity = 4
@@ -28,10 +31,20 @@ kMaxConcatArgumentsForUnrolling = 10
 
 
 @dataclass(frozen=True)
-class LaunchDims:
-    threads: int
-    blocks: int
-    vector: int
+class LoopLaunch:
+    """The loop emitter's launch: the grid and the elements per thread."""
+
+    dims: LaunchDimensions
+    unroll_factor: int
+
+    @property
+    def threads(self) -> int:
+        return self.dims.thread_counts_per_block[0]
+
+    @property
+    def blocks(self) -> int:
+        """Blocks in the grid (x times y)."""
+        return self.dims.num_blocks
 
 
 def may_prevent_vectorization(comp: HloComputation) -> bool:
@@ -49,13 +62,14 @@ def may_prevent_vectorization(comp: HloComputation) -> bool:
 
 
 def loop_launch_dims(shape: Shape, device: DeviceDescription = DEFAULT_DEVICE,
-                     prevent_vectorization: bool = False) -> LaunchDims:
+                     prevent_vectorization: bool = False) -> LoopLaunch:
     """XLA's loop fusion launch: unroll only outputs with at least as many
     elements as the device has resident threads (a small output wants one
     thread per element), by the largest of 4, 2, 1 dividing the count, and
     at least 8 / bits for 2- and 4-bit types (one thread writes a whole
-    packed byte); blocks of
-    four warps, fewer threads if there are fewer elements."""
+    packed byte); blocks of four warps, fewer threads if there are fewer
+    elements. More blocks than the device's x limit go to block y (XLA
+    does this for very large broadcasts)."""
     n = shape.num_elements
     vector = 1
     if n >= device.max_resident_threads and not prevent_vectorization:
@@ -66,57 +80,86 @@ def loop_launch_dims(shape: Shape, device: DeviceDescription = DEFAULT_DEVICE,
     per_thread = -(-n // vector)
     threads = min(device.threads_per_warp * kWarpSchedulingGranularity, max(1, per_thread))
     blocks = max(1, -(-per_thread // threads))
-    if blocks > device.block_dim_limit_x:
-        raise ValueError(f"{shape} needs {blocks} blocks, more than {device.name}'s "
-                         f"{device.block_dim_limit_x}")
-    return LaunchDims(threads, blocks, vector)
+    blocks_y = -(-blocks // device.block_dim_limit_x)
+    blocks_x = -(-blocks // blocks_y)
+    return LoopLaunch(LaunchDimensions((blocks_x, blocks_y, 1), (threads, 1, 1)), vector)
 
 
-def _thread_to_output_map(shape: Shape, dims: LaunchDims) -> IndexingMap:
-    """(th, bl)[v] -> the output index of element (bl * threads + th) * vector
-    + v, in row-major order; a constraint cuts a ragged tail."""
-    th, bl, v = ir.AffineDimExpr.get(0), ir.AffineDimExpr.get(1), ir.AffineSymbolExpr.get(0)
-    linear = bl * (dims.threads * dims.vector) + th * dims.vector + v
-    constraints = []
-    if dims.threads * dims.blocks * dims.vector != shape.num_elements:
-        constraints.append((linear, (0, shape.num_elements - 1)))
-    affine = ir.AffineMap.get(2, 1, delinearize(linear, shape.dims))
-    return IndexingMap.get(affine, [(0, dims.threads - 1), (0, dims.blocks - 1)],
-                           [(0, dims.vector - 1)], constraints=constraints,
-                           names=["th", "bl", "v"]).simplify()
-
-
+@register_emitter(EmitterKind.LOOP)
 class LoopEmitter(EmitterBase):
-    def __init__(self, fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
-        super().__init__(fusion)
-        comp = self.computation
-        root = self.output_roots()[0]
-        self.output_shape = root.shape
-        self.launch = loop_launch_dims(root.shape, device, may_prevent_vectorization(comp))
+    """Every output written through the same thread -> element map (roots
+    of different shapes have one element count: XLA's loop fusions)."""
 
-    def thread_to_output_map(self) -> IndexingMap:
-        """(thread, block)[element] -> the output index it writes."""
-        if self.output_shape.num_elements == 0:
-            raise EmitterError(self.output_roots()[0], "the output has no elements, no thread "
-                               "writes one")
-        return _thread_to_output_map(self.output_shape, self.launch)
-
-    def emit_entry_function(self, module: ir.Module) -> None:
-        roots = self.subgraphs[0].roots
+    def __init__(self, analysis: FusionAnalysis, device: DeviceDescription = DEFAULT_DEVICE):
+        super().__init__(analysis, device)
+        roots = self.output_roots()
         shape = roots[0].shape
-        inputs = [tensor_type(p.shape) for p in self.params]
-        outputs = [tensor_type(r.shape) for r in roots]
-        main = func.FuncOp("main", ir.FunctionType.get(inputs + outputs, outputs))
-        block = main.add_entry_block()
-        params = list(block.arguments)[: len(inputs)]
-        outs = list(block.arguments)[len(inputs):]
-        with ir.InsertionPoint(block):
-            tid, bid = self.thread_and_block_ids(self.launch.threads, self.launch.blocks)
-            m = self.thread_to_output_map()
+        for r in roots[1:]:
+            if r.shape.num_elements != shape.num_elements:
+                raise EmitterError(r, f"a loop fusion's outputs have one element count: "
+                                   f"{r.shape} has {r.shape.num_elements}, {roots[0].name} "
+                                   f"{shape.num_elements}")
+        self.output_shape = shape
+        self.launch = loop_launch_dims(shape, device,
+                                       may_prevent_vectorization(self.computation))
 
+    def launch_dims(self) -> LaunchDimensions:
+        return self.launch.dims
+
+    def thread_to_output_map(self, root_index: int = 0) -> IndexingMap:
+        """(th_x, th_y, th_z, bl_x, bl_y, bl_z)[chunk_id, unroll_id] -> the
+        element of output `root_index` written: element ((bl_y * blocks_x +
+        bl_x) * threads + th_x) * unroll + unroll_id in row-major order; a
+        constraint cuts a ragged tail."""
+        root = self.output_roots()[root_index]
+        if root.shape.num_elements == 0:
+            raise EmitterError(root, "the output has no elements, no thread writes one")
+        d = [ir.AffineDimExpr.get(i) for i in range(6)]
+        chunk, unroll = ir.AffineSymbolExpr.get(0), ir.AffineSymbolExpr.get(1)
+        dims, u = self.launch.dims, self.launch.unroll_factor
+        threads, blocks_x = dims.thread_counts_per_block[0], dims.block_counts[0]
+        per_chunk = dims.num_blocks * threads * u
+        linear = chunk * per_chunk + ((d[4] * blocks_x + d[3]) * threads + d[0]) * u + unroll
+        n = root.shape.num_elements
+        constraints = [(linear, (0, n - 1))] if per_chunk != n else []
+        return self.kernel_map(delinearize(linear, root.shape.dims),
+                               [("chunk_id", 0, 0), ("unroll_id", 0, u - 1)],
+                               constraints).simplify()
+
+    def thread_to_input_map(self, root_index: int, hero_operand_index: int
+                            ) -> IndexingMap | None:
+        root = self.output_roots()[root_index]
+        hero = self.analysis.hero_of(root)
+        to_hero = indexing_from(self.computation, root, root.shape.dims).get(id(hero), [])
+        reads = output_to_input_indexing(hero)
+        if len(to_hero) != 1 or not 0 <= hero_operand_index < len(reads) or \
+                len(reads[hero_operand_index]) != 1:
+            return None
+        return self.thread_to_output_map(root_index).then(to_hero[0]).then(
+            reads[hero_operand_index][0])
+
+    def emit_entry_function(self, entry: func.FuncOp, call_targets: CallTargets) -> None:
+        roots = self.output_roots()
+        params = list(entry.arguments)[: len(self.params)]
+        outs = list(entry.arguments)[len(self.params):]
+        root_subgraph = call_targets.subgraph_of(roots[0])
+        with ir.InsertionPoint(entry.entry_block):
             def body(ivs, index, iters):
-                values = self.call_root_subgraph(params, index)
-                return [tensor.insert(v, t, index) for v, t in zip(values, iters)]
+                values = call_targets.call_all(root_subgraph, params, index)
+                by_root = dict(zip((id(r) for r in root_subgraph.roots), values))
+                written = []
+                for r, t in zip(roots, iters):
+                    written.append(tensor.insert(by_root[id(r)], t, self._index_of(r, index)))
+                return written
 
-            results = xla_gpu.loop(m, [tid, bid], outs, body)
-            func.ReturnOp(results)
+            func.ReturnOp(self.emit_kernel_loop(self.thread_to_output_map(0), outs, body,
+                                                keep_symbols=(1,)))
+
+    def _index_of(self, root: HloInstruction, index: list[ir.Value]) -> list[ir.Value]:
+        """The element of `root` at the first output's `index`: the same
+        linear position (a bitcast) when the shapes differ."""
+        first = self.output_shape
+        if root.shape.dims == first.dims:
+            return index
+        return apply_map(bitcast_map(first.dims, root.shape.dims), index)
+

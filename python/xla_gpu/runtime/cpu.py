@@ -31,6 +31,7 @@ from mlir.execution_engine import ExecutionEngine
 import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
 from .. import pipelines
+from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
 from ..hlo.types import ELEMENT_TYPES
 
 __all__ = ["CpuKernel", "JitError", "KernelArgumentError", "run_on_cpu"]
@@ -134,56 +135,85 @@ _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
 
 
-def _signature(module: ir.Module, entry: str) -> tuple[list[_Param], int, int]:
-    """The entry's tensor parameters, its number of results and its number
-    of blocks. Records the grid on the function (`xla.num_threads`,
-    `xla.num_blocks`): optimization may delete an unused thread id, but its
-    threads still run."""
-    func = None
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(
-                op.attributes["sym_name"]).value == entry:
-            func = op
-    if func is None:
+def _entry_function(module: ir.Module, entry: str | None):
+    """The function named `entry`, or the module's one public function."""
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    if entry is not None:
+        for op in funcs:
+            if ir.StringAttr(op.attributes["sym_name"]).value == entry:
+                return op
         raise KernelArgumentError(f"the module has no function @{entry}")
-    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
-    params = []
-    for i, t in enumerate(ftype.inputs):
-        if not isinstance(t, ir.RankedTensorType):
-            raise KernelArgumentError(f"parameter {i} of @{entry} has type {t}; the CPU "
-                                      "runner takes tensors only")
-        rt = ir.RankedTensorType(t)
-        elt = str(rt.element_type)
-        if elt not in _MLIR_TO_DTYPE or not rt.has_static_shape:
-            raise KernelArgumentError(f"parameter {i} of @{entry} has type {t}, which the "
-                                      "CPU runner does not support")
-        packed = int(elt[1:]) if elt in ("i2", "i4") else 0
-        params.append(_Param(tuple(rt.shape), _MLIR_TO_DTYPE[elt], str(t), packed))
-    grid = {"gpu.block_id": 1, "gpu.thread_id": 1}
+    public = [op for op in funcs if "sym_visibility" not in op.attributes
+              and len(op.regions[0].blocks) > 0]
+    if len(public) != 1:
+        names = ", ".join("@" + ir.StringAttr(op.attributes["sym_name"]).value for op in public)
+        raise KernelArgumentError(f"the module has {len(public)} public functions "
+                                  f"({names or 'none'}); name the kernel's entry")
+    return public[0]
 
-    def find_grid(op):
+
+def _launch_dims(func) -> LaunchDimensions:
+    """The grid: the entry's `xla.launch_dims` (the emitters write it), else
+    the `xla.range`s of its thread and block ids, per dimension."""
+    recorded = launch_dims_of(func.operation)
+    counts = {"gpu.thread_id": [1, 1, 1], "gpu.block_id": [1, 1, 1]}
+
+    def find_ids(op):
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.operations:
                     name = inner.operation.name
-                    if name in grid and "xla.range" in inner.attributes:
+                    if name in counts and "xla.range" in inner.attributes:
                         hi = ir.IntegerAttr(ir.ArrayAttr(inner.attributes["xla.range"])[1]).value
-                        grid[name] = max(grid[name], hi + 1)
-                    find_grid(inner.operation)
+                        dim = "xyz".index(str(inner.attributes["dimension"]).split()[-1][0])
+                        counts[name][dim] = max(counts[name][dim], hi + 1)
+                    find_ids(inner.operation)
 
-    find_grid(func.operation)
-    i64 = ir.IntegerType.get_signless(64)
-    func.attributes["xla.num_threads"] = ir.IntegerAttr.get(i64, grid["gpu.thread_id"])
-    func.attributes["xla.num_blocks"] = ir.IntegerAttr.get(i64, grid["gpu.block_id"])
-    return params, len(ftype.results), grid["gpu.block_id"]
+    find_ids(func.operation)
+    blocks, threads = counts["gpu.block_id"], counts["gpu.thread_id"]
+    if recorded is not None:
+        blocks = [max(a, b) for a, b in zip(blocks, recorded.block_counts)]
+        threads = [max(a, b) for a, b in zip(threads, recorded.thread_counts_per_block)]
+    try:
+        return LaunchDimensions(tuple(blocks), tuple(threads))
+    except ValueError as e:
+        raise KernelArgumentError(f"the kernel's grid: {e}") from None
+
+
+def _signature(module: ir.Module, entry: str | None
+               ) -> tuple[str, list[_Param], int, LaunchDimensions]:
+    """The entry's name, tensor parameters, number of results and grid.
+    Records the grid on the function (`xla.launch_dims`): optimization may
+    delete an unused thread id, but its threads still run."""
+    func = _entry_function(module, entry)
+    name = ir.StringAttr(func.attributes["sym_name"]).value
+    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    params = []
+    for i, t in enumerate(ftype.inputs):
+        if not isinstance(t, ir.RankedTensorType):
+            raise KernelArgumentError(f"parameter {i} of @{name} has type {t}; the CPU "
+                                      "runner takes tensors only")
+        rt = ir.RankedTensorType(t)
+        elt = str(rt.element_type)
+        if elt not in _MLIR_TO_DTYPE or not rt.has_static_shape:
+            raise KernelArgumentError(f"parameter {i} of @{name} has type {t}, which the "
+                                      "CPU runner does not support")
+        packed = int(elt[1:]) if elt in ("i2", "i4") else 0
+        params.append(_Param(tuple(rt.shape), _MLIR_TO_DTYPE[elt], str(t), packed))
+    launch = _launch_dims(func)
+    func.attributes[LAUNCH_DIMS_ATTR] = launch.to_attribute()
+    return name, params, len(ftype.results), launch
 
 
 class CpuKernel:
-    """A kernel compiled for the host. Compiled once per IR text and options
-    (a cache keyed by their hash)."""
+    """A kernel compiled for the host, from an EmittedKernel or from IR
+    text (its entry: `entry`, else the one public function). Compiled once
+    per IR text, options and entry (a cache keyed by their hash)."""
 
-    def __new__(cls, source: str, opts: pipelines.PipelineOptions | None = None,
-                entry: str = "main"):
+    def __new__(cls, source: "str | EmittedKernel", opts: pipelines.PipelineOptions | None = None,
+                entry: str | None = None):
+        if isinstance(source, EmittedKernel):
+            source, entry = source.text, entry or source.entry
         opts = opts or CPU_DEFAULT_OPTIONS
         key = hashlib.sha256(f"{source}\0{opts}\0{entry}".encode()).hexdigest()
         with _cache_lock:
@@ -194,15 +224,16 @@ class CpuKernel:
                 _cache[key] = cached
         return cached
 
-    def __init__(self, source: str, opts: pipelines.PipelineOptions | None = None,
-                 entry: str = "main"):
+    def __init__(self, source: "str | EmittedKernel",
+                 opts: pipelines.PipelineOptions | None = None, entry: str | None = None):
         pass  # everything happens once, in __new__ -> _compile
 
-    def _compile(self, source: str, opts: pipelines.PipelineOptions, entry: str) -> None:
+    def _compile(self, source: str, opts: pipelines.PipelineOptions, entry: str | None) -> None:
         self.context = ir.Context()
         with self.context:
             module = ir.Module.parse(source)
-            self.params, self.num_results, self.num_blocks = _signature(module, entry)
+            entry, self.params, self.num_results, self.launch = _signature(module, entry)
+            self.num_blocks = self.launch.num_blocks
             pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
             self.llvm_ir = str(module)
             self._engine = ExecutionEngine(module, opt_level=3)
@@ -260,7 +291,7 @@ class CpuKernel:
                 _unpack(buffers[i], self.params[i].packed_bits, arrays[i])
 
 
-def run_on_cpu(source: str, *arrays: np.ndarray,
-               opts: pipelines.PipelineOptions | None = None, entry: str = "main") -> None:
+def run_on_cpu(source: "str | EmittedKernel", *arrays: np.ndarray,
+               opts: pipelines.PipelineOptions | None = None, entry: str | None = None) -> None:
     """Compiles (or fetches from the cache) and runs the kernel in `source`."""
     CpuKernel(source, opts, entry)(*arrays)

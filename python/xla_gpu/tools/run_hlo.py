@@ -22,7 +22,7 @@ import numpy as np
 from mlir import ir
 
 from .. import pipelines
-from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, emit_fusion
+from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, emit_kernel
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
@@ -33,8 +33,8 @@ def _compile(module, dump_to: Path | None, device) -> dict[int, CpuKernel]:
     kernels = {}
     for fusion in module.fusions():
         with ir.Context():
-            mlir_module = emit_fusion(fusion, device)
-            text = str(mlir_module)
+            kernel = emit_kernel(fusion, device)
+            text = kernel.text
             if dump_to is not None:
                 folder = dump_to / fusion.name
                 folder.mkdir(parents=True, exist_ok=True)
@@ -42,7 +42,7 @@ def _compile(module, dump_to: Path | None, device) -> dict[int, CpuKernel]:
                 copy = ir.Module.parse(text)
                 pipelines.run_pipeline(copy, CPU_DEFAULT_OPTIONS, stages=pipelines.CPU_STAGES,
                                        dump_to=folder / "passes")
-        kernels[id(fusion)] = CpuKernel(text)
+        kernels[id(fusion)] = CpuKernel(kernel)
     return kernels
 
 

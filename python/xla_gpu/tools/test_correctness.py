@@ -133,9 +133,12 @@ def main(argv: list[str] | None = None) -> int:
         outputs = [np.zeros(r.shape.dims, r.shape.element_type.dtype) for r in roots]
         with ir.Context():
             emitter = make_emitter(fusion, device_named(args.device))
-            mlir_module = emitter.emit_module()
+            kernel = emitter.emit()
             if args.bijection_outputs or args.bijection_inputs:
-                threads = emitter.thread_to_output_map()
+                threads = emitter.thread_to_output_map(0)
+                if threads is None:
+                    raise ToolError(f"the {emitter.kind.value} emitter's thread -> output "
+                                    "indexing is not an affine map; no bijection to check")
             if args.bijection_outputs:
                 hero = args.bijection_outputs
                 if hero not in [r.name for r in roots]:
@@ -150,8 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 if failure:
                     print(failure)
                     return 1
-            text = str(mlir_module)
-        CpuKernel(text)(*inputs, *outputs)
+        CpuKernel(kernel)(*inputs, *outputs)
         expected = run_with_xla(reference_text(comp), inputs)
         failed = False
         for root, got, want in zip(roots, outputs, expected):

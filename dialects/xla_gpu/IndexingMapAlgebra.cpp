@@ -482,9 +482,44 @@ IndexingMap IndexingMap::simplify() const {
     //    implied ones.
     SmallVector<Constraint> kept;
     IndexingMapSimplifier simplifier(current);
+    auto tighten = [&](AffineExpr var, Interval vb) {
+      IndexingVar* target;
+      if (auto d = llvm::dyn_cast<mlir::AffineDimExpr>(var)) {
+        target = &next.dims_[d.getPosition()];
+      } else {
+        unsigned p = llvm::cast<mlir::AffineSymbolExpr>(var).getPosition();
+        target = p < next.range_.size() ? &next.range_[p]
+                                        : &next.runtime_[p - next.range_.size()];
+      }
+      target->bounds.lower = std::max(target->bounds.lower, vb.lower);
+      target->bounds.upper = std::min(target->bounds.upper, vb.upper);
+    };
+    auto isVar = [](AffineExpr e) {
+      return llvm::isa<mlir::AffineDimExpr>(e) || llvm::isa<mlir::AffineSymbolExpr>(e);
+    };
     for (const auto& [expr, interval] : current.constraints_) {
       AffineExpr e = simplifier.simplify(expr);
       Sum sum = Sum::of(e);
+      // k * v + rest in [k * a, k * b - 1] with rest in [0, k - 1] (an
+      // unrolled or vectorized index: th * 4 + s) holds exactly when
+      // v in [a, b - 1]: the constraint becomes v's range.
+      bool folded = false;
+      if (interval.lower != kMin && interval.upper != kMax) {
+        for (size_t t = 0; t < sum.terms.size() && !folded; ++t) {
+          auto [var, k] = sum.terms[t];
+          if (!isVar(var) || k <= 1 || interval.lower % k != 0 ||
+              (interval.upper + 1) % k != 0) {
+            continue;
+          }
+          Sum rest = sum;
+          rest.terms.erase(rest.terms.begin() + t);
+          Interval r = current.getRange(rest.build(current.getContext()));
+          if (r.lower < 0 || r.upper > k - 1) continue;
+          tighten(var, {interval.lower / k, (interval.upper + 1) / k - 1});
+          folded = true;
+        }
+      }
+      if (folded) continue;
       // k * v + c in [lo, hi]  <=>  v in [ceil((lo-c)/k), floor((hi-c)/k)]
       if (sum.terms.size() == 1 &&
           (llvm::isa<mlir::AffineDimExpr>(sum.terms[0].first) ||
@@ -493,22 +528,20 @@ IndexingMap IndexingMap::simplify() const {
         auto [var, k] = sum.terms[0];
         int64_t lo = satAdd(interval.lower, -sum.constant);
         int64_t hi = satAdd(interval.upper, -sum.constant);
-        Interval vb = k > 0 ? Interval{ceilDiv(lo, k), floorDiv(hi, k)}
-                            : Interval{ceilDiv(hi, k), floorDiv(lo, k)};
-        IndexingVar* target;
-        if (auto d = llvm::dyn_cast<mlir::AffineDimExpr>(var)) {
-          target = &next.dims_[d.getPosition()];
-        } else {
-          unsigned p = llvm::cast<mlir::AffineSymbolExpr>(var).getPosition();
-          target = p < next.range_.size() ? &next.range_[p]
-                                          : &next.runtime_[p - next.range_.size()];
-        }
-        target->bounds.lower = std::max(target->bounds.lower, vb.lower);
-        target->bounds.upper = std::min(target->bounds.upper, vb.upper);
+        tighten(var, k > 0 ? Interval{ceilDiv(lo, k), floorDiv(hi, k)}
+                           : Interval{ceilDiv(hi, k), floorDiv(lo, k)});
         continue;
       }
       Interval r = current.getRange(e);
       if (r.lower >= interval.lower && r.upper <= interval.upper) continue;
+      // One constraint per expression (composition repeats them): the
+      // intersection of their intervals.
+      auto same = llvm::find_if(kept, [&](const Constraint& c) { return c.first == e; });
+      if (same != kept.end()) {
+        same->second.lower = std::max(same->second.lower, interval.lower);
+        same->second.upper = std::min(same->second.upper, interval.upper);
+        continue;
+      }
       kept.push_back({e, interval});
     }
     next.constraints_ = kept;

@@ -51,6 +51,21 @@ def simplified(text):
     # A constraint the ranges cannot decide stays.
     ("(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [0, 0]",
      "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [0, 0]"),
+    # a * 4 + s in [0, 4n - 1] with s in [0, 3] is a in [0, n - 1].
+    ("(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 3], d0 * 4 + s0 in [0, 99]",
+     "(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 24], s0 in [0, 3]"),
+    ("(d0, d1)[s0] -> (d1 * 512 + d0 * 4 + s0), domain: d0 in [0, 127], d1 in [0, 9], "
+     "s0 in [0, 3], d1 * 512 + d0 * 4 + s0 in [1024, 4095]",
+     "(d0, d1)[s0] -> (d1 * 512 + d0 * 4 + s0), domain: d0 in [0, 127], d1 in [2, 7], "
+     "s0 in [0, 3]"),
+    # ... not when the rest can reach past k - 1, or the bounds are not whole steps.
+    ("(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 4], d0 * 4 + s0 in [0, 99]",
+     "(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 4], d0 * 4 + s0 in [0, 99]"),
+    ("(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 3], d0 * 4 + s0 in [0, 98]",
+     "(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 3], d0 * 4 + s0 in [0, 98]"),
+    # One constraint per expression: the intersection.
+    ("(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [0, 2], d0 mod 4 in [1, 3]",
+     "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [1, 2]"),
 ])
 def test_simplify(ctx, text, expected):
     assert simplified(text) == expected

@@ -131,6 +131,10 @@ _SUB_BYTE = [{ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype},
 # 55 ms with the transfers, 20 ms without.
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False)
 
+# CUDA's limits: threads of a block, blocks along one grid dimension.
+MAX_THREADS_PER_BLOCK = 1024
+MAX_GRID_DIM = 2**31 - 1
+
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
 
@@ -175,9 +179,18 @@ def _launch_dims(func) -> LaunchDimensions:
         blocks = [max(a, b) for a, b in zip(blocks, recorded.block_counts)]
         threads = [max(a, b) for a, b in zip(threads, recorded.thread_counts_per_block)]
     try:
-        return LaunchDimensions(tuple(blocks), tuple(threads))
+        launch = LaunchDimensions(tuple(blocks), tuple(threads))
     except ValueError as e:
         raise KernelArgumentError(f"the kernel's grid: {e}") from None
+    # A GPU's limits, which the CPU target keeps (its per-thread storage is
+    # sized by the threads of a block).
+    if launch.num_threads_per_block > MAX_THREADS_PER_BLOCK:
+        raise KernelArgumentError(f"the kernel's grid has {launch.num_threads_per_block} "
+                                  f"threads per block, more than {MAX_THREADS_PER_BLOCK}")
+    if any(n > MAX_GRID_DIM for n in launch.block_counts):
+        raise KernelArgumentError(f"the kernel's grid {launch} has more than {MAX_GRID_DIM} "
+                                  "blocks in a dimension")
+    return launch
 
 
 def _signature(module: ir.Module, entry: str | None

@@ -1,0 +1,202 @@
+"""The emitter framework: the registry, the entry function's conventions,
+EmittedKernel, XLA's six-dimensional kernel maps, and grids that use block y
+(run on the CPU target, which executes y and z ids too)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from xla_gpu.emitters import (EMITTERS, EmittedKernel, EmitterError, EmitterKind,
+                              LaunchDimensions, LoopEmitter, analyze_fusion, device_named,
+                              emit_kernel, emitter_class, find_fusion, loop_launch_dims,
+                              make_emitter, register_emitter)
+from xla_gpu.emitters.base import sanitize_function_name
+from xla_gpu.hlo import parse_hlo, parse_shape
+from xla_gpu.runtime import CpuKernel, KernelArgumentError
+
+
+def _fusion(body: str, params: str, name: str = "f"):
+    text = (f"HloModule m\nfused {{\n{body}\n}}\nENTRY e {{\n{params}\n"
+            f"ROOT {name} = {{out}} fusion({{args}}), kind=kLoop, calls=fused\n}}\n")
+    return text
+
+
+def _negate(shape: str, name: str = "f"):
+    text = (f"HloModule m\nfused {{\np = {shape} parameter(0)\nROOT n = {shape} negate(p)\n}}\n"
+            f"ENTRY e {{\na = {shape} parameter(0)\n"
+            f"ROOT {name} = {shape} fusion(a), kind=kLoop, calls=fused\n}}\n")
+    return find_fusion(parse_hlo(text))
+
+
+def test_every_kind_is_xlas():
+    assert [k.value for k in EmitterKind] == [
+        "loop", "transpose", "reduction", "scatter", "concatenate",
+        "in-place dynamic-update-slice", "input slices"]
+    assert EMITTERS[EmitterKind.LOOP] is LoopEmitter and LoopEmitter.kind is EmitterKind.LOOP
+
+
+def test_a_kind_has_one_emitter():
+    with pytest.raises(ValueError, match="two emitters for loop: LoopEmitter and Other"):
+        @register_emitter(EmitterKind.LOOP)
+        class Other:  # noqa: F841
+            pass
+
+
+def test_registry_falls_back_to_loop_only_where_correct(ctx):
+    fusion = _negate("f32[64,32]")
+    analysis = analyze_fusion(fusion)
+    assert emitter_class(analysis) is LoopEmitter
+    for kind in (EmitterKind.TRANSPOSE, EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE,
+                 EmitterKind.CONCATENATE, EmitterKind.INPUT_SLICES):
+        assert emitter_class(dataclasses.replace(analysis, kind=kind)) is LoopEmitter
+    root = fusion.fused_computation.root
+    for kind in (EmitterKind.REDUCTION, EmitterKind.SCATTER):
+        with pytest.raises(EmitterError, match=f"needs the {kind.value} emitter"):
+            emitter_class(dataclasses.replace(analysis, kind=kind, deciding_hero=root))
+
+
+def test_emitter_gets_the_analysis(ctx):
+    emitter = make_emitter(_negate("f32[8]"))
+    assert emitter.analysis.kind is EmitterKind.LOOP
+    assert [r.name for r in emitter.analysis.roots] == ["n"]
+    assert emitter.analysis.hero_of(emitter.analysis.roots[0]).name == "n"
+
+
+@pytest.mark.parametrize("hlo_name, function", [
+    ("f", "f"), ("fusion.12", "fusion_12"), ("add-mul.3", "add_mul_3")])
+def test_entry_is_named_after_the_fusion(ctx, hlo_name, function):
+    kernel = emit_kernel(_negate("f32[8]", hlo_name))
+    assert kernel.entry == function
+    assert f"func.func @{function}(" in kernel.text
+
+
+def test_sanitized_names():
+    assert sanitize_function_name("3d") == "_3d"
+    assert sanitize_function_name("a.b-c") == "a_b_c"
+
+
+def test_entry_name_never_collides_with_a_subgraph(ctx):
+    # The root subgraph is @fused_n; a fusion named fused_n takes another name.
+    kernel = emit_kernel(_negate("f32[8]", "fused_n"))
+    assert kernel.entry == "fused_n_entry"
+    assert "func.func private @fused_n(" in kernel.text
+
+
+def test_emitted_kernel_carries_what_runtimes_need(ctx):
+    kernel = emit_kernel(_negate("f32[1000]"))
+    assert isinstance(kernel, EmittedKernel)
+    assert kernel.launch == LaunchDimensions((8, 1, 1), (128, 1, 1))
+    assert [str(s) for s in kernel.parameters] == ["f32[1000]"]
+    assert [str(s) for s in kernel.results] == ["f32[1000]"]
+    assert kernel.aliases == {} and kernel.shared_memory_bytes == 0
+    # Written once, as an attribute of the entry, with a slice per buffer.
+    assert ("xla.launch_dims = {block_counts = array<i64: 8, 1, 1>, "
+            "thread_counts_per_block = array<i64: 128, 1, 1>}") in kernel.text
+    assert "{xla.slice_index = 0 : i32}" in kernel.text
+    assert "{xla.slice_index = 1 : i32}" in kernel.text
+    x = np.arange(1000, dtype=np.float32)
+    out = np.zeros_like(x)
+    CpuKernel(kernel)(x, out)
+    np.testing.assert_array_equal(out, -x)
+
+
+def test_kernel_maps_have_xlas_six_dimensions(ctx):
+    emitter = make_emitter(_negate("f32[100000]"), device_named("l4"))
+    m = emitter.thread_to_output_map(0)
+    assert [v.name for v in m.dim_vars] == ["th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z"]
+    assert [v.name for v in m.range_vars] == ["chunk_id", "unroll_id"]
+    assert [(v.lower, v.upper) for v in m.dim_vars] == [(0, 127), (0, 0), (0, 0), (0, 195),
+                                                         (0, 0), (0, 0)]
+    assert m.is_bijection([100000])[0]
+    # The input read by the negate: the same element.
+    assert emitter.thread_to_input_map(0, 0) == m
+    assert emitter.thread_to_input_map(0, 1) is None
+
+
+def test_launch_dims_object():
+    launch = LaunchDimensions((4, 2, 1), (32, 2, 1))
+    assert launch.num_blocks == 8 and launch.num_threads_per_block == 64
+    assert str(launch) == "[block: {4, 2, 1}, thread: {32, 2, 1}]"
+    with pytest.raises(ValueError, match="block_counts must be three counts >= 1"):
+        LaunchDimensions((0, 1, 1), (1, 1, 1))
+
+
+def test_more_blocks_than_the_x_limit_use_block_y():
+    # 2^40 f32 elements: 2^31 blocks of 128 threads x 4, one more than x allows.
+    d = loop_launch_dims(parse_shape("f32[1099511627776]"), device_named("h100"))
+    assert d.dims.block_counts == (2**30, 2, 1)
+    assert d.dims.thread_counts_per_block == (128, 1, 1) and d.unroll_factor == 4
+
+
+TINY = dataclasses.replace(device_named("h100"), name="tiny", core_count=1,
+                           threads_per_core_limit=64, block_dim_limit_x=3)
+
+
+def test_block_y_grid_runs_on_the_cpu_target(ctx):
+    """A device whose x limit is 3 blocks: 2500 elements, 4 a thread, in 5
+    blocks of 128 threads become a 3 x 2 grid, the linear block
+    (bl_y * 3 + bl_x); the sixth block is past the end (cut by the map's
+    constraint)."""
+    emitter = make_emitter(_negate("f32[2500]"), TINY)
+    kernel = emitter.emit()
+    assert kernel.launch.block_counts == (3, 2, 1)
+    text = kernel.text
+    assert "gpu.block_id  y {xla.range = [0 : index, 1 : index]}" in text
+    m = emitter.thread_to_output_map(0)
+    assert m.is_bijection([2500])[0]
+    x = np.random.RandomState(0).randn(2500).astype(np.float32)
+    out = np.full(2500, 7, np.float32)
+    CpuKernel(kernel)(x, out)
+    np.testing.assert_array_equal(out, -x)
+
+
+# Two-dimensional blocks and a three-dimensional grid: element
+# (((bz * 2 + by) * 2 + bx) * 8 + ty) * 4 + tx holds its own coordinates.
+GRID_3D = """
+func.func @grid(%out: tensor<32x4x8xi32>) -> tensor<32x4x8xi32> {
+  %tx = gpu.thread_id x {xla.range = [0 : index, 3 : index]}
+  %ty = gpu.thread_id y {xla.range = [0 : index, 7 : index]}
+  %bx = gpu.block_id x {xla.range = [0 : index, 1 : index]}
+  %by = gpu.block_id y {xla.range = [0 : index, 1 : index]}
+  %bz = gpu.block_id z {xla.range = [0 : index, 7 : index]}
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %b0 = arith.muli %bz, %c4 : index
+  %b1 = arith.muli %by, %c2 : index
+  %b2 = arith.addi %b0, %b1 : index
+  %b = arith.addi %b2, %bx : index
+  %c100 = arith.constant 100 : index
+  %c10000 = arith.constant 10000 : index
+  %v0 = arith.muli %b, %c10000 : index
+  %v1 = arith.muli %ty, %c100 : index
+  %v2 = arith.addi %v0, %v1 : index
+  %v3 = arith.addi %v2, %tx : index
+  %v = arith.index_cast %v3 : index to i32
+  %r = tensor.insert %v into %out[%b, %tx, %ty] : tensor<32x4x8xi32>
+  return %r : tensor<32x4x8xi32>
+}
+"""
+
+
+def test_three_dimensional_ids_on_the_cpu_target():
+    kernel = CpuKernel(GRID_3D)
+    assert kernel.launch == LaunchDimensions((2, 2, 8), (4, 8, 1))
+    out = np.full((32, 4, 8), -1, np.int32)
+    kernel(out)
+    b, tx, ty = np.meshgrid(np.arange(32), np.arange(4), np.arange(8), indexing="ij")
+    np.testing.assert_array_equal(out, b * 10000 + ty * 100 + tx)
+
+
+def test_runtime_refuses_a_grid_past_the_gpus_limits():
+    too_many = GRID_3D.replace("[0 : index, 7 : index]}\n  %bx",
+                               "[0 : index, 1023 : index]}\n  %bx")
+    with pytest.raises(KernelArgumentError, match="4096 threads per block, more than 1024"):
+        CpuKernel(too_many)
+
+
+def test_cpu_kernel_needs_a_named_entry_when_several_are_public():
+    two = GRID_3D + GRID_3D.replace("@grid", "@other")
+    with pytest.raises(KernelArgumentError, match="2 public functions .@grid, @other.; name"):
+        CpuKernel(two)
+    assert CpuKernel(two, entry="other").entry == "other"

@@ -623,8 +623,10 @@ AffineExpr Parser::parseTerm() {
     if (!rhs) return nullptr;
     auto rhsConst = llvm::dyn_cast<mlir::AffineConstantExpr>(rhs);
     if (kind == AffineExprKind::Mul) {
-      if (!rhsConst && !llvm::isa<mlir::AffineConstantExpr>(lhs)) {
-        fail(op, "non-affine expression: one side of '*' must be a constant");
+      // MLIR's rule: one side constant or symbolic (d0 * s0 is accepted).
+      if (!rhs.isSymbolicOrConstant() && !lhs.isSymbolicOrConstant()) {
+        fail(op, "non-affine expression: one side of '*' must be a constant or "
+                 "a symbolic expression");
         return nullptr;
       }
       lhs = lhs * rhs;
@@ -740,6 +742,8 @@ std::optional<IndexingMap> Parser::parse() {
   size_t nextVar = 0;
   while (tok_.kind == Tok::kComma) {
     consume();
+    // A trailing comma after the last domain entry (XLA accepts it).
+    if (sawDomain && tok_.kind == Tok::kEnd) break;
     // Older XLA prints an `is_simplified: bool` flag (before or after the
     // domain); it carries no meaning here.
     if (isKeyword("is_simplified")) {

@@ -36,8 +36,11 @@ void XlaGpuDialect::registerTypes() {
 
 // #xla_gpu.indexing_map<"part" "part" ...>: the parts are concatenated, and
 // an error inside the map text points at its exact line and column.
-mlir::Attribute IndexingMapAttr::parse(mlir::AsmParser& parser, mlir::Type) {
-  if (parser.parseLess()) return {};
+namespace {
+
+// One quoted string or adjacent ones, concatenated, as an indexing map; an
+// error inside the map text points at its exact line and column.
+IndexingMapAttr parseIndexingMapStrings(mlir::AsmParser& parser) {
   struct Part {
     llvm::SMLoc loc;  // of the opening quote
     size_t start;     // offset of the part in the concatenated text
@@ -56,7 +59,6 @@ mlir::Attribute IndexingMapAttr::parse(mlir::AsmParser& parser, mlir::Type) {
                      "expected the indexing map as a quoted string");
     return {};
   }
-  if (parser.parseGreater()) return {};
   auto locOf = [&](size_t offset) {
     const Part* part = &parts.front();
     for (const Part& p : parts) {
@@ -76,6 +78,16 @@ mlir::Attribute IndexingMapAttr::parse(mlir::AsmParser& parser, mlir::Type) {
       [&] { return parser.emitError(start); }, parser.getContext(), *map);
 }
 
+}  // namespace
+
+// #xla_gpu.indexing_map<"part" "part" ...>: the parts are concatenated.
+mlir::Attribute IndexingMapAttr::parse(mlir::AsmParser& parser, mlir::Type) {
+  if (parser.parseLess()) return {};
+  IndexingMapAttr attr = parseIndexingMapStrings(parser);
+  if (!attr || parser.parseGreater()) return {};
+  return attr;
+}
+
 void IndexingMapAttr::print(mlir::AsmPrinter& printer) const {
   printer << "<\"" << getIndexingMap().toString() << "\">";
 }
@@ -86,6 +98,41 @@ mlir::LogicalResult IndexingMapAttr::verify(
   return map.verify([&](const llvm::Twine& msg) {
     emitError() << "invalid indexing map: " << msg;
   });
+}
+
+//===----------------------------------------------------------------------===//
+// LayoutAttr
+//===----------------------------------------------------------------------===//
+
+// #xla_gpu.layout<shmem, #xla_gpu.indexing_map<"...">>, or XLA's spelling
+// #xla_gpu.layout<"shmem", "..."> (the memory space and the map as strings).
+mlir::Attribute LayoutAttr::parse(mlir::AsmParser& parser, mlir::Type) {
+  if (parser.parseLess()) return {};
+  llvm::SMLoc spaceLoc = parser.getCurrentLocation();
+  std::string space;
+  if (failed(parser.parseKeywordOrString(&space))) return {};
+  std::optional<MemorySpace> memorySpace = symbolizeMemorySpace(space);
+  if (!memorySpace) {
+    parser.emitError(spaceLoc, "expected the memory space 'registers' or 'shmem', got '")
+        << space << "'";
+    return {};
+  }
+  if (parser.parseComma()) return {};
+  IndexingMapAttr map;
+  // The current token starts there: a quote opens XLA's string form.
+  if (parser.getCurrentLocation().getPointer()[0] == '"') {
+    map = parseIndexingMapStrings(parser);
+    if (!map) return {};
+  } else if (parser.parseAttribute(map)) {
+    return {};
+  }
+  if (parser.parseGreater()) return {};
+  return LayoutAttr::get(parser.getContext(), *memorySpace, map);
+}
+
+void LayoutAttr::print(mlir::AsmPrinter& printer) const {
+  printer << '<' << stringifyMemorySpace(getMemorySpace()) << ", "
+          << getThreadLayout() << '>';
 }
 
 //===----------------------------------------------------------------------===//

@@ -68,13 +68,15 @@ def XlaGpu_LayoutAttr : XlaGpu_Attr<"Layout", "layout"> {
     ```mlir
     #xla_gpu.layout<shmem, #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 31]">>
     ```
-    The indexing map says which thread holds which element.
+    The indexing map says which thread holds which element. XLA's spelling,
+    with the memory space and the map as strings, is accepted too:
+    `#xla_gpu.layout<"shmem", "(d0) -> (d0), domain: d0 in [0, 31]">`.
   }];
   let parameters = (ins
     EnumParameter<XlaGpu_MemorySpace>:$memory_space,
     "IndexingMapAttr":$thread_layout
   );
-  let assemblyFormat = "`<` $memory_space `,` qualified($thread_layout) `>`";
+  let hasCustomAssemblyFormat = 1;
 }
 
 #endif  // XLA_GPU_ATTRS_TD

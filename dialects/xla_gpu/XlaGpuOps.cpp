@@ -205,7 +205,8 @@ mlir::ParseResult ReduceOp::parse(mlir::OpAsmParser& parser,
 }
 
 void ReduceOp::print(mlir::OpAsmPrinter& p) {
-  p << " (" << getInputs() << ") inits(" << getInits() << ") dimensions=";
+  // As XLA prints it: `xla_gpu.reduce(%in) inits(%init) ...`.
+  p << "(" << getInputs() << ") inits(" << getInits() << ") dimensions=";
   p.printStrippedAttrOrType(getDimensionsAttr());
   p << " combiner=" << getCombinerAttr();
   p.printOptionalAttrDict((*this)->getAttrs(), {"dimensions", "combiner"});
@@ -295,11 +296,13 @@ mlir::ParseResult ApplyIndexingOp::parse(mlir::OpAsmParser& parser,
     return failure();
   }
   const IndexingMap& m = map.getIndexingMap();
-  if (dims.size() != m.getNumDims() || symbols.size() != m.getNumSymbols()) {
+  // As XLA: the ( ) and [ ] groups are concatenated; only their total must
+  // match the map's dimensions and symbols.
+  if (dims.size() + symbols.size() != m.getNumDims() + m.getNumSymbols()) {
     return parser.emitError(loc)
            << "the indexing map takes " << m.getNumDims() << " dimensions and "
-           << m.getNumSymbols() << " symbols, got " << dims.size() << " and "
-           << symbols.size();
+           << m.getNumSymbols() << " symbols (" << m.getNumDims() + m.getNumSymbols()
+           << " operands), got " << dims.size() + symbols.size();
   }
   if (parser.resolveOperands(dims, b.getIndexType(), result.operands) ||
       parser.resolveOperands(symbols, b.getIndexType(), result.operands)) {

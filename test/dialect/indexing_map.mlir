@@ -90,3 +90,19 @@ func.func @xla_range() -> (index, index) {
 func.func @indexed_vector(%v: !xla_gpu.indexed_vector<4x2xf32, #xla_gpu.indexing_map<"(d0)[s0, s1] -> (d0 * 4 + s0, s1), domain: d0 in [0, 31], s0 in [0, 3], s1 in [0, 1]">>) {
   return
 }
+
+// -----
+
+// XLA's spellings: a trailing comma after the last domain entry, a
+// dimension times a symbol (MLIR's affine rule: one side symbolic), and a
+// layout with the memory space and the map as strings.
+// CHECK-DAG: #[[$PRODUCT:.*]] = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 * s0 + d1), domain: d0 in [0, 3], d1 in [0, 4], s0 in [0, 2]">
+// CHECK-DAG: #[[$THREADS:.*]] = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 31]">
+// CHECK-LABEL: func.func @xla_spellings
+// CHECK-SAME: layout = #xla_gpu.layout<shmem, #[[$THREADS]]>
+// CHECK-SAME: map = #[[$PRODUCT]]
+func.func @xla_spellings() attributes {
+    layout = #xla_gpu.layout<"shmem", "(d0) -> (d0), domain: d0 in [0, 31]">,
+    map = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 * s0 + d1), domain: d0 in [0, 3], d1 in [0, 4], s0 in [0, 2],">} {
+  return
+}

@@ -51,7 +51,7 @@ func.func @duplicate_variable() attributes {m = #xla_gpu.indexing_map<"(d0)[d0] 
 
 // -----
 
-// expected-error@+1 {{non-affine expression: one side of '*' must be a constant}}
+// expected-error@+1 {{non-affine expression: one side of '*' must be a constant or a symbolic expression}}
 func.func @non_affine_mul() attributes {m = #xla_gpu.indexing_map<"(d0, d1) -> (d0 * d1), domain: d0 in [0, 3], d1 in [0, 3]">}
 
 // -----

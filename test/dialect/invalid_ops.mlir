@@ -3,7 +3,7 @@
 
 #map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0 + s0), domain: d0 in [0, 3], s0 in [0, 1]">
 func.func @apply_indexing_operand_count(%a: index) -> index {
-  // expected-error@+1 {{the indexing map takes 1 dimensions and 1 symbols, got 1 and 0}}
+  // expected-error@+1 {{the indexing map takes 1 dimensions and 1 symbols (2 operands), got 1}}
   %0 = xla_gpu.apply_indexing #map(%a)
   return %0 : index
 }
@@ -290,9 +290,13 @@ func.func @indexed_vector_zero_dim(%v: !xla_gpu.indexed_vector<0xf32, #vmap>)
 // -----
 
 #map = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 31]">
-// expected-error@+2 {{expected ::xla::gpu::MemorySpace to be one of: registers, shmem}}
-// expected-error@+1 {{failed to parse XlaGpu_LayoutAttr parameter 'memory_space'}}
+// expected-error@+1 {{expected the memory space 'registers' or 'shmem', got 'global'}}
 func.func @layout_memory_space() attributes {l = #xla_gpu.layout<global, #map>}
+
+// -----
+
+// expected-error@+1 {{expected the memory space 'registers' or 'shmem', got 'global'}}
+func.func @layout_memory_space_string() attributes {l = #xla_gpu.layout<"global", "(d0) -> (d0), domain: d0 in [0, 31]">}
 
 // -----
 

@@ -75,7 +75,7 @@ func.func @shuffle_reduce(%a: f32, %b: i32) -> (f32, i32) {
 // -----
 
 // CHECK-LABEL: func.func @reduce
-// CHECK: xla_gpu.reduce (%{{.*}}, %{{.*}}) inits(%{{.*}}, %{{.*}}) dimensions=[0, 2] combiner=@add
+// CHECK: xla_gpu.reduce(%{{.*}}, %{{.*}}) inits(%{{.*}}, %{{.*}}) dimensions=[0, 2] combiner=@add
 // CHECK-SAME: : tensor<16x8x4xf32>, tensor<16x8x4xi32> to tensor<8xf32>, tensor<8xi32>
 func.func private @add(%a_acc: f32, %b_acc: i32, %a: f32, %b: i32) -> (f32, i32) {
   %0 = arith.addf %a_acc, %a : f32
@@ -181,4 +181,16 @@ func.func @materialize_and_insert(%in: tensor<32x64xf32>, %out: tensor<32x64xf32
   %r = xla_gpu.insert %v(%tid, %bid) into %out at #map
     : !xla_gpu.indexed_vector<2x2xf32, #vmap> -> tensor<32x64xf32>
   return %r : tensor<32x64xf32>
+}
+
+// -----
+
+// XLA concatenates apply_indexing's ( ) and [ ] groups: only the total
+// must match the map (2 dimensions and 1 symbol here).
+// CHECK-LABEL: func.func @apply_indexing_operand_groups
+// CHECK: xla_gpu.apply_indexing #{{.*}}(%[[A:.*]], %[[B:.*]])[%[[C:.*]]]
+#product = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 * s0 + d1), domain: d0 in [0, 3], d1 in [0, 4], s0 in [0, 2]">
+func.func @apply_indexing_operand_groups(%a: index, %b: index, %c: index) -> index {
+  %0 = xla_gpu.apply_indexing #product(%a)[%b, %c]
+  return %0 : index
 }

@@ -200,3 +200,29 @@ def test_cpu_kernel_needs_a_named_entry_when_several_are_public():
     with pytest.raises(KernelArgumentError, match="2 public functions .@grid, @other.; name"):
         CpuKernel(two)
     assert CpuKernel(two, entry="other").entry == "other"
+
+
+BARE_FUSION = """
+fused {
+  p0 = f32[4,6] parameter(0)
+  p1 = f32[4,6] parameter(1)
+  t = f32[6,4] transpose(p0), dimensions={1,0}
+  r = f32[4,6] reshape(t)
+  ROOT s = f32[4,6] subtract(r, p1)
+}
+"""
+
+
+def test_bare_computation_is_the_same_fusion_as_in_a_module(ctx):
+    """XLA's emitter tests write a fused computation alone (no HloModule,
+    no ENTRY); emitted as the same fusion in a module would be."""
+    bare = find_fusion(parse_hlo(BARE_FUSION, "bare.hlo"))
+    module = parse_hlo("HloModule m\n" + BARE_FUSION + """
+ENTRY e {
+  a = f32[4,6] parameter(0)
+  b = f32[4,6] parameter(1)
+  ROOT fused_fusion = f32[4,6] fusion(a, b), kind=kLoop, calls=fused
+}
+""")
+    assert parse_hlo(BARE_FUSION, "dir/bare.test.hlo").name == "bare.test"
+    assert str(emit_kernel(bare).module) == str(emit_kernel(find_fusion(module)).module)

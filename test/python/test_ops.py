@@ -171,7 +171,7 @@ def test_generated_classes_build_every_op(ctx):
         "xla_gpu.predicated_extract %1[%arg1, %arg1] if %arg3 else %arg2 : tensor<2x3xf32>",
         "xla_gpu.pure_call @exp(%arg0, %arg1, %arg1) : (tensor<2x3xf32>, index, index) -> f32",
         "xla_gpu.shuffle_reduce(%pure_call) to 16 combiner=@reducer : f32",
-        "xla_gpu.reduce (%arg0) inits(%2) dimensions=[1] combiner=@reducer : tensor<2x3xf32> to tensor<2xf32>",
+        "xla_gpu.reduce(%arg0) inits(%2) dimensions=[1] combiner=@reducer : tensor<2x3xf32> to tensor<2xf32>",
         "xla_gpu.atomic_rmw %arg0[%arg1, %arg1] : tensor<2x3xf32> {",
         "xla_gpu.materialize @exp(%arg0) at #indexing_map(%arg1) : (tensor<2x3xf32>) -> "
         "!xla_gpu.indexed_vector<3xf32, #indexing_map1>",

@@ -272,20 +272,30 @@ class _Parser:
     # -- module ---------------------------------------------------------------
 
     def module(self) -> HloModule:
-        if not self.keyword("HloModule"):
-            raise self.error(f"expected 'HloModule' at the start, found {self.found()}")
-        module = HloModule(self.name("a module name"), source=self.source)
-        # The spec's gelu.hlo writes `HloModule m:`; tolerate the colon.
-        self.skip_inline()
-        if self.text.startswith(":", self.pos):
-            self.pos += 1
-        while self.accept(","):
-            key = self.match(_IDENT)
-            if not key:
-                raise self.error(f"expected a module attribute, found {self.found()}")
-            self.expect("=", f"after module attribute '{key.group(0)}'")
-            module.attributes.append(Attribute(key.group(0), self.balanced(",")))
-        module.tables = self.tables()
+        self.skip()
+        if self.keyword("HloModule"):
+            module = HloModule(self.name("a module name"), source=self.source)
+            # The spec's gelu.hlo writes `HloModule m:`; tolerate the colon.
+            self.skip_inline()
+            if self.text.startswith(":", self.pos):
+                self.pos += 1
+            while self.accept(","):
+                key = self.match(_IDENT)
+                if not key:
+                    raise self.error(f"expected a module attribute, found {self.found()}")
+                self.expect("=", f"after module attribute '{key.group(0)}'")
+                module.attributes.append(Attribute(key.group(0), self.balanced(",")))
+            module.tables = self.tables()
+        else:
+            # XLA's own emitter tests: a bare list of computations, the
+            # entry the one marked ENTRY, else the last.
+            if self.pos >= len(self.text):
+                raise self.error("expected 'HloModule' or a computation, found the end "
+                                 "of the input")
+            if not _NAME.match(self.text, self.pos):
+                raise self.error(f"expected 'HloModule' or a computation at the start, "
+                                 f"found {self.found()}")
+            module = HloModule(_module_name(self.source), source=self.source)
         references: list[tuple[HloInstruction, str, list[tuple[str, int]]]] = []
         entry_seen = False
         while True:
@@ -739,8 +749,16 @@ class _Parser:
         return float(text)
 
 
+def _module_name(source: str | None) -> str:
+    """A name for a module written without an `HloModule` line: the file's
+    stem, as an HLO name."""
+    stem = re.sub(r"\.[^./]*$", "", (source or "module").rsplit("/", 1)[-1])
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "module"
+
+
 def parse_hlo(text: str, source: str | None = None) -> HloModule:
-    """Parses an HLO module; raises HloParseError with line:column."""
+    """Parses an HLO module (with or without its `HloModule` line); raises
+    HloParseError with line:column."""
     return _Parser(text, source).module()
 
 

@@ -23,9 +23,19 @@ $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	echo "$(CURDIR)/python" > "$(SITE)/xla_gpu-dev.pth"
-	ln -sf "$(CURDIR)/python/xla_gpu/_mlir_libs/xla-gpu-opt" $(VENV)/bin/xla-gpu-opt
-	for tool in hlo-indexing fusion-to-mlir test-correctness run-hlo; do \
-	  printf '#!/bin/sh\nexec "%s" -m xla_gpu.tools.%s "$$@"\n' "$(PY)" "$$(echo $$tool | tr - _)" \
+	touch $@
+
+# The tools on the venv's PATH, under our names and XLA's (run_hlo_module,
+# fusion_to_mlir, test_correctness, mlir_fusions_opt = xla-gpu-opt).
+TOOLS := $(VENV)/.tools
+$(TOOLS): $(STAMP) Makefile
+	for opt in xla-gpu-opt mlir_fusions_opt; do \
+	  ln -sf "$(CURDIR)/python/xla_gpu/_mlir_libs/xla-gpu-opt" $(VENV)/bin/$$opt; done
+	for pair in hlo-indexing:hlo_indexing fusion-to-mlir:fusion_to_mlir \
+	    fusion_to_mlir:fusion_to_mlir test-correctness:test_correctness \
+	    test_correctness:test_correctness run-hlo:run_hlo run_hlo_module:run_hlo; do \
+	  tool=$${pair%%:*}; module=$${pair##*:}; \
+	  printf '#!/bin/sh\nexec "%s" -m xla_gpu.tools.%s "$$@"\n' "$(PY)" "$$module" \
 	    > $(VENV)/bin/$$tool; chmod +x $(VENV)/bin/$$tool; done
 	touch $@
 
@@ -34,7 +44,7 @@ $(BUILD)/build.ninja: $(STAMP)
 	  -DCMAKE_MAKE_PROGRAM=$(VENV)/bin/ninja \
 	  -DXLA_GPU_SITE_PACKAGES="$(SITE)"
 
-build: $(BUILD)/build.ninja
+build: $(BUILD)/build.ninja $(TOOLS)
 	$(VENV)/bin/ninja -C $(BUILD)
 
 lit: build

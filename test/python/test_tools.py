@@ -3,6 +3,7 @@ file:line:col, exit status 1, no traceback, no crash."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -195,3 +196,40 @@ def test_unknown_device_is_refused():
                            "--device=v100x"], capture_output=True, text=True)
     assert proc.returncode == 1
     assert "argument --device: invalid choice: 'v100x'" in proc.stderr
+
+
+GELU = str(Path(__file__).resolve().parents[1] / "hlo" / "gelu.hlo")
+
+
+@pytest.mark.parametrize("alias, ours", [
+    ("run_hlo_module", "run-hlo"), ("fusion_to_mlir", "fusion-to-mlir"),
+    ("test_correctness", "test-correctness"), ("mlir_fusions_opt", "xla-gpu-opt")])
+def test_xla_tool_names_are_aliases_in_the_venv(alias, ours):
+    """`make` installs XLA's tool names beside ours; both run the same tool."""
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / ours).exists():
+        pytest.skip("not running from the project's venv")
+    assert (bin_dir / alias).exists(), f"{alias} is not installed next to {ours}"
+    if alias == "mlir_fusions_opt":
+        args = ["-", "-xla-erase-dead-functions"]
+        proc = subprocess.run([str(bin_dir / alias), *args], input="func.func private @f()\n",
+                              capture_output=True, text=True)
+        assert proc.returncode == 0 and "@f" not in proc.stdout, proc
+        return
+    if alias == "run_hlo_module":
+        args = ["--platform=CPU", "--reference_platform=", GELU]
+    else:
+        args = [GELU]
+    results = [subprocess.run([str(bin_dir / name), *args], capture_output=True, text=True)
+               for name in (alias, ours)]
+    assert [r.returncode for r in results] == [0, 0], results
+    if alias == "fusion_to_mlir":
+        assert results[0].stdout == results[1].stdout
+    else:
+        assert results[0].stdout.split(":")[0] == results[1].stdout.split(":")[0]
+
+
+def test_a6000_device_is_xlas_test_default():
+    from xla_gpu.emitters import device_named
+    d = device_named("a6000")
+    assert d.chip == "sm_86" and d.max_resident_threads == 84 * 1536

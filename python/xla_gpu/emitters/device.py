@@ -33,6 +33,8 @@ DEVICES = {d.name: d for d in [
     DeviceDescription("h200", (9, 0), core_count=132, threads_per_core_limit=2048),
     DeviceDescription("a100", (8, 0), core_count=108, threads_per_core_limit=2048),
     DeviceDescription("l4", (8, 9), core_count=58, threads_per_core_limit=1536),
+    # XLA's test tools (fusion_to_mlir, test_correctness) default to it.
+    DeviceDescription("a6000", (8, 6), core_count=84, threads_per_core_limit=1536),
 ]}
 # A recent NVIDIA GPU.
 DEFAULT_DEVICE = DEVICES["h100"]

@@ -2,14 +2,16 @@
 target with GPU semantics on random inputs, runs the same computation on
 XLA:CPU, and compares. Flags as XLA's tool:
 
-    --abs_error_bound=1e-5 --rel_error_bound=1e-5 --bijection_outputs=HERO
-    --bijection_inputs=HERO:0,1
+    --abs_error_bound=1e-4 --rel_error_bound=1e-4 --bijection_outputs=ROOT
+    --bijection_inputs=HERO[:OPERAND_INDICES]
 
-`--bijection_outputs` also checks that the thread -> output indexing of the
-loop covers every output element exactly once; `--bijection_inputs` that the
-thread -> input indexing of the hero's operands (by number) covers every
-element of those operands exactly once (the hero is any instruction of the
-fusion that each output element reads once)."""
+`--bijection_outputs=ROOT` checks that the emitter's thread -> output
+indexing of that output covers each of its elements exactly once;
+`--bijection_inputs=HERO:0,1` that the thread -> input indexing of the
+hero's operands (by number; all of them without `:`) covers each of their
+elements exactly once (HERO is any instruction of the fusion that each
+element of the first output reads once). Both are repeatable. An element
+fails when it is off by more than both bounds (XLA's defaults: 1e-4)."""
 
 from __future__ import annotations
 
@@ -85,20 +87,22 @@ def report(label: str, got: np.ndarray, want: np.ndarray, abs_bound: float,
 
 
 def _check_input_bijection(comp, roots, spec: str, threads) -> str | None:
-    """`HERO:IDS`: the thread -> input indexing of operands IDS of HERO (any
-    instruction of the fusion, reached from the first output) must cover
-    each operand element exactly once. Returns the failure, if any."""
-    hero_name, _, ids = spec.partition(":")
+    """`HERO[:IDS]`: the thread -> input indexing of operands IDS (all
+    without `:`) of HERO (any instruction of the fusion, reached from the
+    first output) must cover each operand element exactly once. Returns the
+    failure, if any."""
+    hero_name, colon, ids = spec.partition(":")
     hero = next((i for i in comp.instructions if i.name == hero_name), None)
-    if hero is None or not ids:
-        raise ToolError(f"--bijection_inputs needs HERO:IDS with an instruction of the "
-                        f"fusion, got '{spec}'")
+    if hero is None or (colon and not ids):
+        raise ToolError(f"--bijection_inputs needs HERO[:OPERAND_INDICES] with an instruction "
+                        f"of the fusion, got '{spec}'")
     to_hero = indexing_from(comp, roots[0], roots[0].shape.dims).get(id(hero), [])
     if len(to_hero) != 1:
         raise ToolError(f"{hero_name} is read at {len(to_hero)} indices per output "
                         "element; the bijection needs exactly one")
     per_operand = output_to_input_indexing(hero)
-    for token in ids.split(","):
+    tokens = ids.split(",") if colon else [str(k) for k in range(len(hero.operands))]
+    for token in tokens:
         k = int(token) if token.strip().isdigit() else -1
         if not 0 <= k < len(hero.operands) or len(per_operand[k]) != 1:
             raise ToolError(f"{hero_name} has no operand {token.strip()} read through "
@@ -111,13 +115,22 @@ def _check_input_bijection(comp, roots, spec: str, threads) -> str | None:
     return None
 
 
+def _thread_map(emitter, root_index: int):
+    threads = emitter.thread_to_output_map(root_index)
+    if threads is None:
+        raise ToolError(f"the {emitter.kind.value} emitter's thread -> output indexing is "
+                        "not an affine map; there is no bijection to check")
+    return threads
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(prog="test-correctness", description=__doc__.splitlines()[0])
     parser.add_argument("file")
-    parser.add_argument("--abs_error_bound", type=float, default=1e-5)
-    parser.add_argument("--rel_error_bound", type=float, default=1e-5)
-    parser.add_argument("--bijection_outputs", default=None)
-    parser.add_argument("--bijection_inputs", default=None, metavar="HERO:IDS")
+    parser.add_argument("--abs_error_bound", type=float, default=1e-4)
+    parser.add_argument("--rel_error_bound", type=float, default=1e-4)
+    parser.add_argument("--bijection_outputs", action="append", default=[], metavar="ROOT")
+    parser.add_argument("--bijection_inputs", action="append", default=[],
+                        metavar="HERO[:OPERAND_INDICES]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
                         help="the GPU whose launch dimensions the kernel uses")
@@ -134,22 +147,20 @@ def main(argv: list[str] | None = None) -> int:
         with ir.Context():
             emitter = make_emitter(fusion, device_named(args.device))
             kernel = emitter.emit()
-            if args.bijection_outputs or args.bijection_inputs:
-                threads = emitter.thread_to_output_map(0)
-                if threads is None:
-                    raise ToolError(f"the {emitter.kind.value} emitter's thread -> output "
-                                    "indexing is not an affine map; no bijection to check")
-            if args.bijection_outputs:
-                hero = args.bijection_outputs
-                if hero not in [r.name for r in roots]:
-                    raise ToolError(f"no output named '{hero}'")
-                ok, why = threads.is_bijection(list(roots[0].shape.dims))
+            names = [r.name for r in roots]
+            for root_name in args.bijection_outputs:
+                if root_name not in names:
+                    raise ToolError(f"no output named '{root_name}' (the outputs: "
+                                    f"{', '.join(names)})")
+                k = names.index(root_name)
+                threads = _thread_map(emitter, k)
+                ok, why = threads.is_bijection(list(roots[k].shape.dims))
                 if not ok:
-                    print(f"FAIL: the thread -> output indexing of {hero} is not a "
+                    print(f"FAIL: the thread -> output indexing of {root_name} is not a "
                           f"bijection: {why}")
                     return 1
-            if args.bijection_inputs:
-                failure = _check_input_bijection(comp, roots, args.bijection_inputs, threads)
+            for spec in args.bijection_inputs:
+                failure = _check_input_bijection(comp, roots, spec, _thread_map(emitter, 0))
                 if failure:
                     print(failure)
                     return 1

@@ -226,3 +226,56 @@ ENTRY e {
 """)
     assert parse_hlo(BARE_FUSION, "dir/bare.test.hlo").name == "bare.test"
     assert str(emit_kernel(bare).module) == str(emit_kernel(find_fusion(module)).module)
+
+
+def _chain_module(n: int) -> str:
+    ops = ["negate({prev})", "abs({prev})", "add({prev}, p)", "multiply({prev}, half)"]
+    lines = ["p = f32[64] parameter(0)", "c = f32[] constant(0.5)",
+             "half = f32[64] broadcast(c), dimensions={}"]
+    prev = "p"
+    for i in range(n):
+        lines.append(f"x{i} = f32[64] " + ops[i % 4].format(prev=prev))
+        prev = f"x{i}"
+    lines.append(f"ROOT r = f32[64] subtract({prev}, p)")
+    body = "\n  ".join(lines)
+    return (f"HloModule m\nfused {{\n  {body}\n}}\nENTRY e {{\n  p = f32[64] parameter(0)\n"
+            "  ROOT f = f32[64] fusion(p), kind=kLoop, calls=fused\n}\n")
+
+
+def test_long_elementwise_chain_does_not_recurse_per_op(ctx):
+    """500 ops in a row (Python's recursion limit is 1000): emitted with an
+    explicit stack, and bit for bit XLA's."""
+    import sys
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    text = _chain_module(500)
+    fusion = find_fusion(parse_hlo(text))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        kernel = emit_kernel(fusion)
+    finally:
+        sys.setrecursionlimit(limit)
+    x = np.random.RandomState(0).uniform(-2, 2, 64).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    CpuKernel(kernel)(x, out)
+    want, = run_with_xla(reference_text(fusion.fused_computation), [x])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_zero_element_slice_is_an_empty_kernel(ctx):
+    fusion = find_fusion(parse_hlo("""HloModule m
+fused {
+  p = f32[8,4] parameter(0)
+  ROOT s = f32[0,4] slice(p), slice={[3:3], [0:4]}
+}
+ENTRY e {
+  p = f32[8,4] parameter(0)
+  ROOT f = f32[0,4] fusion(p), kind=kLoop, calls=fused
+}
+"""))
+    kernel = emit_kernel(fusion)
+    assert kernel.launch == LaunchDimensions()
+    assert "xla_gpu.loop" not in kernel.text
+    out = np.zeros((0, 4), np.float32)
+    CpuKernel(kernel)(np.ones((8, 4), np.float32), out)

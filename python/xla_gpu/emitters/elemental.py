@@ -422,12 +422,39 @@ class ElementalEmitter:
         # a Python wrapper can be reused once the wrapper is freed.
         key = (id(inst), tuple(index))
         if key not in self.cache:
+            self._emit_same_index_operands(inst, tuple(index))
             if id(inst) not in self.members or inst.opcode == "parameter":
                 self.cache[key] = self.operand_value(inst, list(index))
             else:
                 with ir.Location.name(inst.name):
                     self.cache[key] = self._emit(inst, list(index))
         return self.cache[key]
+
+    def _reads_operands_at_its_index(self, inst: HloInstruction) -> bool:
+        """An elementwise member: its operands are emitted at its own index
+        (scalars at none)."""
+        if id(inst) not in self.members or inst.opcode == "parameter":
+            return False
+        if inst.opcode == "bitcast-convert":
+            return inst.operands[0].shape.dims == inst.shape.dims
+        return inst.opcode in ELEMENTAL or inst.opcode == "map"
+
+    def _emit_same_index_operands(self, inst: HloInstruction, index: tuple) -> None:
+        """Emits, deepest first and with an explicit stack, the chain of
+        elementwise operands `inst` reads at its own index: emission then
+        never recurses once per op (a 500-op chain is fine)."""
+        stack = [(inst, index, False)]
+        while stack:
+            node, idx, operands_done = stack.pop()
+            if (id(node), idx) in self.cache or not self._reads_operands_at_its_index(node):
+                continue
+            if operands_done:
+                if node is not inst:
+                    self.emit(node, list(idx))
+                continue
+            stack.append((node, idx, True))
+            for o in reversed(node.operands):
+                stack.append((o, idx if o.shape.rank else (), False))
 
     def _read(self, inst, k: int, index, runtime: Sequence[ir.Value] = ()):
         """Operand k of `inst` at the index its (single) indexing map gives;

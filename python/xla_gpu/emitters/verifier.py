@@ -107,6 +107,8 @@ def _verify_reads(inst: HloInstruction) -> None:
     if expected is not None and expected != list(inst.shape.dims):
         raise EmitterError(inst, f"{inst.shape} cannot be made of operand 0 "
                            f"({inst.operands[0].name}, {inst.operands[0].shape})")
+    if inst.shape.num_elements == 0:
+        return  # nothing is read (its indexing maps would have empty domains)
     try:
         per_operand = output_to_input_indexing(inst)
     except IndexingError as e:

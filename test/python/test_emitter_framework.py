@@ -279,3 +279,58 @@ ENTRY e {
     assert "xla_gpu.loop" not in kernel.text
     out = np.zeros((0, 4), np.float32)
     CpuKernel(kernel)(np.ones((8, 4), np.float32), out)
+
+
+ARGMAX = """HloModule m
+argmax {
+  a = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  b = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GT
+  v = f32[] select(gt, a, b)
+  i = s32[] select(gt, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, i)
+}
+fused {
+  p = f32[6,5,7] parameter(0)
+  io = s32[6,5,7] iota(), iota_dimension=1
+  ninf = f32[] constant(-inf)
+  z = s32[] constant(0)
+  r = (f32[6,7], s32[6,7]) reduce(p, io, ninf, z), dimensions={1}, to_apply=argmax
+  v = f32[6,7] get-tuple-element(r), index=0
+  i = s32[6,7] get-tuple-element(r), index=1
+  ROOT t = (f32[6,7], s32[6,7]) tuple(v, i)
+}
+ENTRY e {
+  p = f32[6,5,7] parameter(0)
+  ROOT f = (f32[6,7], s32[6,7]) fusion(p), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_variadic_reduce_taken_apart_by_get_tuple_element(ctx):
+    """The elemental emitter gives a variadic reduction's values as a
+    list; get-tuple-element picks one. Checked against numpy's argmax."""
+    kernel = emit_kernel(find_fusion(parse_hlo(ARGMAX)))
+    assert "func.func private @argmax(" in kernel.text
+    x = np.random.RandomState(1).randn(6, 5, 7).astype(np.float32)
+    v, i = np.zeros((6, 7), np.float32), np.zeros((6, 7), np.int32)
+    CpuKernel(kernel)(x, v, i)
+    np.testing.assert_array_equal(v, x.max(axis=1))
+    np.testing.assert_array_equal(i, x.argmax(axis=1))
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("ROOT t = (f32[], s32[]) tuple(v, i)", "ROOT t = f32[] add(a, b)",
+     "the reducer argmax returns 1 value, reduce needs 2"),
+    ("i = s32[6,7] get-tuple-element(r), index=1", "i = s32[6,7] get-tuple-element(r), index=2",
+     r"index=2 is not an element of \(f32\[6,7\], s32\[6,7\]\)"),
+    ("i = s32[6,7] get-tuple-element(r), index=1", "i = s32[6,7] get-tuple-element(r), index=0",
+     r"element 0 of r is f32\[6,7\], not s32\[6,7\]"),
+    ("ninf = f32[] constant(-inf)", "ninf = f32[2] constant({0, 0})",
+     r"init value 0 \(ninf\) must be a scalar"),
+])
+def test_malformed_variadic_reduce_is_located(ctx, old, new, message):
+    with pytest.raises(EmitterError, match=message):
+        emit_kernel(find_fusion(parse_hlo(ARGMAX.replace(old, new))))

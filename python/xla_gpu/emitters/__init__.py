@@ -13,7 +13,8 @@ import xla_gpu  # noqa: F401  (registers the dialect)
 from ..hlo import HloInstruction, HloModule
 from .elemental import EmitterError
 from .device import DEFAULT_DEVICE, DEVICES, DeviceDescription, device_named
-from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion, find_hero
+from .fusion_analysis import (EmitterKind, FusionAnalysis, analyze_fusion, find_hero,
+                              with_tuple_of_outputs)
 from .kernel import EmittedKernel, LaunchDimensions
 from .registry import EMITTERS, emitter_class, register_emitter
 from .verifier import verify_fusion
@@ -30,6 +31,7 @@ __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "Emitte
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
     """The emitter for a checked fusion: the fusion analysis picks its kind
     and is handed to it; launch dimensions are chosen for `device`."""
+    with_tuple_of_outputs(fusion.fused_computation)
     verify_fusion(fusion.fused_computation)
     analysis = analyze_fusion(fusion)
     return emitter_class(analysis)(analysis, device)
@@ -51,6 +53,7 @@ def find_fusion(module: HloModule) -> HloInstruction:
     only fusion, else the entry computation wrapped into one."""
     fusions = module.fusions()
     if len(fusions) == 1:
+        with_tuple_of_outputs(fusions[0].fused_computation)
         return fusions[0]
     if len(fusions) > 1:
         raise ValueError(f"the module has {len(fusions)} fusions: "
@@ -60,4 +63,5 @@ def find_fusion(module: HloModule) -> HloInstruction:
     wrapper = HloInstruction(f"{entry.name}_fusion", "fusion", entry.root.shape,
                              operands=[], called_computations=[entry])
     wrapper.attributes = {}
+    with_tuple_of_outputs(entry)
     return wrapper

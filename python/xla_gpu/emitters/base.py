@@ -18,20 +18,18 @@ seed's `(th_x, bl_x)[...]` maps show.
 
 from __future__ import annotations
 
-import re
-
 from mlir import ir
 from mlir.dialects import func, gpu, tensor
 
 from ..dialects import xla_gpu
-from ..hlo import HloInstruction, Shape
+from ..hlo import HloComputation, HloInstruction, Shape
 from ..indexing import delinearize
 from ..indexing_map import IndexingMap
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import ElementalEmitter, EmitterError, mlir_type
 from .fusion_analysis import FusionAnalysis
 from .kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions
-from .partitioner import Subgraph, partition
+from .partitioner import Subgraph, partition, sanitize_function_name
 
 __all__ = ["KERNEL_DIM_NAMES", "CallTargets", "EmitterBase", "apply_map", "bitcast_map",
            "sanitize_function_name", "tensor_type"]
@@ -42,13 +40,6 @@ KERNEL_DIM_NAMES = ("th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z")
 
 def tensor_type(shape: Shape) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(list(shape.dims), mlir_type(shape.element_type))
-
-
-def sanitize_function_name(name: str) -> str:
-    """An HLO name as a function name (XLA's SanitizeFunctionName): what
-    is not a letter, digit or underscore becomes an underscore."""
-    clean = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return clean if clean and not clean[0].isdigit() else f"_{clean}"
 
 
 def _index_range(lo: int, hi: int) -> ir.ArrayAttr:
@@ -73,13 +64,21 @@ def apply_map(m: IndexingMap, dims) -> list[ir.Value]:
     return [result] if isinstance(result, ir.Value) else list(result)
 
 
-class CallTargets:
-    """The subgraph functions of a fusion: `call(inst, params, index)` calls
-    the function that computes `inst` and gives `inst`'s value."""
+def _leaves(shape: Shape) -> list[Shape]:
+    return shape.leaves() if shape.is_tuple else [shape]
 
-    def __init__(self, subgraphs: list[Subgraph], functions: dict[Subgraph, func.FuncOp]):
+
+class CallTargets:
+    """The functions of a fusion: `call(inst, params, index)` calls the
+    subgraph function that computes `inst` and gives `inst`'s value (a list
+    for a tuple-shaped one); `call_computation(comp, args)` calls the
+    function of a reducer or map computation."""
+
+    def __init__(self, subgraphs: list[Subgraph], functions: dict[Subgraph, func.FuncOp],
+                 computations: dict[int, func.FuncOp] | None = None):
         self.subgraphs = subgraphs
         self.functions = functions
+        self.computations = computations or {}
         self._owner = {id(i): s for s in subgraphs for i in s.instructions}
 
     def subgraph_of(self, inst: HloInstruction) -> Subgraph:
@@ -88,13 +87,22 @@ class CallTargets:
     def function_of(self, inst: HloInstruction) -> func.FuncOp:
         return self.functions[self.subgraph_of(inst)]
 
-    def call(self, inst: HloInstruction, params, index) -> ir.Value:
+    def call(self, inst: HloInstruction, params, index) -> ir.Value | list[ir.Value]:
         s = self.subgraph_of(inst)
-        results = xla_gpu.PureCallOp(self.functions[s], [*params, *index]).results
-        return results[[r is inst for r in s.roots].index(True)]
+        results = self.call_all(s, params, index)
+        start = 0
+        for r in s.roots:
+            n = len(_leaves(r.shape))
+            if r is inst:
+                return results[start:start + n] if r.shape.is_tuple else results[start]
+            start += n
+        raise KeyError(inst.name)
 
     def call_all(self, s: Subgraph, params, index) -> list[ir.Value]:
         return list(xla_gpu.PureCallOp(self.functions[s], [*params, *index]).results)
+
+    def call_computation(self, comp: HloComputation, args) -> list[ir.Value]:
+        return list(xla_gpu.PureCallOp(self.computations[id(comp)], list(args)).results)
 
 
 class EmitterBase:
@@ -149,11 +157,15 @@ class EmitterBase:
             # returns its outputs as they are.
             self.subgraphs = [] if empty else partition(self.computation)
             with ir.InsertionPoint(module.body):
+                called = [] if empty else self._called_computations()
+                taken = {s.name for s in self.subgraphs}
+                computations = {id(c): self._declare_computation(c, taken) for c in called}
                 functions = {s: self._declare(s) for s in self.subgraphs}
-                self.call_targets = CallTargets(self.subgraphs, functions)
+                self.call_targets = CallTargets(self.subgraphs, functions, computations)
+                for c in called:
+                    self._emit_computation(c)
                 for s in self.subgraphs:
                     self._emit_subgraph(s)
-                taken = {s.name for s in self.subgraphs}
                 name = sanitize_function_name(self.fusion.name)
                 while name in taken:
                     name += "_entry"
@@ -229,10 +241,48 @@ class EmitterBase:
 
     # -- subgraphs -----------------------------------------------------------------
 
+    def _called_computations(self) -> list[HloComputation]:
+        """Reducers and map computations the fusion calls (and those they
+        call), each emitted once as a function of scalars."""
+        found: list[HloComputation] = []
+        stack = [self.computation]
+        while stack:
+            for inst in stack.pop().instructions:
+                for c in inst.called_computations:
+                    if all(c is not f for f in found):
+                        found.append(c)
+                        stack.append(c)
+        return found
+
+    def _declare_computation(self, comp: HloComputation, taken: set[str]) -> func.FuncOp:
+        name = sanitize_function_name(comp.name)
+        while name in taken:
+            name += "_computation"
+        taken.add(name)
+        inputs = [mlir_type(p.shape.element_type) for p in comp.parameters]
+        results = [mlir_type(leaf.element_type) for leaf in _leaves(comp.root.shape)]
+        f = func.FuncOp(name, ir.FunctionType.get(inputs, results))
+        f.sym_visibility = ir.StringAttr.get("private")
+        return f
+
+    def _emit_computation(self, comp: HloComputation) -> None:
+        """A scalar computation (a reducer) as a function of its parameters:
+        `xla_gpu.reduce`, the elemental emitter's loops and, next, shuffles
+        and atomics call it."""
+        f = self.call_targets.computations[id(comp)]
+        block = f.add_entry_block()
+        args = list(block.arguments)
+        members = {id(i) for i in comp.instructions if i.opcode != "parameter"}
+        with ir.InsertionPoint(block), ir.Location.name(comp.name):
+            emitter = ElementalEmitter(members, lambda inst, idx: args[inst.parameter_number],
+                                       self.call_targets.call_computation)
+            result = emitter.emit(comp.root, [])
+            func.ReturnOp(result if isinstance(result, list) else [result])
+
     def _declare(self, s: Subgraph) -> func.FuncOp:
-        rank = s.roots[0].shape.rank
+        rank = _leaves(s.roots[0].shape)[0].rank
         inputs = [tensor_type(p.shape) for p in self.params] + [ir.IndexType.get()] * rank
-        results = [mlir_type(r.shape.element_type) for r in s.roots]
+        results = [mlir_type(leaf.element_type) for r in s.roots for leaf in _leaves(r.shape)]
         f = func.FuncOp(s.name, ir.FunctionType.get(inputs, results))
         f.sym_visibility = ir.StringAttr.get("private")
         return f
@@ -249,10 +299,15 @@ class EmitterBase:
             return self.call_targets.call(inst, params, idx)
 
         with ir.InsertionPoint(block):
-            emitter = ElementalEmitter({id(i) for i in s.instructions}, outside)
+            emitter = ElementalEmitter({id(i) for i in s.instructions}, outside,
+                                       self.call_targets.call_computation)
             # Roots of another shape (same element count) are computed at
             # the same linear position: XLA's root indexing of loop fusions.
-            first = s.roots[0].shape.dims
-            func.ReturnOp([emitter.emit(r, index if r.shape.dims == first else
-                                        apply_map(bitcast_map(first, r.shape.dims), index))
-                           for r in s.roots])
+            first = _leaves(s.roots[0].shape)[0].dims
+            results = []
+            for r in s.roots:
+                dims = _leaves(r.shape)[0].dims
+                value = emitter.emit(r, index if dims == first else
+                                     apply_map(bitcast_map(first, dims), index))
+                results += value if isinstance(value, list) else [value]
+            func.ReturnOp(results)

@@ -15,7 +15,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math, scf, tensor
 
-from ..hlo import ElementType, HloInstruction
+from ..hlo import ElementType, HloComputation, HloInstruction
 from ..hlo.types import ELEMENT_TYPES
 from ..dialects import xla_gpu
 from ..indexing import IndexingError, output_to_input_indexing
@@ -412,12 +412,18 @@ class ElementalEmitter:
     calls to other subgraphs)."""
 
     def __init__(self, subgraph_members: set[int],
-                 operand_value: Callable[[HloInstruction, list[ir.Value]], ir.Value]):
+                 operand_value: Callable[[HloInstruction, list[ir.Value]], ir.Value],
+                 call_computation: "CallComputation | None" = None):
         self.members = subgraph_members
         self.operand_value = operand_value
-        self.cache: dict[tuple, ir.Value] = {}
+        # Reducers and map computations: calls to their functions (the
+        # framework declares one per computation), or inline without one.
+        self.call_computation = call_computation or apply_computation
+        self.cache: dict[tuple, ir.Value | list[ir.Value]] = {}
 
     def emit(self, inst: HloInstruction, index: Sequence[ir.Value]) -> ir.Value:
+        """`inst`'s element at `index`; a list of values for a tuple-shaped
+        instruction (a variadic reduction, a reducer's tuple root)."""
         # The Values themselves (hashable by what they refer to): an id() of
         # a Python wrapper can be reused once the wrapper is freed.
         key = (id(inst), tuple(index))
@@ -573,7 +579,11 @@ class ElementalEmitter:
             return self._bitcast_convert_resize(inst, index)
         if op == "map":
             args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
-            return apply_computation(inst.called_computations[0], args)
+            return self.call_computation(inst.called_computations[0], args)[0]
+        if op == "get-tuple-element":
+            return self.emit(inst.operands[0], index)[inst.attr("index")]
+        if op == "tuple":
+            return [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
         shapes = [inst.shape] + [o.shape for o in inst.operands]
         if op in ("complex", "real", "imag") or (
                 op != "select" and any(t.element_type.is_complex for t in shapes)):
@@ -654,26 +664,25 @@ class ElementalEmitter:
     def _reduce(self, inst, index):
         """reduce and reduce-window as XLA's elemental emitter: an
         xla_gpu.loop over the window (the indexing map's range variables;
-        its constraints skip the padding), the reducer applied to the
-        accumulator and each element."""
-        if len(inst.operands) != 2 or inst.shape.is_tuple:
-            raise EmitterError(inst, "variadic reductions are not supported")
-        reducer = inst.called_computations[0] if inst.called_computations else None
-        if reducer is None or reducer.root.opcode == "tuple":
-            raise EmitterError(inst, "needs a reducer computation with one result")
+        its constraints skip the padding), the reducer called on the
+        accumulators and each element. A variadic reduction (argmax: a value
+        and an index) carries one accumulator per input and gives a list."""
+        n = len(inst.operands) // 2
+        reducer = inst.called_computations[0]
         try:
             m = output_to_input_indexing(inst)[0][0]
         except IndexingError as e:
             raise EmitterError(inst, str(e)) from None
-        init = self.emit(inst.operands[1], [])
+        inits = [self.emit(init, []) for init in inst.operands[n:]]
 
         def body(ivs, operand_index, accumulators):
             def step():
-                x = self.emit(inst.operands[0], list(operand_index))
-                return [apply_computation(reducer, [accumulators[0], x])]
+                xs = [self.emit(x, list(operand_index)) for x in inst.operands[:n]]
+                return self.call_computation(reducer, [*accumulators, *xs])
             return self._in_region(step)
 
-        return xla_gpu.loop(m, index, [init], body)[0]
+        results = xla_gpu.loop(m, index, inits, body)
+        return results if inst.shape.is_tuple else results[0]
 
     def _in_domain(self, m, index) -> ir.Value:
         """i1: `index` lies in the map's ranges and satisfies its constraints."""
@@ -709,11 +718,16 @@ class ElementalEmitter:
         return from_operand(0)
 
 
-def apply_computation(comp, args: Sequence[ir.Value]) -> ir.Value:
-    """The root of a scalar computation (a reducer) on `args`, inline."""
+CallComputation = Callable[[HloComputation, Sequence[ir.Value]], list[ir.Value]]
+
+
+def apply_computation(comp: HloComputation, args: Sequence[ir.Value]) -> list[ir.Value]:
+    """The results of a scalar computation (a reducer: one per element of a
+    tuple root) on `args`, emitted inline."""
     members = {id(i) for i in comp.instructions if i.opcode != "parameter"}
     emitter = ElementalEmitter(members, lambda inst, idx: args[inst.parameter_number])
-    return emitter.emit(comp.root, [])
+    result = emitter.emit(comp.root, [])
+    return result if isinstance(result, list) else [result]
 
 
 def _literal_element(values: np.ndarray, etype: ElementType, dims: Sequence[int],

@@ -8,10 +8,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ..hlo import HloComputation, HloInstruction
+from ..hlo import Attribute, HloComputation, HloInstruction
 from ..indexing.analysis import ELEMENTWISE
 
-__all__ = ["EmitterKind", "FusionAnalysis", "analyze_fusion", "find_hero"]
+__all__ = ["EmitterKind", "FusionAnalysis", "analyze_fusion", "find_hero",
+           "with_tuple_of_outputs"]
 
 
 class EmitterKind(enum.Enum):
@@ -107,6 +108,30 @@ class FusionAnalysis:
 
     def hero_of(self, root: HloInstruction) -> HloInstruction:
         return self.heroes[[r is root for r in self.roots].index(True)]
+
+
+def with_tuple_of_outputs(comp: HloComputation) -> HloComputation:
+    """A fusion whose root is a tuple-shaped instruction (a variadic
+    reduction) in XLA's multi-output form: the root becomes a tuple of its
+    get-tuple-elements, so that every output is an array instruction.
+    Changes `comp` in place (the computation means the same); idempotent."""
+    root = comp.root
+    if root is None or root.opcode == "tuple" or not root.shape.is_tuple:
+        return comp
+    parts = []
+    for k, leaf in enumerate(root.shape.leaves()):
+        gte = HloInstruction(f"{root.name}.{k}", "get-tuple-element", leaf, operands=[root],
+                             attributes={"index": Attribute("index", str(k), k)},
+                             parent=comp, line=root.line, column=root.column)
+        root.users.append(gte)
+        parts.append(gte)
+    tuple_root = HloInstruction(f"{root.name}.tuple", "tuple", root.shape, operands=parts,
+                                parent=comp, line=root.line, column=root.column)
+    for gte in parts:
+        gte.users.append(tuple_root)
+    comp.instructions += [*parts, tuple_root]
+    comp.root = tuple_root
+    return comp
 
 
 def _roots(comp: HloComputation) -> list[HloInstruction]:

@@ -34,13 +34,21 @@ the computation's parameters as tensors.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..hlo import HloComputation, HloInstruction
 from ..indexing import identity_map, output_to_input_indexing
 from ..indexing_map import IndexingMap
 
-__all__ = ["Subgraph", "partition", "partition_to_dot"]
+__all__ = ["Subgraph", "partition", "partition_to_dot", "sanitize_function_name"]
+
+
+def sanitize_function_name(name: str) -> str:
+    """An HLO name as a function name (XLA's SanitizeFunctionName): what
+    is not a letter, digit or underscore becomes an underscore."""
+    clean = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return clean if clean and not clean[0].isdigit() else f"_{clean}"
 
 
 @dataclass(eq=False)
@@ -60,7 +68,8 @@ def partition(comp: HloComputation) -> list[Subgraph]:
     """The subgraphs of `comp`, the one of its root first. Needs an active
     MLIR context (indexing maps are compared)."""
     roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
-    main = Subgraph(f"{comp.name}_{roots[0].name}", list(roots), list(roots))
+    main = Subgraph(sanitize_function_name(f"{comp.name}_{roots[0].name}"), list(roots),
+                    list(roots))
     subgraphs = [main]
     owner: dict[int, Subgraph] = {id(r): main for r in roots}
     # The map from an element of the owning subgraph's roots to the element
@@ -89,7 +98,7 @@ def partition(comp: HloComputation) -> list[Subgraph]:
             owner[id(inst)] = group
             reach[id(inst)] = maps[0]
             continue
-        sub = Subgraph(f"{comp.name}_{inst.name}", [inst], [inst])
+        sub = Subgraph(sanitize_function_name(f"{comp.name}_{inst.name}"), [inst], [inst])
         subgraphs.append(sub)
         owner[id(inst)] = sub
         reach[id(inst)] = identity_map(inst.shape.dims)

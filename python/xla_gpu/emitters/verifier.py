@@ -100,14 +100,73 @@ def _expected_dims(inst: HloInstruction) -> list[int] | None:
     return None
 
 
+def _verify_get_tuple_element(inst: HloInstruction) -> None:
+    """Only a variadic reduction's results are tuples inside a fusion."""
+    if len(inst.operands) != 1:
+        raise EmitterError(inst, f"get-tuple-element takes 1 operand, got {len(inst.operands)}")
+    source = inst.operands[0]
+    if source.opcode not in ("reduce", "reduce-window") or not source.shape.is_tuple:
+        raise EmitterError(inst, "internal tuples are not supported (a fusion can be "
+                           "rewritten without them); only a variadic reduction's results "
+                           "are taken apart")
+    leaves = source.shape.leaves()
+    k = inst.attr("index")
+    if not isinstance(k, int) or not 0 <= k < len(leaves):
+        raise EmitterError(inst, f"index={k} is not an element of {source.shape}")
+    if str(leaves[k]) != str(inst.shape):
+        raise EmitterError(inst, f"element {k} of {source.name} is {leaves[k]}, not "
+                           f"{inst.shape}")
+
+
+def _verify_variadic_reduce(inst: HloInstruction) -> None:
+    """N inputs of one shape, N scalar inits, a reducer of 2N scalars to N;
+    the result a tuple of N arrays when N > 1 (argmax: a value and an index)."""
+    n = len(inst.operands) // 2
+    if len(inst.operands) % 2 or n == 0:
+        raise EmitterError(inst, f"{inst.opcode} takes inputs and as many init values, got "
+                           f"{len(inst.operands)} operands")
+    inputs, inits = inst.operands[:n], inst.operands[n:]
+    leaves = inst.shape.leaves() if inst.shape.is_tuple else [inst.shape]
+    if len(leaves) != n or (n > 1) != inst.shape.is_tuple:
+        raise EmitterError(inst, f"{n} input{'s' * (n > 1)} produce "
+                           f"{'a tuple of ' + str(n) + ' arrays' if n > 1 else 'an array'}, "
+                           f"not {inst.shape}")
+    for k, (x, init, leaf) in enumerate(zip(inputs, inits, leaves)):
+        if not x.shape.is_array or x.shape.dims != inputs[0].shape.dims:
+            raise EmitterError(inst, f"input {k} ({x.name}, {x.shape}) differs in shape from "
+                               f"input 0 ({inputs[0].shape})")
+        if not init.shape.is_array or init.shape.rank != 0:
+            raise EmitterError(inst, f"init value {k} ({init.name}) must be a scalar, not "
+                               f"{init.shape}")
+        types = {x.shape.element_type, init.shape.element_type, leaf.element_type}
+        if len(types) != 1:
+            raise EmitterError(inst, f"input {k}, its init value and result {k} must have "
+                               f"one element type, got {x.shape.element_type}, "
+                               f"{init.shape.element_type} and {leaf.element_type}")
+    reducer = inst.called_computations[0] if inst.called_computations else None
+    if reducer is None:
+        raise EmitterError(inst, f"{inst.opcode} needs a reducer (to_apply=)")
+    if len(reducer.parameters) != 2 * n:
+        raise EmitterError(inst, f"the reducer {reducer.name} takes "
+                           f"{len(reducer.parameters)} parameters; {inst.opcode} of {n} "
+                           f"input{'s' * (n > 1)} needs {2 * n}")
+    results = reducer.root.operands if reducer.root.opcode == "tuple" else [reducer.root]
+    if len(results) != n:
+        raise EmitterError(inst, f"the reducer {reducer.name} returns {len(results)} "
+                           f"value{'s' * (len(results) > 1)}, {inst.opcode} needs {n}")
+
+
 def _verify_reads(inst: HloInstruction) -> None:
-    if not inst.shape.is_array or not all(o.shape.is_array for o in inst.operands):
+    variadic = inst.opcode in ("reduce", "reduce-window") and inst.shape.is_tuple
+    if not (inst.shape.is_array or variadic) or not all(o.shape.is_array
+                                                          for o in inst.operands):
         raise EmitterError(inst, "operands and result must be arrays (no tuples)")
+    out_dims = (inst.shape.leaves()[0] if variadic else inst.shape).dims
     expected = _expected_dims(inst)
-    if expected is not None and expected != list(inst.shape.dims):
+    if expected is not None and expected != list(out_dims if variadic else inst.shape.dims):
         raise EmitterError(inst, f"{inst.shape} cannot be made of operand 0 "
                            f"({inst.operands[0].name}, {inst.operands[0].shape})")
-    if inst.shape.num_elements == 0:
+    if 0 in out_dims:
         return  # nothing is read (its indexing maps would have empty domains)
     try:
         per_operand = output_to_input_indexing(inst)
@@ -116,7 +175,7 @@ def _verify_reads(inst: HloInstruction) -> None:
     for k, (operand, maps) in enumerate(zip(inst.operands, per_operand)):
         dims = operand.shape.dims
         for m in maps:
-            if m.num_results != len(dims) or m.num_dims != inst.shape.rank:
+            if m.num_results != len(dims) or m.num_dims != len(out_dims):
                 raise EmitterError(inst, f"{inst.shape} cannot be made of operand {k} "
                                    f"({operand.name}, {operand.shape})")
             bounds = {str(e): r for e, r in m.constraints}
@@ -148,11 +207,16 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
             mlir_type(leaf.element_type)
         except ValueError as e:
             raise EmitterError(inst, str(e)) from None
-    if op == "get-tuple-element" or (op == "tuple" and inst is not comp.root):
+    if op == "get-tuple-element":
+        _verify_get_tuple_element(inst)
+        return
+    if op == "tuple" and inst is not comp.root:
         raise EmitterError(inst, "internal tuples are not supported (a fusion can be "
                            "rewritten without them)")
     if op == "tuple" or op == "parameter":
         return
+    if op in ("reduce", "reduce-window"):
+        _verify_variadic_reduce(inst)
     if op == "iota":
         d = inst.attr("iota_dimension")
         if not isinstance(d, int) or not 0 <= d < inst.shape.rank:

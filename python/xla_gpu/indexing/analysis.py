@@ -290,6 +290,13 @@ def _gather(instr, out):
     return [[operand_map], [indices_map]]
 
 
+@_rule("get-tuple-element")
+def _get_tuple_element(instr, out):
+    """An element of a variadic reduction's result: the same index (the
+    reduction's results share their shape)."""
+    return [[identity_map(out.dims)]]
+
+
 @_rule("reduce")
 def _reduce(instr, out_leaf):
     n = len(instr.operands) // 2

@@ -16,6 +16,7 @@ from mlir import ir
 from mlir.dialects import arith, math, scf, tensor
 
 from ..hlo import ElementType, HloComputation, HloInstruction
+from ..hlo.opcodes import INDEXING_OPS
 from ..hlo.types import ELEMENT_TYPES
 from ..dialects import xla_gpu
 from ..indexing import IndexingError, output_to_input_indexing
@@ -44,23 +45,15 @@ class EmitterError(ValueError):
 
 
 def mlir_type(etype: ElementType) -> ir.Type:
-    """The MLIR element type of an HLO element type (integers signless)."""
-    if etype.is_pred:
-        return ir.IntegerType.get_signless(1)
-    if etype.is_integer:
-        return ir.IntegerType.get_signless(etype.bits)
-    floats = {"f16": ir.F16Type, "bf16": ir.BF16Type, "f32": ir.F32Type, "f64": ir.F64Type}
-    if etype.name in floats:
-        return floats[etype.name].get()
-    if etype.name in FLOAT8:
-        return FLOAT8[etype.name].mlir.get()
-    if etype.is_complex:
-        return ir.ComplexType.get(mlir_type(COMPLEX_PART[etype.name]))
-    raise ValueError(f"element type {etype.name} is not supported by the emitters yet")
+    """The MLIR element type of an HLO element type (the type table's;
+    integers signless)."""
+    if etype.mlir is None:
+        raise ValueError(f"element type {etype.name} is not supported by the emitters yet")
+    return ir.Type.parse(etype.mlir)
 
 
 # The element type of a complex type's parts.
-COMPLEX_PART = {"c64": ELEMENT_TYPES["f32"], "c128": ELEMENT_TYPES["f64"]}
+COMPLEX_PART = {t.name: ELEMENT_TYPES[t.part] for t in ELEMENT_TYPES.values() if t.part}
 
 Elemental = Callable[[HloInstruction, list[ir.Value]], ir.Value]
 ELEMENTAL: dict[str, Elemental] = {}
@@ -399,11 +392,6 @@ def _bitcast_convert(inst, a):
 def _as_type(x: ir.Value, t: ir.Type) -> ir.Value:
     """`x`'s bits as type `t` (of the same width)."""
     return x if x.type == t else arith.bitcast(t, x)
-
-
-# Opcodes whose elements are elements of operand 0 at another index.
-INDEXING_OPS = frozenset({"broadcast", "transpose", "reshape", "bitcast", "slice",
-                          "reverse", "copy"})
 
 
 class ElementalEmitter:

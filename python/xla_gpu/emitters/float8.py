@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, math
 
+from ..hlo.types import ELEMENT_TYPES
+
 __all__ = ["FLOAT8", "Float8Format", "f8_to_f32", "f32_to_f8"]
 
 
@@ -36,7 +38,8 @@ class Float8Format:
     # "ieee": infinities, NaN = exponent all ones; "fn": no infinities, NaN
     # = all ones; "fnuz": no infinities, no -0, NaN = 0x80.
     kind: str
-    mlir: type
+    # Its HLO element type's name (the type table gives the MLIR type).
+    name: str
 
     @property
     def min_normal_exponent(self) -> int:
@@ -53,13 +56,13 @@ class Float8Format:
 
 
 FLOAT8 = {
-    "f8e3m4": Float8Format(3, 4, 3, "ieee", ir.Float8E3M4Type),
-    "f8e4m3": Float8Format(4, 3, 7, "ieee", ir.Float8E4M3Type),
-    "f8e4m3fn": Float8Format(4, 3, 7, "fn", ir.Float8E4M3FNType),
-    "f8e4m3fnuz": Float8Format(4, 3, 8, "fnuz", ir.Float8E4M3FNUZType),
-    "f8e4m3b11fnuz": Float8Format(4, 3, 11, "fnuz", ir.Float8E4M3B11FNUZType),
-    "f8e5m2": Float8Format(5, 2, 15, "ieee", ir.Float8E5M2Type),
-    "f8e5m2fnuz": Float8Format(5, 2, 16, "fnuz", ir.Float8E5M2FNUZType),
+    "f8e3m4": Float8Format(3, 4, 3, "ieee", "f8e3m4"),
+    "f8e4m3": Float8Format(4, 3, 7, "ieee", "f8e4m3"),
+    "f8e4m3fn": Float8Format(4, 3, 7, "fn", "f8e4m3fn"),
+    "f8e4m3fnuz": Float8Format(4, 3, 8, "fnuz", "f8e4m3fnuz"),
+    "f8e4m3b11fnuz": Float8Format(4, 3, 11, "fnuz", "f8e4m3b11fnuz"),
+    "f8e5m2": Float8Format(5, 2, 15, "ieee", "f8e5m2"),
+    "f8e5m2fnuz": Float8Format(5, 2, 16, "fnuz", "f8e5m2fnuz"),
 }
 
 
@@ -145,4 +148,4 @@ def f32_to_f8(fmt: Float8Format, x: ir.Value) -> ir.Value:
                 "fn": 0x7F, "fnuz": 0x80}[fmt.kind]
     is_nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
     result = arith.select(is_nan, _i(32, nan_code), signed)
-    return arith.bitcast(fmt.mlir.get(), arith.trunci(i8, result))
+    return arith.bitcast(ir.Type.parse(ELEMENT_TYPES[fmt.name].mlir), arith.trunci(i8, result))

@@ -9,7 +9,7 @@ import enum
 from dataclasses import dataclass
 
 from ..hlo import Attribute, HloComputation, HloInstruction
-from ..indexing.analysis import ELEMENTWISE
+from ..hlo.opcodes import ELEMENTWISE
 
 __all__ = ["EmitterKind", "FusionAnalysis", "analyze_fusion", "find_hero",
            "with_tuple_of_outputs"]

@@ -10,6 +10,7 @@ from mlir import ir
 from mlir.dialects import func, tensor
 
 from ..hlo import HloComputation, HloInstruction, Shape
+from ..hlo.opcodes import PREVENTS_VECTORIZATION
 from ..indexing import delinearize, indexing_from, output_to_input_indexing
 from ..indexing_map import IndexingMap
 from .base import CallTargets, EmitterBase, apply_map, bitcast_map
@@ -49,10 +50,10 @@ class LoopLaunch:
 
 def may_prevent_vectorization(comp: HloComputation) -> bool:
     """XLA's MayPreventVectorization: ops that become loops or libcalls
-    make unrolling a loss."""
+    make unrolling a loss (the opcode table says which), and so do wide
+    concatenates and variadic reductions."""
     for inst in comp.instructions:
-        if inst.opcode in ("reduce-window", "sort", "dot", "sine", "cosine", "tan", "power",
-                           "atan2"):
+        if inst.opcode in PREVENTS_VECTORIZATION:
             return True
         if inst.opcode == "concatenate" and len(inst.operands) > kMaxConcatArgumentsForUnrolling:
             return True

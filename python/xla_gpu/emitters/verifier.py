@@ -7,53 +7,14 @@ written is each emitter's rule)."""
 from __future__ import annotations
 
 from ..hlo import HloComputation, HloInstruction
+from ..hlo.opcodes import (COMPLEX_OK, FLOAT_ONLY, INTEGER_ONLY, INTEGER_OR_PRED,
+                           READS_THROUGH_MAPS, TYPE_CHANGING, arity as elementwise_arity)
 from ..indexing import IndexingError, output_to_input_indexing
 from .elemental import COMPLEX_PART, EmitterError, mlir_type
 
 __all__ = ["verify_fusion"]
 
-# Elementwise opcodes by number of operands.
-UNARY = frozenset({
-    "abs", "bitcast-convert", "cbrt", "ceil", "convert", "copy", "cosine",
-    "count-leading-zeros", "erf", "exponential", "exponential-minus-one", "floor", "imag",
-    "is-finite", "log", "log-plus-one", "logistic", "negate", "not", "popcnt", "real",
-    "reduce-precision", "round-nearest-afz", "round-nearest-even", "rsqrt", "sign", "sine",
-    "sqrt", "tan", "tanh",
-})
-BINARY = frozenset({
-    "add", "and", "atan2", "compare", "complex", "divide", "maximum", "minimum", "multiply",
-    "or", "power", "remainder", "shift-left", "shift-right-arithmetic", "shift-right-logical",
-    "subtract", "xor",
-})
-TERNARY = frozenset({"clamp", "select"})
-
-FLOAT_ONLY = frozenset({
-    "atan2", "cbrt", "ceil", "cosine", "erf", "exponential", "exponential-minus-one", "floor",
-    "is-finite", "log", "log-plus-one", "logistic", "reduce-precision", "round-nearest-afz",
-    "round-nearest-even", "rsqrt", "sine", "sqrt", "tan", "tanh",
-})
-INTEGER_ONLY = frozenset({
-    "count-leading-zeros", "popcnt", "shift-left", "shift-right-arithmetic",
-    "shift-right-logical",
-})
-INTEGER_OR_PRED = frozenset({"and", "not", "or", "xor"})
-# Element type of the result differs from the operands'.
-TYPE_CHANGING = frozenset({"convert", "bitcast-convert", "compare", "is-finite", "complex",
-                           "real", "imag"})
-# Float ops that also take complex numbers.
-COMPLEX_OK = frozenset({
-    "cosine", "exponential", "exponential-minus-one", "log", "log-plus-one", "rsqrt", "sine",
-    "sqrt", "tan", "tanh",
-})
 DIRECTIONS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE"})
-
-
-# Ops whose operand elements are read through their indexing maps: each
-# read must land inside the operand (a malformed slice would read past it).
-READS_THROUGH_MAPS = frozenset({
-    "broadcast", "transpose", "reshape", "bitcast", "slice", "reverse", "pad", "concatenate",
-    "dynamic-slice", "dynamic-update-slice", "gather", "reduce", "reduce-window", "copy",
-})
 
 
 def _expected_dims(inst: HloInstruction) -> list[int] | None:
@@ -222,7 +183,7 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
         if not isinstance(d, int) or not 0 <= d < inst.shape.rank:
             raise EmitterError(inst, f"iota_dimension={d} is not a dimension of {inst.shape}")
         return
-    arity = 1 if op in UNARY else 2 if op in BINARY else 3 if op in TERNARY else None
+    arity = elementwise_arity(op)
     if arity is None:
         if op in READS_THROUGH_MAPS:
             _verify_reads(inst)

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from mlir import ir
 
 from ..hlo import HloInstruction, Shape
+from ..hlo.opcodes import ELEMENTWISE
 from ..indexing_map import IndexingMap
 
 __all__ = [
@@ -34,16 +35,6 @@ class IndexingError(ValueError):
     def __init__(self, instr: HloInstruction, reason: str):
         self.instruction = instr
         super().__init__(f"{instr.name} ({instr.opcode}): {reason}")
-
-
-ELEMENTWISE = frozenset("""
-abs add and atan2 bitcast-convert cbrt ceil clamp compare complex convert copy cosine
-count-leading-zeros divide erf exponential exponential-minus-one floor imag is-finite log
-log-plus-one logistic map maximum minimum multiply negate not or popcnt power real
-reduce-precision remainder round-nearest-afz round-nearest-even rsqrt select shift-left
-shift-right-arithmetic shift-right-logical sign sine sqrt stochastic-convert subtract tan
-tanh xor
-""".split())
 
 
 # -- small builders -------------------------------------------------------------

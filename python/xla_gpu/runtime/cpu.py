@@ -32,7 +32,7 @@ import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
 from .. import pipelines
 from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
-from ..hlo.types import ELEMENT_TYPES
+from ..hlo.types import BY_MLIR, ELEMENT_TYPES
 
 __all__ = ["CpuKernel", "JitError", "KernelArgumentError", "run_on_cpu"]
 
@@ -104,23 +104,10 @@ def _unpack(packed: np.ndarray, bits: int, out: np.ndarray) -> None:
     out.reshape(-1).view(np.uint8)[:] = values.reshape(-1)[:out.size]
 
 
-_MLIR_TO_DTYPE = {
-    "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
-    "f16": np.dtype(np.float16), "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
-    "bf16": ELEMENT_TYPES["bf16"].dtype,
-    # ml_dtypes holds one a byte; the kernel reads and writes them packed as
-    # XLA's buffers do (the runner packs and unpacks, see _pack).
-    "i4": ELEMENT_TYPES["s4"].dtype, "i2": ELEMENT_TYPES["s2"].dtype,
-    # 8-bit floats: one byte each, as ml_dtypes holds them.
-    "f8E3M4": ELEMENT_TYPES["f8e3m4"].dtype, "f8E4M3": ELEMENT_TYPES["f8e4m3"].dtype,
-    "f8E4M3FN": ELEMENT_TYPES["f8e4m3fn"].dtype,
-    "f8E4M3FNUZ": ELEMENT_TYPES["f8e4m3fnuz"].dtype,
-    "f8E4M3B11FNUZ": ELEMENT_TYPES["f8e4m3b11fnuz"].dtype,
-    "f8E5M2": ELEMENT_TYPES["f8e5m2"].dtype, "f8E5M2FNUZ": ELEMENT_TYPES["f8e5m2fnuz"].dtype,
-    # (re, im) pairs.
-    "complex<f32>": np.dtype(np.complex64), "complex<f64>": np.dtype(np.complex128),
-}
+# Sub-byte integers: ml_dtypes holds them one a byte; the kernel reads and
+# writes them packed as XLA's buffers do (the runner packs and unpacks, see
+# _pack). 8-bit floats: one byte each, as ml_dtypes holds them.
+_MLIR_TO_DTYPE = {mlir: t.dtype for mlir, t in BY_MLIR.items()}
 _SUB_BYTE = [{ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype},
              {ELEMENT_TYPES["s2"].dtype, ELEMENT_TYPES["u2"].dtype}]
 

@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from mlir import ir
 
 from xla_gpu.emitters import (EMITTERS, EmittedKernel, EmitterError, EmitterKind,
                               LaunchDimensions, LoopEmitter, analyze_fusion, device_named,
@@ -334,3 +335,78 @@ def test_variadic_reduce_taken_apart_by_get_tuple_element(ctx):
 def test_malformed_variadic_reduce_is_located(ctx, old, new, message):
     with pytest.raises(EmitterError, match=message):
         emit_kernel(find_fusion(parse_hlo(ARGMAX.replace(old, new))))
+
+
+EPILOGUE_FUSION = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+fused {
+  p = f32[8,16] parameter(0)
+  z = f32[] constant(0)
+  r = f32[8] reduce(p, z), dimensions={1}, to_apply=add
+  e = f32[8] exponential(r)
+  ROOT n = f32[8] negate(e)
+}
+ENTRY e {
+  p = f32[8,16] parameter(0)
+  ROOT f = f32[8] fusion(p), kind=kInput, calls=fused
+}
+"""
+
+
+def test_epilogue_gets_the_heros_value(ctx):
+    """A hero emitter declares an epilogue (the ops between its hero and the
+    output) and roots its hero in its own subgraph; the framework emits the
+    epilogue as a function of (params, index, hero value). A probe emitter
+    (not registered) computes the hero one way and hands it over."""
+    from mlir.dialects import func as func_d, tensor as tensor_d
+    from xla_gpu.emitters.base import EmitterBase, Epilogue
+
+    fusion = find_fusion(parse_hlo(EPILOGUE_FUSION))
+    analysis = analyze_fusion(fusion)
+    assert analysis.kind is EmitterKind.REDUCTION
+    hero, root = analysis.heroes[0], analysis.roots[0]
+
+    class Probe(EmitterBase):
+        def launch_dims(self):
+            return LaunchDimensions((1, 1, 1), (8, 1, 1))
+
+        def is_subgraph_root(self, inst):
+            return inst is hero
+
+        def epilogues(self):
+            self._epilogue = getattr(self, "_epilogue", None) or Epilogue([hero], [root])
+            return [self._epilogue]
+
+        def emit_entry_function(self, entry, call_targets):
+            params = list(entry.arguments)[:1]
+            out = entry.arguments[1]
+            with ir.InsertionPoint(entry.entry_block):
+                tid, = self.kernel_ids([0])
+                value = call_targets.call(hero, params, [tid])
+                result, = call_targets.call_epilogue(self._epilogue, params, [tid], [value])
+                func_d.ReturnOp([tensor_d.insert(result, out, [tid])])
+
+    kernel = Probe(analysis).emit()
+    text = kernel.text
+    assert ("func.func private @f__epilogue__n(%arg0: tensor<8x16xf32>, %arg1: index, "
+            "%arg2: f32) -> f32") in text
+    assert "func.func private @fused_r(" in text  # the hero roots its own subgraph
+    p = np.random.RandomState(2).randn(8, 16).astype(np.float32)
+    out = np.zeros(8, np.float32)
+    CpuKernel(kernel)(p, out)
+    np.testing.assert_allclose(out, -np.exp(p.sum(axis=1)), rtol=1e-5)
+
+
+def test_partitioner_hook_roots_a_hero(ctx):
+    from xla_gpu.emitters.partitioner import partition
+    comp = find_fusion(parse_hlo(EPILOGUE_FUSION)).fused_computation
+    plain = [[i.name for i in s.instructions] for s in partition(comp)]
+    hooked = [[i.name for i in s.instructions]
+              for s in partition(comp, lambda inst: inst.name == "e")]
+    # Alone, e is emitted with its one user; forced, it roots its own.
+    assert plain[0][:2] == ["n", "e"]
+    assert hooked[0] == ["n"] and hooked[1][0] == "e"

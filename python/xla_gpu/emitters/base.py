@@ -18,6 +18,8 @@ seed's `(th_x, bl_x)[...]` maps show.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import func, gpu, tensor
 
@@ -31,8 +33,8 @@ from .fusion_analysis import FusionAnalysis
 from .kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions
 from .partitioner import Subgraph, partition, sanitize_function_name
 
-__all__ = ["KERNEL_DIM_NAMES", "CallTargets", "EmitterBase", "apply_map", "bitcast_map",
-           "sanitize_function_name", "tensor_type"]
+__all__ = ["KERNEL_DIM_NAMES", "CallTargets", "EmitterBase", "Epilogue", "apply_map",
+           "bitcast_map", "sanitize_function_name", "tensor_type"]
 
 # XLA's names of the kernel maps' dimensions, in order.
 KERNEL_DIM_NAMES = ("th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z")
@@ -64,6 +66,19 @@ def apply_map(m: IndexingMap, dims) -> list[ir.Value]:
     return [result] if isinstance(result, ir.Value) else list(result)
 
 
+@dataclass(eq=False)
+class Epilogue:
+    """The instructions between heroes and fusion outputs, as one function
+    (XLA's EmitEpilogue): `(params..., index..., hero values...) -> output
+    values`, the index that of the outputs (one shape), each hero's value
+    given by the hero emitter that computed it (a reduced row, a tile
+    element)."""
+
+    heroes: list[HloInstruction]
+    roots: list[HloInstruction]
+    name: str = ""
+
+
 def _leaves(shape: Shape) -> list[Shape]:
     return shape.leaves() if shape.is_tuple else [shape]
 
@@ -79,6 +94,7 @@ class CallTargets:
         self.subgraphs = subgraphs
         self.functions = functions
         self.computations = computations or {}
+        self.epilogues: dict[Epilogue, func.FuncOp] = {}
         self._owner = {id(i): s for s in subgraphs for i in s.instructions}
 
     def subgraph_of(self, inst: HloInstruction) -> Subgraph:
@@ -104,6 +120,11 @@ class CallTargets:
     def call_computation(self, comp: HloComputation, args) -> list[ir.Value]:
         return list(xla_gpu.PureCallOp(self.computations[id(comp)], list(args)).results)
 
+    def call_epilogue(self, epilogue: Epilogue, params, index, hero_values) -> list[ir.Value]:
+        """The epilogue's outputs at `index`, from the heroes' values."""
+        f = self.epilogues[epilogue]
+        return list(xla_gpu.PureCallOp(f, [*params, *index, *hero_values]).results)
+
 
 class EmitterBase:
     """Subclasses are registered with `@register_emitter(EmitterKind.X)`
@@ -128,6 +149,15 @@ class EmitterBase:
         """Fills `entry`'s body: arguments are the parameters then the
         outputs; it returns the outputs (updated with tensor.insert)."""
         raise NotImplementedError
+
+    def is_subgraph_root(self, inst: HloInstruction) -> bool:
+        """XLA's hook: instructions the emitter emits itself (its heroes)
+        root their own subgraph, so that no other function inlines them."""
+        return False
+
+    def epilogues(self) -> list[Epilogue]:
+        """The epilogues the entry function calls (one function each)."""
+        return []
 
     def thread_to_output_map(self, root_index: int) -> IndexingMap | None:
         """(th_x, th_y, th_z, bl_x, bl_y, bl_z)[symbols] -> the element of
@@ -155,7 +185,8 @@ class EmitterBase:
             module = ir.Module.create()
             # Nothing to compute (XLA runs no kernel for it): the entry
             # returns its outputs as they are.
-            self.subgraphs = [] if empty else partition(self.computation)
+            self.subgraphs = [] if empty else partition(self.computation,
+                                                         self.is_subgraph_root)
             with ir.InsertionPoint(module.body):
                 called = [] if empty else self._called_computations()
                 taken = {s.name for s in self.subgraphs}
@@ -166,6 +197,8 @@ class EmitterBase:
                     self._emit_computation(c)
                 for s in self.subgraphs:
                     self._emit_subgraph(s)
+                for e in ([] if empty else self.epilogues()):
+                    self._emit_epilogue(e, taken)
                 name = sanitize_function_name(self.fusion.name)
                 while name in taken:
                     name += "_entry"
@@ -278,6 +311,51 @@ class EmitterBase:
                                        self.call_targets.call_computation)
             result = emitter.emit(comp.root, [])
             func.ReturnOp(result if isinstance(result, list) else [result])
+
+    def _emit_epilogue(self, e: Epilogue, taken: set[str]) -> None:
+        """`@<fusion>__epilogue__<roots>`: the roots at an index, the heroes
+        replaced by the values passed in; what else the roots read is
+        computed inline (parameters extracted, other subgraphs called)."""
+        if not e.roots or any(r.shape.dims != e.roots[0].shape.dims for r in e.roots):
+            raise EmitterError(e.roots[0] if e.roots else self.fusion,
+                               "an epilogue's outputs have one shape")
+        name = e.name or sanitize_function_name(
+            f"{self.fusion.name}__epilogue__{'_'.join(r.name for r in e.roots)}")
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        rank = e.roots[0].shape.rank
+        inputs = ([tensor_type(p.shape) for p in self.params] + [ir.IndexType.get()] * rank +
+                  [mlir_type(h.shape.element_type) for h in e.heroes])
+        results = [mlir_type(r.shape.element_type) for r in e.roots]
+        f = func.FuncOp(name, ir.FunctionType.get(inputs, results))
+        f.sym_visibility = ir.StringAttr.get("private")
+        self.call_targets.epilogues[e] = f
+        block = f.add_entry_block()
+        args = list(block.arguments)
+        params = args[: len(self.params)]
+        index = args[len(self.params): len(self.params) + rank]
+        hero_values = dict(zip((id(h) for h in e.heroes), args[len(self.params) + rank:]))
+        # Everything from the roots back to the heroes and parameters.
+        members: set[int] = set()
+        stack = list(e.roots)
+        while stack:
+            inst = stack.pop()
+            if id(inst) in members or id(inst) in hero_values or inst.opcode == "parameter":
+                continue
+            members.add(id(inst))
+            stack.extend(inst.operands)
+
+        def outside(inst: HloInstruction, idx):
+            if id(inst) in hero_values:
+                return hero_values[id(inst)]
+            if inst.opcode == "parameter":
+                return tensor.extract(params[inst.parameter_number], idx)
+            return self.call_targets.call(inst, params, idx)
+
+        with ir.InsertionPoint(block):
+            emitter = ElementalEmitter(members, outside, self.call_targets.call_computation)
+            func.ReturnOp([emitter.emit(r, index) for r in e.roots])
 
     def _declare(self, s: Subgraph) -> func.FuncOp:
         rank = _leaves(s.roots[0].shape)[0].rank

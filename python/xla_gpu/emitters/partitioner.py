@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..hlo import HloComputation, HloInstruction
 from ..indexing import identity_map, output_to_input_indexing
@@ -64,9 +65,14 @@ class Subgraph:
         return any(i is inst for i in self.instructions)
 
 
-def partition(comp: HloComputation) -> list[Subgraph]:
-    """The subgraphs of `comp`, the one of its root first. Needs an active
-    MLIR context (indexing maps are compared)."""
+def partition(comp: HloComputation,
+              is_subgraph_root: Callable[[HloInstruction], bool] | None = None
+              ) -> list[Subgraph]:
+    """The subgraphs of `comp`, the one of its root first. `is_subgraph_root`
+    (XLA's hook) forces instructions to root their own subgraph: a hero
+    emitter's heroes, which it emits itself. Needs an active MLIR context
+    (indexing maps are compared)."""
+    forced = is_subgraph_root or (lambda inst: False)
     roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
     main = Subgraph(sanitize_function_name(f"{comp.name}_{roots[0].name}"), list(roots),
                     list(roots))
@@ -92,7 +98,8 @@ def partition(comp: HloComputation) -> list[Subgraph]:
         # A map with range variables reads several elements (gather's
         # indices, a reduction's input).
         several = any(v.upper > v.lower for v in maps[0].range_vars) if maps else False
-        if len(groups) == 1 and len(maps) == 1 and not several and id(inst) not in split:
+        if len(groups) == 1 and len(maps) == 1 and not several and id(inst) not in split \
+                and not forced(inst):
             group = owner[id(users[0])]
             group.instructions.append(inst)
             owner[id(inst)] = group

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from contextlib import contextmanager
 from typing import Iterable, Iterator
@@ -10,6 +11,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from .hlo.module import Attribute, HloComputation, HloInstruction
+from .hlo.shape import Shape
 
 __all__ = ["XlaCpuExecutable", "as_xla_takes_it", "row_major", "run_with_xla"]
 
@@ -20,16 +22,55 @@ def row_major(inst: HloInstruction) -> bool:
                for s in [inst.shape, *(o.shape for o in inst.operands)])
 
 
+def _without_layouts(shape: Shape) -> Shape:
+    if shape.is_tuple:
+        return dataclasses.replace(
+            shape, tuple_shapes=tuple(_without_layouts(s) for s in shape.tuple_shapes))
+    return dataclasses.replace(shape, layout=None)
+
+
+def _logical_bitcast(inst: HloInstruction) -> list[HloInstruction]:
+    """A bitcast between layouts as XLA takes it before layout assignment:
+    the operand in its physical order (a transpose), reshaped to the
+    result's physical shape, transposed to the result's logical order; the
+    bitcast itself becomes that last transpose. Returns the two new
+    instructions (to be placed before it)."""
+    src, dst = inst.operands[0].shape, inst.shape
+    src_order = list(reversed(src.minor_to_major))    # major to minor
+    dst_order = list(reversed(dst.minor_to_major))
+
+    def dims_attr(perm):
+        return {"dimensions": Attribute("dimensions", "{" + ",".join(map(str, perm)) + "}",
+                                        list(perm))}
+
+    physical = HloInstruction(
+        f"{inst.name}.source_physical", "transpose",
+        Shape(src.element_type, tuple(src.dims[d] for d in src_order)),
+        operands=[inst.operands[0]], attributes=dims_attr(src_order), parent=inst.parent)
+    reshaped = HloInstruction(
+        f"{inst.name}.result_physical", "reshape",
+        Shape(dst.element_type, tuple(dst.dims[d] for d in dst_order)),
+        operands=[physical], parent=inst.parent)
+    inst.opcode = "transpose"
+    inst.operands = [reshaped]
+    inst.attributes = dims_attr([dst_order.index(i) for i in range(len(dst.dims))])
+    return [physical, reshaped]
+
+
 @contextmanager
 def as_xla_takes_it(computations: Iterable[HloComputation]) -> Iterator[None]:
     """For the duration, the instructions of `computations` are what XLA's
     compile pipeline accepts as input: fusions become calls (its simplifier
-    can rewrite a given fusion's shape but not its computation), row-major
-    bitcasts become reshapes (it takes bitcasts only after its layout
-    assignment), and metadata goes (its stack frames point into tables the
+    can rewrite a given fusion's shape but not its computation), bitcasts
+    become reshapes (row-major ones) or transpose-reshape-transpose (those
+    that change the layout: XLA takes bitcasts only after its layout
+    assignment), layouts go (every value is then the logical array it
+    stands for), and metadata goes (its stack frames point into tables the
     text may not carry)."""
+    computations = list(computations)
     insts = [i for c in computations for i in c.instructions]
-    saved = [(i, i.opcode, i.attributes) for i in insts]
+    saved = [(i, i.opcode, i.attributes, i.operands, i.shape) for i in insts]
+    saved_lists = [(c, list(c.instructions)) for c in computations]
     try:
         for inst in insts:
             attributes = {k: a for k, a in inst.attributes.items() if k != "metadata"}
@@ -39,10 +80,22 @@ def as_xla_takes_it(computations: Iterable[HloComputation]) -> Iterator[None]:
             elif inst.opcode == "bitcast" and row_major(inst):
                 inst.opcode = "reshape"
             inst.attributes = attributes
+            if inst.opcode == "bitcast" and inst.shape.is_array and \
+                    inst.operands[0].shape.is_array:
+                added = _logical_bitcast(inst)
+                comp = inst.parent
+                at = next(k for k, i in enumerate(comp.instructions) if i is inst)
+                comp.instructions[at:at] = added
+        for c in computations:
+            for inst in c.instructions:
+                inst.shape = _without_layouts(inst.shape)
         yield
     finally:
-        for inst, opcode, attributes in saved:
-            inst.opcode, inst.attributes = opcode, attributes
+        for inst, opcode, attributes, operands, shape in saved:
+            inst.opcode, inst.attributes, inst.operands, inst.shape = (
+                opcode, attributes, operands, shape)
+        for c, instructions in saved_lists:
+            c.instructions = instructions
 
 
 def _round_as_the_hlo_says() -> None:

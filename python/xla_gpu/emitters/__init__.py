@@ -11,6 +11,7 @@ from mlir import ir
 import xla_gpu  # noqa: F401  (registers the dialect)
 
 from ..hlo import HloInstruction, HloModule
+from ..hlo.inline import inline_calls
 from .elemental import EmitterError
 from .device import DEFAULT_DEVICE, DEVICES, DeviceDescription, device_named
 from .fusion_analysis import (EmitterKind, FusionAnalysis, analyze_fusion, find_hero,
@@ -31,7 +32,7 @@ __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "Emitte
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
     """The emitter for a checked fusion: the fusion analysis picks its kind
     and is handed to it; launch dimensions are chosen for `device`."""
-    with_tuple_of_outputs(fusion.fused_computation)
+    _prepare(fusion.fused_computation)
     verify_fusion(fusion.fused_computation)
     analysis = analyze_fusion(fusion)
     return emitter_class(analysis)(analysis, device)
@@ -53,7 +54,7 @@ def find_fusion(module: HloModule) -> HloInstruction:
     only fusion, else the entry computation wrapped into one."""
     fusions = module.fusions()
     if len(fusions) == 1:
-        with_tuple_of_outputs(fusions[0].fused_computation)
+        _prepare(fusions[0].fused_computation)
         return fusions[0]
     if len(fusions) > 1:
         raise ValueError(f"the module has {len(fusions)} fusions: "
@@ -63,5 +64,12 @@ def find_fusion(module: HloModule) -> HloInstruction:
     wrapper = HloInstruction(f"{entry.name}_fusion", "fusion", entry.root.shape,
                              operands=[], called_computations=[entry])
     wrapper.attributes = {}
-    with_tuple_of_outputs(entry)
+    _prepare(entry)
     return wrapper
+
+
+def _prepare(comp) -> None:
+    """What the emitters take: calls inlined (jax's pre-optimization
+    modules), a tuple-shaped root as a tuple of its elements."""
+    inline_calls(comp)
+    with_tuple_of_outputs(comp)

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from mlir import ir
+from mlir.dialects import gpu as _gpu
 from mlir.passmanager import PassManager
 
 import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
 from . import ptx as _ptx
 
-__all__ = ["PipelineOptions", "STAGES", "compile_to_ptx", "pipeline_passes",
+__all__ = ["PipelineOptions", "STAGES", "compile_kernel_to_ptx", "compile_to_ptx", "pipeline_passes",
            "pipeline_string", "run_pipeline"]
 
 
@@ -63,6 +64,13 @@ class PipelineOptions:
     def chip(self) -> str:
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
+
+    @classmethod
+    def for_device(cls, device, **overrides) -> "PipelineOptions":
+        """The options for a device description (its compute capability
+        and warp size), as XLA derives them."""
+        return cls(compute_capability=device.compute_capability,
+                   warp_size=device.threads_per_warp, **overrides)
 
 
 def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
@@ -236,28 +244,41 @@ def find_libdevice() -> str | None:
 def compile_to_ptx(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
                    dump_to: str | os.PathLike | None = None) -> str:
     """Runs every stage, then the NVPTX backend: the PTX of the module's
-    kernels (its public functions)."""
+    kernels (its public functions). `module` may be an EmittedKernel's."""
     run_pipeline(module, opts, dump_to=dump_to)
-    body = "\n".join(str(op) for op in module.body.operations)
-    needs_libdevice = "@__nv_" in body
+    needs_libdevice = any(
+        op.operation.name == "llvm.func" and
+        ir.StringAttr(op.attributes["sym_name"]).value.startswith("__nv_")
+        for op in module.body.operations)
     libdevice = find_libdevice()
     if needs_libdevice and libdevice is None:
         raise PipelineError("the kernel calls libdevice (__nv_*) but libdevice.10.bc was not "
                             "found; set XLA_GPU_LIBDEVICE")
-    link = f" l={libdevice}" if needs_libdevice else ""
-    with module.context:
-        wrapped = ir.Module.parse("module attributes {gpu.container_module} {\n"
-                                  "gpu.module @kernels {\n" + body + "\n}\n}")
+    # The lowered functions move into a gpu.module of a new container
+    # module, which the one PTX path (ptx.gpu_module_to_ptx) lowers.
+    with module.context, ir.Location.unknown():
+        wrapped = ir.Module.create()
+        wrapped.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
+        with ir.InsertionPoint(wrapped.body):
+            kernels = _gpu.GPUModuleOp("kernels")
+        body = kernels.bodyRegion.blocks.append()
+        for op in list(module.body.operations):
+            op.detach_from_parent()
+            body.append(op)
     try:
-        PassManager.parse(
-            f"builtin.module(nvvm-attach-target{{chip={opts.chip} O=3{link}}},"
-            "gpu-module-to-binary{format=isa})", wrapped.context).run(wrapped.operation)
-    except ir.MLIRError as e:
+        code = _ptx.gpu_module_to_ptx(wrapped, opts.chip,
+                                      libdevice=libdevice if needs_libdevice else None)["kernels"]
+    except _ptx.PtxError as e:
         raise PipelineError(f"NVPTX code generation failed: {e}") from None
-    code = _ptx.binary_objects(wrapped)["kernels"]
     if dump_to is not None:
         (Path(dump_to) / f"kernel.{opts.chip}.ptx").write_text(code)
     return code
+
+
+def compile_kernel_to_ptx(kernel, device, dump_to: str | os.PathLike | None = None) -> str:
+    """An EmittedKernel's PTX for a device description (options from the
+    device: its compute capability and warp size)."""
+    return compile_to_ptx(kernel.module, PipelineOptions.for_device(device), dump_to)
 
 
 def main(argv: list[str] | None = None) -> int:

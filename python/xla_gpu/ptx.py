@@ -1,8 +1,8 @@
 """GPU modules to PTX with the NVPTX backend inside the MLIR wheel, and a
 ptxas check of the result.
 
-This is the upstream tail of the GPU path (NVVM -> PTX); the emitters'
-own lowering pipeline (pipelines.py) will feed it.
+This is the upstream tail of the GPU path (NVVM -> PTX), the one PTX path:
+the emitters' lowering pipeline (pipelines.compile_to_ptx) feeds it.
 """
 
 from __future__ import annotations
@@ -27,22 +27,25 @@ class PtxError(RuntimeError):
     """Lowering to PTX failed, or ptxas rejected the PTX."""
 
 
-def _pipeline(chip: str, opt_level: int) -> str:
-    return (f"builtin.module(nvvm-attach-target{{chip={chip} O={opt_level}}},"
+def _pipeline(chip: str, opt_level: int, libdevice: str | None) -> str:
+    link = f" l={libdevice}" if libdevice else ""
+    return (f"builtin.module(nvvm-attach-target{{chip={chip} O={opt_level}{link}}},"
             "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"
             "gpu-module-to-binary{format=isa})")
 
 
 def gpu_module_to_ptx(module: ir.Module, chip: str = "sm_90",
-                      opt_level: int = 3) -> dict[str, str]:
-    """Lowers every gpu.module of `module` (in place) to PTX for `chip`.
+                      opt_level: int = 3, libdevice: str | None = None) -> dict[str, str]:
+    """Lowers every gpu.module of `module` (in place) to PTX for `chip`,
+    linking `libdevice` (libdevice.10.bc) when given.
 
     Returns {gpu.module name: PTX text}. Raises PtxError with the MLIR
     diagnostics when a pass fails."""
     if not chip.startswith("sm_"):
         raise ValueError(f"chip must look like 'sm_90', got {chip!r}")
     try:
-        PassManager.parse(_pipeline(chip, opt_level), module.context).run(module.operation)
+        PassManager.parse(_pipeline(chip, opt_level, libdevice),
+                          module.context).run(module.operation)
     except ir.MLIRError as e:
         raise PtxError(f"lowering to PTX for {chip} failed: {e}") from None
     ptx = binary_objects(module)

@@ -410,3 +410,18 @@ def test_partitioner_hook_roots_a_hero(ctx):
     # Alone, e is emitted with its one user; forced, it roots its own.
     assert plain[0][:2] == ["n", "e"]
     assert hooked[0] == ["n"] and hooked[1][0] == "e"
+
+
+@pytest.mark.parametrize("device, target", [("a100", "sm_80"), ("h100", "sm_90"),
+                                            ("a6000", "sm_86")])
+def test_emitted_kernel_to_ptx_for_a_device(ctx, device, target):
+    """The PTX path takes the EmittedKernel and derives its options from the
+    device description; the entry is the kernel, named after the fusion."""
+    from xla_gpu import pipelines, ptx
+    kernel = emit_kernel(_negate("f32[1000]", "neg.1"), device_named(device))
+    code = pipelines.compile_kernel_to_ptx(kernel, device_named(device))
+    assert f".target {target}" in code
+    assert ".entry neg_1(" in code
+    if ptx.find_ptxas() is not None:
+        result = ptx.ptxas_check(code, target)
+        assert result.ok, result.log

@@ -173,6 +173,34 @@ MlirAttribute xlaGpuIndexingMapAttrCompose(MlirAttribute first,
                                       asIndexingMap(second).getIndexingMap()));
 }
 
+static MlirAttribute wrapOrNull(mlir::FailureOr<IndexingMap> map) {
+  if (mlir::failed(map)) return MlirAttribute{nullptr};
+  return wrapMap(*map);
+}
+
+MlirAttribute xlaGpuIndexingMapAttrWithConstraint(MlirAttribute attr, MlirAffineExpr expr,
+                                                  int64_t lower, int64_t upper) {
+  return wrapOrNull(asIndexingMap(attr).getIndexingMap().withConstraint(
+      unwrap(expr), xla::gpu::Interval{lower, upper}));
+}
+
+MlirAttribute xlaGpuIndexingMapAttrWithDimBounds(MlirAttribute attr, intptr_t dim,
+                                                 int64_t lower, int64_t upper) {
+  if (dim < 0) return MlirAttribute{nullptr};
+  return wrapOrNull(asIndexingMap(attr).getIndexingMap().withDimBounds(
+      static_cast<unsigned>(dim), xla::gpu::Interval{lower, upper}));
+}
+
+MlirAttribute xlaGpuIndexingMapAttrGetSubMap(MlirAttribute attr, intptr_t result) {
+  if (result < 0) return MlirAttribute{nullptr};
+  return wrapOrNull(
+      asIndexingMap(attr).getIndexingMap().getSubMap(static_cast<unsigned>(result)));
+}
+
+MlirAttribute xlaGpuIndexingMapAttrConvertSymbolsToDims(MlirAttribute attr) {
+  return wrapMap(asIndexingMap(attr).getIndexingMap().convertSymbolsToDims());
+}
+
 MlirAttribute xlaGpuIndexingMapAttrRemoveUnusedSymbols(MlirAttribute attr) {
   return wrapMap(asIndexingMap(attr).getIndexingMap().removeUnusedSymbols());
 }

@@ -76,6 +76,22 @@ MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrSimplify(MlirAttribute att
 /// `first` then `second`.
 MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrCompose(MlirAttribute first,
                                                               MlirAttribute second);
+/// The map with `expr in [lower, upper]` added; null when `expr` uses a
+/// variable the map lacks or the interval is empty.
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrWithConstraint(MlirAttribute attr,
+                                                                     MlirAffineExpr expr,
+                                                                     int64_t lower,
+                                                                     int64_t upper);
+/// The map with dimension `dim` in [lower, upper]; null when out of range.
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrWithDimBounds(MlirAttribute attr,
+                                                                    intptr_t dim,
+                                                                    int64_t lower,
+                                                                    int64_t upper);
+/// The map of result `result` alone; null when there is no such result.
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrGetSubMap(MlirAttribute attr,
+                                                                intptr_t result);
+/// Range and runtime variables become dimensions (after the dimensions).
+MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrConvertSymbolsToDims(MlirAttribute attr);
 MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrRemoveUnusedSymbols(MlirAttribute attr);
 MLIR_CAPI_EXPORTED MlirAttribute xlaGpuIndexingMapAttrRemoveUnusedDimensions(MlirAttribute attr);
 MLIR_CAPI_EXPORTED bool xlaGpuIndexingMapAttrIsKnownEmpty(MlirAttribute attr);

@@ -128,6 +128,19 @@ class IndexingMap {
   static IndexingMap compose(const IndexingMap& first,
                              const IndexingMap& second);
 
+  /// The map with `expr in interval` added (intersected with a constraint
+  /// on the same expression). Fails when `expr` uses a variable the map
+  /// does not have or the interval is empty.
+  mlir::FailureOr<IndexingMap> withConstraint(mlir::AffineExpr expr,
+                                              Interval interval) const;
+  /// The map with dimension `dim`'s range replaced by `bounds`.
+  mlir::FailureOr<IndexingMap> withDimBounds(unsigned dim, Interval bounds) const;
+  /// The map of result `result` alone (same domain and constraints).
+  mlir::FailureOr<IndexingMap> getSubMap(unsigned result) const;
+  /// The map whose dimensions are this map's dimensions, then its range
+  /// and runtime variables (XLA's ConvertSymbolsToDimensions).
+  IndexingMap convertSymbolsToDims() const;
+
   /// Drops range/runtime variables that no result or constraint uses.
   IndexingMap removeUnusedSymbols() const;
   /// Drops dimensions that no result or constraint uses.

@@ -702,6 +702,65 @@ static IndexingMap removeUnused(const IndexingMap& map, bool dims, bool symbols)
   return IndexingMap(affine, newDims, newRange, newRuntime, constraints);
 }
 
+mlir::FailureOr<IndexingMap> IndexingMap::withConstraint(AffineExpr expr,
+                                                         Interval interval) const {
+  if (interval.lower > interval.upper) return mlir::failure();
+  bool valid = true;
+  expr.walk([&](AffineExpr e) {
+    if (auto d = llvm::dyn_cast<mlir::AffineDimExpr>(e)) {
+      valid &= d.getPosition() < getNumDims();
+    } else if (auto s = llvm::dyn_cast<mlir::AffineSymbolExpr>(e)) {
+      valid &= s.getPosition() < getNumSymbols();
+    }
+  });
+  if (!valid) return mlir::failure();
+  IndexingMap result = *this;
+  for (Constraint& c : result.constraints_) {
+    if (c.first == expr) {
+      c.second.lower = std::max(c.second.lower, interval.lower);
+      c.second.upper = std::min(c.second.upper, interval.upper);
+      return result;
+    }
+  }
+  result.constraints_.push_back({expr, interval});
+  result.sortConstraints();
+  return result;
+}
+
+mlir::FailureOr<IndexingMap> IndexingMap::withDimBounds(unsigned dim, Interval bounds) const {
+  if (dim >= getNumDims() || bounds.lower > bounds.upper) return mlir::failure();
+  IndexingMap result = *this;
+  result.dims_[dim].bounds = bounds;
+  return result;
+}
+
+mlir::FailureOr<IndexingMap> IndexingMap::getSubMap(unsigned result) const {
+  if (result >= getNumResults()) return mlir::failure();
+  IndexingMap sub = *this;
+  sub.map_ = map_.getSubMap({result});
+  return sub;
+}
+
+IndexingMap IndexingMap::convertSymbolsToDims() const {
+  mlir::MLIRContext* ctx = getContext();
+  unsigned nd = getNumDims();
+  SmallVector<AffineExpr> symbolsAsDims;
+  for (unsigned i = 0; i < getNumSymbols(); ++i) {
+    symbolsAsDims.push_back(mlir::getAffineDimExpr(nd + i, ctx));
+  }
+  unsigned total = nd + getNumSymbols();
+  auto convert = [&](AffineExpr e) { return e.replaceSymbols(symbolsAsDims); };
+  SmallVector<AffineExpr> results;
+  for (AffineExpr e : map_.getResults()) results.push_back(convert(e));
+  SmallVector<IndexingVar> dims(dims_.begin(), dims_.end());
+  dims.append(range_.begin(), range_.end());
+  dims.append(runtime_.begin(), runtime_.end());
+  SmallVector<Constraint> constraints;
+  for (const auto& [e, interval] : constraints_) constraints.push_back({convert(e), interval});
+  return IndexingMap(mlir::AffineMap::get(total, 0, results, ctx), std::move(dims), {}, {},
+                     std::move(constraints));
+}
+
 IndexingMap IndexingMap::removeUnusedSymbols() const {
   return removeUnused(*this, /*dims=*/false, /*symbols=*/true);
 }

@@ -88,6 +88,11 @@ def _load() -> ctypes.CDLL:
         "xlaGpuIndexingMapAttrEqual": ([H, H], ctypes.c_bool),
         "xlaGpuIndexingMapAttrSimplify": ([H], H),
         "xlaGpuIndexingMapAttrCompose": ([H, H], H),
+        "xlaGpuIndexingMapAttrWithConstraint": ([H, H, ctypes.c_int64, ctypes.c_int64], H),
+        "xlaGpuIndexingMapAttrWithDimBounds": (
+            [H, ctypes.c_ssize_t, ctypes.c_int64, ctypes.c_int64], H),
+        "xlaGpuIndexingMapAttrGetSubMap": ([H, ctypes.c_ssize_t], H),
+        "xlaGpuIndexingMapAttrConvertSymbolsToDims": ([H], H),
         "xlaGpuIndexingMapAttrRemoveUnusedSymbols": ([H], H),
         "xlaGpuIndexingMapAttrRemoveUnusedDimensions": ([H], H),
         "xlaGpuIndexingMapAttrIsKnownEmpty": ([H], ctypes.c_bool),

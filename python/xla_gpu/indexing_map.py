@@ -195,6 +195,37 @@ class IndexingMap:
         """This map followed by `second` (see `compose_indexing_maps`)."""
         return compose_indexing_maps(self, second)
 
+    def _derived_or_error(self, handle, what: str) -> "IndexingMap":
+        if not handle.ptr:
+            raise IndexingMapError(f"{what} is not valid for {self}")
+        return IndexingMap(_capi.wrap(handle, ir.Attribute))
+
+    def with_constraint(self, expr: ir.AffineExpr, interval: tuple[int, int]) -> "IndexingMap":
+        """This map with `expr in [lo, hi]` added (intersected with a
+        constraint on the same expression)."""
+        lo, hi = _pair(interval)
+        return self._derived_or_error(
+            lib.xlaGpuIndexingMapAttrWithConstraint(
+                self._handle, _capi.unwrap(expr, "AffineExpr"), lo, hi),
+            f"the constraint {expr} in [{lo}, {hi}]")
+
+    def with_dim_bounds(self, dim: int, interval: tuple[int, int]) -> "IndexingMap":
+        """This map with dimension `dim` in [lo, hi] (replacing its range)."""
+        lo, hi = _pair(interval)
+        return self._derived_or_error(
+            lib.xlaGpuIndexingMapAttrWithDimBounds(self._handle, dim, lo, hi),
+            f"dimension {dim} in [{lo}, {hi}]")
+
+    def submap(self, result: int) -> "IndexingMap":
+        """The map of result `result` alone (the same domain)."""
+        return self._derived_or_error(
+            lib.xlaGpuIndexingMapAttrGetSubMap(self._handle, result), f"result {result}")
+
+    def convert_symbols_to_dims(self) -> "IndexingMap":
+        """The map whose dimensions are this one's dimensions, then its
+        range and runtime variables (XLA's ConvertSymbolsToDimensions)."""
+        return self._derived(lib.xlaGpuIndexingMapAttrConvertSymbolsToDims)
+
     def remove_unused_symbols(self) -> "IndexingMap":
         return self._derived(lib.xlaGpuIndexingMapAttrRemoveUnusedSymbols)
 

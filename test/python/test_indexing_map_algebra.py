@@ -239,3 +239,30 @@ def test_compose_is_function_composition(ctx, seed):
             if inside:
                 assert composed.evaluate(d, s + [t]) == second.evaluate(first.evaluate(d, s), [t])
     assert composed.num_symbols == nf + 1
+
+
+def test_derived_maps_for_emitters(ctx):
+    """The IndexingMap API the hero emitters build their maps with."""
+    m = IndexingMap.parse("(d0, d1)[s0] -> (d0 * 4 + s0, d1), "
+                          "domain: d0 in [0, 31], d1 in [0, 7], s0 in [0, 3]")
+    d0, s0 = ir.AffineDimExpr.get(0), ir.AffineSymbolExpr.get(0)
+    c = m.with_constraint(d0 * 4 + s0, (0, 99))
+    assert str(c).endswith("d0 * 4 + s0 in [0, 99]")
+    # The same expression again: one constraint, the intersection.
+    assert str(c.with_constraint(d0 * 4 + s0, (10, 200))).endswith("d0 * 4 + s0 in [10, 99]")
+    # ... which simplify turns into d0's range (a whole number of steps).
+    assert str(m.with_constraint(d0 * 4 + s0, (0, 99)).simplify()) == (
+        "(d0, d1)[s0] -> (d0 * 4 + s0, d1), domain: d0 in [0, 24], d1 in [0, 7], s0 in [0, 3]")
+    assert [(v.lower, v.upper) for v in m.with_dim_bounds(1, (2, 5)).dim_vars] == [(0, 31), (2, 5)]
+    assert str(m.submap(1)) == ("(d0, d1)[s0] -> (d1), domain: d0 in [0, 31], d1 in [0, 7], "
+                                "s0 in [0, 3]")
+    flat = m.convert_symbols_to_dims()
+    assert str(flat) == ("(d0, d1, s0) -> (d0 * 4 + s0, d1), domain: d0 in [0, 31], "
+                         "d1 in [0, 7], s0 in [0, 3]")
+    assert flat.evaluate([3, 2, 1]) == m.evaluate([3, 2], [1]) == [13, 2]
+    for bad in (lambda: m.with_constraint(ir.AffineDimExpr.get(5), (0, 1)),
+                lambda: m.with_constraint(d0, (3, 2)),
+                lambda: m.with_dim_bounds(2, (0, 1)),
+                lambda: m.submap(2)):
+        with pytest.raises(IndexingMapError, match="is not valid for"):
+            bad()

@@ -24,7 +24,7 @@ from ..indexing_map import IndexingMap
 from .complex_ops import convert_complex, emit_complex, emit_complex_create
 from .float8 import FLOAT8, f8_to_f32, f32_to_f8
 
-__all__ = ["EmitterError", "mlir_type", "register_elemental", "ELEMENTAL"]
+__all__ = ["DISPATCH", "EmitterError", "mlir_type", "register_elemental", "ELEMENTAL"]
 
 
 class EmitterError(ValueError):
@@ -538,52 +538,52 @@ class ElementalEmitter:
         return self._read(inst, 0, index, starts)
 
     def _emit(self, inst: HloInstruction, index):
-        op = inst.opcode
+        rule = DISPATCH.get(inst.opcode)
+        if rule is None:
+            raise EmitterError(inst, f"opcode '{inst.opcode}' is not supported by the "
+                               "elemental emitter")
+        return rule(self, inst, index)
+
+    def _iota(self, inst, index):
         etype = inst.shape.element_type
-        if op == "constant":
-            return self._constant(inst, index)
-        if op == "iota":
-            i = index[inst.attr("iota_dimension")]
-            as_int = arith.index_cast(ir.IntegerType.get_signless(64), i)
-            t = mlir_type(etype)
-            if etype.is_float:
-                return arith.sitofp(t, as_int)
-            return as_int if etype.bits == 64 else arith.trunci(t, as_int)
-        if op in INDEXING_OPS:
-            return self._read(inst, 0, index)
-        if op == "pad":
-            return self._pad(inst, index)
-        if op == "concatenate":
-            return self._concatenate(inst, index)
-        if op == "dynamic-slice":
-            return self._dynamic_slice(inst, index)
-        if op == "gather":
-            return self._gather(inst, index)
-        if op == "dynamic-update-slice":
-            return self._dynamic_update_slice(inst, index)
-        if op in ("reduce", "reduce-window"):
-            return self._reduce(inst, index)
-        if op == "bitcast-convert" and inst.operands[0].shape.dims != inst.shape.dims:
+        as_int = arith.index_cast(ir.IntegerType.get_signless(64),
+                                  index[inst.attr("iota_dimension")])
+        t = mlir_type(etype)
+        if etype.is_float:
+            return arith.sitofp(t, as_int)
+        return as_int if etype.bits == 64 else arith.trunci(t, as_int)
+
+    def _index_transformation(self, inst, index):
+        return self._read(inst, 0, index)
+
+    def _bitcast_convert(self, inst, index):
+        if inst.operands[0].shape.dims != inst.shape.dims:
             return self._bitcast_convert_resize(inst, index)
-        if op == "map":
-            args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
-            return self.call_computation(inst.called_computations[0], args)[0]
-        if op == "get-tuple-element":
-            return self.emit(inst.operands[0], index)[inst.attr("index")]
-        if op == "tuple":
-            return [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
+        return self._elementwise(inst, index)
+
+    def _map(self, inst, index):
+        args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
+        return self.call_computation(inst.called_computations[0], args)[0]
+
+    def _get_tuple_element(self, inst, index):
+        return self.emit(inst.operands[0], index)[inst.attr("index")]
+
+    def _tuple(self, inst, index):
+        return [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
+
+    def _elementwise(self, inst, index):
+        """An elementwise op on its operands at the same index (scalars at
+        none): complex numbers and 8-bit floats have their own paths."""
+        op = inst.opcode
+        args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
         shapes = [inst.shape] + [o.shape for o in inst.operands]
         if op in ("complex", "real", "imag") or (
                 op != "select" and any(t.element_type.is_complex for t in shapes)):
-            args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
             return self._on_complex(inst, args)
-        if op in ELEMENTAL:
-            args = [self.emit(o, index if o.shape.rank else []) for o in inst.operands]
-            if op not in ("convert", "bitcast-convert", "select") and any(
-                    o.shape.element_type.name in FLOAT8 for o in inst.operands):
-                return self._on_float8(inst, args)
-            return ELEMENTAL[op](inst, args)
-        raise EmitterError(inst, f"opcode '{op}' is not supported by the loop emitter")
+        if op not in ("convert", "bitcast-convert", "select") and any(
+                o.shape.element_type.name in FLOAT8 for o in inst.operands):
+            return self._on_float8(inst, args)
+        return ELEMENTAL[op](inst, args)
 
     def _on_complex(self, inst, args):
         def error(reason: str) -> EmitterError:
@@ -704,6 +704,28 @@ class ElementalEmitter:
                                  lambda: from_operand(k + 1), t)
 
         return from_operand(0)
+
+
+# Every opcode the elemental emitter has, and how it is emitted: the
+# elementwise ones through their ELEMENTAL rule, the rest by their method.
+_E = ElementalEmitter
+DISPATCH: dict[str, Callable[[ElementalEmitter, HloInstruction, list[ir.Value]], object]] = {
+    **{op: _E._elementwise for op in (*ELEMENTAL, "complex", "real", "imag")},
+    **{op: _E._index_transformation for op in INDEXING_OPS},
+    "bitcast-convert": _E._bitcast_convert,
+    "constant": _E._constant,
+    "iota": _E._iota,
+    "pad": _E._pad,
+    "concatenate": _E._concatenate,
+    "dynamic-slice": _E._dynamic_slice,
+    "dynamic-update-slice": _E._dynamic_update_slice,
+    "gather": _E._gather,
+    "reduce": _E._reduce,
+    "reduce-window": _E._reduce,
+    "map": _E._map,
+    "get-tuple-element": _E._get_tuple_element,
+    "tuple": _E._tuple,
+}
 
 
 CallComputation = Callable[[HloComputation, Sequence[ir.Value]], list[ir.Value]]

@@ -82,6 +82,9 @@ def _table() -> dict[str, Opcode]:
     rows.append(Opcode("reduce-window", reads_through_maps=True, prevents_vectorization=True))
     rows += [Opcode("sort", prevents_vectorization=True),
              Opcode("dot", prevents_vectorization=True)]
+    # The rest the emitters know by name.
+    rows += [Opcode(n) for n in "parameter constant iota tuple get-tuple-element fusion call "
+             "scatter".split()]
     return {o.name: o for o in rows}
 
 

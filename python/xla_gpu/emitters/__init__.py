@@ -17,21 +17,23 @@ from .device import DEFAULT_DEVICE, DEVICES, DeviceDescription, device_named
 from .fusion_analysis import (EmitterKind, FusionAnalysis, analyze_fusion, find_hero,
                               with_tuple_of_outputs)
 from .kernel import EmittedKernel, LaunchDimensions
-from .registry import EMITTERS, emitter_class, register_emitter
+from .registry import EMITTERS, EmitterNotBuiltError, emitter_class, register_emitter
 from .verifier import verify_fusion
 # Each emitter registers itself for its kind on import.
 from .loop import LoopEmitter, loop_launch_dims
 
 __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "EmittedKernel",
-           "EmitterError", "EmitterKind", "FusionAnalysis", "LaunchDimensions", "LoopEmitter",
-           "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
+           "EmitterError", "EmitterNotBuiltError", "EmitterKind", "FusionAnalysis",
+           "LaunchDimensions", "LoopEmitter", "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
            "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "register_emitter",
            "verify_fusion"]
 
 
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
     """The emitter for a checked fusion: the fusion analysis picks its kind
-    and is handed to it; launch dimensions are chosen for `device`."""
+    and is handed to it; launch dimensions are chosen for `device`. Raises
+    EmitterError on a malformed fusion, EmitterNotBuiltError when its kind's
+    emitter does not exist yet."""
     _prepare(fusion.fused_computation)
     verify_fusion(fusion.fused_computation)
     analysis = analyze_fusion(fusion)

@@ -24,7 +24,7 @@ from ..indexing_map import IndexingMap
 from .complex_ops import convert_complex, emit_complex, emit_complex_create
 from .float8 import FLOAT8, f8_to_f32, f32_to_f8
 
-__all__ = ["DISPATCH", "EmitterError", "mlir_type", "register_elemental", "ELEMENTAL"]
+__all__ = ["DISPATCH", "EmitterError", "EmitterNotBuiltError", "mlir_type", "register_elemental", "ELEMENTAL"]
 
 
 class EmitterError(ValueError):
@@ -42,6 +42,11 @@ class EmitterError(ValueError):
         if not inst.line or module is None:
             return None
         return f"{module.source or '<hlo>'}:{inst.line}:{inst.column}"
+
+
+class EmitterNotBuiltError(EmitterError):
+    """The fusion is well formed but needs what this project does not have
+    yet (an emitter kind, an opcode): run-hlo hands such fusions to XLA."""
 
 
 def mlir_type(etype: ElementType) -> ir.Type:
@@ -540,8 +545,8 @@ class ElementalEmitter:
     def _emit(self, inst: HloInstruction, index):
         rule = DISPATCH.get(inst.opcode)
         if rule is None:
-            raise EmitterError(inst, f"opcode '{inst.opcode}' is not supported by the "
-                               "elemental emitter")
+            raise EmitterNotBuiltError(inst, f"opcode '{inst.opcode}' is not supported by "
+                                       "the elemental emitter")
         return rule(self, inst, index)
 
     def _iota(self, inst, index):

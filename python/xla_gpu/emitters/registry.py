@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
-from .elemental import EmitterError
+from .elemental import EmitterNotBuiltError
 from .fusion_analysis import EmitterKind, FusionAnalysis
 
-__all__ = ["EMITTERS", "emitter_class", "register_emitter"]
+__all__ = ["EMITTERS", "EmitterNotBuiltError", "emitter_class", "register_emitter"]
+
 
 EMITTERS: dict[EmitterKind, type] = {}
 
@@ -45,5 +46,5 @@ def emitter_class(analysis: FusionAnalysis) -> type:
         return EMITTERS[analysis.kind]
     if analysis.kind in _LOOP_CAN_STAND_IN:
         return EMITTERS[EmitterKind.LOOP]
-    raise EmitterError(analysis.deciding_hero, f"the fusion's hero needs the "
-                       f"{analysis.kind.value} emitter, which is not built yet")
+    raise EmitterNotBuiltError(analysis.deciding_hero, f"the fusion's hero needs the "
+                               f"{analysis.kind.value} emitter, which is not built yet")

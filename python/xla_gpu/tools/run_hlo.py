@@ -18,10 +18,14 @@ writes the module, each fusion's emitted MLIR and, when
 after every pass of the compile pipeline. No HLO pass runs here, so
 `--xla_disable_all_hlo_passes` is accepted and changes nothing.
 
-The entry computation may hold parameters, fusions, constants, a tuple root
-and row-major bitcasts, reshapes, copies and transposes (what XLA's fusion
-passes leave); anything else is reported, not guessed. An output off XLA's
-by more than both --abs_error_bound and --rel_error_bound fails (status 1).
+Whole modules run, as jax's optimized ones are: our emitters take the
+fusions they own; XLA runs everything else, one instruction at a time in a
+module of its own (dots, convolutions, custom calls and kCustom fusions,
+while loops, sort, collectives, fusions whose emitter is not built yet);
+parameters, tuples, constants and row-major bitcasts/reshapes/copies/
+transposes are numpy's. A report says which kernel ran where (and why),
+with its median time. An output off XLA's by more than both
+--abs_error_bound and --rel_error_bound fails (status 1).
 Times are medians of --iterations runs of the compiled module, ours and
 XLA's, with their ratio.
 """
@@ -30,39 +34,171 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import dataclasses
 import re
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from mlir import ir
 
 from .. import pipelines
-from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, emit_kernel
+from ..emitters import (DEFAULT_DEVICE, DEVICES, EmitterNotBuiltError, device_named,
+                        emit_kernel)
+from ..emitters.partitioner import sanitize_function_name
+from ..hlo import HloComputation, HloInstruction, HloModule
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 from .test_correctness import random_input, report
 
 
-def _compile(module, dump_to: Path | None, device, dump_passes: bool = True
-             ) -> dict[int, CpuKernel]:
-    kernels = {}
-    for fusion in module.fusions():
+@dataclass(eq=False)
+class _Step:
+    """One instruction of the entry computation that runs as a kernel: ours,
+    or XLA's for what we do not own (and why)."""
+
+    inst: HloInstruction
+    run: Callable[[list], list[np.ndarray]]
+    ours: bool
+    reason: str = ""
+    times: list[float] = field(default_factory=list)
+
+
+# Entry instructions run on the host with numpy (they move no data or
+# only rename elements); `_host_value` says which.
+_HOST = frozenset({"parameter", "tuple", "get-tuple-element", "constant", "bitcast",
+                   "reshape", "copy", "transpose"})
+
+
+def _host_value(inst: HloInstruction, values: dict):
+    """The value of an instruction numpy computes, or None."""
+    op = inst.opcode
+    if op == "tuple":
+        return [values[id(o)] for o in inst.operands]
+    if op == "get-tuple-element":
+        return values[id(inst.operands[0])][inst.attr("index")]
+    if op == "constant" and inst.literal is not None and inst.literal.value is not None:
+        return np.asarray(inst.literal.value).reshape(inst.shape.dims)
+    if op in ("bitcast", "reshape", "copy") and row_major(inst):
+        # Between row-major arrays these only rename the elements.
+        return values[id(inst.operands[0])].reshape(inst.shape.dims).copy()
+    if op == "transpose" and row_major(inst):
+        return np.ascontiguousarray(np.transpose(values[id(inst.operands[0])],
+                                                 inst.dimensions))
+    return None
+
+
+def _called(inst: HloInstruction) -> list[HloComputation]:
+    """The computations `inst` calls, and those they call, callees first."""
+    found: list[HloComputation] = []
+
+    def visit(comp):
+        if any(c is comp for c in found):
+            return
+        for i in comp.instructions:
+            for c in i.called_computations:
+                visit(c)
+        found.append(comp)
+
+    for c in inst.called_computations:
+        visit(c)
+    return found
+
+
+def single_instruction_module(inst: HloInstruction) -> str:
+    """`inst` alone as a module for XLA: its operands become parameters (a
+    tuple operand one parameter per element, tupled again inside), the
+    computations it calls come along (fusions as calls)."""
+    params: list[HloInstruction] = []
+    operands: list[HloInstruction] = []
+    body: list[HloInstruction] = []
+    for k, o in enumerate(inst.operands):
+        leaves = o.shape.tuple_shapes if o.shape.is_tuple else None
+        if leaves is None:
+            operands.append(HloInstruction(f"arg.{k}", "parameter", o.shape,
+                                           parameter_number=len(params)))
+            params.append(operands[-1])
+            continue
+        parts = []
+        for j, leaf in enumerate(leaves):
+            parts.append(HloInstruction(f"arg.{k}.{j}", "parameter", leaf,
+                                        parameter_number=len(params)))
+            params.append(parts[-1])
+        body.append(HloInstruction(f"arg.{k}", "tuple", o.shape, operands=parts))
+        operands.append(body[-1])
+    clone = dataclasses.replace(inst, operands=operands, users=[], control_predecessors=[])
+    entry = HloComputation(f"{sanitize_function_name(inst.name)}.xla",
+                           [*params, *body, clone], root=clone, is_entry=True)
+    for i in entry.instructions:
+        i.parent = entry
+    called = _called(inst)
+    module = HloModule("single_instruction", computations=[*called, entry], entry=entry)
+    with as_xla_takes_it(module.computations):
+        return module.to_text()
+
+
+def _nested(shape) -> bool:
+    return shape.is_tuple and any(s.is_tuple for s in shape.tuple_shapes)
+
+
+def _on_xla(inst: HloInstruction, reason: str) -> _Step:
+    if any(_nested(s) for s in [inst.shape, *(o.shape for o in inst.operands)]):
+        raise ToolError(f"{inst.name} ({inst.opcode}) has a nested tuple shape, which run-hlo "
+                        "cannot take apart")
+    executable = XlaCpuExecutable(single_instruction_module(inst))
+
+    def run(args):
+        flat = [a for arg in args for a in (arg if isinstance(arg, list) else [arg])]
+        return executable.run(flat)
+
+    return _Step(inst, run, ours=False, reason=reason)
+
+
+def _compile(module, dump_to: Path | None, device, dump_passes: bool = True) -> list[_Step]:
+    """A step per entry instruction that is a kernel: our emitters' for the
+    fusions they own, XLA's (one instruction each) for the rest."""
+    steps = []
+    for inst in module.entry.instructions:
+        if inst.opcode in _HOST and (inst.opcode != "constant" or inst.literal is not None) \
+                and (inst.opcode not in ("bitcast", "reshape", "copy", "transpose")
+                     or row_major(inst)):
+            continue
+        if inst.opcode != "fusion":
+            steps.append(_on_xla(inst, f"{inst.opcode} is not a fusion"))
+            continue
+        if inst.fusion_kind == "kCustom":
+            steps.append(_on_xla(inst, "a kCustom fusion (XLA's library or Triton call)"))
+            continue
         with ir.Context():
-            kernel = emit_kernel(fusion, device)
+            try:
+                kernel = emit_kernel(inst, device)
+            except EmitterNotBuiltError as e:
+                steps.append(_on_xla(inst, str(e)))
+                continue
             text = kernel.text
             if dump_to is not None:
-                folder = dump_to / fusion.name
+                folder = dump_to / inst.name
                 folder.mkdir(parents=True, exist_ok=True)
                 (folder / "emitted.mlir").write_text(text)
-            if dump_to is not None and dump_passes:
-                copy = ir.Module.parse(text)
-                pipelines.run_pipeline(copy, CPU_DEFAULT_OPTIONS, stages=pipelines.CPU_STAGES,
-                                       dump_to=folder / "passes")
-        kernels[id(fusion)] = CpuKernel(kernel)
-    return kernels
+                if dump_passes:
+                    copy = ir.Module.parse(text)
+                    pipelines.run_pipeline(copy, CPU_DEFAULT_OPTIONS,
+                                           stages=pipelines.CPU_STAGES, dump_to=folder / "passes")
+        steps.append(_ours(inst, CpuKernel(kernel)))
+    return steps
+
+
+def _ours(inst: HloInstruction, kernel: CpuKernel) -> _Step:
+    def run(args):
+        outs = [np.zeros(s.dims, s.element_type.dtype) for s in inst.shape.leaves()]
+        kernel(*args, *outs)
+        return outs
+
+    return _Step(inst, run, ours=True)
 
 
 def reference_text(module) -> str:
@@ -71,34 +207,34 @@ def reference_text(module) -> str:
         return module.to_text()
 
 
-def _run(module, kernels, inputs) -> list[np.ndarray]:
+def _run(module, steps: list[_Step], inputs) -> list[np.ndarray]:
+    by_inst = {id(s.inst): s for s in steps}
     values: dict[int, np.ndarray | list] = {}
     for inst in module.entry.instructions:
         if inst.opcode == "parameter":
             values[id(inst)] = inputs[inst.parameter_number]
-        elif inst.opcode == "fusion":
-            leaves = inst.shape.leaves()
-            outs = [np.zeros(s.dims, s.element_type.dtype) for s in leaves]
-            kernels[id(inst)](*[values[id(o)] for o in inst.operands], *outs)
-            values[id(inst)] = outs if inst.shape.is_tuple else outs[0]
-        elif inst.opcode == "tuple":
-            values[id(inst)] = [values[id(o)] for o in inst.operands]
-        elif inst.opcode == "get-tuple-element":
-            values[id(inst)] = values[id(inst.operands[0])][inst.attr("index")]
-        elif inst.opcode == "constant" and inst.literal is not None and \
-                inst.literal.value is not None:
-            values[id(inst)] = np.asarray(inst.literal.value).reshape(inst.shape.dims)
-        elif inst.opcode in ("bitcast", "reshape", "copy") and row_major(inst):
-            # Between row-major arrays these only rename the elements.
-            values[id(inst)] = values[id(inst.operands[0])].reshape(inst.shape.dims).copy()
-        elif inst.opcode == "transpose" and row_major(inst):
-            values[id(inst)] = np.ascontiguousarray(
-                np.transpose(values[id(inst.operands[0])], inst.dimensions))
-        else:
-            raise ToolError(f"{inst.name} ({inst.opcode}) in the entry computation is not "
-                            "a fusion: run-hlo runs modules made of fusions")
+            continue
+        step = by_inst.get(id(inst))
+        if step is None:
+            values[id(inst)] = _host_value(inst, values)
+            continue
+        start = time.perf_counter()
+        outs = step.run([values[id(o)] for o in inst.operands])
+        step.times.append(time.perf_counter() - start)
+        values[id(inst)] = list(outs) if inst.shape.is_tuple else outs[0]
     root = values[id(module.entry.root)]
     return root if isinstance(root, list) else [root]
+
+
+def _report_steps(steps: list[_Step]) -> None:
+    """Which kernels ran where, with their median times."""
+    ours = [s for s in steps if s.ours]
+    print(f"{len(ours)} of {len(steps)} kernels ran on our emitters:")
+    for s in steps:
+        ms = float(np.median(s.times)) * 1e3 if s.times else 0.0
+        where = "ours" if s.ours else "XLA "
+        why = f"  ({s.reason})" if s.reason else ""
+        print(f"  {where} {s.inst.name}: {ms:.3f} ms{why}")
 
 
 _PLATFORMS = {"cpu": "cpu", "host": "cpu", "cuda": "cuda", "gpu": "cuda"}
@@ -164,15 +300,17 @@ def main(argv: list[str] | None = None) -> int:
             (args.dump_to / "module.hlo").write_text(module.to_text())
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in module.entry.parameters]
-        kernels = _compile(module, args.dump_to, device_named(args.device), dump_passes)
+        steps = _compile(module, args.dump_to, device_named(args.device), dump_passes)
         ours, times = None, []
         for _ in range(max(1, args.iterations)):
             start = time.perf_counter()
-            ours = _run(module, kernels, inputs)
+            ours = _run(module, steps, inputs)
             times.append(time.perf_counter() - start)
         ours_ms = np.median(times) * 1e3
+        _report_steps(steps)
+        fusions = sum(s.ours for s in steps)
         if args.reference_platform is None:
-            print(f"ours (cpu target, {len(kernels)} fusions): {ours_ms:.2f} ms, median of "
+            print(f"ours (cpu target, {fusions} fusions): {ours_ms:.2f} ms, median of "
                   f"{len(times)}; no reference (--reference_platform=\"\")")
             return 0
         start = time.perf_counter()
@@ -189,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
             failed |= report(f"output {i}", got, np.asarray(want), args.abs_error_bound,
                              args.rel_error_bound)
         xla_ms = np.median(xla_times) * 1e3
-        print(f"ours (cpu target, {len(kernels)} fusions): {ours_ms:.2f} ms; XLA:CPU: "
+        print(f"ours (cpu target, {fusions} fusions): {ours_ms:.2f} ms; XLA:CPU: "
               f"{xla_ms:.2f} ms (compile {xla_compile * 1e3:.0f} ms); medians of "
               f"{len(times)}; ratio ours/XLA {ours_ms / xla_ms:.2f}")
         return 1 if failed else 0

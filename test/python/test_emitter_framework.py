@@ -425,3 +425,52 @@ def test_emitted_kernel_to_ptx_for_a_device(ctx, device, target):
     if ptx.find_ptxas() is not None:
         result = ptx.ptxas_check(code, target)
         assert result.ok, result.log
+
+
+def _kind_of(body: str, params: str, out: str) -> str:
+    fusion = find_fusion(parse_hlo(
+        "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\n"
+        f"fused {{\n{body}\n}}\nENTRY e {{\n{params}\n"
+        f"  ROOT f = {out} fusion({', '.join(l.split('=')[0].strip() for l in params.splitlines())}),"
+        " kind=kLoop, calls=fused\n}\n"))
+    return analyze_fusion(fusion).kind.value
+
+
+@pytest.mark.parametrize("body, params, out, kind", [
+    # A concatenate hero of up to 4 operands; more stay with the loop emitter.
+    ("  a = f32[4,8] parameter(0)\n  b = f32[4,8] parameter(1)\n"
+     "  c = f32[8,8] concatenate(a, b), dimensions={0}\n  ROOT e = f32[8,8] exponential(c)",
+     "  a = f32[4,8] parameter(0)\n  b = f32[4,8] parameter(1)", "f32[8,8]", "concatenate"),
+    ("  a = f32[1,8] parameter(0)\n  c = f32[5,8] concatenate(a, a, a, a, a), dimensions={0}\n"
+     "  ROOT e = f32[5,8] exponential(c)", "  a = f32[1,8] parameter(0)", "f32[5,8]", "loop"),
+    # Several outputs, all unit-stride slices of one shape: input slices.
+    ("  a = f32[16] parameter(0)\n  n = f32[16] negate(a)\n"
+     "  s1 = f32[8] slice(n), slice={[0:8]}\n  s2 = f32[8] slice(n), slice={[8:16]}\n"
+     "  ROOT t = (f32[8], f32[8]) tuple(s1, s2)", "  a = f32[16] parameter(0)",
+     "(f32[8], f32[8])", "input slices"),
+    ("  a = f32[16] parameter(0)\n  s1 = f32[4] slice(a), slice={[0:8:2]}\n"
+     "  s2 = f32[4] slice(a), slice={[8:12]}\n  ROOT t = (f32[4], f32[4]) tuple(s1, s2)",
+     "  a = f32[16] parameter(0)", "(f32[4], f32[4])", "loop"),
+    # A reduction beside an output whose size is not the reduced operand's.
+    ("  a = f32[8,16] parameter(0)\n  z = f32[] constant(0)\n"
+     "  r = f32[8] reduce(a, z), dimensions={1}, to_apply=add\n  n = f32[8,16] negate(a)\n"
+     "  ROOT t = (f32[8], f32[8,16]) tuple(r, n)", "  a = f32[8,16] parameter(0)",
+     "(f32[8], f32[8,16])", "reduction"),
+    ("  a = f32[8,16] parameter(0)\n  z = f32[] constant(0)\n"
+     "  r = f32[8] reduce(a, z), dimensions={1}, to_apply=add\n  n = f32[8] negate(r)\n"
+     "  s = f32[4] slice(n), slice={[0:4]}\n  ROOT t = (f32[8], f32[4]) tuple(r, s)",
+     "  a = f32[8,16] parameter(0)", "(f32[8], f32[4])", "loop"),
+    # Every output a dynamic-update-slice: the in-place emitter.
+    ("  a = f32[8] parameter(0)\n  b = f32[8] parameter(1)\n  u = f32[2] parameter(2)\n"
+     "  i = s32[] parameter(3)\n  d1 = f32[8] dynamic-update-slice(a, u, i)\n"
+     "  d2 = f32[8] dynamic-update-slice(b, u, i)\n  ROOT t = (f32[8], f32[8]) tuple(d1, d2)",
+     "  a = f32[8] parameter(0)\n  b = f32[8] parameter(1)\n  u = f32[2] parameter(2)\n"
+     "  i = s32[] parameter(3)", "(f32[8], f32[8])", "in-place dynamic-update-slice"),
+    # Packed 4-bit types: loop (XLA's other emitters do not take them).
+    ("  a = s4[8,16] parameter(0)\n  z = s4[] constant(0)\n"
+     "  ROOT r = s4[8] reduce(a, z), dimensions={1}, to_apply=add",
+     "  a = s4[8,16] parameter(0)", "s4[8]", "loop"),
+])
+def test_emitter_kind_follows_xlas_order(ctx, body, params, out, kind):
+    assert _kind_of(body, params, out) == kind

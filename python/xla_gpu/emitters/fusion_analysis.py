@@ -138,21 +138,63 @@ def _roots(comp: HloComputation) -> list[HloInstruction]:
     return list(comp.root.operands) if comp.root.opcode == "tuple" else [comp.root]
 
 
+# XLA's limit for the concatenate emitter: it emits code per operand, and
+# more operands hurt occupancy (UseConcatenateFusion).
+kMaxConcatenateOperands = 4
+
+
+def _is_input_slices(roots: list[HloInstruction]) -> bool:
+    """XLA's IsInputFusibleNonStridedSlices + AllSliceInputsAreCompatible:
+    every output a unit-stride slice, of operands of one shape."""
+    if not all(r.opcode == "slice" for r in roots):
+        return False
+    for r in roots:
+        strides = r.attr("slice")
+        if isinstance(strides, list) and any(len(s) > 2 and s[2] != 1 for s in strides):
+            return False
+    return len({r.operands[0].shape.dims for r in roots}) == 1
+
+
 def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
-    """XLA's emitter choice for a fusion instruction: the first hero kind
-    found in XLA's order of precedence, else the loop emitter. (XLA's
-    concatenate and input-slices kinds are not detected yet: the loop
-    emitter writes those fusions.)"""
+    """XLA's emitter choice for a fusion instruction (GetEmitterFusionKind,
+    in its order): packed sub-byte types -> input slices or loop; a
+    reduction hero whose fusion's other outputs have the reduced operand's
+    element count -> reduction; a tiled transpose -> transpose; several
+    outputs -> input slices or loop; a scatter root -> scatter; a
+    concatenate of at most 4 operands -> concatenate; else loop, which
+    is the in-place DUS emitter when every output is a dynamic-update-slice.
+    Kinds whose emitter is not built fall back to the loop emitter where it
+    is correct (see registry.py)."""
     comp = fusion.fused_computation
     roots = _roots(comp)
     heroes = [find_hero(r) for r in roots]
-    for kind, test in [
-        (EmitterKind.REDUCTION, is_reduction_from_or_to_contiguous),
-        (EmitterKind.SCATTER, lambda h: h.opcode == "scatter"),
-        (EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE, lambda h: h.opcode == "dynamic-update-slice"),
-        (EmitterKind.TRANSPOSE, _is_tiled_transpose),
-    ]:
-        for hero in heroes:
-            if test(hero):
-                return FusionAnalysis(fusion, roots, heroes, kind, hero)
-    return FusionAnalysis(fusion, roots, heroes, EmitterKind.LOOP, None)
+
+    def result(kind: EmitterKind, hero: HloInstruction | None = None) -> FusionAnalysis:
+        return FusionAnalysis(fusion, roots, heroes, kind, hero)
+
+    shapes = [p.shape for p in comp.parameters] + [r.shape for r in roots]
+    if any(s.is_array and s.element_type.bits < 8 for s in shapes):
+        multi_slices = len(roots) > 1 and _is_input_slices(roots)
+        return result(EmitterKind.INPUT_SLICES if multi_slices else EmitterKind.LOOP)
+    reduction = next((h for h in heroes if is_reduction_from_or_to_contiguous(h)), None)
+    if reduction is not None:
+        operand_elements = reduction.operands[0].shape.num_elements
+        if all(is_reduction_from_or_to_contiguous(h) or r.shape.num_elements == operand_elements
+               for r, h in zip(roots, heroes)):
+            return result(EmitterKind.REDUCTION, reduction)
+    transpose = next((h for h in heroes if _is_tiled_transpose(h)), None)
+    if transpose is not None:
+        return result(EmitterKind.TRANSPOSE, transpose)
+    # XLA's loop kind becomes the in-place DUS emitter when every output is
+    # a dynamic-update-slice (IsDynamicUpdateSliceFusion).
+    if all(h.opcode == "dynamic-update-slice" for h in heroes):
+        loop = result(EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE, heroes[0])
+    else:
+        loop = result(EmitterKind.LOOP)
+    if len(roots) > 1:
+        return result(EmitterKind.INPUT_SLICES) if _is_input_slices(roots) else loop
+    if roots[0].opcode == "scatter":
+        return result(EmitterKind.SCATTER, roots[0])
+    if heroes[0].opcode == "concatenate" and len(heroes[0].operands) <= kMaxConcatenateOperands:
+        return result(EmitterKind.CONCATENATE, heroes[0])
+    return loop

@@ -436,6 +436,9 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
       }
     }
     // Compare-and-swap loop on the bits of the value.
+    if (!elt.isIntOrFloat()) {
+      return rewriter.notifyMatchFailure(op, "no atomic update for this type");
+    }
     unsigned bits = elt.getIntOrFloatBitWidth();
     if (bits != 16 && bits != 32 && bits != 64) {
       return op.emitOpError() << "no atomic update for " << bits << "-bit values";
@@ -518,6 +521,18 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
     // 3. Every tensor op must be gone: what remains is reported by name.
     mlir::ModuleOp module = getOperation();
     mlir::MLIRContext* ctx = &getContext();
+    // Atomics exist for integers and floats only: anything else is an error
+    // at the op (complex values would need a 128-bit compare-and-swap).
+    bool badAtomic = false;
+    module.walk([&](AtomicRMWOp op) {
+      mlir::Type elt = op.getBody()->getArgument(0).getType();
+      if (!elt.isIntOrFloat()) {
+        op.emitOpError() << "has no atomic update for " << elt
+                         << " values (only integers and floats)";
+        badAtomic = true;
+      }
+    });
+    if (badAtomic) return signalPassFailure();
     llvm::DenseSet<Value> readOnly = findReadOnlyArguments(module);
     mlir::TypeConverter converter;
     converter.addConversion([](mlir::Type t) { return t; });

@@ -471,6 +471,10 @@ class Parser {
     return false;
   }
   void consume() { tok_ = lexer_.next(); }
+  AffineExpr parseNestedFactor();
+  // Nesting deeper than any real indexing map (XLA's are a few levels).
+  static constexpr int kMaxNesting = 256;
+  int depth_ = 0;
   bool isKeyword(StringRef word) const {
     return tok_.kind == Tok::kIdent && tok_.text == word;
   }
@@ -643,6 +647,19 @@ AffineExpr Parser::parseTerm() {
 }
 
 AffineExpr Parser::parseFactor() {
+  // Nesting (parentheses, unary minus) recurses: a bound keeps a hostile
+  // input from overflowing the stack.
+  if (depth_ >= kMaxNesting) {
+    fail(tok_, "the expression is nested deeper than " + llvm::Twine(kMaxNesting) + " levels");
+    return nullptr;
+  }
+  ++depth_;
+  AffineExpr result = parseNestedFactor();
+  --depth_;
+  return result;
+}
+
+AffineExpr Parser::parseNestedFactor() {
   switch (tok_.kind) {
     case Tok::kMinus: {
       consume();

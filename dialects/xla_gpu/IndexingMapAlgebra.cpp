@@ -810,6 +810,12 @@ mlir::FailureOr<bool> IndexingMap::isBijection(llvm::ArrayRef<int64_t> shape,
              " results but the shape has rank " + std::to_string(shape.size());
     return false;
   }
+  for (int64_t d : shape) {
+    if (d < 0) {
+      reason = "the shape has a negative dimension (" + std::to_string(d) + ")";
+      return mlir::failure();
+    }
+  }
   SmallVector<const IndexingVar*> vars;
   for (const IndexingVar& v : dims_) vars.push_back(&v);
   for (const IndexingVar& v : range_) vars.push_back(&v);

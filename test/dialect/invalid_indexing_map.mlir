@@ -122,3 +122,10 @@ func.func @second_string() attributes {m = #xla_gpu.indexing_map<"(th_x, bl_x) -
 
 // expected-error@+1 {{expected an integer, found ']'}}
 func.func @missing_bound() attributes {m = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, ]">}
+
+// -----
+
+// Nesting is bounded (a few levels in real maps): 300 parentheses are an
+// error at the 257th, not a stack overflow.
+// expected-error@+1 {{the expression is nested deeper than 256 levels}}
+func.func @deep_nesting() attributes {m = #xla_gpu.indexing_map<"(d0) -> (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((d0))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))), domain: d0 in [0, 3]">}

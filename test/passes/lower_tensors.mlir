@@ -155,3 +155,74 @@ func.func @not_flat(%t: tensor<2x4xf32>, %i: index) -> f32 {
   %v = tensor.extract %t[%i, %i] : tensor<2x4xf32>
   return %v : f32
 }
+
+// -----
+
+// Each native integer atomic is its own LLVM operation: signed and unsigned
+// max/min differ (a maxui lowered as a signed max is wrong from 2^31 on).
+// CHECK-LABEL: func.func @native_atomics
+// CHECK: llvm.atomicrmw add %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw max %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw min %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw umax %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw umin %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw _and %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw _or %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK: llvm.atomicrmw _xor %{{.*}}, %{{.*}} monotonic : !llvm.ptr, i32
+// CHECK-NOT: llvm.cmpxchg
+func.func @native_atomics(%t: tensor<8xi32>, %i: index, %x: i32) -> tensor<8xi32> {
+  %r0 = xla_gpu.atomic_rmw %t[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %s = arith.addi %cur, %x : i32
+    xla_gpu.yield %s : i32
+  }
+  %r1 = xla_gpu.atomic_rmw %r0[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %s = arith.maxsi %cur, %x : i32
+    xla_gpu.yield %s : i32
+  }
+  %r2 = xla_gpu.atomic_rmw %r1[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %s = arith.minsi %cur, %x : i32
+    xla_gpu.yield %s : i32
+  }
+  %r3 = xla_gpu.atomic_rmw %r2[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %s = arith.maxui %cur, %x : i32
+    xla_gpu.yield %s : i32
+  }
+  %r4 = xla_gpu.atomic_rmw %r3[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %s = arith.minui %cur, %x : i32
+    xla_gpu.yield %s : i32
+  }
+  %r5 = xla_gpu.atomic_rmw %r4[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %s = arith.andi %cur, %x : i32
+    xla_gpu.yield %s : i32
+  }
+  %r6 = xla_gpu.atomic_rmw %r5[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %s = arith.ori %cur, %x : i32
+    xla_gpu.yield %s : i32
+  }
+  %r7 = xla_gpu.atomic_rmw %r6[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %s = arith.xori %cur, %x : i32
+    xla_gpu.yield %s : i32
+  }
+  return %r7 : tensor<8xi32>
+}
+
+// -----
+
+// No atomic update exists for complex numbers: refused, not an abort.
+func.func @complex_atomic(%t: tensor<4xcomplex<f32>>, %i: index, %v: complex<f32>) -> tensor<4xcomplex<f32>> {
+  // expected-error@+1 {{has no atomic update for 'complex<f32>' values}}
+  %r = xla_gpu.atomic_rmw %t[%i] : tensor<4xcomplex<f32>> {
+  ^bb0(%cur: complex<f32>):
+    %s = complex.add %cur, %v : complex<f32>
+    xla_gpu.yield %s : complex<f32>
+  }
+  return %r : tensor<4xcomplex<f32>>
+}

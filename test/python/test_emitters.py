@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from xla_gpu.emitters import (EmitterError, device_named, emit_fusion, find_fusion,
+from xla_gpu.emitters import (EmitterError, device_named, emit_fusion, emit_kernel, find_fusion,
                               loop_launch_dims, make_emitter)
 from xla_gpu.emitters.partitioner import partition
 from xla_gpu.hlo import parse_hlo, parse_shape
@@ -239,3 +239,30 @@ def test_every_elemental_opcode_is_in_the_opcode_table():
     assert sorted(op for op in ELEMENTAL if arity(op) is None and op not in _RULES) == []
     # Every elementwise opcode but map has a fixed number of operands.
     assert sorted(n for n, o in OPCODES.items() if o.elementwise and o.arity is None) == ["map"]
+
+
+@pytest.mark.parametrize("body", [
+    # One user reading e at two indices: directly and through a reverse.
+    "e = f32[8] exponential(p0)\nr = f32[8] reverse(e), dimensions={0}\n"
+    "ROOT a = f32[8] add(e, r)",
+    # One user reading e twice, at two different output positions.
+    "e = f32[4] exponential(p0)\nROOT c = f32[8] concatenate(e, e), dimensions={0}",
+])
+def test_one_user_reading_at_two_indices_splits(ctx, body):
+    """The partitioner's 'same indexing' rule counts every read, not every
+    user: e, read through two different maps, roots its own function (else
+    it would be recomputed, or worse, emitted at one of the two indices)."""
+    params = "p0 = f32[8] parameter(0)" if "reverse" in body else "p0 = f32[4] parameter(0)"
+    out = "f32[8]"
+    fusion = _fused(f"{params}\n{body}", f"a = {params.split('=')[1].split()[0]} parameter(0)\n"
+                                         f"ROOT f = {out} fusion(a), kind=kLoop, calls=fused")
+    subgraphs = partition(fusion.fused_computation)
+    e_owner = [s for s in subgraphs if any(i.name == "e" for i in s.instructions)]
+    assert len(e_owner) == 1 and e_owner[0].roots[0].name == "e", \
+        [[i.name for i in s.instructions] for s in subgraphs]
+    x = np.linspace(-1, 1, 8 if "reverse" in body else 4).astype(np.float32)
+    out_array = np.zeros(8, np.float32)
+    CpuKernel(emit_kernel(fusion))(x, out_array)
+    e = np.exp(x)
+    want = e + e[::-1] if "reverse" in body else np.concatenate([e, e])
+    np.testing.assert_allclose(out_array, want, rtol=1e-6)

@@ -266,3 +266,9 @@ def test_derived_maps_for_emitters(ctx):
                 lambda: m.submap(2)):
         with pytest.raises(IndexingMapError, match="is not valid for"):
             bad()
+
+
+def test_is_bijection_refuses_negative_shapes(ctx):
+    m = IndexingMap.parse("(d0) -> (d0), domain: d0 in [0, 3]")
+    with pytest.raises(IndexingMapError, match=r"negative dimension \(-4\)"):
+        m.is_bijection([-4])

@@ -158,6 +158,17 @@ BAD_FUSIONS = {
                               "  ROOT p = f32[6] pad(p0, z), padding=1_2",
                               "  a = f32[4] parameter(0)", "f32[6]", 6,
                               "f32[6] cannot be made of operand 0 (p0, f32[4])"),
+    "dynamic-update-slice start count": (
+        "  p0 = f32[4,5] parameter(0)\n  u = f32[2,5] parameter(1)\n  i = s32[] parameter(2)\n"
+        "  ROOT d = f32[4,5] dynamic-update-slice(p0, u, i)",
+        "  a = f32[4,5] parameter(0)\n  b = f32[2,5] parameter(1)\n  c = s32[] parameter(2)",
+        "f32[4,5]", 7, "dynamic-update-slice of a rank-2 operand takes 2 scalar start indices, "
+        "got 1"),
+    "dynamic-slice start count": (
+        "  p0 = f32[4,5] parameter(0)\n  i = s32[] parameter(1)\n"
+        "  ROOT d = f32[2,5] dynamic-slice(p0, i, i, i), dynamic_slice_sizes={2,5}",
+        "  a = f32[4,5] parameter(0)\n  c = s32[] parameter(1)", "f32[2,5]", 6,
+        "dynamic-slice of a rank-2 operand takes 2 scalar start indices, got 3"),
     "iota dimension": ("  ROOT i = s32[4] iota(), iota_dimension=1", "  a = f32[4] parameter(0)",
                        "s32[4]", 4, "iota_dimension=1 is not a dimension of s32[4]"),
     "shift of floats": ("  p0 = f32[4] parameter(0)\n  ROOT s = f32[4] shift-left(p0, p0)",
@@ -233,3 +244,22 @@ def test_a6000_device_is_xlas_test_default():
     from xla_gpu.emitters import device_named
     d = device_named("a6000")
     assert d.chip == "sm_86" and d.max_resident_threads == 84 * 1536
+
+
+@pytest.mark.parametrize("text, message", [
+    ("  p = f32[4] parameter(0)\n  ROOT b = f32[4,5] broadcast(p), dimensions={7}",
+     "its attributes do not fit its shapes (d7 of 2 dimensions)"),
+    ("  p = f32[4,5] parameter(0)\n  u = f32[2] parameter(1)\n  i = s32[] parameter(2)\n"
+     "  ROOT d = f32[4,5] dynamic-update-slice(p, u, i)",
+     "its attributes do not fit its shapes (s1 of 1 symbols)"),
+])
+def test_malformed_indexing_ops_do_not_abort(tmp_path, text, message):
+    """Maps built from a malformed broadcast or dynamic-update-slice used to
+    trip an assertion in MLIR's AffineMap (the process aborted)."""
+    path = tmp_path / "bad.hlo"
+    path.write_text(f"HloModule m\nENTRY e {{\n{text}\n}}\n")
+    proc = subprocess.run([sys.executable, "-m", "xla_gpu.tools.hlo_indexing", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode in (0, 1), proc
+    assert message in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -123,6 +123,16 @@ def _verify_reads(inst: HloInstruction) -> None:
                                                           for o in inst.operands):
         raise EmitterError(inst, "operands and result must be arrays (no tuples)")
     out_dims = (inst.shape.leaves()[0] if variadic else inst.shape).dims
+    starts = {"dynamic-slice": 1, "dynamic-update-slice": 2}.get(inst.opcode)
+    if starts is not None:
+        rank = inst.operands[0].shape.rank
+        if len(inst.operands) != starts + rank or any(
+                o.shape.rank != 0 for o in inst.operands[starts:]):
+            raise EmitterError(inst, f"{inst.opcode} of a rank-{rank} operand takes {rank} "
+                               f"scalar start indices, got {len(inst.operands) - starts}")
+        if starts == 2 and inst.operands[1].shape.rank != rank:
+            raise EmitterError(inst, f"the update {inst.operands[1].shape} must have the "
+                               f"operand's rank {rank}")
     expected = _expected_dims(inst)
     if expected is not None and expected != list(out_dims if variadic else inst.shape.dims):
         raise EmitterError(inst, f"{inst.shape} cannot be made of operand 0 "

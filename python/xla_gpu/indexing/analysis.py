@@ -60,9 +60,32 @@ def _bounds(dims: Sequence[int]) -> list[tuple[int, int]]:
     return [(0, d - 1) for d in dims]
 
 
+class _MalformedMap(ValueError):
+    """A rule built an expression over a variable the map does not have
+    (the instruction's attributes do not fit its shapes)."""
+
+
+def _check_positions(expr: ir.AffineExpr, num_dims: int, num_symbols: int) -> None:
+    """MLIR asserts (aborts) on such a map: checked here first, without
+    recursion."""
+    stack = [expr]
+    while stack:
+        e = stack.pop().maybe_downcast()
+        if isinstance(e, ir.AffineDimExpr):
+            if e.position >= num_dims:
+                raise _MalformedMap(f"d{e.position} of {num_dims} dimensions")
+        elif isinstance(e, ir.AffineSymbolExpr):
+            if e.position >= num_symbols:
+                raise _MalformedMap(f"s{e.position} of {num_symbols} symbols")
+        elif isinstance(e, ir.AffineBinaryExpr):
+            stack += [e.lhs, e.rhs]
+
+
 def _map(num_dims: int, results: Sequence[ir.AffineExpr], dim_ranges,
          range_ranges=(), runtime_ranges=(), constraints=()) -> IndexingMap:
     n_syms = len(range_ranges) + len(runtime_ranges)
+    for e in [*results, *(c for c, _ in constraints)]:
+        _check_positions(e, num_dims, n_syms)
     affine = ir.AffineMap.get(num_dims, n_syms, list(results))
     return IndexingMap.get(affine, list(dim_ranges), list(range_ranges),
                            list(runtime_ranges), list(constraints)).simplify()
@@ -436,7 +459,12 @@ def output_to_input_indexing(instr: HloInstruction, output_id: int = 0) -> Opera
     if rule is None:
         raise IndexingError(instr, f"no output-to-input indexing for opcode "
                             f"'{instr.opcode}'")
-    return rule(instr, out)
+    try:
+        return rule(instr, out)
+    except (_MalformedMap, IndexError) as e:
+        raise IndexingError(instr, f"its attributes do not fit its shapes ({e}): "
+                            f"{' '.join(str(o.shape) for o in instr.operands)} -> "
+                            f"{instr.shape}") from None
 
 
 # -- input to output ------------------------------------------------------------

@@ -523,16 +523,32 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
     mlir::MLIRContext* ctx = &getContext();
     // Atomics exist for integers and floats only: anything else is an error
     // at the op (complex values would need a 128-bit compare-and-swap).
-    bool badAtomic = false;
+    bool refused = false;
     module.walk([&](AtomicRMWOp op) {
       mlir::Type elt = op.getBody()->getArgument(0).getType();
       if (!elt.isIntOrFloat()) {
         op.emitOpError() << "has no atomic update for " << elt
                          << " values (only integers and floats)";
-        badAtomic = true;
+        refused = true;
       }
     });
-    if (badAtomic) return signalPassFailure();
+    // A transfer that may run past its tensor would be a full-width load or
+    // store past the end: only transfers marked in bounds (what
+    // -xla-gpu-vectorize-loads-stores makes) are lowered.
+    auto checkInBounds = [&](mlir::VectorTransferOpInterface op) {
+      if (!isTensor(op.getBase().getType())) return;
+      for (bool inBounds : op.getInBoundsValues()) {
+        if (inBounds) continue;
+        op->emitOpError() << "may access past the end of its tensor; the CPU and GPU "
+                             "lowering needs in_bounds = [true] (masked transfers are not "
+                             "supported)";
+        refused = true;
+        return;
+      }
+    };
+    module.walk([&](mlir::vector::TransferReadOp op) { checkInBounds(op); });
+    module.walk([&](mlir::vector::TransferWriteOp op) { checkInBounds(op); });
+    if (refused) return signalPassFailure();
     llvm::DenseSet<Value> readOnly = findReadOnlyArguments(module);
     mlir::TypeConverter converter;
     converter.addConversion([](mlir::Type t) { return t; });

@@ -226,3 +226,23 @@ func.func @complex_atomic(%t: tensor<4xcomplex<f32>>, %i: index, %v: complex<f32
   }
   return %r : tensor<4xcomplex<f32>>
 }
+
+// -----
+
+// A transfer not marked in bounds would load or store a whole vector past
+// the end of the tensor: refused (the vectorizer marks the ones it makes).
+func.func @transfer_maybe_out_of_bounds(%t: tensor<10xf32>, %i: index) -> vector<4xf32> {
+  %c0 = arith.constant 0.0 : f32
+  // expected-error@+1 {{may access past the end of its tensor}}
+  %v = vector.transfer_read %t[%i], %c0 : tensor<10xf32>, vector<4xf32>
+  return %v : vector<4xf32>
+}
+
+// -----
+
+func.func @transfer_write_maybe_out_of_bounds(%t: tensor<10xf32>, %i: index,
+                                              %v: vector<4xf32>) -> tensor<10xf32> {
+  // expected-error@+1 {{may access past the end of its tensor}}
+  %w = vector.transfer_write %v, %t[%i] : vector<4xf32>, tensor<10xf32>
+  return %w : tensor<10xf32>
+}

@@ -1,6 +1,7 @@
 //===- flatten_tensors.cpp - -xla-gpu-flatten-tensors ---------------------===//
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
+#include "llvm/Support/MathExtras.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -26,6 +27,18 @@ using mlir::Value;
 bool needsFlattening(mlir::Type type) {
   auto t = llvm::dyn_cast<mlir::RankedTensorType>(type);
   return t && t.hasStaticShape() && t.getRank() != 1;
+}
+
+// Whether a static tensor's element count overflows 64 bits (flattening
+// would wrap it, e.g. to 0 elements).
+bool elementCountOverflows(mlir::Type type) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(type);
+  if (!t || !t.hasStaticShape()) return false;
+  int64_t n = 1;
+  for (int64_t d : t.getShape()) {
+    if (llvm::MulOverflow(n, d, n)) return true;
+  }
+  return false;
 }
 
 class FlattenTypeConverter : public mlir::TypeConverter {
@@ -134,6 +147,22 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
     // 2. Fold the linearizing apply_indexing ops into the ones that produced
     //    the indices, so each access has one simplified index map.
     mlir::MLIRContext* ctx = &getContext();
+    bool overflow = getOperation().walk([&](mlir::Operation* op) {
+      llvm::SmallVector<mlir::Type> types(op->getOperandTypes());
+      llvm::append_range(types, op->getResultTypes());
+      if (auto f = llvm::dyn_cast<mlir::func::FuncOp>(op)) {
+        llvm::append_range(types, f.getFunctionType().getInputs());
+        llvm::append_range(types, f.getFunctionType().getResults());
+      }
+      for (mlir::Type t : types) {
+        if (elementCountOverflows(t)) {
+          op->emitOpError() << "uses " << t << ", whose element count does not fit in 64 bits";
+          return mlir::WalkResult::interrupt();
+        }
+      }
+      return mlir::WalkResult::advance();
+    }).wasInterrupted();
+    if (overflow) return signalPassFailure();
     FlattenTypeConverter converter;
     mlir::ConversionTarget target(*ctx);
     target.addDynamicallyLegalOp<mlir::func::FuncOp>([&](mlir::func::FuncOp f) {

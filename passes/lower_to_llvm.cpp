@@ -102,6 +102,11 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       module.emitError() << "target must be gpu or cpu, got " << target;
       return signalPassFailure();
     }
+    if (indexBitwidth != 32 && indexBitwidth != 64) {
+      module.emitError() << "index-bitwidth must be 32 or 64, got "
+                         << static_cast<unsigned>(indexBitwidth);
+      return signalPassFailure();
+    }
     bool cpu = target == "cpu";
     {
       // Complex arithmetic becomes arith/math on the parts; create/re/im

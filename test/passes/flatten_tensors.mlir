@@ -1,4 +1,4 @@
-// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-flatten-tensors | FileCheck %s
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-flatten-tensors -verify-diagnostics | FileCheck %s
 
 // Signatures and accesses become 1-d; the linearization folds into the
 // apply_indexing that computed the indices: (i floordiv 8) * 8 + i mod 8 is
@@ -71,5 +71,15 @@ func.func @unchanged(%a: tensor<8xf32>, %b: tensor<?x4xf32>, %i: index) -> f32 {
 func.func @constant(%i: index, %j: index) -> f32 {
   %c = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
   %v = tensor.extract %c[%i, %j] : tensor<2x3xf32>
+  return %v : f32
+}
+
+// -----
+
+// 2^62 x 4 elements would flatten to tensor<0xf32>: an error instead.
+func.func @huge(%t: tensor<4611686018427387904x4xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  // expected-error@+1 {{'tensor.extract' op uses 'tensor<4611686018427387904x4xf32>', whose element count does not fit in 64 bits}}
+  %v = tensor.extract %t[%c0, %c0] : tensor<4611686018427387904x4xf32>
   return %v : f32
 }

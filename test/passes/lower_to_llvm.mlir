@@ -1,4 +1,8 @@
 // RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-to-llvm | FileCheck %s
+// RUN: not xla-gpu-opt %s -split-input-file -xla-gpu-lower-to-llvm=index-bitwidth=7 2>&1 | FileCheck %s --check-prefix=BITWIDTH
+// RUN: not xla-gpu-opt %s -split-input-file -xla-gpu-lower-to-llvm=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
+// BITWIDTH: error: index-bitwidth must be 32 or 64, got 7
+// TARGET: error: target must be gpu or cpu, got tpu
 // RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-to-llvm=index-bitwidth=32 | FileCheck %s --check-prefix=I32
 
 // CHECK: llvm.func @__nv_tanhf(f32) -> f32

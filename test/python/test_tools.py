@@ -112,7 +112,7 @@ BAD_FUSIONS = {
     "compare without direction": ("  p0 = f32[4] parameter(0)\n"
                                   "  ROOT c = pred[4] compare(p0, p0)",
                                   "  a = f32[4] parameter(0)", "pred[4]", 5,
-                                  "compare needs direction=EQ|NE|LT|LE|GT|GE, got None"),
+                                  "'compare' needs direction="),
     "internal tuple": ("  p0 = f32[4] parameter(0)\n  t = (f32[4], f32[4]) tuple(p0, p0)\n"
                        "  g = f32[4] get-tuple-element(t), index=0\n  ROOT n = f32[4] negate(g)",
                        "  a = f32[4] parameter(0)", "f32[4]", 5,
@@ -169,8 +169,25 @@ BAD_FUSIONS = {
         "  ROOT d = f32[2,5] dynamic-slice(p0, i, i, i), dynamic_slice_sizes={2,5}",
         "  a = f32[4,5] parameter(0)\n  c = s32[] parameter(1)", "f32[2,5]", 6,
         "dynamic-slice of a rank-2 operand takes 2 scalar start indices, got 3"),
-    "iota dimension": ("  ROOT i = s32[4] iota(), iota_dimension=1", "  a = f32[4] parameter(0)",
-                       "s32[4]", 4, "iota_dimension=1 is not a dimension of s32[4]"),
+    "constant out of range": ("  c = f16[] constant(1e400)\n  p0 = f16[4] parameter(0)\n"
+                              "  ROOT b = f16[4] broadcast(c), dimensions={}",
+                              "  a = f16[4] parameter(0)", "f16[4]", 4,
+                              "the constant 1e400 is out of range for f16"),
+    "pad without padding": ("  p0 = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+                            "  ROOT r = f32[7] pad(p0, z)", "  a = f32[4] parameter(0)", "f32[7]",
+                            6, "'pad' needs padding="),
+    "reduce-precision without bits": ("  p0 = f32[4] parameter(0)\n"
+                                      "  ROOT r = f32[4] reduce-precision(p0)",
+                                      "  a = f32[4] parameter(0)", "f32[4]", 5,
+                                      "'reduce-precision' needs exponent_bits=, mantissa_bits="),
+    "dynamic-slice past the operand": (
+        "  p0 = f32[4] parameter(0)\n  i = s32[] constant(0)\n"
+        "  ROOT d = f32[9] dynamic-slice(p0, i), dynamic_slice_sizes={9}",
+        "  a = f32[4] parameter(0)", "f32[9]", 6,
+        "dynamic_slice_sizes={9} do not fit the operand f32[4]"),
+    "iota dimension": ("  p0 = f32[4] parameter(0)\n  ROOT i = s32[4] iota(), iota_dimension=1",
+                       "  a = f32[4] parameter(0)", "s32[4]", 5,
+                       "iota_dimension=1 is not a dimension of s32[4]"),
     "shift of floats": ("  p0 = f32[4] parameter(0)\n  ROOT s = f32[4] shift-left(p0, p0)",
                         "  a = f32[4] parameter(0)", "f32[4]", 5,
                         "'shift-left' needs an integer operand, got f32"),
@@ -263,3 +280,26 @@ def test_malformed_indexing_ops_do_not_abort(tmp_path, text, message):
     assert proc.returncode in (0, 1), proc
     assert message in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("  a = f32[5] parameter(0)\n  ROOT f = f32[4] fusion(a), kind=kLoop, calls=fused",
+     "operand 0 (a) is f32[5], parameter 0 of fused is f32[4]"),
+    ("  a = f32[4] parameter(0)\n  ROOT f = f32[4] fusion(a, a), kind=kLoop, calls=fused",
+     "the fusion has 2 operands, its computation fused 1 parameters"),
+    ("  a = f32[4] parameter(0)\n  ROOT f = f32[4] fusion(a), kind=kLoop, calls=e",
+     "calls=e names the entry computation"),
+    ("  a = f32[4] parameter(0)\n  ROOT f = f32[8] fusion(a), kind=kLoop, calls=fused",
+     "the fusion is f32[8], its computation returns f32[4]"),
+])
+def test_fusion_must_match_its_computation(tmp_path, entry, message):
+    path = tmp_path / "bad.hlo"
+    path.write_text("HloModule m\nfused {\n  p = f32[4] parameter(0)\n"
+                    f"  ROOT n = f32[4] negate(p)\n}}\nENTRY e {{\n{entry}\n}}\n")
+    for tool in ("fusion_to_mlir", "test_correctness", "run_hlo"):
+        proc = subprocess.run([sys.executable, "-m", f"xla_gpu.tools.{tool}", str(path)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 1, (tool, proc)
+        assert proc.stderr.startswith(f"{path}:8:3: error: cannot emit f (fusion): "), \
+            (tool, proc.stderr)
+        assert message in proc.stderr and "Traceback" not in proc.stderr

@@ -18,7 +18,7 @@ from .fusion_analysis import (EmitterKind, FusionAnalysis, analyze_fusion, find_
                               with_tuple_of_outputs)
 from .kernel import EmittedKernel, LaunchDimensions
 from .registry import EMITTERS, EmitterNotBuiltError, emitter_class, register_emitter
-from .verifier import verify_fusion
+from .verifier import verify_fusion, verify_fusion_instruction
 # Each emitter registers itself for its kind on import.
 from .loop import LoopEmitter, loop_launch_dims
 
@@ -34,6 +34,7 @@ def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEV
     and is handed to it; launch dimensions are chosen for `device`. Raises
     EmitterError on a malformed fusion, EmitterNotBuiltError when its kind's
     emitter does not exist yet."""
+    verify_fusion_instruction(fusion)
     _prepare(fusion.fused_computation)
     verify_fusion(fusion.fused_computation)
     analysis = analyze_fusion(fusion)

@@ -461,7 +461,7 @@ class ElementalEmitter:
         try:
             maps = output_to_input_indexing(inst)[k]
         except IndexingError as e:
-            raise EmitterError(inst, str(e)) from None
+            raise EmitterError(inst, e.reason) from None
         if len(maps) != 1 or maps[0].range_vars or len(maps[0].runtime_vars) != len(runtime):
             raise EmitterError(inst, "operand indexing needs loops or runtime values")
         m = maps[0]
@@ -665,7 +665,7 @@ class ElementalEmitter:
         try:
             m = output_to_input_indexing(inst)[0][0]
         except IndexingError as e:
-            raise EmitterError(inst, str(e)) from None
+            raise EmitterError(inst, e.reason) from None
         inits = [self.emit(init, []) for init in inst.operands[n:]]
 
         def body(ivs, operand_index, accumulators):

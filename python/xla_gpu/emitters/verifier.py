@@ -6,8 +6,10 @@ written is each emitter's rule)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..hlo import HloComputation, HloInstruction
-from ..hlo.opcodes import (COMPLEX_OK, FLOAT_ONLY, INTEGER_ONLY, INTEGER_OR_PRED,
+from ..hlo.opcodes import (COMPLEX_OK, FLOAT_ONLY, INTEGER_ONLY, INTEGER_OR_PRED, OPCODES,
                            READS_THROUGH_MAPS, TYPE_CHANGING, arity as elementwise_arity)
 from ..indexing import IndexingError, output_to_input_indexing
 from .elemental import COMPLEX_PART, EmitterError, mlir_type
@@ -123,6 +125,15 @@ def _verify_reads(inst: HloInstruction) -> None:
                                                           for o in inst.operands):
         raise EmitterError(inst, "operands and result must be arrays (no tuples)")
     out_dims = (inst.shape.leaves()[0] if variadic else inst.shape).dims
+    if inst.opcode == "dynamic-slice":
+        sizes = inst.attr("dynamic_slice_sizes")
+        text = f"dynamic_slice_sizes={inst.attributes['dynamic_slice_sizes'].text}"
+        dims = inst.operands[0].shape.dims
+        if not isinstance(sizes, list) or len(sizes) != len(dims) or any(
+                not isinstance(n, int) or not 0 <= n <= d for n, d in zip(sizes, dims)):
+            raise EmitterError(inst, f"{text} do not fit the operand {inst.operands[0].shape}")
+        if list(sizes) != list(inst.shape.dims):
+            raise EmitterError(inst, f"{text} do not match the result {inst.shape}")
     starts = {"dynamic-slice": 1, "dynamic-update-slice": 2}.get(inst.opcode)
     if starts is not None:
         rank = inst.operands[0].shape.rank
@@ -142,7 +153,7 @@ def _verify_reads(inst: HloInstruction) -> None:
     try:
         per_operand = output_to_input_indexing(inst)
     except IndexingError as e:
-        raise EmitterError(inst, str(e)) from None
+        raise EmitterError(inst, e.reason) from None
     for k, (operand, maps) in enumerate(zip(inst.operands, per_operand)):
         dims = operand.shape.dims
         for m in maps:
@@ -158,6 +169,46 @@ def _verify_reads(inst: HloInstruction) -> None:
                     raise EmitterError(inst, f"reads dimension {j} of operand {k} "
                                        f"({operand.name}, {operand.shape}) at [{lo}, {hi}], "
                                        f"outside [0, {dims[j] - 1}]")
+
+
+def verify_fusion_instruction(fusion: HloInstruction) -> None:
+    """The fusion instruction against its computation: one operand per
+    parameter, of the parameter's shape; a computation of its own (not the
+    entry, not one holding the fusion)."""
+    comp = fusion.fused_computation
+    if comp is None:
+        raise EmitterError(fusion, "a fusion needs calls= naming its computation")
+    if fusion.parent is None:
+        return  # a computation wrapped as a fusion by the tools
+    if comp is fusion.parent or comp.is_entry:
+        raise EmitterError(fusion, f"calls={comp.name} names the "
+                           f"{'entry' if comp.is_entry else 'calling'} computation")
+    params = comp.parameters
+    if len(fusion.operands) != len(params):
+        raise EmitterError(fusion, f"the fusion has {len(fusion.operands)} operands, its "
+                           f"computation {comp.name} {len(params)} parameters")
+    for k, (o, p) in enumerate(zip(fusion.operands, params)):
+        if o.shape.to_text(layout=False) != p.shape.to_text(layout=False):
+            raise EmitterError(fusion, f"operand {k} ({o.name}) is {o.shape}, parameter {k} of "
+                               f"{comp.name} is {p.shape}")
+    root_shape = comp.root.shape.to_text(layout=False)
+    if fusion.shape.to_text(layout=False) != root_shape:
+        raise EmitterError(fusion, f"the fusion is {fusion.shape}, its computation returns "
+                           f"{comp.root.shape}")
+
+
+def _verify_constant(inst: HloInstruction) -> None:
+    """A literal must be representable in its type (XLA: f16 1e400 is out of
+    range, not infinity)."""
+    literal = inst.literal
+    etype = inst.shape.element_type if inst.shape.is_array else None
+    if literal is None or literal.value is None or etype is None or not etype.is_float:
+        return
+    with np.errstate(all="ignore"):
+        values = np.asarray(literal.value).astype(np.float64, copy=False)
+    if np.isinf(values).any() and "inf" not in literal.text.lower():
+        raise EmitterError(inst, f"the constant {literal.text} is out of range for "
+                           f"{etype}")
 
 
 def verify_fusion(comp: HloComputation) -> None:
@@ -178,6 +229,12 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
             mlir_type(leaf.element_type)
         except ValueError as e:
             raise EmitterError(inst, str(e)) from None
+    missing = [a for a in (OPCODES[op].required if op in OPCODES else ())
+               if a not in inst.attributes]
+    if missing:
+        raise EmitterError(inst, f"'{op}' needs {', '.join(a + '=' for a in missing)}")
+    if op == "constant":
+        _verify_constant(inst)
     if op == "get-tuple-element":
         _verify_get_tuple_element(inst)
         return

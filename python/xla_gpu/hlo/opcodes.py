@@ -38,6 +38,8 @@ class Opcode:
     # XLA's MayPreventVectorization: a loop or a libcall per element makes
     # unrolling a loss.
     prevents_vectorization: bool = False
+    # Attributes the instruction cannot be read without.
+    required: tuple[str, ...] = ()
 
 
 def _table() -> dict[str, Opcode]:
@@ -53,8 +55,9 @@ def _table() -> dict[str, Opcode]:
     unary("abs negate sign")
     unary("bitcast-convert convert", type_changing=True)
     unary("copy", indexing=True, reads_through_maps=True)
-    unary("cbrt ceil erf floor logistic reduce-precision round-nearest-afz "
-          "round-nearest-even", operands="float")
+    unary("cbrt ceil erf floor logistic round-nearest-afz round-nearest-even",
+          operands="float")
+    unary("reduce-precision", operands="float", required=("exponent_bits", "mantissa_bits"))
     unary("exponential exponential-minus-one log log-plus-one rsqrt sqrt tanh",
           operands="float", complex_ok=True)
     unary("cosine sine tan", operands="float", complex_ok=True, prevents_vectorization=True)
@@ -66,25 +69,33 @@ def _table() -> dict[str, Opcode]:
     binary("add divide maximum minimum multiply remainder subtract")
     binary("atan2", operands="float", prevents_vectorization=True)
     binary("power", prevents_vectorization=True)
-    binary("compare complex", type_changing=True)
+    binary("complex", type_changing=True)
+    binary("compare", type_changing=True, required=("direction",))
     binary("and or xor", operands="integer_or_pred")
     binary("shift-left shift-right-arithmetic shift-right-logical", operands="integer")
     # Elementwise, three operands, and map (its computation's arity).
     rows += [Opcode("clamp", elementwise=True, arity=3),
              Opcode("select", elementwise=True, arity=3),
              Opcode("stochastic-convert", elementwise=True, arity=2, type_changing=True),
-             Opcode("map", elementwise=True)]
+             Opcode("map", elementwise=True, required=("to_apply",))]
     # Index transformations and other reads through maps.
+    needs = {"broadcast": ("dimensions",), "transpose": ("dimensions",), "slice": ("slice",),
+             "reverse": ("dimensions",), "pad": ("padding",), "concatenate": ("dimensions",),
+             "dynamic-slice": ("dynamic_slice_sizes",), "reduce": ("dimensions", "to_apply"),
+             "gather": ("offset_dims", "collapsed_slice_dims", "start_index_map",
+                        "index_vector_dim", "slice_sizes")}
     for n in "broadcast transpose reshape bitcast slice reverse".split():
-        rows.append(Opcode(n, indexing=True, reads_through_maps=True))
+        rows.append(Opcode(n, indexing=True, reads_through_maps=True, required=needs.get(n, ())))
     for n in "pad concatenate dynamic-slice dynamic-update-slice gather reduce".split():
-        rows.append(Opcode(n, reads_through_maps=True))
-    rows.append(Opcode("reduce-window", reads_through_maps=True, prevents_vectorization=True))
+        rows.append(Opcode(n, reads_through_maps=True, required=needs.get(n, ())))
+    rows.append(Opcode("reduce-window", reads_through_maps=True, prevents_vectorization=True,
+                       required=("window", "to_apply")))
     rows += [Opcode("sort", prevents_vectorization=True),
              Opcode("dot", prevents_vectorization=True)]
     # The rest the emitters know by name.
-    rows += [Opcode(n) for n in "parameter constant iota tuple get-tuple-element fusion call "
-             "scatter".split()]
+    rows += [Opcode(n) for n in "parameter constant tuple fusion call scatter".split()]
+    rows += [Opcode("iota", required=("iota_dimension",)),
+             Opcode("get-tuple-element", required=("index",))]
     return {o.name: o for o in rows}
 
 

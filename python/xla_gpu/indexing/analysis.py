@@ -34,6 +34,7 @@ class IndexingError(ValueError):
 
     def __init__(self, instr: HloInstruction, reason: str):
         self.instruction = instr
+        self.reason = reason
         super().__init__(f"{instr.name} ({instr.opcode}): {reason}")
 
 
@@ -340,6 +341,13 @@ def _reduce_window(instr, out_leaf):
     pad = window.get("pad", [(0, 0)] * rank)
     lhs_dilate = window.get("lhs_dilate", [1] * rank)
     rhs_dilate = window.get("rhs_dilate", [1] * rank)
+    for name, values in [("size", size), ("stride", stride), ("rhs_dilate", rhs_dilate)]:
+        if len(values) != rank or any(v < 1 for v in values):
+            raise IndexingError(instr, f"window {name}={'x'.join(map(str, values))} must be "
+                                f"{rank} values >= 1 for the rank-{rank} operand")
+    if len(pad) != rank:
+        raise IndexingError(instr, f"window pad has {len(pad)} entries for the rank-{rank} "
+                            "operand")
     if any(d != 1 for d in lhs_dilate):
         raise IndexingError(instr, "reduce-window with base dilation")
     out = _array_shape(instr, out_leaf)

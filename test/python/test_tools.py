@@ -303,3 +303,16 @@ def test_fusion_must_match_its_computation(tmp_path, entry, message):
         assert proc.stderr.startswith(f"{path}:8:3: error: cannot emit f (fusion): "), \
             (tool, proc.stderr)
         assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("tool", ["test_correctness", "run_hlo"])
+def test_huge_shapes_are_refused_before_allocating(tmp_path, tool):
+    path = tmp_path / "huge.hlo"
+    path.write_text("HloModule m\nfused {\n  p = f32[100000000000] parameter(0)\n"
+                    "  ROOT n = f32[100000000000] negate(p)\n}\nENTRY e {\n"
+                    "  a = f32[100000000000] parameter(0)\n"
+                    "  ROOT f = f32[100000000000] fusion(a), kind=kLoop, calls=fused\n}\n")
+    proc = subprocess.run([sys.executable, "-m", f"xla_gpu.tools.{tool}", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc
+    assert "need 745.1 GiB of host memory, more than the 4 GiB a run may allocate" in proc.stderr

@@ -26,6 +26,25 @@ class ToolError(Exception):
     """A user-facing failure of a tool: printed as `tool: error: message`."""
 
 
+# The host arrays a tool allocates for a run (inputs and outputs): past this
+# it refuses before allocating (the machines have 24 GiB; XLA's reference
+# needs as much again).
+MAX_HOST_BYTES = 4 << 30
+
+
+def check_host_memory(shapes, what: str) -> None:
+    """Raises ToolError when arrays of `shapes` would take more than
+    MAX_HOST_BYTES (a huge shape is refused, not allocated)."""
+    total = 0
+    for shape in shapes:
+        for leaf in (shape.leaves() if shape.is_tuple else [shape]):
+            bits = leaf.element_type.bits if leaf.element_type is not None else 0
+            total += leaf.num_elements * max(bits, 8) // 8
+    if total > MAX_HOST_BYTES:
+        raise ToolError(f"{what} need {total / 2**30:.1f} GiB of host memory, more than the "
+                        f"{MAX_HOST_BYTES >> 30} GiB a run may allocate")
+
+
 def read_hlo(path: str) -> HloModule:
     """Parses the HLO file at `path` (`-` reads stdin)."""
     try:

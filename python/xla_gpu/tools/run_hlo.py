@@ -52,7 +52,7 @@ from ..emitters.partitioner import sanitize_function_name
 from ..hlo import HloComputation, HloInstruction, HloModule
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
-from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
+from ._cli import ArgumentParser, ToolError, check_host_memory, read_hlo, run_tool
 from .test_correctness import random_input, report
 
 
@@ -298,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.dump_to is not None:
             args.dump_to.mkdir(parents=True, exist_ok=True)
             (args.dump_to / "module.hlo").write_text(module.to_text())
+        check_host_memory([i.shape for i in module.entry.instructions
+                           if i.opcode not in ("tuple", "get-tuple-element")],
+                          f"the arrays of {module.entry.name}")
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in module.entry.parameters]
         steps = _compile(module, args.dump_to, device_named(args.device), dump_passes)

@@ -24,7 +24,7 @@ from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_
 from ..indexing import indexing_from, output_to_input_indexing
 from ..reference import as_xla_takes_it, run_with_xla
 from ..runtime import CpuKernel
-from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
+from ._cli import ArgumentParser, ToolError, check_host_memory, read_hlo, run_tool
 
 
 def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         module = read_hlo(args.file)
         fusion = find_fusion(module)
         comp = fusion.fused_computation
+        check_host_memory([p.shape for p in comp.parameters] + [comp.root.shape],
+                          f"the arrays of {fusion.name}")
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in comp.parameters]
         roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]

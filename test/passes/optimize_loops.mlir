@@ -71,13 +71,18 @@ func.func @do_not_unroll_big_body(%x: f32) -> f32 {
 // loaded before the loop, each iteration loads the next one.
 // CHECK-LABEL: func.func @pipeline_loads
 // CHECK-SAME: (%[[T:.*]]: tensor<1024xf32>
-// CHECK: %[[FIRST:.*]] = scf.if %{{.*}} -> (f32) {
+// The loop may not run: the first load is guarded by lb < ub.
+// CHECK: %[[G0:.*]] = arith.cmpi slt, %c0, %c100 : index
+// CHECK: %[[FIRST:.*]] = scf.if %[[G0]] -> (f32) {
 // CHECK:   %[[I0:.*]] = xla_gpu.apply_indexing #{{.*}}(%c0)
 // CHECK:   tensor.extract %[[T]][%[[I0]]]
 // CHECK: %[[R:.*]]:2 = scf.for %[[IV:.*]] = %c0 to %c100 step %c1 iter_args(%[[ACC:.*]] = %{{.*}}, %[[CUR:.*]] = %[[FIRST]])
 // CHECK:   %[[S:.*]] = arith.addf %[[ACC]], %[[CUR]]
 // CHECK:   %[[NEXT:.*]] = arith.addi %[[IV]], %c1
-// CHECK:   %[[PREFETCH:.*]] = scf.if %{{.*}} -> (f32) {
+// The next iteration's load only if there is one (next < ub, strictly: the
+// last iteration must not read element ub).
+// CHECK:   %[[G:.*]] = arith.cmpi slt, %[[NEXT]], %c100 : index
+// CHECK:   %[[PREFETCH:.*]] = scf.if %[[G]] -> (f32) {
 // CHECK:     %[[IN:.*]] = xla_gpu.apply_indexing #{{.*}}(%[[NEXT]])
 // CHECK:     tensor.extract %[[T]][%[[IN]]]
 // CHECK:   } else {
@@ -91,6 +96,29 @@ func.func @pipeline_loads(%t: tensor<1024xf32>, %x: f32) -> f32 {
   %c100 = arith.constant 100 : index
   %r = scf.for %i = %c0 to %c100 step %c1 iter_args(%acc = %x) -> (f32) {
     %idx = xla_gpu.apply_indexing #map(%i)
+    %v = tensor.extract %t[%idx] : tensor<1024xf32>
+    %s = arith.addf %acc, %v : f32
+    scf.yield %s : f32
+  }
+  return %r : f32
+}
+
+// -----
+
+// Bounds known only at run time (the loop may run zero times): both loads
+// are guarded by the loop's own bounds.
+// CHECK-LABEL: func.func @pipeline_dynamic_bounds
+// CHECK-SAME: (%[[T:.*]]: tensor<1024xf32>, %{{.*}}: f32, %[[LB:.*]]: index, %[[UB:.*]]: index)
+// CHECK: %[[G0:.*]] = arith.cmpi slt, %[[LB]], %[[UB]] : index
+// CHECK: scf.if %[[G0]]
+// CHECK: scf.for %[[IV:.*]] = %[[LB]] to %[[UB]]
+// CHECK:   %[[NEXT:.*]] = arith.addi %[[IV]], %c1
+// CHECK:   arith.cmpi slt, %[[NEXT]], %[[UB]] : index
+#map1 = #xla_gpu.indexing_map<"(d0) -> (d0 * 8), domain: d0 in [0, 99]">
+func.func @pipeline_dynamic_bounds(%t: tensor<1024xf32>, %x: f32, %lb: index, %ub: index) -> f32 {
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %lb to %ub step %c1 iter_args(%acc = %x) -> (f32) {
+    %idx = xla_gpu.apply_indexing #map1(%i)
     %v = tensor.extract %t[%idx] : tensor<1024xf32>
     %s = arith.addf %acc, %v : f32
     scf.yield %s : f32

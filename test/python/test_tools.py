@@ -1,6 +1,7 @@
 """The command-line tools on bad input: one clean diagnostic with
 file:line:col, exit status 1, no traceback, no crash."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -263,23 +264,33 @@ def test_a6000_device_is_xlas_test_default():
     assert d.chip == "sm_86" and d.max_resident_threads == 84 * 1536
 
 
-@pytest.mark.parametrize("text, message", [
+@pytest.mark.parametrize("text, message, verifier", [
     ("  p = f32[4] parameter(0)\n  ROOT b = f32[4,5] broadcast(p), dimensions={7}",
-     "its attributes do not fit its shapes (d7 of 2 dimensions)"),
+     "its attributes do not fit its shapes (d7 of 2 dimensions)",
+     "dimensions={7} does not place f32[4] into f32[4,5]"),
     ("  p = f32[4,5] parameter(0)\n  u = f32[2] parameter(1)\n  i = s32[] parameter(2)\n"
      "  ROOT d = f32[4,5] dynamic-update-slice(p, u, i)",
-     "its attributes do not fit its shapes (s1 of 1 symbols)"),
+     "its attributes do not fit its shapes (s1 of 1 symbols)",
+     "dynamic-update-slice of a rank-2 operand takes 2 scalar start indices, got 1"),
 ])
-def test_malformed_indexing_ops_do_not_abort(tmp_path, text, message):
+def test_malformed_indexing_ops_do_not_abort(tmp_path, text, message, verifier):
     """Maps built from a malformed broadcast or dynamic-update-slice used to
-    trip an assertion in MLIR's AffineMap (the process aborted)."""
+    trip an assertion in MLIR's AffineMap (the process aborted): the
+    analysis raises, and the tools' verifier reports the instruction first."""
+    from mlir import ir
+    from xla_gpu.hlo import parse_hlo
+    from xla_gpu.indexing import MalformedInstructionError, output_to_input_indexing
+    source = f"HloModule m\nENTRY e {{\n{text}\n}}\n"
+    module = parse_hlo(source)
+    with ir.Context():
+        with pytest.raises(MalformedInstructionError, match=re.escape(message)):
+            output_to_input_indexing(module.entry.root)
     path = tmp_path / "bad.hlo"
-    path.write_text(f"HloModule m\nENTRY e {{\n{text}\n}}\n")
+    path.write_text(source)
     proc = subprocess.run([sys.executable, "-m", "xla_gpu.tools.hlo_indexing", str(path)],
                           capture_output=True, text=True)
-    assert proc.returncode in (0, 1), proc
-    assert message in proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 1, proc
+    assert verifier in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("entry, message", [

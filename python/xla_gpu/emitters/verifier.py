@@ -11,10 +11,10 @@ import numpy as np
 from ..hlo import HloComputation, HloInstruction
 from ..hlo.opcodes import (COMPLEX_OK, FLOAT_ONLY, INTEGER_ONLY, INTEGER_OR_PRED, OPCODES,
                            READS_THROUGH_MAPS, TYPE_CHANGING, arity as elementwise_arity)
-from ..indexing import IndexingError, output_to_input_indexing
-from .elemental import COMPLEX_PART, EmitterError, mlir_type
+from ..indexing import IndexingError, MalformedInstructionError, output_to_input_indexing
+from .elemental import COMPLEX_PART, EmitterError, EmitterNotBuiltError, mlir_type
 
-__all__ = ["verify_fusion"]
+__all__ = ["verify_fusion", "verify_fusion_instruction", "verify_instruction"]
 
 DIRECTIONS = frozenset({"EQ", "NE", "LT", "LE", "GT", "GE"})
 
@@ -152,8 +152,12 @@ def _verify_reads(inst: HloInstruction) -> None:
         return  # nothing is read (its indexing maps would have empty domains)
     try:
         per_operand = output_to_input_indexing(inst)
-    except IndexingError as e:
+    except MalformedInstructionError as e:
         raise EmitterError(inst, e.reason) from None
+    except IndexingError as e:
+        # Well formed, but a form the emitters do not cover (a gather not
+        # in canonical form): XLA can run it.
+        raise EmitterNotBuiltError(inst, e.reason) from None
     for k, (operand, maps) in enumerate(zip(inst.operands, per_operand)):
         dims = operand.shape.dims
         for m in maps:
@@ -209,6 +213,13 @@ def _verify_constant(inst: HloInstruction) -> None:
     if np.isinf(values).any() and "inf" not in literal.text.lower():
         raise EmitterError(inst, f"the constant {literal.text} is out of range for "
                            f"{etype}")
+
+
+def verify_instruction(inst: HloInstruction) -> None:
+    """Raises EmitterError when `inst` is malformed (operand count, shapes,
+    element types, attributes, reads inside its operands); an instruction
+    the emitters do not know is left alone."""
+    _verify(inst, inst.parent)
 
 
 def verify_fusion(comp: HloComputation) -> None:

@@ -9,6 +9,7 @@ contributes to (input-to-output), as XLA's indexing_analysis computes them.
 
 from .analysis import (
     IndexingError,
+    MalformedInstructionError,
     delinearize,
     identity_map,
     indexing_from,
@@ -18,6 +19,7 @@ from .analysis import (
 
 __all__ = [
     "IndexingError",
+    "MalformedInstructionError",
     "delinearize",
     "identity_map",
     "indexing_from",

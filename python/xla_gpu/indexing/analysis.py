@@ -38,6 +38,11 @@ class IndexingError(ValueError):
         super().__init__(f"{instr.name} ({instr.opcode}): {reason}")
 
 
+class MalformedInstructionError(IndexingError):
+    """The instruction's attributes do not fit its shapes (malformed HLO),
+    as opposed to a well-formed instruction this analysis does not cover."""
+
+
 # -- small builders -------------------------------------------------------------
 
 
@@ -343,10 +348,10 @@ def _reduce_window(instr, out_leaf):
     rhs_dilate = window.get("rhs_dilate", [1] * rank)
     for name, values in [("size", size), ("stride", stride), ("rhs_dilate", rhs_dilate)]:
         if len(values) != rank or any(v < 1 for v in values):
-            raise IndexingError(instr, f"window {name}={'x'.join(map(str, values))} must be "
+            raise MalformedInstructionError(instr, f"window {name}={'x'.join(map(str, values))} must be "
                                 f"{rank} values >= 1 for the rank-{rank} operand")
     if len(pad) != rank:
-        raise IndexingError(instr, f"window pad has {len(pad)} entries for the rank-{rank} "
+        raise MalformedInstructionError(instr, f"window pad has {len(pad)} entries for the rank-{rank} "
                             "operand")
     if any(d != 1 for d in lhs_dilate):
         raise IndexingError(instr, "reduce-window with base dilation")
@@ -470,7 +475,7 @@ def output_to_input_indexing(instr: HloInstruction, output_id: int = 0) -> Opera
     try:
         return rule(instr, out)
     except (_MalformedMap, IndexError) as e:
-        raise IndexingError(instr, f"its attributes do not fit its shapes ({e}): "
+        raise MalformedInstructionError(instr, f"its attributes do not fit its shapes ({e}): "
                             f"{' '.join(str(o.shape) for o in instr.operands)} -> "
                             f"{instr.shape}") from None
 

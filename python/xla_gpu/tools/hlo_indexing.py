@@ -16,6 +16,8 @@ from mlir import ir
 
 import xla_gpu  # noqa: F401  (registers the dialect)
 
+from ..emitters.elemental import EmitterNotBuiltError
+from ..emitters.verifier import verify_instruction
 from ..indexing import IndexingError, input_to_output_indexing, output_to_input_indexing
 from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 
@@ -64,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             comp = module.entry
         with ir.Context():
+            # The tools' one verifier: a malformed instruction is an error
+            # at its file:line:col, not a map printed for it.
+            for instr in comp.instructions:
+                if instr.opcode not in ("tuple", "get-tuple-element"):
+                    try:
+                        verify_instruction(instr)
+                    except EmitterNotBuiltError:
+                        pass  # well formed; printed as "unsupported" below
             for instr in comp.instructions:
                 _print_instruction(instr, args.input_to_output, sys.stdout)
         return 0

@@ -13,7 +13,7 @@ BUILD := $(CURDIR)/build
 # Evaluated by the shell when a recipe runs: the venv may not exist before.
 SITE := $$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 
-.PHONY: all setup build test lit pytest demo clean
+.PHONY: all setup build test lit pytest demo fuzz clean
 
 all: build
 
@@ -59,6 +59,15 @@ test: build
 
 demo: build
 	$(PY) -m xla_gpu.demo
+
+# A bounded mutation-fuzzing run over the test corpus (fuzz/fuzz.py), each
+# harness FUZZ_SECONDS; findings land in fuzz/findings/ and fail the target.
+FUZZ_SECONDS ?= 60
+FUZZ_SEED ?= 0
+fuzz: build
+	status=0; for h in hlo indexing_map mlir; do \
+	  $(PY) fuzz/fuzz.py $$h --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) || status=1; \
+	done; exit $$status
 
 clean:
 	rm -rf $(BUILD) python/xla_gpu/_mlir_libs python/xla_gpu/dialects/_xla_gpu_ops_gen.py

@@ -327,3 +327,44 @@ def test_huge_shapes_are_refused_before_allocating(tmp_path, tool):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc
     assert "need 745.1 GiB of host memory, more than the 4 GiB a run may allocate" in proc.stderr
+
+
+# Found by fuzz/fuzz.py (hlo harness, seeds 0 and 1): each was an internal
+# error; minimized by hand. (text of the module, line, message)
+FUZZ_FINDINGS = {
+    "reducer compare without direction": (
+        "HloModule m\nmx {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  gt = pred[] compare(a, b)\n  ROOT s = f32[] select(gt, a, b)\n}\n"
+        "fused {\n  p = f32[4,8] parameter(0)\n  z = f32[] constant(0)\n"
+        "  ROOT r = f32[8] reduce(p, z), dimensions={0}, to_apply=mx\n}\n"
+        "ENTRY e {\n  p = f32[4,8] parameter(0)\n"
+        "  ROOT f = f32[8] fusion(p), kind=kLoop, calls=fused\n}\n",
+        5, "cannot emit gt (compare): 'compare' needs direction="),
+    "broadcast without an operand": (
+        "HloModule m\nfused {\n  p = f32[7] parameter(0)\n"
+        "  ROOT b = f32[7,9] broadcast(), dimensions={0}\n}\n"
+        "ENTRY e {\n  p = f32[7] parameter(0)\n"
+        "  ROOT f = f32[7,9] fusion(p), kind=kLoop, calls=fused\n}\n",
+        4, "'broadcast' takes 1 operand, got 0"),
+    "fusion without calls=": (
+        "HloModule m\nfused {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p)\n}\n"
+        "ENTRY e {\n  p = f32[2] parameter(0)\n"
+        "  ROOT f = f32[2] fusion(p), kind=kLoop, calgs=fused\n}\n",
+        8, "a fusion needs calls= naming its computation"),
+    "2^63 elements": (
+        "HloModule m\nfused {\n  ROOT i = s32[9223372036854775807] iota(), iota_dimension=0\n}\n"
+        "ENTRY e {\n  ROOT f = s32[9223372036854775807] fusion(), kind=kLoop, calls=fused\n}\n",
+        3, "more than 64-bit indexing covers"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUZZ_FINDINGS))
+def test_fuzz_findings_are_located_errors(tmp_path, name):
+    text, line, message = FUZZ_FINDINGS[name]
+    path = tmp_path / "found.hlo"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "xla_gpu.tools.fusion_to_mlir", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1, proc
+    assert proc.stderr.startswith(f"{path}:{line}:3: error: "), proc.stderr
+    assert message in proc.stderr and "internal error" not in proc.stderr

@@ -57,6 +57,7 @@ def find_fusion(module: HloModule) -> HloInstruction:
     only fusion, else the entry computation wrapped into one."""
     fusions = module.fusions()
     if len(fusions) == 1:
+        verify_fusion_instruction(fusions[0])
         _prepare(fusions[0].fused_computation)
         return fusions[0]
     if len(fusions) > 1:

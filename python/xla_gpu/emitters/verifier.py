@@ -222,10 +222,30 @@ def verify_instruction(inst: HloInstruction) -> None:
     _verify(inst, inst.parent)
 
 
+# Indices are 64-bit (XLA's int64 indexing); maps multiply them by strides.
+kMaxElements = 1 << 62
+
+
 def verify_fusion(comp: HloComputation) -> None:
     """Raises EmitterError on the first malformed instruction of `comp`."""
     for inst in comp.instructions:
+        for leaf in inst.shape.leaves():
+            if leaf.num_elements > kMaxElements:
+                raise EmitterError(inst, f"{leaf} has {leaf.num_elements} elements, more than "
+                                   "64-bit indexing covers (2^62)")
+    for inst in comp.instructions:
         _verify(inst, comp)
+    # The computations it calls (reducers, map computations) too.
+    seen: list[HloComputation] = []
+    stack = [c for i in comp.instructions for c in i.called_computations]
+    while stack:
+        called = stack.pop()
+        if any(called is c for c in seen):
+            continue
+        seen.append(called)
+        for inst in called.instructions:
+            _verify(inst, called)
+            stack.extend(inst.called_computations)
     root = comp.root
     roots = root.operands if root.opcode == "tuple" else [root]
     for r in roots:
@@ -264,6 +284,10 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
     arity = elementwise_arity(op)
     if arity is None:
         if op in READS_THROUGH_MAPS:
+            count = OPCODES[op].arity
+            if (count is not None and len(inst.operands) != count) or not inst.operands:
+                raise EmitterError(inst, f"'{op}' takes {count or 'at least 1'} operand"
+                                   f"{'s' * (count != 1)}, got {len(inst.operands)}")
             _verify_reads(inst)
         return
     if len(inst.operands) != arity:

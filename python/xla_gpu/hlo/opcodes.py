@@ -21,7 +21,7 @@ class Opcode:
     # Elementwise: output element i reads element i of each operand (or
     # the one element of a scalar operand).
     elementwise: bool = False
-    # Operands of an elementwise op (None: any number, as map's).
+    # Its number of operands (None: any number, as map's or concatenate's).
     arity: int | None = None
     # The operand element types it takes: "any", "float" (complex too when
     # `complex_ok`), "integer", "integer_or_pred".
@@ -85,9 +85,12 @@ def _table() -> dict[str, Opcode]:
              "gather": ("offset_dims", "collapsed_slice_dims", "start_index_map",
                         "index_vector_dim", "slice_sizes")}
     for n in "broadcast transpose reshape bitcast slice reverse".split():
-        rows.append(Opcode(n, indexing=True, reads_through_maps=True, required=needs.get(n, ())))
+        rows.append(Opcode(n, arity=1, indexing=True, reads_through_maps=True,
+                           required=needs.get(n, ())))
+    fixed = {"pad": 2, "gather": 2}
     for n in "pad concatenate dynamic-slice dynamic-update-slice gather reduce".split():
-        rows.append(Opcode(n, reads_through_maps=True, required=needs.get(n, ())))
+        rows.append(Opcode(n, arity=fixed.get(n), reads_through_maps=True,
+                           required=needs.get(n, ())))
     rows.append(Opcode("reduce-window", reads_through_maps=True, prevents_vectorization=True,
                        required=("window", "to_apply")))
     rows += [Opcode("sort", prevents_vectorization=True),

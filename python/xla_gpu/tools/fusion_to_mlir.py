@@ -11,7 +11,8 @@ import sys
 
 from mlir import ir
 
-from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_emitter
+from ..emitters import (DEFAULT_DEVICE, DEVICES, EmitterError, device_named, find_fusion,
+                        make_emitter)
 from ..emitters.partitioner import partition_to_dot
 from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
 
@@ -21,6 +22,8 @@ def emit_file(path: str, dump_partition: str | None = None,
     module = read_hlo(path)
     try:
         fusion = find_fusion(module)
+    except EmitterError:
+        raise  # located at the instruction
     except ValueError as e:
         raise ToolError(str(e)) from None
     with ir.Context():

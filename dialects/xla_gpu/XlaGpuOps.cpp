@@ -86,6 +86,13 @@ void AtomicRMWOp::getAsmResultNames(
   setNameFn(getResult(), "atomic_rmw");
 }
 
+// The yield ending `block`, or null (an empty block, or one whose last op
+// is something else: getTerminator() would assert on it).
+static YieldOp endingYield(mlir::Block* block) {
+  if (!block || block->empty()) return nullptr;
+  return llvm::dyn_cast<YieldOp>(block->back());
+}
+
 LogicalResult AtomicRMWOp::verify() {
   auto type = llvm::cast<mlir::RankedTensorType>(getInput().getType());
   if (static_cast<int64_t>(getIndices().size()) != type.getRank()) {
@@ -100,7 +107,7 @@ LogicalResult AtomicRMWOp::verify() {
                             "element type "
                          << type.getElementType();
   }
-  auto yield = llvm::dyn_cast<YieldOp>(body->getTerminator());
+  YieldOp yield = endingYield(body);
   if (!yield || yield.getResult().size() != 1 ||
       yield.getResult()[0].getType() != type.getElementType()) {
     return emitOpError() << "expected the region to yield one value of the "
@@ -112,8 +119,8 @@ LogicalResult AtomicRMWOp::verify() {
 
 mlir::OpFoldResult AtomicRMWOp::fold(FoldAdaptor) {
   // Yielding the current value unchanged writes nothing.
-  auto yield = llvm::cast<YieldOp>(getBody()->getTerminator());
-  if (yield.getResult().size() == 1 &&
+  YieldOp yield = endingYield(getBody());
+  if (yield && yield.getResult().size() == 1 &&
       yield.getResult()[0] == getBody()->getArgument(0)) {
     return getInput();
   }
@@ -735,7 +742,7 @@ LogicalResult LoopOp::verifyRegions() {
   if (getNumResults() != getInits().size()) {
     return emitOpError() << "expected one result per init";
   }
-  auto yield = llvm::dyn_cast<YieldOp>(body->getTerminator());
+  YieldOp yield = endingYield(body);
   if (!yield) return emitOpError() << "expected the body to end with xla_gpu.yield";
   if (yield.getResult().getTypes() != getResultTypes()) {
     return yield.emitOpError() << "yields " << yield.getResult().getTypes()

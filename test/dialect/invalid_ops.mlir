@@ -540,3 +540,16 @@ func.func @insert_rank(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<3
 #vmap = #xla_gpu.indexing_map<"(d0) -> (d0), domain: d0 in [0, 15]">
 // expected-error@+1 {{indexed_vector elements must be integers, floats or complex numbers, got 'tensor<2xf32>'}}
 func.func @indexed_vector_element(%v: !xla_gpu.indexed_vector<2xtensor<2xf32>, #vmap>)
+
+// -----
+
+// Found by fuzz/fuzz.py: a region that does not end with a yield made the
+// verifier call getTerminator(), which asserts (an abort).
+func.func @atomic_rmw_without_yield(%t: tensor<8xi32>, %i: index) -> tensor<8xi32> {
+  // expected-error@+1 {{expected the region to yield one value of the element type 'i32'}}
+  %r = xla_gpu.atomic_rmw %t[%i] : tensor<8xi32> {
+  ^bb0(%cur: i32):
+    %c = arith.addi %cur, %cur : i32
+  }
+  return %r : tensor<8xi32>
+}

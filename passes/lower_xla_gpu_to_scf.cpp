@@ -227,7 +227,8 @@ class LowerXlaGpuToScfPass : public impl::LowerXlaGpuToScfPassBase<LowerXlaGpuTo
 
   void runOnOperation() override {
     if (warpSize <= 0 || (warpSize & (warpSize - 1)) != 0) {
-      getOperation().emitError() << "warp_size must be a power of two, got " << static_cast<int64_t>(warpSize);
+      getOperation().emitError() << "warp_size must be a power of two, got "
+                                 << static_cast<int64_t>(warpSize);
       return signalPassFailure();
     }
     mlir::MLIRContext* ctx = &getContext();
@@ -237,9 +238,17 @@ class LowerXlaGpuToScfPass : public impl::LowerXlaGpuToScfPassBase<LowerXlaGpuTo
     patterns.add<LowerShuffleReduce>(ctx, warpSize);
     bool failedOp = false;
     if (mlir::failed(mlir::applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError() << "lowering xla_gpu ops to scf did not converge";
       failedOp = true;
     }
+    // Whatever is left could not be lowered. The patterns say why for
+    // inserts, shuffles and reductions; a materialize without its insert
+    // has no pattern to say it (the pass used to fail silently).
     getOperation().walk([&](mlir::Operation* op) {
+      if (llvm::isa<MaterializeOp>(op)) {
+        op->emitOpError() << "is lowered only together with the xla_gpu.insert that "
+                             "consumes it, and has none";
+      }
       if (llvm::isa<ShuffleReduceOp, MaterializeOp, InsertOp, ReduceOp>(op)) failedOp = true;
     });
     if (failedOp) signalPassFailure();

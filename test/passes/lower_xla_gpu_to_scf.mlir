@@ -102,3 +102,19 @@ func.func @insert_of_an_argument(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out
   %r = xla_gpu.insert %v(%tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
   return %r : tensor<16x2xf32>
 }
+
+// -----
+
+// A materialize that no insert consumes cannot be lowered: an error that
+// says so (the pass used to fail with no message).
+#read2 = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap2 = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func private @g(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
+  return %v : f32
+}
+func.func @stray_materialize(%in: tensor<16x2xf32>, %tid: index) -> !xla_gpu.indexed_vector<2xf32, #vmap2> {
+  // expected-error@+1 {{is lowered only together with the xla_gpu.insert that consumes it, and has none}}
+  %v = xla_gpu.materialize @g(%in) at #read2(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap2>
+  return %v : !xla_gpu.indexed_vector<2xf32, #vmap2>
+}

@@ -104,6 +104,7 @@ def _worker(harness: str, seed: int, start: int) -> None:
     from xla_gpu.emitters import EmitterError, find_fusion, make_emitter
     from xla_gpu.hlo import HloParseError, parse_hlo
     from xla_gpu.indexing import IndexingError
+    from xla_gpu.pipelines import parse_module
 
     expected = (HloParseError, EmitterError, IndexingError, IndexingMapError, ir.MLIRError)
     texts = corpus(harness)
@@ -126,7 +127,7 @@ def _worker(harness: str, seed: int, start: int) -> None:
                 elif harness == "indexing_map":
                     IndexingMap.parse(text).simplify()
                 else:
-                    module = ir.Module.parse(text)
+                    module = parse_module(text)
                     module.operation.verify()
                     PassManager.parse(pipeline).run(module.operation)
         except expected:

@@ -192,6 +192,24 @@ class PipelineError(RuntimeError):
     """A pass failed; the message holds MLIR's diagnostics (op and location)."""
 
 
+# MLIR 22's parser aborts on a use of result N of a value when N is huge
+# (`%r#2147483647`: it grows a vector to N first); xla-gpu-opt refuses the
+# same inputs. No operation has a million results.
+_HUGE_RESULT_NUMBER = re.compile(r"%[\w.$-]+#(\d{7,})")
+
+
+def parse_module(text: str, source: str = "<input>") -> ir.Module:
+    """`ir.Module.parse` (in the current context), refusing first what the
+    upstream parser would abort on; raises ValueError with line:column."""
+    for m in _HUGE_RESULT_NUMBER.finditer(text):
+        if int(m.group(1)) >= 1 << 20:
+            line = text.count("\n", 0, m.start(1)) + 1
+            column = m.start(1) - text.rfind("\n", 0, m.start(1))
+            raise ValueError(f"{source}:{line}:{column - 1}: error: result number "
+                             f"{m.group(1)} is larger than any operation has")
+    return ir.Module.parse(text)
+
+
 def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
                  stages: Iterable[str] = tuple(STAGES), dump_to: str | os.PathLike | None = None
                  ) -> ir.Module:
@@ -317,13 +335,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     with ir.Context():
         try:
-            module = ir.Module.parse(text)
+            module = parse_module(text, args.file)
             if args.ptx:
                 result = compile_to_ptx(module, opts, args.dump_to)
             else:
                 result = str(run_pipeline(module, opts, stages, args.dump_to))
         except (ir.MLIRError, PipelineError, _ptx.PtxError) as e:
             print(f"{args.file}: error: {e}", file=sys.stderr)
+            return 1
+        except ValueError as e:
+            print(e, file=sys.stderr)
             return 1
     if args.output == "-":
         sys.stdout.write(result)

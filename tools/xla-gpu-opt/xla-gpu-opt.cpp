@@ -143,12 +143,43 @@ mlir::LogicalResult performActions(
   return mlir::success();
 }
 
+// MLIR 22's parser aborts on a use of result N of a value when N is huge
+// (`%r#2147483647`: it grows a vector to N before checking). No real IR
+// has an op with a million results: such a use is refused here, located.
+constexpr uint64_t kMaxResultNumber = 1 << 20;
+
+mlir::LogicalResult refuseHugeResultNumbers(llvm::SourceMgr& sourceMgr) {
+  const llvm::MemoryBuffer* buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  llvm::StringRef text = buffer->getBuffer();
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '#' || i == 0 || !llvm::isDigit(text[i + 1])) continue;
+    // Only after an SSA name: %name#N.
+    size_t j = i;
+    while (j > 0 && (llvm::isAlnum(text[j - 1]) || text[j - 1] == '_' || text[j - 1] == '.' ||
+                     text[j - 1] == '$' || text[j - 1] == '-')) {
+      --j;
+    }
+    if (j == 0 || text[j - 1] != '%') continue;
+    size_t end = i + 1;
+    while (end < text.size() && llvm::isDigit(text[end])) ++end;
+    uint64_t number;
+    if (!text.slice(i + 1, end).getAsInteger(10, number) && number < kMaxResultNumber) continue;
+    sourceMgr.PrintMessage(llvm::errs(), llvm::SMLoc::getFromPointer(text.data() + i),
+                           llvm::SourceMgr::DK_Error,
+                           "result number " + text.slice(i + 1, end) +
+                               " is larger than any operation has");
+    return mlir::failure();
+  }
+  return mlir::success();
+}
+
 mlir::LogicalResult processBuffer(llvm::raw_ostream& os,
                                   std::unique_ptr<llvm::MemoryBuffer> buffer,
                                   const mlir::DialectRegistry& registry,
                                   const mlir::PassPipelineCLParser& pipeline) {
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  if (mlir::failed(refuseHugeResultNumbers(*sourceMgr))) return mlir::failure();
   mlir::MLIRContext context(registry);
   context.allowUnregisteredDialects(options->allowUnregisteredDialects);
   if (options->verifyDiagnostics) {

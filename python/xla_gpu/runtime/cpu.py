@@ -231,7 +231,7 @@ class CpuKernel:
     def _compile(self, source: str, opts: pipelines.PipelineOptions, entry: str | None) -> None:
         self.context = ir.Context()
         with self.context:
-            module = ir.Module.parse(source)
+            module = pipelines.parse_module(source)
             entry, self.params, self.num_results, self.launch = _signature(module, entry)
             self.num_blocks = self.launch.num_blocks
             pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)

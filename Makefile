@@ -13,7 +13,7 @@ BUILD := $(CURDIR)/build
 # Evaluated by the shell when a recipe runs: the venv may not exist before.
 SITE := $$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 
-.PHONY: all setup build test lit pytest demo fuzz clean
+.PHONY: all setup build test lit pytest demo fuzz mutate clean
 
 all: build
 
@@ -68,6 +68,11 @@ fuzz: build
 	status=0; for h in hlo indexing_map mlir; do \
 	  $(PY) fuzz/fuzz.py $$h --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) || status=1; \
 	done; exit $$status
+
+# Planted one-line bugs (fuzz/mutate.py), each expected to fail the tests it
+# names: the suite's strength measured.
+mutate: build
+	$(PY) fuzz/mutate.py
 
 clean:
 	rm -rf $(BUILD) python/xla_gpu/_mlir_libs python/xla_gpu/dialects/_xla_gpu_ops_gen.py

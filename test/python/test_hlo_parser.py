@@ -194,3 +194,32 @@ def test_malformed_hlo(path):
     e = info.value
     assert (e.line, e.column, e.message) == (line, column, message)
     assert str(e) == f"{path.name}:{line}:{column}: error: {message}"
+
+
+def test_outputs_and_callees():
+    """One walk over called computations (nested ones too, each once,
+    callees first) serves the emitters, the verifier and the XLA reference."""
+    module = parse_hlo("""HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+sum_map {
+  x = f32[2,4] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(x, z), dimensions={0,1}, to_apply=add
+}
+ENTRY e {
+  p = f32[2,4] parameter(0)
+  z = f32[] constant(0)
+  r1 = f32[2] reduce(p, z), dimensions={1}, to_apply=add
+  m = f32[2] map(r1, r1), dimensions={0}, to_apply=add
+  c = f32[] call(p), to_apply=sum_map
+  ROOT t = (f32[2], f32[2]) tuple(r1, m)
+}
+""")
+    assert [c.name for c in module.entry.callees()] == ["add", "sum_map"]
+    assert [c.name for c in module.computation("sum_map").callees()] == ["add"]
+    assert [o.name for o in module.entry.outputs] == ["r1", "m"]
+    assert [o.name for o in module.computation("add").outputs] == ["s"]

@@ -188,7 +188,8 @@ class EmitterBase:
             self.subgraphs = [] if empty else partition(self.computation,
                                                          self.is_subgraph_root)
             with ir.InsertionPoint(module.body):
-                called = [] if empty else self._called_computations()
+                # Reducers and map computations, each a function of scalars.
+                called = [] if empty else self.computation.callees()
                 taken = {s.name for s in self.subgraphs}
                 computations = {id(c): self._declare_computation(c, taken) for c in called}
                 functions = {s: self._declare(s) for s in self.subgraphs}
@@ -273,19 +274,6 @@ class EmitterBase:
         return xla_gpu.loop(compact, self.kernel_ids(dims), inits, body)
 
     # -- subgraphs -----------------------------------------------------------------
-
-    def _called_computations(self) -> list[HloComputation]:
-        """Reducers and map computations the fusion calls (and those they
-        call), each emitted once as a function of scalars."""
-        found: list[HloComputation] = []
-        stack = [self.computation]
-        while stack:
-            for inst in stack.pop().instructions:
-                for c in inst.called_computations:
-                    if all(c is not f for f in found):
-                        found.append(c)
-                        stack.append(c)
-        return found
 
     def _declare_computation(self, comp: HloComputation, taken: set[str]) -> func.FuncOp:
         name = sanitize_function_name(comp.name)

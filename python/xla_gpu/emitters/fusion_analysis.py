@@ -134,10 +134,6 @@ def with_tuple_of_outputs(comp: HloComputation) -> HloComputation:
     return comp
 
 
-def _roots(comp: HloComputation) -> list[HloInstruction]:
-    return list(comp.root.operands) if comp.root.opcode == "tuple" else [comp.root]
-
-
 # XLA's limit for the concatenate emitter: it emits code per operand, and
 # more operands hurt occupancy (UseConcatenateFusion).
 kMaxConcatenateOperands = 4
@@ -166,7 +162,7 @@ def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
     Kinds whose emitter is not built fall back to the loop emitter where it
     is correct (see registry.py)."""
     comp = fusion.fused_computation
-    roots = _roots(comp)
+    roots = comp.outputs
     heroes = [find_hero(r) for r in roots]
 
     def result(kind: EmitterKind, hero: HloInstruction | None = None) -> FusionAnalysis:

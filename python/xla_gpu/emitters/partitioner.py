@@ -73,7 +73,7 @@ def partition(comp: HloComputation,
     emitter's heroes, which it emits itself. Needs an active MLIR context
     (indexing maps are compared)."""
     forced = is_subgraph_root or (lambda inst: False)
-    roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
+    roots = comp.outputs
     main = Subgraph(sanitize_function_name(f"{comp.name}_{roots[0].name}"), list(roots),
                     list(roots))
     subgraphs = [main]

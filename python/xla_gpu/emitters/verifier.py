@@ -113,7 +113,7 @@ def _verify_variadic_reduce(inst: HloInstruction) -> None:
         raise EmitterError(inst, f"the reducer {reducer.name} takes "
                            f"{len(reducer.parameters)} parameters; {inst.opcode} of {n} "
                            f"input{'s' * (n > 1)} needs {2 * n}")
-    results = reducer.root.operands if reducer.root.opcode == "tuple" else [reducer.root]
+    results = reducer.outputs
     if len(results) != n:
         raise EmitterError(inst, f"the reducer {reducer.name} returns {len(results)} "
                            f"value{'s' * (len(results) > 1)}, {inst.opcode} needs {n}")
@@ -236,19 +236,10 @@ def verify_fusion(comp: HloComputation) -> None:
     for inst in comp.instructions:
         _verify(inst, comp)
     # The computations it calls (reducers, map computations) too.
-    seen: list[HloComputation] = []
-    stack = [c for i in comp.instructions for c in i.called_computations]
-    while stack:
-        called = stack.pop()
-        if any(called is c for c in seen):
-            continue
-        seen.append(called)
+    for called in comp.callees():
         for inst in called.instructions:
             _verify(inst, called)
-            stack.extend(inst.called_computations)
-    root = comp.root
-    roots = root.operands if root.opcode == "tuple" else [root]
-    for r in roots:
+    for r in comp.outputs:
         if not r.shape.is_array:
             raise EmitterError(r, "a fusion output must be an array (no nested tuples)")
 

@@ -9,13 +9,14 @@ dimension numbers, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
 from .shape import Shape
 
-__all__ = ["Attribute", "HloComputation", "HloInstruction", "HloModule", "Literal"]
+__all__ = ["Attribute", "HloComputation", "HloInstruction", "HloModule", "Literal",
+           "computations_called_by"]
 
 
 @dataclass
@@ -111,6 +112,18 @@ class HloComputation:
         params = [i for i in self.instructions if i.opcode == "parameter"]
         return sorted(params, key=lambda p: p.parameter_number)
 
+    @property
+    def outputs(self) -> list[HloInstruction]:
+        """What the computation returns: a tuple root's operands, else the
+        root (a fusion's outputs, a reducer's results)."""
+        root = self.root
+        return list(root.operands) if root.opcode == "tuple" else [root]
+
+    def callees(self) -> list["HloComputation"]:
+        """The computations its instructions call, and those they call,
+        each once, callees before their callers."""
+        return computations_called_by(self.instructions)
+
     def instruction(self, name: str) -> HloInstruction:
         for i in self.instructions:
             if i.name == name:
@@ -154,6 +167,29 @@ class HloComputation:
 
     def __repr__(self) -> str:
         return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+
+def computations_called_by(instructions: Iterable[HloInstruction]) -> list[HloComputation]:
+    """The computations `instructions` call, transitively, each once,
+    callees before their callers (the order HLO text defines them in)."""
+    found: list[HloComputation] = []
+    state: dict[int, int] = {}  # 1: visiting, 2: done
+    stack = [(c, False) for i in reversed(list(instructions))
+             for c in reversed(i.called_computations)]
+    while stack:
+        comp, expanded = stack.pop()
+        if expanded:
+            state[id(comp)] = 2
+            found.append(comp)
+            continue
+        if state.get(id(comp)):
+            continue
+        state[id(comp)] = 1
+        stack.append((comp, True))
+        for i in reversed(comp.instructions):
+            stack.extend((c, False) for c in reversed(i.called_computations)
+                         if not state.get(id(c)))
+    return found
 
 
 @dataclass(eq=False)

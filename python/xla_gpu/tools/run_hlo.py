@@ -50,6 +50,7 @@ from ..emitters import (DEFAULT_DEVICE, DEVICES, EmitterNotBuiltError, device_na
                         emit_kernel)
 from ..emitters.partitioner import sanitize_function_name
 from ..hlo import HloComputation, HloInstruction, HloModule
+from ..hlo.module import computations_called_by
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import ArgumentParser, ToolError, check_host_memory, read_hlo, run_tool
@@ -68,45 +69,31 @@ class _Step:
     times: list[float] = field(default_factory=list)
 
 
-# Entry instructions run on the host with numpy (they move no data or
-# only rename elements); `_host_value` says which.
-_HOST = frozenset({"parameter", "tuple", "get-tuple-element", "constant", "bitcast",
-                   "reshape", "copy", "transpose"})
+def _on_host(inst: HloInstruction) -> bool:
+    """Entry instructions numpy computes (`_host_value`): they move no data
+    or only rename elements."""
+    op = inst.opcode
+    if op in ("parameter", "tuple", "get-tuple-element"):
+        return True
+    if op == "constant":
+        return inst.literal is not None and inst.literal.value is not None
+    return op in ("bitcast", "reshape", "copy", "transpose") and row_major(inst)
 
 
 def _host_value(inst: HloInstruction, values: dict):
-    """The value of an instruction numpy computes, or None."""
+    """The value of an instruction `_on_host` takes."""
     op = inst.opcode
     if op == "tuple":
         return [values[id(o)] for o in inst.operands]
     if op == "get-tuple-element":
         return values[id(inst.operands[0])][inst.attr("index")]
-    if op == "constant" and inst.literal is not None and inst.literal.value is not None:
+    if op == "constant":
         return np.asarray(inst.literal.value).reshape(inst.shape.dims)
-    if op in ("bitcast", "reshape", "copy") and row_major(inst):
-        # Between row-major arrays these only rename the elements.
-        return values[id(inst.operands[0])].reshape(inst.shape.dims).copy()
-    if op == "transpose" and row_major(inst):
+    if op == "transpose":
         return np.ascontiguousarray(np.transpose(values[id(inst.operands[0])],
                                                  inst.dimensions))
-    return None
-
-
-def _called(inst: HloInstruction) -> list[HloComputation]:
-    """The computations `inst` calls, and those they call, callees first."""
-    found: list[HloComputation] = []
-
-    def visit(comp):
-        if any(c is comp for c in found):
-            return
-        for i in comp.instructions:
-            for c in i.called_computations:
-                visit(c)
-        found.append(comp)
-
-    for c in inst.called_computations:
-        visit(c)
-    return found
+    # A row-major bitcast, reshape or copy only renames the elements.
+    return values[id(inst.operands[0])].reshape(inst.shape.dims).copy()
 
 
 def single_instruction_module(inst: HloInstruction) -> str:
@@ -135,7 +122,7 @@ def single_instruction_module(inst: HloInstruction) -> str:
                            [*params, *body, clone], root=clone, is_entry=True)
     for i in entry.instructions:
         i.parent = entry
-    called = _called(inst)
+    called = computations_called_by([inst])
     module = HloModule("single_instruction", computations=[*called, entry], entry=entry)
     with as_xla_takes_it(module.computations):
         return module.to_text()
@@ -163,9 +150,7 @@ def _compile(module, dump_to: Path | None, device, dump_passes: bool = True) -> 
     fusions they own, XLA's (one instruction each) for the rest."""
     steps = []
     for inst in module.entry.instructions:
-        if inst.opcode in _HOST and (inst.opcode != "constant" or inst.literal is not None) \
-                and (inst.opcode not in ("bitcast", "reshape", "copy", "transpose")
-                     or row_major(inst)):
+        if _on_host(inst):
             continue
         if inst.opcode != "fusion":
             steps.append(_on_xla(inst, f"{inst.opcode} is not a fusion"))

@@ -60,9 +60,7 @@ def errors(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def reference_text(comp) -> str:
     """The fused computation as a module of its own, as XLA takes it."""
-    called = []
-    for inst in comp.instructions:
-        called += [c for c in inst.called_computations if c not in called]
+    called = comp.callees()
     was_entry = comp.is_entry
     comp.is_entry = True
     try:
@@ -144,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"the arrays of {fusion.name}")
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in comp.parameters]
-        roots = comp.root.operands if comp.root.opcode == "tuple" else [comp.root]
+        roots = comp.outputs
         outputs = [np.zeros(r.shape.dims, r.shape.element_type.dtype) for r in roots]
         with ir.Context():
             emitter = make_emitter(fusion, device_named(args.device))

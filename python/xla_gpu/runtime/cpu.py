@@ -31,6 +31,7 @@ from mlir.execution_engine import ExecutionEngine
 import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
 from .. import pipelines
+from ..emitters.device import DeviceDescription
 from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
 from ..hlo.types import BY_MLIR, ELEMENT_TYPES
 
@@ -118,9 +119,10 @@ _SUB_BYTE = [{ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype},
 # 55 ms with the transfers, 20 ms without.
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False)
 
-# CUDA's limits: threads of a block, blocks along one grid dimension.
-MAX_THREADS_PER_BLOCK = 1024
-MAX_GRID_DIM = 2**31 - 1
+# CUDA's limits, as the device descriptions hold them: threads of a block,
+# blocks along one grid dimension.
+MAX_THREADS_PER_BLOCK = DeviceDescription.threads_per_block_limit
+MAX_GRID_DIM = DeviceDescription.block_dim_limit_x
 
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()

@@ -9,7 +9,7 @@ dimension numbers, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
@@ -133,26 +133,8 @@ class HloComputation:
     def topological_order(self) -> list[HloInstruction]:
         """Every instruction after its operands (and control predecessors);
         ties keep the text order."""
-        order: list[HloInstruction] = []
-        state: dict[int, int] = {}  # 1: visiting, 2: done
-        for start in self.instructions:
-            if state.get(id(start)) == 2:
-                continue
-            stack = [(start, False)]
-            while stack:
-                inst, expanded = stack.pop()
-                if expanded:
-                    state[id(inst)] = 2
-                    order.append(inst)
-                    continue
-                if state.get(id(inst)):
-                    continue
-                state[id(inst)] = 1
-                stack.append((inst, True))
-                for pred in reversed(inst.operands + inst.control_predecessors):
-                    if not state.get(id(pred)):
-                        stack.append((pred, False))
-        return order
+        return _post_order(self.instructions,
+                           lambda inst: inst.operands + inst.control_predecessors)
 
     def signature_text(self) -> str:
         params = ", ".join(f"{p.name}: {p.shape.to_text(layout=False)}"
@@ -172,24 +154,36 @@ class HloComputation:
 def computations_called_by(instructions: Iterable[HloInstruction]) -> list[HloComputation]:
     """The computations `instructions` call, transitively, each once,
     callees before their callers (the order HLO text defines them in)."""
-    found: list[HloComputation] = []
+    return _post_order([c for i in instructions for c in i.called_computations],
+                       lambda comp: [c for i in comp.instructions for c in i.called_computations])
+
+
+T = TypeVar("T")
+
+
+def _post_order(starts: Iterable[T], children: Callable[[T], list[T]]) -> list[T]:
+    """Every node reachable from `starts`, once, each after its children;
+    ties keep the order given. Iterative: deep graphs do not recurse."""
+    order: list[T] = []
     state: dict[int, int] = {}  # 1: visiting, 2: done
-    stack = [(c, False) for i in reversed(list(instructions))
-             for c in reversed(i.called_computations)]
-    while stack:
-        comp, expanded = stack.pop()
-        if expanded:
-            state[id(comp)] = 2
-            found.append(comp)
+    for start in starts:
+        if state.get(id(start)) == 2:
             continue
-        if state.get(id(comp)):
-            continue
-        state[id(comp)] = 1
-        stack.append((comp, True))
-        for i in reversed(comp.instructions):
-            stack.extend((c, False) for c in reversed(i.called_computations)
-                         if not state.get(id(c)))
-    return found
+        stack = [(start, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                state[id(node)] = 2
+                order.append(node)
+                continue
+            if state.get(id(node)):
+                continue
+            state[id(node)] = 1
+            stack.append((node, True))
+            for child in reversed(children(node)):
+                if not state.get(id(child)):
+                    stack.append((child, False))
+    return order
 
 
 @dataclass(eq=False)

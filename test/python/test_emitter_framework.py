@@ -9,8 +9,8 @@ import pytest
 from mlir import ir
 
 from xla_gpu.emitters import (EMITTERS, EmittedKernel, EmitterError, EmitterKind,
-                              LaunchDimensions, LoopEmitter, analyze_fusion, device_named,
-                              emit_kernel, emitter_class, find_fusion, loop_launch_dims,
+                              LaunchDimensions, LoopEmitter, ReductionEmitter, analyze_fusion,
+                              device_named, emit_kernel, emitter_class, find_fusion, loop_launch_dims,
                               make_emitter, register_emitter)
 from xla_gpu.emitters.base import sanitize_function_name
 from xla_gpu.hlo import parse_hlo, parse_shape
@@ -51,10 +51,11 @@ def test_registry_falls_back_to_loop_only_where_correct(ctx):
     for kind in (EmitterKind.TRANSPOSE, EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE,
                  EmitterKind.CONCATENATE, EmitterKind.INPUT_SLICES):
         assert emitter_class(dataclasses.replace(analysis, kind=kind)) is LoopEmitter
+    assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.REDUCTION)) \
+        is ReductionEmitter
     root = fusion.fused_computation.root
-    for kind in (EmitterKind.REDUCTION, EmitterKind.SCATTER):
-        with pytest.raises(EmitterError, match=f"needs the {kind.value} emitter"):
-            emitter_class(dataclasses.replace(analysis, kind=kind, deciding_hero=root))
+    with pytest.raises(EmitterError, match="needs the scatter emitter"):
+        emitter_class(dataclasses.replace(analysis, kind=EmitterKind.SCATTER, deciding_hero=root))
 
 
 def test_emitter_gets_the_analysis(ctx):

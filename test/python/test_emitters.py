@@ -192,7 +192,6 @@ def test_dynamic_update_slice_hero_is_emitted_whole(ctx):
 
 # What the emitters cannot take yet in jax's optimized module, by fusion.
 JAX_UNSUPPORTED = {
-    "add_reduce_fusion": "needs the reduction emitter",
     "ynn_fusion": "opcode 'dot' is not supported",
 }
 
@@ -222,7 +221,7 @@ def test_every_loop_fusion_of_a_jax_module_matches_xla(ctx):
             diff, rel = errors(got, want)
             assert ((diff <= 1e-6) | (rel <= 1e-6)).all(), fusion.name
         checked += 1
-    assert checked == len(module.fusions()) - len(JAX_UNSUPPORTED) == 12
+    assert checked == len(module.fusions()) - len(JAX_UNSUPPORTED) == 13
 
 
 def test_every_elemental_opcode_is_in_the_opcode_table():

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import func, gpu, tensor
+from mlir.dialects import arith, func, gpu, tensor
 
 from ..dialects import xla_gpu
 from ..hlo import HloComputation, HloInstruction, Shape
@@ -34,7 +34,8 @@ from .kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions
 from .partitioner import Subgraph, partition, sanitize_function_name
 
 __all__ = ["KERNEL_DIM_NAMES", "CallTargets", "EmitterBase", "Epilogue", "apply_map",
-           "bitcast_map", "sanitize_function_name", "tensor_type"]
+           "apply_map_at", "bitcast_map", "check_constraints", "sanitize_function_name",
+           "tensor_type"]
 
 # XLA's names of the kernel maps' dimensions, in order.
 KERNEL_DIM_NAMES = ("th_x", "th_y", "th_z", "bl_x", "bl_y", "bl_z")
@@ -62,8 +63,59 @@ def bitcast_map(src: tuple[int, ...], dst: tuple[int, ...]) -> IndexingMap:
 
 def apply_map(m: IndexingMap, dims) -> list[ir.Value]:
     """`xla_gpu.apply_indexing` of a map without symbols: its results."""
-    result = xla_gpu.apply_indexing(m, dims)
+    return apply_map_at(m, dims)
+
+
+def apply_map_at(m: IndexingMap, dims, symbols=()) -> list[ir.Value]:
+    """`xla_gpu.apply_indexing` of a map at dimensions and symbols (a map
+    to a scalar's index has no results: nothing is emitted)."""
+    if m.num_results == 0:
+        return []
+    result = xla_gpu.apply_indexing(m, list(dims), list(symbols))
     return [result] if isinstance(result, ir.Value) else list(result)
+
+
+def check_constraints(m: IndexingMap, dims, symbols=()) -> ir.Value:
+    """An i1 that is true where `m`'s constraints hold and its dimensions
+    are in their ranges (XLA's CheckConstraints)."""
+    index = ir.IndexType.get()
+
+    def in_range(value: ir.Value, lo: int, hi: int) -> ir.Value:
+        ge = arith.cmpi(arith.CmpIPredicate.sge, value, arith.constant(index, lo))
+        le = arith.cmpi(arith.CmpIPredicate.sle, value, arith.constant(index, hi))
+        return arith.andi(ge, le)
+
+    ok = arith.constant(ir.IntegerType.get_signless(1), 1)
+    constraints = m.constraints
+    if constraints:
+        exprs = ir.AffineMap.get(m.num_dims, m.num_symbols, [e for e, _ in constraints])
+        as_map = IndexingMap.get(exprs, [(v.lower, v.upper) for v in m.dim_vars],
+                                 [(v.lower, v.upper) for v in m.range_vars],
+                                 [(v.lower, v.upper) for v in m.runtime_vars])
+        for value, (_, (lo, hi)) in zip(apply_map_at(as_map, dims, symbols), constraints):
+            ok = arith.andi(ok, in_range(value, lo, hi))
+    for value, var in zip(dims, m.dim_vars):
+        known = _known_range(value)
+        if known is None or not var.lower <= known[0] <= known[1] <= var.upper:
+            ok = arith.andi(ok, in_range(value, var.lower, var.upper))
+    return ok
+
+
+def _known_range(value: ir.Value) -> tuple[int, int] | None:
+    """The range of an index constant or of a thread/block id (its
+    xla.range), else None."""
+    owner = value.owner
+    if not isinstance(owner, ir.Operation) and hasattr(owner, "operation"):
+        owner = owner.operation
+    if not isinstance(owner, ir.Operation):
+        return None
+    if owner.name == "arith.constant" and isinstance(value.type, ir.IndexType):
+        c = ir.IntegerAttr(owner.attributes["value"]).value
+        return c, c
+    if owner.name in ("gpu.thread_id", "gpu.block_id") and "xla.range" in owner.attributes:
+        lo, hi = (ir.IntegerAttr(a).value for a in ir.ArrayAttr(owner.attributes["xla.range"]))
+        return lo, hi
+    return None
 
 
 @dataclass(eq=False)
@@ -95,6 +147,8 @@ class CallTargets:
         self.functions = functions
         self.computations = computations or {}
         self.epilogues: dict[Epilogue, func.FuncOp] = {}
+        # The subgraphs something calls: only their bodies are emitted.
+        self.called: set[Subgraph] = set()
         self._owner = {id(i): s for s in subgraphs for i in s.instructions}
 
     def subgraph_of(self, inst: HloInstruction) -> Subgraph:
@@ -115,6 +169,7 @@ class CallTargets:
         raise KeyError(inst.name)
 
     def call_all(self, s: Subgraph, params, index) -> list[ir.Value]:
+        self.called.add(s)
         return list(xla_gpu.PureCallOp(self.functions[s], [*params, *index]).results)
 
     def call_computation(self, comp: HloComputation, args) -> list[ir.Value]:
@@ -196,8 +251,6 @@ class EmitterBase:
                 self.call_targets = CallTargets(self.subgraphs, functions, computations)
                 for c in called:
                     self._emit_computation(c)
-                for s in self.subgraphs:
-                    self._emit_subgraph(s)
                 for e in ([] if empty else self.epilogues()):
                     self._emit_epilogue(e, taken)
                 name = sanitize_function_name(self.fusion.name)
@@ -210,6 +263,7 @@ class EmitterBase:
                 else:
                     entry.add_entry_block()
                     self.emit_entry_function(entry, self.call_targets)
+                self._emit_called_subgraphs()
         module.operation.verify()
         return EmittedKernel(module, name, launch, [p.shape for p in self.params],
                              [r.shape for r in roots], aliases=self.output_aliases())
@@ -266,12 +320,15 @@ class EmitterBase:
         return ids
 
     def emit_kernel_loop(self, kernel_map: IndexingMap, inits, body,
-                         keep_symbols: tuple[int, ...] = ()) -> list[ir.Value]:
+                         keep_symbols: tuple[int, ...] = (),
+                         ids: list[ir.Value] | None = None) -> list[ir.Value]:
         """`xla_gpu.loop` over a six-dimensional kernel map; th_x, bl_x and
-        the dimensions with more than one value are its operands."""
+        the dimensions with more than one value are its operands (from
+        `ids`, the six ids, when given; else new id ops)."""
         compact, dims, _ = kernel_map.without_fixed_vars(keep_dims=(0, 3),
                                                          keep_symbols=keep_symbols)
-        return xla_gpu.loop(compact, self.kernel_ids(dims), inits, body)
+        operands = [ids[i] for i in dims] if ids is not None else self.kernel_ids(dims)
+        return xla_gpu.loop(compact, operands, inits, body)
 
     # -- subgraphs -----------------------------------------------------------------
 
@@ -344,6 +401,20 @@ class EmitterBase:
         with ir.InsertionPoint(block):
             emitter = ElementalEmitter(members, outside, self.call_targets.call_computation)
             func.ReturnOp([emitter.emit(r, index) for r in e.roots])
+
+    def _emit_called_subgraphs(self) -> None:
+        """The bodies of the subgraphs the entry and the epilogues call, and
+        of those these call in turn; a subgraph nothing calls (a hero the
+        emitter computes itself) is dropped."""
+        emitted: set[Subgraph] = set()
+        while pending := [s for s in self.subgraphs
+                          if s in self.call_targets.called and s not in emitted]:
+            for s in pending:
+                self._emit_subgraph(s)
+                emitted.add(s)
+        for s in self.subgraphs:
+            if s not in emitted:
+                self.call_targets.functions[s].operation.erase()
 
     def _declare(self, s: Subgraph) -> func.FuncOp:
         rank = _leaves(s.roots[0].shape)[0].rank

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from ..hlo import Attribute, HloComputation, HloInstruction
 from ..hlo.opcodes import ELEMENTWISE
 
-__all__ = ["EmitterKind", "FusionAnalysis", "analyze_fusion", "find_hero",
-           "with_tuple_of_outputs"]
+__all__ = ["EmitterKind", "FusionAnalysis", "ReductionDimensions", "analyze_fusion",
+           "find_hero", "is_real_reduction_hero", "is_reduction_from_or_to_contiguous",
+           "reduction_dimensions", "with_tuple_of_outputs"]
 
 
 class EmitterKind(enum.Enum):
@@ -39,11 +40,14 @@ def _is_bitcast_transpose(inst: HloInstruction) -> bool:
 
 def is_intermediate(inst: HloInstruction) -> bool:
     """Ops that only pass their one operand on, element by element or as
-    a bitcast: the hero lies beyond them."""
+    a bitcast: the hero lies beyond them. An element of a variadic reduce
+    (get-tuple-element) leads to the reduce, XLA's hero of such an output."""
     if len(inst.operands) != 1:
         return False
     if inst.opcode in ELEMENTWISE or inst.opcode in ("bitcast", "reshape"):
         return True
+    if inst.opcode == "get-tuple-element":
+        return inst.operands[0].opcode == "reduce"
     return inst.opcode == "transpose" and _is_bitcast_transpose(inst)
 
 
@@ -60,21 +64,123 @@ def _consecutive(positions: list[int]) -> bool:
     return positions == list(range(positions[0], positions[0] + len(positions)))
 
 
-def is_reduction_from_or_to_contiguous(inst: HloInstruction) -> bool:
+@dataclass(frozen=True)
+class ReductionDimensions:
+    """XLA's ReductionDimensions: a reduction as three contiguous groups of
+    its operand's dimensions, major to minor. Row: [D, H, W] -> [H] (the
+    minor W and the major D reduced); column: [D, H, W] -> [D, W]."""
+
+    is_row_reduction: bool
+    dimensions: tuple[int, int, int]
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        d = self.dimensions
+        return (d[1],) if self.is_row_reduction else (d[0], d[2])
+
+
+# XLA's names of the three groups.
+kRowMajorReduced, kRowKept, kRowMinorReduced = 0, 1, 2
+kColMajorKept, kColReduced, kColMinorKept = 0, 1, 2
+# XLA's MinThreadsXRowReduction: at most this many threads reduce a row.
+kMinThreadsXRowReduction = 1024
+# XLA's BatchedReductionRaceFreeBound: rows of a batched row reduction one
+# thread loops over.
+kBatchedReductionRaceFreeBound = 8
+# XLA's reduction tiling: elements a thread reduces along a row (the
+# minor reduced dimension), and along a column.
+kRowReductionTileX = 16
+kColumnReductionTileY = 128
+
+
+def _non_unit(inst: HloInstruction) -> tuple[list[int], list[int], list[int]]:
+    """The operand's non-unit dimensions, and which of them are reduced and
+    kept (positions among the non-unit ones). Unit dimensions change no
+    element's position: XLA's normalization passes drop them."""
+    dims = inst.operands[0].shape.dims
+    positions = [i for i in range(len(dims)) if dims[i] != 1]
+    reduced = sorted(positions.index(i) for i in inst.dimensions if dims[i] != 1)
+    kept = [positions.index(i) for i in positions if i not in inst.dimensions]
+    return [dims[i] for i in positions], reduced, kept
+
+
+def reduction_dimensions(inst: HloInstruction) -> ReductionDimensions:
+    """XLA's GetReductionKindAndContiguousComponents (row-major layouts).
+    Needs a reduce whose reduced or kept dimensions are adjacent."""
+    sizes, reduced, kept = _non_unit(inst)
+
+    def prod(group) -> int:
+        n = 1
+        for i in group:
+            n *= sizes[i]
+        return n
+
+    def split(middle: list[int]) -> tuple[int, int, int]:
+        """(major, middle, minor) element counts around adjacent `middle`."""
+        if not middle:
+            return (prod(range(len(sizes))), 1, 1)
+        return (prod(range(middle[0])), prod(middle), prod(range(middle[-1] + 1, len(sizes))))
+
+    if not kept:
+        return ReductionDimensions(True, (1, 1, prod(range(len(sizes)))))
+    if _consecutive(kept):
+        major, middle, minor = split(kept)
+        if middle == 1:
+            return ReductionDimensions(True, (1, 1, major * minor))
+        if minor == 1:
+            return ReductionDimensions(False, (1, major, middle))
+        return ReductionDimensions(True, (major, middle, minor))
+    major, middle, minor = split(reduced)
+    if minor == 1:
+        return ReductionDimensions(True, (1, major, middle))
+    return ReductionDimensions(False, (major, middle, minor))
+
+
+def is_unnested_reduction_faster_than_elemental(dims: ReductionDimensions,
+                                                warp_size: int = 32) -> bool:
+    """XLA's IsUnnestedReductionFasterThanElemental: rows at least a warp
+    long (or a divisor of it: several rows a warp); columns neither short
+    nor narrow (XLA's rule from a sweep of small column reductions)."""
+    d = dims.dimensions
+    if dims.is_row_reduction:
+        return d[2] >= warp_size or warp_size % d[2] == 0
+    major, minor = d[1], d[2]
+    prefer_elemental = (major < warp_size or (major < 2 * warp_size and minor < warp_size) or
+                        (major < 4 * warp_size and minor < 8) or
+                        (major < 8 * warp_size and minor < 3))
+    return not prefer_elemental
+
+
+def is_reduction_from_or_to_contiguous(inst: HloInstruction, warp_size: int = 32) -> bool:
     """XLA's IsReductionFromOrToContiguousDimensions (row-major): the
-    reduced or the kept dimensions (unit ones aside) are adjacent. Such a
-    reduce is the reduction emitter's; any other the loop emitter's."""
+    reduced or the kept dimensions (unit ones aside) are adjacent, and the
+    reduction emitter beats a loop for its sizes. Such a reduce is the
+    reduction emitter's; any other the loop emitter's."""
     if inst.opcode != "reduce":
         return False
-    dims = inst.operands[0].shape.dims
-    reduced = [i for i in inst.dimensions if dims[i] != 1]
-    kept = [i for i in range(len(dims)) if i not in inst.dimensions and dims[i] != 1]
+    _, reduced, kept = _non_unit(inst)
     if not reduced:
         return False
-    positions = [i for i in range(len(dims)) if dims[i] != 1]
-    reduced = sorted(positions.index(i) for i in reduced)
-    kept = [positions.index(i) for i in kept]
-    return _consecutive(reduced) or not kept or _consecutive(kept)
+    if not (_consecutive(reduced) or not kept or _consecutive(kept)):
+        return False
+    return is_unnested_reduction_faster_than_elemental(reduction_dimensions(inst), warp_size)
+
+
+def reduction_is_race_free(dims: ReductionDimensions, warp_size: int = 32) -> bool:
+    """XLA's ReductionIsRaceFree: one block computes each output element.
+    XLA splits longer reductions first (TreeReductionRewriter); here the
+    loop emitter takes them."""
+    d = dims.dimensions
+    if dims.is_row_reduction:
+        return (d[2] <= kMinThreadsXRowReduction * kRowReductionTileX and
+                d[0] <= kBatchedReductionRaceFreeBound)
+    return d[1] <= warp_size * kColumnReductionTileY
+
+
+def is_real_reduction_hero(hero: HloInstruction, warp_size: int = 32) -> bool:
+    """XLA's IsRealReductionHero, for the emitters that use no atomics."""
+    return (is_reduction_from_or_to_contiguous(hero, warp_size) and
+            reduction_is_race_free(reduction_dimensions(hero), warp_size))
 
 
 def _is_tiled_transpose(inst: HloInstruction) -> bool:
@@ -172,11 +278,14 @@ def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
     if any(s.is_array and s.element_type.bits < 8 for s in shapes):
         multi_slices = len(roots) > 1 and _is_input_slices(roots)
         return result(EmitterKind.INPUT_SLICES if multi_slices else EmitterKind.LOOP)
-    reduction = next((h for h in heroes if is_reduction_from_or_to_contiguous(h)), None)
+    reduction = next((h for h in heroes if is_real_reduction_hero(h)), None)
     if reduction is not None:
+        # XLA: every other output is a compatible reduction or has the
+        # reduced operand's element count (written by the same threads).
         operand_elements = reduction.operands[0].shape.num_elements
-        if all(is_reduction_from_or_to_contiguous(h) or r.shape.num_elements == operand_elements
-               for r, h in zip(roots, heroes)):
+        dims = reduction_dimensions(reduction)
+        if all(reduction_dimensions(h) == dims if is_real_reduction_hero(h)
+               else r.shape.num_elements == operand_elements for r, h in zip(roots, heroes)):
             return result(EmitterKind.REDUCTION, reduction)
     transpose = next((h for h in heroes if _is_tiled_transpose(h)), None)
     if transpose is not None:

@@ -68,16 +68,28 @@ class Subgraph:
 def partition(comp: HloComputation,
               is_subgraph_root: Callable[[HloInstruction], bool] | None = None
               ) -> list[Subgraph]:
-    """The subgraphs of `comp`, the one of its root first. `is_subgraph_root`
+    """The subgraphs of `comp`, the one of its outputs first. `is_subgraph_root`
     (XLA's hook) forces instructions to root their own subgraph: a hero
-    emitter's heroes, which it emits itself. Needs an active MLIR context
-    (indexing maps are compared)."""
+    emitter's heroes, which it emits itself, and outputs it writes apart
+    from the others. Needs an active MLIR context (indexing maps are
+    compared)."""
     forced = is_subgraph_root or (lambda inst: False)
     roots = comp.outputs
-    main = Subgraph(sanitize_function_name(f"{comp.name}_{roots[0].name}"), list(roots),
-                    list(roots))
-    subgraphs = [main]
-    owner: dict[int, Subgraph] = {id(r): main for r in roots}
+    # The outputs share one function, except those the emitter roots in
+    # their own (a reduction's outputs and side outputs have other shapes).
+    shared = [r for r in roots if not forced(r)]
+    subgraphs: list[Subgraph] = []
+    owner: dict[int, Subgraph] = {}
+    if shared:
+        main = Subgraph(sanitize_function_name(f"{comp.name}_{shared[0].name}"), list(shared),
+                        list(shared))
+        subgraphs.append(main)
+        owner.update({id(r): main for r in shared})
+    for r in roots:
+        if id(r) not in owner:
+            own = Subgraph(sanitize_function_name(f"{comp.name}_{r.name}"), [r], [r])
+            subgraphs.append(own)
+            owner[id(r)] = own
     # The map from an element of the owning subgraph's roots to the element
     # of the instruction they read.
     reach: dict[int, IndexingMap] = {id(r): identity_map(r.shape.dims) for r in roots}

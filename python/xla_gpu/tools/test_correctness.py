@@ -46,6 +46,48 @@ def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
     return rng.uniform(-2, 2, size=shape.dims).astype(dtype)
 
 
+# The identity of a reducer whose root is one of these ops on its two
+# parameters: what XLA's MakeFakeArguments gives a parameter used as a
+# reduction's init value (XLA may fold the init into every partial result,
+# so only an identity gives one answer).
+def _identity(opcode: str, etype) -> object | None:
+    dtype = etype.dtype
+    if opcode == "add" or (opcode == "or" and etype.is_pred):
+        return np.zeros((), dtype)
+    if opcode == "multiply" or (opcode == "and" and etype.is_pred):
+        return np.ones((), dtype)
+    if opcode in ("maximum", "minimum"):
+        lowest = opcode == "maximum"
+        if etype.is_pred:
+            return np.array(not lowest, dtype)
+        if etype.is_integer:
+            info = np.iinfo(dtype)
+            return np.array(info.min if lowest else info.max, dtype)
+        if etype.is_float:
+            return np.array(-np.inf if lowest else np.inf, dtype)
+    return None
+
+
+def reduction_init_values(comp) -> dict[int, np.ndarray]:
+    """Parameter number -> the identity of the reducer the parameter is the
+    init value of (reduce and reduce-window), where it has a known one."""
+    out: dict[int, np.ndarray] = {}
+    for inst in comp.instructions:
+        if inst.opcode not in ("reduce", "reduce-window") or not inst.called_computations:
+            continue
+        reducer = inst.called_computations[0]
+        n = len(inst.operands) // 2
+        root = reducer.root
+        parts = root.operands if root.opcode == "tuple" else [root]
+        for k, init in enumerate(inst.operands[n:]):
+            if init.opcode != "parameter" or k >= len(parts) or init.shape.rank != 0:
+                continue
+            identity = _identity(parts[k].opcode, init.shape.element_type)
+            if identity is not None:
+                out[init.parameter_number] = identity
+    return out
+
+
 def errors(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Element-wise absolute and relative errors; equal values (infinities
     of the same sign too) and NaN where both are NaN count as equal."""
@@ -84,28 +126,42 @@ def report(label: str, got: np.ndarray, want: np.ndarray, abs_bound: float,
     return bool(bad.any())
 
 
-def _check_input_bijection(comp, roots, spec: str, threads) -> str | None:
+def _check_input_bijection(emitter, comp, roots, spec: str) -> str | None:
     """`HERO[:IDS]`: the thread -> input indexing of operands IDS (all
-    without `:`) of HERO (any instruction of the fusion, reached from the
-    first output) must cover each operand element exactly once. Returns the
-    failure, if any."""
+    without `:`) of HERO must cover each operand element exactly once. When
+    HERO is an output's hero, the emitter's own thread -> input map says
+    it (XLA's ComputeThreadIdToInputIndexing); any other instruction
+    reached from the first output is read through the output's map.
+    Returns the failure, if any."""
     hero_name, colon, ids = spec.partition(":")
     hero = next((i for i in comp.instructions if i.name == hero_name), None)
     if hero is None or (colon and not ids):
         raise ToolError(f"--bijection_inputs needs HERO[:OPERAND_INDICES] with an instruction "
                         f"of the fusion, got '{spec}'")
-    to_hero = indexing_from(comp, roots[0], roots[0].shape.dims).get(id(hero), [])
-    if len(to_hero) != 1:
-        raise ToolError(f"{hero_name} is read at {len(to_hero)} indices per output "
-                        "element; the bijection needs exactly one")
+    heroes = emitter.analysis.heroes
+    root_index = next((k for k, h in enumerate(heroes) if h is hero), None)
+    to_hero = None
+    if root_index is None:
+        to_hero = indexing_from(comp, roots[0], roots[0].shape.dims).get(id(hero), [])
+        if len(to_hero) != 1:
+            raise ToolError(f"{hero_name} is read at {len(to_hero)} indices per output "
+                            "element; the bijection needs exactly one")
     per_operand = output_to_input_indexing(hero)
     tokens = ids.split(",") if colon else [str(k) for k in range(len(hero.operands))]
     for token in tokens:
         k = int(token) if token.strip().isdigit() else -1
-        if not 0 <= k < len(hero.operands) or len(per_operand[k]) != 1:
+        if not 0 <= k < len(hero.operands):
             raise ToolError(f"{hero_name} has no operand {token.strip()} read through "
                             "a single map")
-        m = threads.then(to_hero[0]).then(per_operand[k][0])
+        if root_index is not None:
+            m = emitter.thread_to_input_map(root_index, k)
+        elif len(per_operand[k]) == 1:
+            m = _thread_map(emitter, 0).then(to_hero[0]).then(per_operand[k][0])
+        else:
+            m = None
+        if m is None:
+            raise ToolError(f"the {emitter.kind.value} emitter has no thread -> input map "
+                            f"of operand {k} of {hero_name}")
         ok, why = m.is_bijection(list(hero.operands[k].shape.dims))
         if not ok:
             return (f"FAIL: the thread -> input {k} indexing of {hero_name} is not a "
@@ -142,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"the arrays of {fusion.name}")
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in comp.parameters]
+        for number, identity in reduction_init_values(comp).items():
+            inputs[number] = identity
         roots = comp.outputs
         outputs = [np.zeros(r.shape.dims, r.shape.element_type.dtype) for r in roots]
         with ir.Context():
@@ -160,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"bijection: {why}")
                     return 1
             for spec in args.bijection_inputs:
-                failure = _check_input_bijection(comp, roots, spec, _thread_map(emitter, 0))
+                failure = _check_input_bijection(emitter, comp, roots, spec)
                 if failure:
                     print(failure)
                     return 1

@@ -1,0 +1,835 @@
+"""The reduction emitters (XLA's ReductionFusion): a fusion whose hero is a
+reduce over contiguous dimensions, in four variants chosen by the shape of
+the reduction (XLA's ReductionDimensions, [D, H, W] major to minor):
+
+    row         [D, H, W] -> [H], W long: a row per warp or per block; each
+                thread reduces 16 elements of its row, warps reduce with
+                shuffles, and when a row has several warps their results
+                meet in shared memory for a second shuffle.
+    multi-row   W a power of two that a warp covers: several rows per warp,
+                shuffles within segments of W / vector lanes, no shared
+                memory.
+    column      [D, H, W] -> [D, W]: a 32 x 32 thread tile walks down the
+                columns (warps down, lanes across: coalesced reads), the
+                partial sums are transposed through a padded shared tile and
+                a warp shuffle finishes each column.
+    small       W divides the warp size: 128 threads walk the flattened
+    column      [H * W] slice; shared rows of W columns, one shuffle.
+
+Every variant has the same phases (EmitReduction in XLA):
+
+    inits ─► per-thread loop (xla_gpu.loop over the reduction's input map:
+              accumulators + side outputs written by the same threads)
+          ─► [shuffle_reduce] ─► [shared tile ─► sync_threads ─► read back
+              ─► shuffle_reduce] ─► epilogue at the output index, written by
+              the threads the output map's constraints select.
+
+Reductions with disjoint inputs (XLA's reduction groups) run side by side,
+one group per block y, selected by an scf.index_switch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from math import prod
+
+from mlir import ir
+from mlir.dialects import arith, func, scf, tensor, vector
+
+from ..dialects import xla_gpu
+from ..hlo import HloInstruction
+from ..indexing import delinearize, output_to_input_indexing
+from ..indexing_map import IndexingMap
+from .base import (CallTargets, EmitterBase, Epilogue, apply_map, apply_map_at, bitcast_map,
+                   check_constraints, tensor_type)
+from .device import DEFAULT_DEVICE, DeviceDescription
+from .elemental import EmitterError, mlir_type
+from .fusion_analysis import (EmitterKind, FusionAnalysis, ReductionDimensions,
+                              is_real_reduction_hero, kColMajorKept, kColMinorKept,
+                              kColReduced, kRowKept, kRowMinorReduced, reduction_dimensions)
+from .kernel import LaunchDimensions
+from .registry import register_emitter
+
+__all__ = ["ColumnReductionEmitter", "MultiRowReductionEmitter", "ReductionEmitter",
+           "ReductionGroups", "RowReductionEmitter", "SmallColumnReductionEmitter",
+           "group_disjoint_reductions"]
+
+# XLA: 128 to 512 threads a block is the usual advice; it aims at 256.
+kThreadsPerBlockTarget = 256
+# XLA's row reduction tile: elements of the minor reduced dimension a
+# thread reduces before the shuffles.
+kMinorReducedElementsPerThread = 16
+# XLA's small column reduction: one block of this many threads per column
+# group.
+kSmallColumnThreads = 128
+
+
+@dataclass
+class ReductionGroups:
+    """XLA's ReductionGroups: the fusion's outputs in groups that share no
+    input; group g runs on the blocks with block y == g."""
+
+    grouped_roots: list[list[HloInstruction]]
+    group_id_per_root: list[int]
+    is_reduction_root: list[bool]
+
+
+def _is_broadcasted_constant_or_scalar(inst: HloInstruction) -> bool:
+    """XLA's IsBroadcastedConstantOrScalar: cheap to recompute, so sharing
+    it does not tie two reductions together."""
+    if inst.opcode == "constant" or inst.shape.rank == 0:
+        return True
+    return inst.opcode == "broadcast" and (inst.operands[0].opcode == "constant" or
+                                           inst.operands[0].shape.rank == 0)
+
+
+def group_disjoint_reductions(analysis: FusionAnalysis) -> ReductionGroups:
+    """XLA's GroupDisjointReductions: outputs that read a common instruction
+    are in one group (a broadcast constant or scalar ties at most one
+    reduction); every output that is not a reduction is in one group (XLA
+    does not track aliasing between the fusion's inputs and outputs)."""
+    roots, heroes = analysis.roots, analysis.heroes
+    if len(roots) == 1:
+        return ReductionGroups([[roots[0]]], [0], [True])
+    parent = list(range(len(roots)))
+
+    def find(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    def union(a: int, b: int) -> None:
+        a, b = find(a), find(b)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+    is_reduction = [is_real_reduction_hero(h) for h in heroes]
+    side = [k for k, r in enumerate(is_reduction) if not r]
+    for k in side[1:]:
+        union(side[0], k)
+    # The outputs each instruction flows into (users first).
+    comp = analysis.computation
+    reaches: dict[int, set[int]] = {}
+    for inst in reversed(comp.topological_order()):
+        reached = {k for k, r in enumerate(roots) if r is inst}
+        for user in inst.users:
+            reached |= reaches.get(id(user), set())
+        reaches[id(inst)] = reached
+    for inst in comp.instructions:
+        reached, tied_to_reduction = [], False
+        for k in sorted(reaches.get(id(inst), ())):
+            if is_reduction[k] and tied_to_reduction and _is_broadcasted_constant_or_scalar(inst):
+                continue
+            reached.append(k)
+            tied_to_reduction |= is_reduction[k]
+        for k in reached[1:]:
+            union(reached[0], k)
+    leaders = sorted({find(k) for k in range(len(roots))})
+    group_of = [leaders.index(find(k)) for k in range(len(roots))]
+    grouped = [[r for r, g in zip(roots, group_of) if g == i] for i in range(len(leaders))]
+    return ReductionGroups(grouped, group_of, is_reduction)
+
+
+def _hero_output(root: HloInstruction, hero: HloInstruction) -> tuple[HloInstruction, int]:
+    """Where `root`'s chain of intermediate ops meets `hero`: the hero
+    itself (an array reduce), or the get-tuple-element that picks result k
+    of a variadic one. Returns that instruction and k."""
+    inst = root
+    while inst is not hero:
+        if inst.opcode == "get-tuple-element" and inst.operands[0] is hero:
+            return inst, inst.attr("index")
+        inst = inst.operands[0]
+    return hero, 0
+
+
+@register_emitter(EmitterKind.REDUCTION)
+class ReductionEmitter(EmitterBase):
+    """The shared machinery; `ReductionEmitter(analysis, device)` makes the
+    variant XLA's CreateReductionFusion picks."""
+
+    def __new__(cls, analysis: FusionAnalysis, device: DeviceDescription = DEFAULT_DEVICE):
+        if cls is ReductionEmitter:
+            cls = _variant_for(analysis, device)
+        return super().__new__(cls)
+
+    def __init__(self, analysis: FusionAnalysis, device: DeviceDescription = DEFAULT_DEVICE):
+        super().__init__(analysis, device)
+        self.warp_size = device.threads_per_warp
+        first = analysis.deciding_hero
+        self.reduction = reduction_dimensions(first)
+        self.groups = group_disjoint_reductions(analysis)
+        n = len(self.groups.grouped_roots)
+        self.reduction_heroes: list[list[HloInstruction]] = [[] for _ in range(n)]
+        self.reduction_roots: list[list[HloInstruction]] = [[] for _ in range(n)]
+        self.side_output_roots: list[list[HloInstruction]] = [[] for _ in range(n)]
+        for root, hero, is_reduction, g in zip(analysis.roots, analysis.heroes,
+                                               self.groups.is_reduction_root,
+                                               self.groups.group_id_per_root):
+            if is_reduction:
+                if all(h is not hero for h in self.reduction_heroes[g]):
+                    self.reduction_heroes[g].append(hero)
+                self.reduction_roots[g].append(root)
+            else:
+                self.side_output_roots[g].append(root)
+        for heroes in self.reduction_heroes:
+            for hero in heroes:
+                self._check_hero(hero)
+        # Set by each variant: threads and blocks per (logical) dimension,
+        # the input as the variant walks it, the loop sizes of a thread, and
+        # the width of the per-thread accumulators (1: scalars).
+        self.num_threads: list[int] = []
+        self.num_blocks: list[int] = []
+        self.input_shape: list[int] = []
+        self.tile_sizes_per_thread: list[int] = []
+        self.vector_size = 1
+        self.configure()
+
+    def _check_hero(self, hero: HloInstruction) -> None:
+        arity = len(hero.operands) // 2
+        shapes = {tuple(op.shape.dims) for op in hero.operands[:arity]}
+        if len(shapes) != 1:
+            raise EmitterError(hero, "the inputs of a variadic reduction have one shape")
+        if reduction_dimensions(hero) != self.reduction:
+            raise EmitterError(hero, "the reductions of a fusion reduce alike "
+                               f"({reduction_dimensions(hero)} vs {self.reduction})")
+
+    # -- what each variant defines -------------------------------------------
+
+    def configure(self) -> None:
+        raise NotImplementedError
+
+    def reduction_input_map(self) -> IndexingMap:
+        """(th_x, ..., bl_z)[tile symbols] -> an element of `input_shape`."""
+        raise NotImplementedError
+
+    def reduction_output_map(self) -> IndexingMap:
+        """(th_x, ..., bl_z)[symbols] -> an element of the reduction's
+        output shape ([H] or [D, W]); constraints pick the writing threads."""
+        raise NotImplementedError
+
+    def shared_write_map(self) -> IndexingMap:
+        raise NotImplementedError
+
+    def shared_read_map(self) -> IndexingMap:
+        raise NotImplementedError
+
+    def emit_group(self, state: "_State", g: int) -> list[ir.Value]:
+        raise NotImplementedError
+
+    # -- maps -------------------------------------------------------------------
+
+    def launch_dims(self) -> LaunchDimensions:
+        return LaunchDimensions((prod(self.num_blocks), len(self.groups.grouped_roots), 1),
+                                (prod(self.num_threads), 1, 1))
+
+    def _map(self, results: list[ir.AffineExpr], symbol_sizes=(), constraints=()
+             ) -> IndexingMap:
+        """A kernel map with symbols s0.. of the given sizes (XLA's
+        GetIndexingMap)."""
+        return self.kernel_map(results, [(f"s{i}", 0, n - 1) for i, n in enumerate(symbol_sizes)],
+                               constraints)
+
+    def _thread_map(self, results: list[ir.AffineExpr], symbol_sizes=(), constraints=()
+                    ) -> IndexingMap:
+        """A map of th_x alone and symbols (XLA's GetThreadIndexingMap)."""
+        affine = ir.AffineMap.get(1, len(symbol_sizes), results)
+        return IndexingMap.get(affine, [(0, prod(self.num_threads) - 1)],
+                               [(0, n - 1) for n in symbol_sizes], constraints=constraints,
+                               names=["th_x", *(f"s{i}" for i in range(len(symbol_sizes)))])
+
+    def _bounded(self, m: IndexingMap, shape) -> IndexingMap:
+        for expr, n in zip(m.affine_map.results, shape):
+            m = m.with_constraint(expr, (0, n - 1))
+        return m
+
+    def _group_constraint(self, m: IndexingMap, g: int) -> IndexingMap:
+        if len(self.groups.grouped_roots) == 1:
+            return m
+        return m.with_constraint(ir.AffineDimExpr.get(4), (g, g))
+
+    def _root_index(self, root: HloInstruction) -> int:
+        return [r is root for r in self.analysis.roots].index(True)
+
+    def thread_to_output_map(self, root_index: int) -> IndexingMap:
+        """XLA's ComputeThreadIdToOutputIndexing: a side output is written
+        where its elements are read; a reduction's output by the threads
+        the output map picks."""
+        root = self.analysis.roots[root_index]
+        g = self.groups.group_id_per_root[root_index]
+        if not self.groups.is_reduction_root[root_index]:
+            m = self.reduction_input_map().then(bitcast_map(tuple(self.input_shape),
+                                                            root.shape.dims))
+            return self._group_constraint(m, g).simplify()
+        hero = self.analysis.heroes[root_index]
+        out = self.reduction.output_shape
+        m = self._bounded(self.reduction_output_map(), out)
+        # The reduction's output, as the hero has it, then as the root (the
+        # ops between them keep the elements' order).
+        hero_dims = tuple(d for i, d in enumerate(hero.operands[0].shape.dims)
+                          if i not in hero.dimensions)
+        m = m.then(bitcast_map(out, hero_dims))
+        if hero_dims != root.shape.dims:
+            m = m.then(bitcast_map(hero_dims, root.shape.dims))
+        return self._group_constraint(m, g).simplify()
+
+    def thread_to_input_map(self, root_index: int, hero_operand_index: int
+                            ) -> IndexingMap | None:
+        hero = self.analysis.heroes[root_index]
+        g = self.groups.group_id_per_root[root_index]
+        if not self.groups.is_reduction_root[root_index]:
+            root = self.analysis.roots[root_index]
+            reads = output_to_input_indexing(root)
+            if not 0 <= hero_operand_index < len(reads) or len(reads[hero_operand_index]) != 1:
+                return None
+            return self.thread_to_output_map(root_index).then(reads[hero_operand_index][0])
+        if hero_operand_index >= len(hero.operands) // 2:
+            return None  # the init values: no map
+        m = self._group_constraint(self.reduction_input_map(), g)
+        return m.then(bitcast_map(tuple(self.input_shape),
+                                  hero.operands[hero_operand_index].shape.dims)).simplify()
+
+    # -- partitioning -------------------------------------------------------------
+
+    def is_subgraph_root(self, inst: HloInstruction) -> bool:
+        """Heroes (emitted here), their operands (read at indices this
+        emitter computes) and side outputs (written apart)."""
+        if not hasattr(self, "_forced"):
+            forced = set()
+            for heroes in self.reduction_heroes:
+                for hero in heroes:
+                    forced.add(id(hero))
+                    forced.update(id(op) for op in hero.operands)
+            for roots in self.side_output_roots:
+                forced.update(id(r) for r in roots)
+            self._forced = forced
+        return id(inst) in self._forced
+
+    def epilogues(self) -> list[Epilogue]:
+        """One per reduction output with ops after its hero (`log(sum)`);
+        an output that is the hero's value needs none."""
+        return list(self.epilogue_of.values())
+
+    @property
+    def epilogue_of(self) -> dict[int, Epilogue]:
+        """The epilogue of each reduction output that has one (by id)."""
+        if not hasattr(self, "_epilogue_of"):
+            self._epilogue_of = {}
+            for roots in self.reduction_roots:
+                for root in roots:
+                    value, _ = _hero_output(root, self.analysis.hero_of(root))
+                    if value is not root:
+                        self._epilogue_of[id(root)] = Epilogue([value], [root])
+        return self._epilogue_of
+
+    # -- emission -----------------------------------------------------------------
+
+    def emit_entry_function(self, entry: func.FuncOp, call_targets: CallTargets) -> None:
+        with ir.InsertionPoint(entry.entry_block):
+            state = _State(self, entry, call_targets)
+            n = len(self.groups.grouped_roots)
+            if n == 1:
+                func.ReturnOp(self.emit_group(state, 0))
+                return
+            # Group g on the blocks with block y == g; `default` is group 0.
+            results = [v.type for v in state.outputs]
+
+            def case(op, i, _):
+                scf.YieldOp(self.emit_group(state, i + 1))
+
+            switch = scf.IndexSwitchOp(results, state.ids[4], list(range(1, n)), case,
+                                       lambda op: scf.YieldOp(self.emit_group(state, 0)))
+            func.ReturnOp(list(switch.results))
+
+    def get_vector_size(self, minor_dim: int, num_threads: int) -> int:
+        """XLA's GetVectorSizeForMlir: 2 or 4 consecutive elements a thread
+        when every thread still has work and the loads are narrow enough."""
+        if minor_dim % 2 != 0 or num_threads * 2 > minor_dim:
+            return 1
+        # Complex values are loaded 8 or 16 bytes at a time already.
+        for hero in self.analysis.heroes:
+            if any(op.shape.is_array and op.shape.element_type.is_complex
+                   for op in hero.operands):
+                return 1
+        bits = self._smallest_input_bits()
+        # XLA: 16-byte loads are often slower than 8-byte ones. (XLA tests
+        # 32 bits first, so its 64-bit case never fires; its own tests
+        # expect no vectors for f64, which is what this order gives.)
+        if bits >= 64:
+            return 1
+        if bits >= 32:
+            return 2
+        if num_threads * 4 > minor_dim:
+            return 2
+        return 4 if minor_dim % 4 == 0 else 2
+
+    def _smallest_input_bits(self) -> int | float:
+        bits = [p.shape.element_type.bits for p in self.params if p.shape.is_array]
+        return min(bits) if bits else float("inf")
+
+    def _smallest_output_bits(self) -> int:
+        return min(r.shape.element_type.bits for r in self.analysis.roots)
+
+
+class _State:
+    """What one entry function's emission shares (XLA's EmitterState)."""
+
+    def __init__(self, owner: ReductionEmitter, entry: func.FuncOp, call_targets: CallTargets):
+        self.owner = owner
+        self.call_targets = call_targets
+        n = len(owner.params)
+        self.params = list(entry.arguments)[:n]
+        self.outputs = list(entry.arguments)[n:]
+        launch = owner.launch_dims()
+        counts = (*launch.thread_counts_per_block, *launch.block_counts)
+        live = [i for i in range(6) if counts[i] > 1 or i in (0, 3)]
+        ids = dict(zip(live, owner.kernel_ids(live)))
+        zero = arith.constant(ir.IndexType.get(), 0)
+        # XLA's six thread and block ids; the single-valued ones are 0.
+        self.ids = [ids.get(i, zero) for i in range(6)]
+        self.thread_id = self.ids[0]
+
+    def value_of(self, inst: HloInstruction, index) -> ir.Value | list[ir.Value]:
+        """`inst` at `index`: a parameter's element, else its subgraph."""
+        if inst.opcode == "parameter":
+            return tensor.extract(self.params[inst.parameter_number], list(index))
+        return self.call_targets.call(inst, self.params, list(index))
+
+    def reducer(self, hero: HloInstruction) -> func.FuncOp:
+        return self.call_targets.computations[id(hero.called_computations[0])]
+
+    def inits(self, g: int) -> dict[int, list[ir.Value]]:
+        out = {}
+        for hero in self.owner.reduction_heroes[g]:
+            arity = len(hero.operands) // 2
+            out[id(hero)] = [self.value_of(op, []) for op in hero.operands[arity:]]
+        return out
+
+    def per_thread(self, g: int, inits: dict[int, list[ir.Value]]
+                   ) -> tuple[dict[int, list[ir.Value]], list[ir.Value]]:
+        """Each thread's partial reductions over the input map (vectors of
+        `vector_size` when the variant accumulates several outputs a
+        thread), and the outputs with the side outputs written."""
+        owner = self.owner
+        m = owner.reduction_input_map().simplify()
+        heroes, sides = owner.reduction_heroes[g], owner.side_output_roots[g]
+        vectorize = owner.vector_size > 1
+        acc_inits, starts = [], {}
+        for hero in heroes:
+            starts[id(hero)] = len(self.outputs) + len(acc_inits)
+            for v in inits[id(hero)]:
+                acc_inits.append(vector.broadcast(
+                    ir.VectorType.get([owner.vector_size], v.type), v) if vectorize else v)
+        input_shape = tuple(owner.input_shape)
+        n_out = len(self.outputs)
+
+        def body(ivs, index, iters):
+            results = list(iters)
+            lane = ivs[-1] if vectorize else None
+            for hero in heroes:
+                arity = len(hero.operands) // 2
+                start = starts[id(hero)]
+                accs = list(iters[start:start + arity])
+                if vectorize:
+                    accs = [vector.extract(a, [lane], [ir.ShapedType.get_dynamic_size()])
+                            for a in accs]
+                at = apply_map(bitcast_map(input_shape, hero.operands[0].shape.dims), index)
+                xs = [self.value_of(op, at) for op in hero.operands[:arity]]
+                new = self.call_targets.call_computation(hero.called_computations[0],
+                                                         [*accs, *xs])
+                for k, v in enumerate(new):
+                    results[start + k] = vector.insert(
+                        v, iters[start + k], [lane], [ir.ShapedType.get_dynamic_size()]) \
+                        if vectorize else v
+            for side in sides:
+                at = apply_map(bitcast_map(input_shape, side.shape.dims), index)
+                k = owner._root_index(side)
+                results[k] = tensor.insert(self.value_of(side, at), results[k], at)
+            return results
+
+        symbols = m.range_vars
+        keep = (len(symbols) - 1,) if vectorize else ()
+        loop = owner.emit_kernel_loop(m, [*self.outputs, *acc_inits], body, keep_symbols=keep,
+                                      ids=self.ids)
+        accumulated = {id(h): loop[starts[id(h)]:starts[id(h)] + len(inits[id(h)])]
+                       for h in heroes}
+        return accumulated, loop[:n_out]
+
+    def shuffle(self, g: int, values: dict[int, list[ir.Value]], max_distance: int
+                ) -> dict[int, list[ir.Value]]:
+        if max_distance < 1:
+            return values
+        out = {}
+        for hero in self.owner.reduction_heroes[g]:
+            reduced = xla_gpu.shuffle_reduce(values[id(hero)], max_distance, self.reducer(hero))
+            out[id(hero)] = [reduced] if isinstance(reduced, ir.Value) else list(reduced)
+        return out
+
+    def write_to_shared(self, g: int, values: dict[int, list[ir.Value]],
+                        padding: int | None = None) -> list[ir.Value]:
+        """Every thread's values into fresh shared tiles at the write map's
+        index (the tile padded against bank conflicts), then a barrier."""
+        owner = self.owner
+        m = owner.shared_write_map()
+        shape = [m.range_of(e)[1] + 1 for e in m.affine_map.results]
+        if padding is not None:
+            shape[-1] += padding
+        elif shape[-1] % owner.warp_size == 0:
+            shape[-1] += 1
+        tiles = []
+        for hero in owner.reduction_heroes[g]:
+            for op in hero.operands[:len(hero.operands) // 2]:
+                tile_type = ir.RankedTensorType.get(shape, mlir_type(op.shape.element_type))
+                tiles.append(xla_gpu.allocate_shared(tile_type))
+
+        def body(ivs, index, iters):
+            written, k = list(iters), 0
+            for hero in owner.reduction_heroes[g]:
+                for value in values[id(hero)]:
+                    if isinstance(value.type, ir.VectorType):
+                        value = vector.extract(value, [ivs[-1]],
+                                               [ir.ShapedType.get_dynamic_size()])
+                    written[k] = tensor.insert(value, written[k], index)
+                    k += 1
+            return written
+
+        written = xla_gpu.loop(m, [self.thread_id], tiles, body)
+        synced = xla_gpu.sync_threads(written)
+        return [synced] if isinstance(synced, ir.Value) else list(synced)
+
+    def reduce_via_shared(self, g: int, values: dict[int, list[ir.Value]], outputs,
+                          inits: dict[int, list[ir.Value]], padding: int | None = None,
+                          max_distance: int | None = None) -> list[ir.Value]:
+        """Shared tiles written, read back at the read map (threads the map
+        excludes read the init values), shuffled, and the epilogue. Every
+        thread takes part in the shuffles, so the read loop is unrolled
+        here: barriers and shuffles stay out of control flow."""
+        owner = self.owner
+        max_distance = owner.warp_size // 2 if max_distance is None else max_distance
+        read = owner.shared_read_map()
+        tiles = self.write_to_shared(g, values, padding)
+        index_type = ir.IndexType.get()
+        for point in itertools.product(*(range(v.lower, v.upper + 1) for v in read.range_vars)):
+            symbols = [arith.constant(index_type, s) for s in point]
+            condition = check_constraints(read, [self.thread_id], symbols)
+            at = apply_map_at(read, [self.thread_id], symbols)
+            args, k = {}, 0
+            for hero in owner.reduction_heroes[g]:
+                args[id(hero)] = []
+                for init in inits[id(hero)]:
+                    args[id(hero)].append(xla_gpu.predicated_extract(condition, init, tiles[k], at))
+                    k += 1
+            outputs = self.epilogue(g, self.shuffle(g, args, max_distance), outputs, symbols)
+        return outputs
+
+    def epilogue(self, g: int, values: dict[int, list[ir.Value]], outputs, symbols=()
+                 ) -> list[ir.Value]:
+        """The reduction outputs of group g at the threads' output index,
+        written where the output map's constraints hold (XLA's
+        EvaluateEpilogue)."""
+        owner = self.owner
+        outputs = list(outputs)
+        for root in owner.reduction_roots[g]:
+            k = owner._root_index(root)
+            hero = owner.analysis.hero_of(root)
+            m = owner.thread_to_output_map(k)
+            has_output = check_constraints(m, self.ids, symbols)
+            at = apply_map_at(m, self.ids, symbols)
+            _, result = _hero_output(root, hero)
+            value = values[id(hero)][result]
+            if id(root) in owner.epilogue_of:
+                value = self.call_targets.call_epilogue(owner.epilogue_of[id(root)],
+                                                        self.params, at, [value])[0]
+            outputs[k] = xla_gpu.predicated_insert(has_output, value, outputs[k], at)
+        return outputs
+
+
+# -- the variants ---------------------------------------------------------------------
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round_up(a: int, b: int) -> int:
+    return _ceil(a, b) * b
+
+
+def _dims() -> list[ir.AffineExpr]:
+    return [ir.AffineDimExpr.get(i) for i in range(6)]
+
+
+def _syms(n: int) -> list[ir.AffineExpr]:
+    return [ir.AffineSymbolExpr.get(i) for i in range(n)]
+
+
+class RowReductionEmitter(ReductionEmitter):
+    """Rows of the minor dimension: `num_threads = [kept, reduced]`, each
+    thread reduces up to 16 elements of its row (vectorized loads), a warp
+    shuffle, and a second one over shared memory when a row spans warps."""
+
+    def configure(self) -> None:
+        d = self.reduction.dimensions
+        reduced = min(1024, _round_up(_ceil(d[kRowMinorReduced], kMinorReducedElementsPerThread),
+                                      self.warp_size))
+        kept = 1
+        # More rows a block while a row leaves threads to spare.
+        if reduced * 2 <= kThreadsPerBlockTarget:
+            if d[kRowKept] * reduced <= kThreadsPerBlockTarget:
+                kept = d[kRowKept]
+            else:
+                kept = kThreadsPerBlockTarget // reduced
+        v = self.get_vector_size(d[kRowMinorReduced], reduced)
+        self.num_threads = [kept, reduced]
+        # The vector is a dimension of its own: loads of v elements.
+        self.input_shape = [d[0], d[1], d[2] // v, v]
+        tile = min(kMinorReducedElementsPerThread // v, _ceil(self.input_shape[2], reduced))
+        self.tile_sizes_per_thread = [d[0], tile, v]
+        self.tile_sizes_per_block = [kept, tile * reduced]
+        self.num_blocks = [_ceil(self.input_shape[1], self.tile_sizes_per_block[0]),
+                           _ceil(self.input_shape[2], self.tile_sizes_per_block[1])]
+
+    @property
+    def warps_per_row(self) -> int:
+        return _ceil(self.num_threads[1], self.warp_size)
+
+    def reduction_input_map(self) -> IndexingMap:
+        d, s = _dims(), _syms(3)
+        th = delinearize(d[0], self.num_threads)
+        bl = delinearize(d[3], self.num_blocks)
+        tpb = self.tile_sizes_per_block
+        results = [s[0], bl[0] * tpb[0] + th[0],
+                   bl[1] * tpb[1] + s[1] * self.num_threads[1] + th[1], s[2]]
+        return self._bounded(self._map(results, self.tile_sizes_per_thread), self.input_shape)
+
+    def reduction_output_map(self) -> IndexingMap:
+        d = _dims()
+        th = delinearize(d[0], self.num_threads)
+        bl = delinearize(d[3], self.num_blocks)
+        return self._map([bl[0] * self.tile_sizes_per_block[0] + th[0]],
+                         constraints=[(th[1], (0, 0))])
+
+    def shared_write_map(self) -> IndexingMap:
+        """Lane 0 of each warp writes its row's partial value."""
+        th = delinearize(ir.AffineDimExpr.get(0), self.num_threads)
+        w = self.warp_size
+        return self._thread_map([th[0], _floordiv(th[1], w)], constraints=[(th[1] % w, (0, 0))])
+
+    def shared_read_map(self) -> IndexingMap:
+        """Lane l of a row's first warp reads warp l's value."""
+        th = delinearize(ir.AffineDimExpr.get(0), self.num_threads)
+        return self._thread_map([th[0], th[1] % self.warp_size],
+                                constraints=[(th[1], (0, self.warps_per_row - 1))])
+
+    def emit_group(self, state: _State, g: int) -> list[ir.Value]:
+        inits = state.inits(g)
+        values, outputs = state.per_thread(g, inits)
+        values = state.shuffle(g, values, self.warp_size // 2)
+        if self.warps_per_row == 1:
+            return state.epilogue(g, values, outputs)
+        return state.reduce_via_shared(g, values, outputs, inits)
+
+
+class MultiRowReductionEmitter(ReductionEmitter):
+    """Short rows (a power of two a warp covers): `num_threads = [kept,
+    W / vector]`, several rows a warp, a shuffle within each row's lanes;
+    no shared memory."""
+
+    @staticmethod
+    def vector_size_for(analysis: FusionAnalysis, device: DeviceDescription,
+                        dims: ReductionDimensions) -> int | None:
+        """XLA's MultiRowReductionFusion::TryCreate: the vector size, or
+        None when the rows are no power of two or do not fit a warp."""
+        w = dims.dimensions[kRowMinorReduced]
+        if w & (w - 1):
+            return None
+        comp = analysis.computation
+        inputs = [p.shape.element_type.bits for p in comp.parameters if p.shape.is_array]
+        smallest_output = min(r.shape.element_type.bits for r in analysis.roots)
+        smallest = min([*inputs, smallest_output])
+        # XLA's "largest": the larger of the smallest input and output.
+        largest = max(min(inputs), smallest_output) if inputs else smallest_output
+        # The input:output ratio is high: narrow outputs count too.
+        v = min(w, 64 // smallest)
+        if largest >= 32:
+            # 16 bytes at most for wide types.
+            v = min(128 // largest, v)
+        warp = device.threads_per_warp
+        if w > warp * max(v, 1):
+            return None
+        v = max(v, 1)
+        # At least a block per SM.
+        while v > 1 and MultiRowReductionEmitter._blocks(dims, v) < device.core_count:
+            v //= 2
+        if w > warp * v:
+            return None
+        return v
+
+    @staticmethod
+    def _threads(dims: ReductionDimensions, v: int) -> list[int]:
+        reduced = dims.dimensions[kRowMinorReduced] // v
+        kept_size = dims.dimensions[kRowKept]
+        kept = kept_size if kept_size * reduced <= kThreadsPerBlockTarget else \
+            kThreadsPerBlockTarget // reduced
+        return [kept, reduced]
+
+    @staticmethod
+    def _blocks(dims: ReductionDimensions, v: int) -> int:
+        return _ceil(dims.dimensions[kRowKept], MultiRowReductionEmitter._threads(dims, v)[0])
+
+    def configure(self) -> None:
+        d = self.reduction.dimensions
+        v = self.vector_size_for(self.analysis, self.device, self.reduction)
+        self.input_shape = list(d)
+        self.num_threads = self._threads(self.reduction, v)
+        self.num_blocks = [self._blocks(self.reduction, v)]
+        self.tile_sizes_per_thread = [d[0], v]
+
+    def _block(self) -> ir.AffineExpr:
+        return ir.AffineConstantExpr.get(0) if self.num_blocks[0] == 1 else \
+            ir.AffineDimExpr.get(3)
+
+    def reduction_input_map(self) -> IndexingMap:
+        th = delinearize(ir.AffineDimExpr.get(0), self.num_threads)
+        s = _syms(2)
+        results = [s[0], self._block() * self.num_threads[0] + th[0],
+                   th[1] * self.tile_sizes_per_thread[1] + s[1]]
+        return self._bounded(self._map(results, self.tile_sizes_per_thread), self.input_shape)
+
+    def reduction_output_map(self) -> IndexingMap:
+        th = delinearize(ir.AffineDimExpr.get(0), self.num_threads)
+        return self._map([self._block() * self.num_threads[0] + th[0]],
+                         constraints=[(th[1] % self.num_threads[1], (0, 0))])
+
+    def emit_group(self, state: _State, g: int) -> list[ir.Value]:
+        values, outputs = state.per_thread(g, state.inits(g))
+        values = state.shuffle(g, values, self.num_threads[1] // 2)
+        return state.epilogue(g, values, outputs)
+
+
+class ColumnReductionEmitter(ReductionEmitter):
+    """[D, H, W] -> [D, W]: a 32 x 32 thread tile (warps down the column,
+    lanes across it), `vector` columns a thread, the partial results
+    transposed through a padded 32 x (32 * vector + 1) tile."""
+
+    def configure(self) -> None:
+        d = self.reduction.dimensions
+        w = self.warp_size
+        self.input_shape = list(d)
+        self.vector_size = self.get_vector_size(d[kColMinorKept], w)
+        self.num_threads = [w, w]
+        self.tile_sizes_per_thread = [_ceil(d[kColReduced], w), self.vector_size]
+        self.num_blocks = [d[kColMajorKept], _ceil(d[kColMinorKept], w * self.vector_size)]
+
+    def reduction_input_map(self) -> IndexingMap:
+        d, s = _dims(), _syms(2)
+        th = delinearize(d[0], self.num_threads)
+        bl = delinearize(d[3], self.num_blocks)
+        w, v = self.warp_size, self.vector_size
+        results = [bl[0], th[0] + s[0] * self.num_threads[1], (bl[1] * w + th[1]) * v + s[1]]
+        return self._bounded(self._map(results, self.tile_sizes_per_thread), self.input_shape)
+
+    def reduction_output_map(self) -> IndexingMap:
+        d, s = _dims(), _syms(1)
+        th = delinearize(d[0], self.num_threads)
+        bl = delinearize(d[3], self.num_blocks)
+        w, v = self.warp_size, self.vector_size
+        return self._map([bl[0], (bl[1] * w + th[0]) * v + s[0]], [v],
+                         constraints=[(th[1], (0, 0))])
+
+    def shared_write_map(self) -> IndexingMap:
+        th = delinearize(ir.AffineDimExpr.get(0), self.num_threads)
+        s = _syms(1)
+        return self._thread_map([th[1], th[0] * self.vector_size + s[0]], [self.vector_size])
+
+    def shared_read_map(self) -> IndexingMap:
+        th = delinearize(ir.AffineDimExpr.get(0), self.num_threads)
+        s = _syms(1)
+        return self._thread_map([th[0], th[1] * self.vector_size + s[0]], [self.vector_size])
+
+    def emit_group(self, state: _State, g: int) -> list[ir.Value]:
+        inits = state.inits(g)
+        values, outputs = state.per_thread(g, inits)
+        return state.reduce_via_shared(g, values, outputs, inits)
+
+
+class SmallColumnReductionEmitter(ReductionEmitter):
+    """Columns of a width that divides the warp: 128 threads walk the
+    flattened [H * W] slice of a block's D, `vector` elements at a time;
+    the partial results meet in `shared_rows` rows of W columns."""
+
+    def configure(self) -> None:
+        d = self.reduction.dimensions
+        w = self.warp_size
+        self.input_shape = list(d)
+        # One loop over H and W: their product decides the vector.
+        v = self.get_vector_size(d[1] * d[2], w)
+        threads = kSmallColumnThreads
+        shared_rows = v * threads // d[kColMinorKept]
+        # More than a warp of shared rows would need a second pass through
+        # shared memory (XLA has none): fewer elements, then fewer threads.
+        while shared_rows > w and v > 1:
+            v //= 2
+            shared_rows //= 2
+        if shared_rows > w:
+            threads //= shared_rows // w
+            shared_rows = w
+        self.vector_size = v
+        self.shared_rows = shared_rows
+        self.num_threads = [threads]
+        self.num_blocks = [d[kColMajorKept]]
+        self.loop_size = _ceil(d[1] * d[2], v * threads)
+        self.tile_sizes_per_thread = [self.loop_size, v]
+
+    def reduction_input_map(self) -> IndexingMap:
+        d, s = _dims(), _syms(2)
+        v, t = self.vector_size, self.num_threads[0]
+        linear = d[0] * v + s[1] + s[0] * (v * t)
+        flat = self._map([d[3], linear], [self.loop_size, v])
+        d0, d1, d2 = self.input_shape
+        m = flat.then(bitcast_map((d0, d1 * d2), (d0, d1, d2)))
+        return self._bounded(m, self.input_shape)
+
+    def reduction_output_map(self) -> IndexingMap:
+        d, s = _dims(), _syms(1)
+        t = self.num_threads[0]
+        return self._map([d[3], _floordiv(d[0] + s[0] * t, self.shared_rows)], [self.vector_size],
+                         constraints=[(d[0] % self.shared_rows, (0, 0))])
+
+    def shared_write_map(self) -> IndexingMap:
+        th, s = ir.AffineDimExpr.get(0), _syms(1)
+        index = delinearize(th * self.vector_size + s[0],
+                            [self.shared_rows, self.input_shape[kColMinorKept]])
+        return self._thread_map(index, [self.vector_size])
+
+    def shared_read_map(self) -> IndexingMap:
+        th, s = ir.AffineDimExpr.get(0), _syms(1)
+        index = delinearize(th + s[0] * self.num_threads[0],
+                            [self.input_shape[kColMinorKept], self.shared_rows])
+        return self._thread_map([index[1], index[0]], [self.vector_size])
+
+    def emit_group(self, state: _State, g: int) -> list[ir.Value]:
+        inits = state.inits(g)
+        values, outputs = state.per_thread(g, inits)
+        # The least padding that avoids every bank conflict (XLA).
+        t, v = self.num_threads[0], self.vector_size
+        padding = 0 if (t == 32 and v == 1) else _ceil(self.input_shape[kColMinorKept], t * v)
+        return state.reduce_via_shared(g, values, outputs, inits, padding,
+                                       self.shared_rows // 2)
+
+
+def _floordiv(expr: ir.AffineExpr, n: int) -> ir.AffineExpr:
+    return ir.AffineFloorDivExpr.get(expr, ir.AffineConstantExpr.get(n))
+
+
+def _variant_for(analysis: FusionAnalysis, device: DeviceDescription) -> type:
+    """XLA's CreateReductionFusion."""
+    dims = reduction_dimensions(analysis.deciding_hero)
+    if dims.is_row_reduction:
+        if MultiRowReductionEmitter.vector_size_for(analysis, device, dims) is not None:
+            return MultiRowReductionEmitter
+        return RowReductionEmitter
+    if device.threads_per_warp % dims.dimensions[kColMinorKept] == 0:
+        return SmallColumnReductionEmitter
+    return ColumnReductionEmitter

@@ -129,7 +129,8 @@ def LowerXlaGpuToScfPass : Pass<"xla-gpu-lower-xla-gpu-to-scf", "mlir::func::Fun
     Option<"warpSize", "warp_size", "int64_t", /*default=*/"32", "Lanes per warp">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
-                           "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"];
+                           "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::complex::ComplexDialect"];
 }
 
 def ConvertPureCallOpsPass
@@ -239,7 +240,8 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
     write and which survives optimization removing an unused id).
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
-                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+                           "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::complex::ComplexDialect"];
 }
 
 #endif  // XLA_GPU_PASSES_TD

@@ -10,6 +10,7 @@
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -293,8 +294,12 @@ class KernelLowering {
     return id;
   }
 
-  // Spilled values are stored as LLVM-compatible types (index as i64).
+  // Spilled values are stored as LLVM-compatible types (index as i64, a
+  // complex value as an array of its two parts).
   static mlir::Type storageType(mlir::Type t) {
+    if (auto complex = llvm::dyn_cast<mlir::ComplexType>(t)) {
+      return mlir::LLVM::LLVMArrayType::get(complex.getElementType(), 2);
+    }
     return t.isIndex() ? mlir::IntegerType::get(t.getContext(), 64) : t;
   }
 
@@ -313,6 +318,11 @@ class KernelLowering {
     if (value.getType().isIndex()) {
       loaded = b.create<mlir::arith::IndexCastOp>(loc, value.getType(), loaded);
     }
+    if (auto complex = llvm::dyn_cast<mlir::ComplexType>(value.getType())) {
+      Value re = b.create<mlir::LLVM::ExtractValueOp>(loc, loaded, llvm::ArrayRef<int64_t>{0});
+      Value im = b.create<mlir::LLVM::ExtractValueOp>(loc, loaded, llvm::ArrayRef<int64_t>{1});
+      loaded = b.create<mlir::complex::CreateOp>(loc, complex, re, im);
+    }
     return loaded;
   }
 
@@ -321,6 +331,13 @@ class KernelLowering {
     Value stored = computed;
     if (computed.getType().isIndex()) {
       stored = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), computed);
+    }
+    if (llvm::isa<mlir::ComplexType>(computed.getType())) {
+      Value parts = b.create<mlir::LLVM::UndefOp>(loc, storageType(computed.getType()));
+      parts = b.create<mlir::LLVM::InsertValueOp>(
+          loc, parts, b.create<mlir::complex::ReOp>(loc, computed), llvm::ArrayRef<int64_t>{0});
+      stored = b.create<mlir::LLVM::InsertValueOp>(
+          loc, parts, b.create<mlir::complex::ImOp>(loc, computed), llvm::ArrayRef<int64_t>{1});
     }
     b.create<mlir::LLVM::StoreOp>(loc, stored, slotAt(b, original, tid));
   }
@@ -386,7 +403,8 @@ class KernelLowering {
   }
 
   // Lane l of a segment of `width` lanes reads lane l + offset of the same
-  // segment, or its own value when that lane is past the segment.
+  // segment, or its own value when that lane is past the segment or past
+  // the block's last thread (a partial warp: no such lane, no read).
   mlir::LogicalResult emitShuffle(mlir::OpBuilder& b, mlir::gpu::ShuffleOp shuffle, Value tid) {
     if (shuffle.getMode() != mlir::gpu::ShuffleMode::DOWN) {
       return shuffle.emitOpError() << "only shuffle down is supported by the CPU target";
@@ -405,8 +423,12 @@ class KernelLowering {
     Value co = b.create<mlir::arith::ConstantIndexOp>(loc, *offset);
     Value lane = b.create<mlir::arith::RemUIOp>(loc, tid, cw);
     Value target = b.create<mlir::arith::AddIOp>(loc, lane, co);
-    Value valid = b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ult, target, cw);
     Value other = b.create<mlir::arith::AddIOp>(loc, tid, co);
+    Value valid = b.create<mlir::arith::AndIOp>(
+        loc, b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ult, target, cw),
+        b.create<mlir::arith::CmpIOp>(
+            loc, mlir::arith::CmpIPredicate::ult, other,
+            b.create<mlir::arith::ConstantIndexOp>(loc, grid_.numThreads())));
     Value src = b.create<mlir::arith::SelectOp>(loc, valid, other, tid);
     Value moved = argMap_.contains(value) ? argMap_.lookup(value) : reload(b, value, src);
     if (spilled_.contains(shuffle.getShuffleResult())) {

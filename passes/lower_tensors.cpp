@@ -369,6 +369,11 @@ struct LowerAllocateShared : public mlir::OpConversionPattern<AllocateSharedOp> 
       arrayType = mlir::LLVM::LLVMArrayType::get(
           rewriter.getI8Type(), (type.getNumElements() * width + 7) / 8);
     }
+    // A complex element is its (re, im) pair, as the accesses have it.
+    if (auto complex = llvm::dyn_cast<mlir::ComplexType>(type.getElementType())) {
+      arrayType = mlir::LLVM::LLVMArrayType::get(complex.getElementType(),
+                                                 2 * type.getNumElements());
+    }
     std::string name = addGlobal(rewriter, op, "shared_", arrayType, /*isConstant=*/false,
                                  mlir::Attribute(), kSharedMemorySpace);
     auto sharedPtr = mlir::LLVM::LLVMPointerType::get(getContext(), kSharedMemorySpace);

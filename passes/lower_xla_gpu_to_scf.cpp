@@ -2,6 +2,7 @@
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -64,31 +65,53 @@ struct LowerShuffleReduce : public mlir::OpRewritePattern<ShuffleReduceOp> {
   LowerShuffleReduce(mlir::MLIRContext* ctx, int64_t warpSize)
       : OpRewritePattern(ctx), warpSize(warpSize) {}
 
-  // gpu.shuffle moves 32- or 64-bit values; narrower ones travel in an i32.
-  Value shuffleDown(mlir::OpBuilder& b, mlir::Location loc, Value v, int64_t distance) const {
-    mlir::Type type = v.getType();
-    unsigned bits = type.getIntOrFloatBitWidth();
+  // NVVM shuffles 32-bit registers (XLA's lowering does the same): a
+  // narrower value travels zero-extended in an i32, a 64-bit one as two
+  // i32 halves, a complex value part by part.
+  Value shuffle32(mlir::OpBuilder& b, mlir::Location loc, Value v, int64_t distance) const {
     Value offset = b.create<mlir::arith::ConstantIntOp>(loc, distance, 32);
     Value width = b.create<mlir::arith::ConstantIntOp>(loc, warpSize, 32);
-    if (bits == 32 || bits == 64) {
-      return b.create<mlir::gpu::ShuffleOp>(loc, v, offset, width,
-                                            mlir::gpu::ShuffleMode::DOWN)
-          .getShuffleResult();
+    return b.create<mlir::gpu::ShuffleOp>(loc, v, offset, width, mlir::gpu::ShuffleMode::DOWN)
+        .getShuffleResult();
+  }
+
+  Value shuffleDown(mlir::OpBuilder& b, mlir::Location loc, Value v, int64_t distance) const {
+    mlir::Type type = v.getType();
+    if (auto complex = llvm::dyn_cast<mlir::ComplexType>(type)) {
+      Value re = shuffleDown(b, loc, b.create<mlir::complex::ReOp>(loc, v), distance);
+      Value im = shuffleDown(b, loc, b.create<mlir::complex::ImOp>(loc, v), distance);
+      return b.create<mlir::complex::CreateOp>(loc, complex, re, im);
     }
+    unsigned bits = type.getIntOrFloatBitWidth();
+    if (bits == 32) return shuffle32(b, loc, v, distance);
     mlir::Type intType = b.getIntegerType(bits);
     Value asInt = type.isInteger() ? v : b.create<mlir::arith::BitcastOp>(loc, intType, v);
-    Value wide = b.create<mlir::arith::ExtUIOp>(loc, b.getI32Type(), asInt);
-    Value moved = b.create<mlir::gpu::ShuffleOp>(loc, wide, offset, width,
-                                                 mlir::gpu::ShuffleMode::DOWN)
-                      .getShuffleResult();
-    Value narrow = b.create<mlir::arith::TruncIOp>(loc, intType, moved);
-    return type.isInteger() ? narrow : b.create<mlir::arith::BitcastOp>(loc, type, narrow);
+    Value moved;
+    if (bits == 64) {
+      Value c32 = b.create<mlir::arith::ConstantIntOp>(loc, 32, 64);
+      Value lo = b.create<mlir::arith::TruncIOp>(loc, b.getI32Type(), asInt);
+      Value hi = b.create<mlir::arith::TruncIOp>(
+          loc, b.getI32Type(), b.create<mlir::arith::ShRUIOp>(loc, asInt, c32));
+      Value lo2 = b.create<mlir::arith::ExtUIOp>(loc, intType, shuffle32(b, loc, lo, distance));
+      Value hi2 = b.create<mlir::arith::ExtUIOp>(loc, intType, shuffle32(b, loc, hi, distance));
+      moved = b.create<mlir::arith::OrIOp>(loc, lo2,
+                                           b.create<mlir::arith::ShLIOp>(loc, hi2, c32));
+    } else {
+      Value wide = b.create<mlir::arith::ExtUIOp>(loc, b.getI32Type(), asInt);
+      moved = b.create<mlir::arith::TruncIOp>(loc, intType, shuffle32(b, loc, wide, distance));
+    }
+    return type.isInteger() ? moved : b.create<mlir::arith::BitcastOp>(loc, type, moved);
+  }
+
+  static bool isShuffled(mlir::Type t) {
+    if (auto complex = llvm::dyn_cast<mlir::ComplexType>(t)) t = complex.getElementType();
+    return t.isIntOrFloat() && t.getIntOrFloatBitWidth() <= 64;
   }
 
   mlir::LogicalResult matchAndRewrite(ShuffleReduceOp op,
                                       mlir::PatternRewriter& rewriter) const override {
     for (mlir::Type t : op.getOperandTypes()) {
-      if (!t.isIntOrFloat() || t.getIntOrFloatBitWidth() > 64) {
+      if (!isShuffled(t)) {
         return op.emitOpError() << "cannot shuffle values of type " << t;
       }
     }

@@ -321,11 +321,12 @@ class EmitterBase:
 
     def emit_kernel_loop(self, kernel_map: IndexingMap, inits, body,
                          keep_symbols: tuple[int, ...] = (),
-                         ids: list[ir.Value] | None = None) -> list[ir.Value]:
-        """`xla_gpu.loop` over a six-dimensional kernel map; th_x, bl_x and
-        the dimensions with more than one value are its operands (from
-        `ids`, the six ids, when given; else new id ops)."""
-        compact, dims, _ = kernel_map.without_fixed_vars(keep_dims=(0, 3),
+                         ids: list[ir.Value] | None = None,
+                         keep_dims: tuple[int, ...] = ()) -> list[ir.Value]:
+        """`xla_gpu.loop` over a six-dimensional kernel map; th_x, bl_x,
+        `keep_dims` and the dimensions with more than one value are its
+        operands (from `ids`, the six ids, when given; else new id ops)."""
+        compact, dims, _ = kernel_map.without_fixed_vars(keep_dims=(0, 3, *keep_dims),
                                                          keep_symbols=keep_symbols)
         operands = [ids[i] for i in dims] if ids is not None else self.kernel_ids(dims)
         return xla_gpu.loop(compact, operands, inits, body)

@@ -92,7 +92,7 @@ def partition(comp: HloComputation,
             owner[id(r)] = own
     # The map from an element of the owning subgraph's roots to the element
     # of the instruction they read.
-    reach: dict[int, IndexingMap] = {id(r): identity_map(r.shape.dims) for r in roots}
+    reach: dict[int, IndexingMap] = {id(r): identity_map(_index_dims(r)) for r in roots}
     split = _users_reading_at_different_indices(comp)
     for inst in reversed(comp.topological_order()):
         # A multi-output fusion's tuple root only names the outputs.
@@ -120,8 +120,16 @@ def partition(comp: HloComputation,
         sub = Subgraph(sanitize_function_name(f"{comp.name}_{inst.name}"), [inst], [inst])
         subgraphs.append(sub)
         owner[id(inst)] = sub
-        reach[id(inst)] = identity_map(inst.shape.dims)
+        reach[id(inst)] = identity_map(_index_dims(inst))
     return subgraphs
+
+
+def _index_dims(inst: HloInstruction) -> tuple[int, ...]:
+    """The dimensions a subgraph function of `inst` is indexed by: those of
+    its array, or of the arrays of a tuple (a variadic reduce's, all of one
+    shape)."""
+    shape = inst.shape
+    return shape.leaves()[0].dims if shape.is_tuple else shape.dims
 
 
 def _reads(user: HloInstruction, inst: HloInstruction) -> list[IndexingMap]:

@@ -25,7 +25,7 @@ Every variant has the same phases (EmitReduction in XLA):
               the threads the output map's constraints select.
 
 Reductions with disjoint inputs (XLA's reduction groups) run side by side,
-one group per block y, selected by an scf.index_switch.
+one group per block y.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from math import prod
 
 from mlir import ir
-from mlir.dialects import arith, func, scf, tensor, vector
+from mlir.dialects import arith, func, tensor, vector
 
 from ..dialects import xla_gpu
 from ..hlo import HloInstruction
@@ -326,21 +326,17 @@ class ReductionEmitter(EmitterBase):
     # -- emission -----------------------------------------------------------------
 
     def emit_entry_function(self, entry: func.FuncOp, call_targets: CallTargets) -> None:
+        """The groups one after the other, each on the blocks with block y
+        == g: its per-thread loop's map and its outputs' maps say so, so
+        that other blocks skip its loop and write none of its outputs.
+        (XLA branches on block y with an scf.index_switch instead; the CPU
+        target runs barriers and shuffles only outside control flow, and
+        the phases a block runs for other groups are a few shuffles.)"""
         with ir.InsertionPoint(entry.entry_block):
             state = _State(self, entry, call_targets)
-            n = len(self.groups.grouped_roots)
-            if n == 1:
-                func.ReturnOp(self.emit_group(state, 0))
-                return
-            # Group g on the blocks with block y == g; `default` is group 0.
-            results = [v.type for v in state.outputs]
-
-            def case(op, i, _):
-                scf.YieldOp(self.emit_group(state, i + 1))
-
-            switch = scf.IndexSwitchOp(results, state.ids[4], list(range(1, n)), case,
-                                       lambda op: scf.YieldOp(self.emit_group(state, 0)))
-            func.ReturnOp(list(switch.results))
+            for g in range(len(self.groups.grouped_roots)):
+                state.outputs = self.emit_group(state, g)
+            func.ReturnOp(state.outputs)
 
     def get_vector_size(self, minor_dim: int, num_threads: int) -> int:
         """XLA's GetVectorSizeForMlir: 2 or 4 consecutive elements a thread
@@ -412,7 +408,7 @@ class _State:
         `vector_size` when the variant accumulates several outputs a
         thread), and the outputs with the side outputs written."""
         owner = self.owner
-        m = owner.reduction_input_map().simplify()
+        m = owner._group_constraint(owner.reduction_input_map(), g).simplify()
         heroes, sides = owner.reduction_heroes[g], owner.side_output_roots[g]
         vectorize = owner.vector_size > 1
         acc_inits, starts = [], {}
@@ -450,8 +446,10 @@ class _State:
 
         symbols = m.range_vars
         keep = (len(symbols) - 1,) if vectorize else ()
+        # With several groups, the loop runs on block y == g only.
+        grouped = (4,) if len(owner.groups.grouped_roots) > 1 else ()
         loop = owner.emit_kernel_loop(m, [*self.outputs, *acc_inits], body, keep_symbols=keep,
-                                      ids=self.ids)
+                                      ids=self.ids, keep_dims=grouped)
         accumulated = {id(h): loop[starts[id(h)]:starts[id(h)] + len(inits[id(h)])]
                        for h in heroes}
         return accumulated, loop[:n_out]

@@ -112,6 +112,8 @@ def test_unsupported_opcode_names_the_instruction(ctx):
 
 
 EMITTER_TESTS = sorted((HLO.parent / "emitters" / "loop").glob("*.hlo"))
+# XLA's folder names for the reduction emitters' tests (headerless HLO).
+REDUCTION_TESTS = sorted((HLO.parent / "emitters").glob("reduce_*/*.hlo"))
 
 
 @pytest.mark.parametrize("path", [p for p in EMITTER_TESTS if p.name != "unsupported.hlo"],
@@ -125,6 +127,22 @@ def test_every_loop_test_kernel_assembles(ctx, path, sm):
     text = path.read_text()
     source = (HLO / "gelu.hlo").read_text() if "HloModule" not in text else text
     module = emit_fusion(find_fusion(parse_hlo(source)))
+    opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
+    code = pipelines.compile_to_ptx(ir.Module.parse(str(module)), opts)
+    result = ptx.ptxas_check(code, opts.chip)
+    assert result.ok, result.log
+
+
+@pytest.mark.parametrize("path", REDUCTION_TESTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("sm", [80, 90])
+def test_every_reduction_test_kernel_assembles(ctx, path, sm):
+    """Every reduction emitter test's kernel (shuffles, shared tiles,
+    barriers) compiles to PTX that ptxas accepts."""
+    from xla_gpu import pipelines, ptx
+    if ptx.find_ptxas() is None or pipelines.find_libdevice() is None:
+        pytest.skip("ptxas/libdevice (CUDA) is not installed on this machine")
+    module = emit_fusion(find_fusion(parse_hlo(path.read_text())))
+    assert "xla_gpu.shuffle_reduce" in str(module) or "max_12" in path.name
     opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
     code = pipelines.compile_to_ptx(ir.Module.parse(str(module)), opts)
     result = ptx.ptxas_check(code, opts.chip)

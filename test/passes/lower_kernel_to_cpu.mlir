@@ -35,12 +35,15 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 // -----
 
 // A shuffle is a phase of its own: lane l reads lane l + 4 of its 32-lane
-// segment, or itself past the segment.
+// segment, or itself past the segment or past the block's last thread (a
+// partial warp has no such lane: nothing is read beyond the 64 slots).
 // CHECK-LABEL: func.func @shuffle
 // CHECK: %[[LANE:.*]] = arith.remui %[[T:.*]], %c32
 // CHECK: %[[TARGET:.*]] = arith.addi %[[LANE]], %c4
-// CHECK: %[[VALID:.*]] = arith.cmpi ult, %[[TARGET]], %c32
 // CHECK: %[[OTHER:.*]] = arith.addi %[[T]], %c4
+// CHECK: %[[IN_BLOCK:.*]] = arith.cmpi ult, %[[OTHER]], %c64
+// CHECK: %[[IN_SEGMENT:.*]] = arith.cmpi ult, %[[TARGET]], %c32
+// CHECK: %[[VALID:.*]] = arith.andi %[[IN_SEGMENT]], %[[IN_BLOCK]]
 // CHECK: %[[SRC:.*]] = arith.select %[[VALID]], %[[OTHER]], %[[T]]
 // CHECK: llvm.getelementptr %{{.*}}[%{{.*}}]
 func.func @shuffle(%out: !llvm.ptr) {

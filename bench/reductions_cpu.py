@@ -1,0 +1,75 @@
+"""Benchmark: reduction fusions through our reduction emitters on the CPU
+target against XLA:CPU running the same HLO (the cases of the reduction
+issue: row sum, column sum, short-row max, softmax's exp + sum).
+
+Both sides are compiled once and run on the same inputs in the same
+process; medians of --runs timed runs after one warm-up. Read the ratio
+ours / XLA (machines are noisy), and the max error beside it: f32 sums in
+another order than XLA's differ in the last bits; in the bf16 softmax
+XLA:CPU keeps exp() in f32 at this size (it rounds to bf16 on small
+inputs), which our kernel, as the HLO says and XLA:GPU does, does not.
+
+    .venv/bin/python bench/reductions_cpu.py [--runs 10] [--only NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from loop_fusions_cpu import bench
+
+
+def _module(reducer: str, body: str, param: str, out: str) -> str:
+    ty = reducer.split("_")[1]
+    op = {"add": "add", "max": "maximum"}[reducer.split("_")[0]]
+    return (f"HloModule bench\n\n{reducer} {{\n  a = {ty}[] parameter(0)\n"
+            f"  b = {ty}[] parameter(1)\n  ROOT r = {ty}[] {op}(a, b)\n}}\n\n"
+            f"fused {{\n  a0 = {param} parameter(0)\n{body}\n}}\n\n"
+            f"ENTRY main {{\n  p0 = {param} parameter(0)\n"
+            f"  ROOT f = {out} fusion(p0), kind=kInput, calls=fused\n}}\n")
+
+
+CASES = {
+    "row sum f32[1024,4096]": _module(
+        "add_f32", "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[1024] reduce(a0, z), dimensions={1}, to_apply=add_f32",
+        "f32[1024,4096]", "f32[1024]"),
+    "column sum f32[4096,1024]": _module(
+        "add_f32", "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[1024] reduce(a0, z), dimensions={0}, to_apply=add_f32",
+        "f32[4096,1024]", "f32[1024]"),
+    # Rows of 12: XLA's heuristic leaves them to the loop emitter.
+    "row max f32[8192,12]": _module(
+        "max_f32", "  z = f32[] constant(-inf)\n"
+        "  ROOT r = f32[8192] reduce(a0, z), dimensions={1}, to_apply=max_f32",
+        "f32[8192,12]", "f32[8192]"),
+    "multi-row max f32[8192,16]": _module(
+        "max_f32", "  z = f32[] constant(-inf)\n"
+        "  ROOT r = f32[8192] reduce(a0, z), dimensions={1}, to_apply=max_f32",
+        "f32[8192,16]", "f32[8192]"),
+    "softmax exp+sum bf16[512,777]": _module(
+        "add_f32", "  e = bf16[512,777] exponential(a0)\n  c = f32[512,777] convert(e)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[512] reduce(c, z), dimensions={1}, to_apply=add_f32",
+        "bf16[512,777]", "f32[512]"),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--only", default=None, help="run the cases whose name has this")
+    args = parser.parse_args(argv)
+    print(f"reductions on the CPU target vs XLA:CPU, medians of {args.runs} runs")
+    for name, text in CASES.items():
+        if args.only and args.only not in name:
+            continue
+        r = bench(text, args.runs)
+        print(f"  {name:30s} ours {r['ours_ms']:8.3f} ms  XLA {r['xla_ms']:8.3f} ms  "
+              f"ratio {r['ours_ms'] / r['xla_ms']:5.2f}  compile {r['ours_compile_ms']:4.0f} / "
+              f"{r['xla_compile_ms']:4.0f} ms  max abs error {r['max_abs_error']:.3g}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

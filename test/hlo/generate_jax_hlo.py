@@ -1,10 +1,16 @@
 """Regenerates the jax_*.hlo test inputs: the HLO jax 0.10.2 prints for a
 function that uses most HLO ops, before (`as_text(dialect="hlo")`) and after
-XLA:CPU's optimisation (`compile().as_text()`).
+XLA:CPU's optimisation (`compile().as_text()`); and XLA:CPU's optimized
+modules of three programs with reductions (softmax, layer norm, a loss with
+argmax), made without XLA:CPU's YNNPACK fusions so that the reductions stay
+HLO fusions.
 
     .venv/bin/python test/hlo/generate_jax_hlo.py
 """
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -31,13 +37,43 @@ def many_ops(x, y, idx, ints):
     return b, c, d, e, f, g, h, i, j, k, l, m, n, o
 
 
+def softmax(x):
+    return jax.nn.softmax(x, axis=-1)
+
+
+def layernorm(x, g, b):
+    m = jnp.mean(x, -1, keepdims=True)
+    v = jnp.mean((x - m) ** 2, -1, keepdims=True)
+    return (x - m) * lax.rsqrt(v + 1e-5) * g + b
+
+
+def loss(logits, labels):
+    lp = jax.nn.log_softmax(logits)
+    return -jnp.mean(jnp.take_along_axis(lp, labels[:, None], 1)), jnp.argmax(logits, -1)
+
+
+def reductions(here: Path) -> None:
+    x = jnp.ones((64, 256), jnp.float32)
+    for name, f, f_args in [("softmax", softmax, (x,)),
+                            ("layernorm", layernorm, (x, jnp.ones(256), jnp.zeros(256))),
+                            ("loss", loss, (x, jnp.zeros(64, jnp.int32)))]:
+        (here / f"jax_{name}.hlo").write_text(jax.jit(f).lower(*f_args).compile().as_text())
+
+
 def main() -> None:
     here = Path(__file__).resolve().parent
+    if sys.argv[1:] == ["--reductions"]:
+        reductions(here)
+        return
     args = (jnp.ones((4, 8), jnp.float32), jnp.ones((8, 4), jnp.float32),
             jnp.int32(1), jnp.array([0, 3, 1], jnp.int32))
     lowered = jax.jit(many_ops).lower(*args)
     (here / "jax_preopt.hlo").write_text(lowered.as_text(dialect="hlo"))
     (here / "jax_optimized.hlo").write_text(lowered.compile().as_text())
+    # XLA_FLAGS is read when the CPU backend starts: another process.
+    flags = os.environ.get("XLA_FLAGS", "") + " --xla_cpu_experimental_ynn_fusion_type="
+    subprocess.run([sys.executable, __file__, "--reductions"], check=True,
+                   env={**os.environ, "XLA_FLAGS": flags.strip()})
 
 
 if __name__ == "__main__":

@@ -82,20 +82,27 @@ def bench(text: str, runs: int) -> dict:
             "max_abs_error": err}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_cases(cases: dict[str, str], title: str, argv=None) -> int:
+    """The command line of a benchmark file: times each case (or those
+    --only names) and prints a line each."""
+    parser = argparse.ArgumentParser(description=title)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--only", default=None, help="run the cases whose name has this")
     args = parser.parse_args(argv)
-    print(f"loop fusions on the CPU target vs XLA:CPU, medians of {args.runs} runs")
-    for name, text in CASES.items():
+    print(f"{title}, medians of {args.runs} runs")
+    width = max(len(name) for name in cases)
+    for name, text in cases.items():
         if args.only and args.only not in name:
             continue
         r = bench(text, args.runs)
-        print(f"  {name:18s} ours {r['ours_ms']:8.2f} ms  XLA {r['xla_ms']:8.2f} ms  "
+        print(f"  {name:{width}s} ours {r['ours_ms']:8.3f} ms  XLA {r['xla_ms']:8.3f} ms  "
               f"ratio {r['ours_ms'] / r['xla_ms']:5.2f}  compile {r['ours_compile_ms']:4.0f} / "
-              f"{r['xla_compile_ms']:4.0f} ms  max abs error {r['max_abs_error']:.3g}")
+              f"{r['xla_compile_ms']:4.0f} ms  max abs error {r['max_abs_error']:.3g}", flush=True)
     return 0
+
+
+def main(argv=None) -> int:
+    return run_cases(CASES, "loop fusions on the CPU target vs XLA:CPU", argv)
 
 
 if __name__ == "__main__":

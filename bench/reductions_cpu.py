@@ -14,9 +14,7 @@ inputs), which our kernel, as the HLO says and XLA:GPU does, does not.
 
 from __future__ import annotations
 
-import argparse
-
-from loop_fusions_cpu import bench
+from loop_fusions_cpu import run_cases
 
 
 def _module(reducer: str, body: str, param: str, out: str) -> str:
@@ -56,19 +54,7 @@ CASES = {
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--only", default=None, help="run the cases whose name has this")
-    args = parser.parse_args(argv)
-    print(f"reductions on the CPU target vs XLA:CPU, medians of {args.runs} runs")
-    for name, text in CASES.items():
-        if args.only and args.only not in name:
-            continue
-        r = bench(text, args.runs)
-        print(f"  {name:30s} ours {r['ours_ms']:8.3f} ms  XLA {r['xla_ms']:8.3f} ms  "
-              f"ratio {r['ours_ms'] / r['xla_ms']:5.2f}  compile {r['ours_compile_ms']:4.0f} / "
-              f"{r['xla_compile_ms']:4.0f} ms  max abs error {r['max_abs_error']:.3g}", flush=True)
-    return 0
+    return run_cases(CASES, "reductions on the CPU target vs XLA:CPU", argv)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ from ..hlo import HloInstruction
 from ..indexing import delinearize, output_to_input_indexing
 from ..indexing_map import IndexingMap
 from .base import (CallTargets, EmitterBase, Epilogue, apply_map, apply_map_at, bitcast_map,
-                   check_constraints, tensor_type)
+                   check_constraints)
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import EmitterError, mlir_type
 from .fusion_analysis import (EmitterKind, FusionAnalysis, ReductionDimensions,
@@ -132,6 +132,14 @@ def group_disjoint_reductions(analysis: FusionAnalysis) -> ReductionGroups:
     return ReductionGroups(grouped, group_of, is_reduction)
 
 
+def _smallest_input_bits(analysis: FusionAnalysis) -> int | float:
+    """XLA's smallest_input_dtype_bits: of the fusion's array parameters
+    (infinite when there are none)."""
+    bits = [p.shape.element_type.bits for p in analysis.computation.parameters
+            if p.shape.is_array]
+    return min(bits) if bits else float("inf")
+
+
 def _hero_output(root: HloInstruction, hero: HloInstruction) -> tuple[HloInstruction, int]:
     """Where `root`'s chain of intermediate ops meets `hero`: the hero
     itself (an array reduce), or the get-tuple-element that picks result k
@@ -176,6 +184,21 @@ class ReductionEmitter(EmitterBase):
         for heroes in self.reduction_heroes:
             for hero in heroes:
                 self._check_hero(hero)
+        # What the partitioner roots apart: heroes (emitted here), their
+        # operands (read at indices this emitter computes), side outputs.
+        self._forced = {id(r) for roots in self.side_output_roots for r in roots}
+        for heroes in self.reduction_heroes:
+            for hero in heroes:
+                self._forced.add(id(hero))
+                self._forced.update(id(op) for op in hero.operands)
+        # The epilogue of each reduction output with ops after its hero
+        # (`log(sum)`), by id; an output that is the hero's value has none.
+        self.epilogue_of: dict[int, Epilogue] = {}
+        for roots in self.reduction_roots:
+            for root in roots:
+                value, _ = _hero_output(root, analysis.hero_of(root))
+                if value is not root:
+                    self.epilogue_of[id(root)] = Epilogue([value], [root])
         # Set by each variant: threads and blocks per (logical) dimension,
         # the input as the variant walks it, the loop sizes of a thread, and
         # the width of the per-thread accumulators (1: scalars).
@@ -187,13 +210,11 @@ class ReductionEmitter(EmitterBase):
         self.configure()
 
     def _check_hero(self, hero: HloInstruction) -> None:
+        # That every hero reduces alike the fusion analysis has checked.
         arity = len(hero.operands) // 2
         shapes = {tuple(op.shape.dims) for op in hero.operands[:arity]}
         if len(shapes) != 1:
             raise EmitterError(hero, "the inputs of a variadic reduction have one shape")
-        if reduction_dimensions(hero) != self.reduction:
-            raise EmitterError(hero, "the reductions of a fusion reduce alike "
-                               f"({reduction_dimensions(hero)} vs {self.reduction})")
 
     # -- what each variant defines -------------------------------------------
 
@@ -293,35 +314,10 @@ class ReductionEmitter(EmitterBase):
     # -- partitioning -------------------------------------------------------------
 
     def is_subgraph_root(self, inst: HloInstruction) -> bool:
-        """Heroes (emitted here), their operands (read at indices this
-        emitter computes) and side outputs (written apart)."""
-        if not hasattr(self, "_forced"):
-            forced = set()
-            for heroes in self.reduction_heroes:
-                for hero in heroes:
-                    forced.add(id(hero))
-                    forced.update(id(op) for op in hero.operands)
-            for roots in self.side_output_roots:
-                forced.update(id(r) for r in roots)
-            self._forced = forced
         return id(inst) in self._forced
 
     def epilogues(self) -> list[Epilogue]:
-        """One per reduction output with ops after its hero (`log(sum)`);
-        an output that is the hero's value needs none."""
         return list(self.epilogue_of.values())
-
-    @property
-    def epilogue_of(self) -> dict[int, Epilogue]:
-        """The epilogue of each reduction output that has one (by id)."""
-        if not hasattr(self, "_epilogue_of"):
-            self._epilogue_of = {}
-            for roots in self.reduction_roots:
-                for root in roots:
-                    value, _ = _hero_output(root, self.analysis.hero_of(root))
-                    if value is not root:
-                        self._epilogue_of[id(root)] = Epilogue([value], [root])
-        return self._epilogue_of
 
     # -- emission -----------------------------------------------------------------
 
@@ -348,7 +344,7 @@ class ReductionEmitter(EmitterBase):
             if any(op.shape.is_array and op.shape.element_type.is_complex
                    for op in hero.operands):
                 return 1
-        bits = self._smallest_input_bits()
+        bits = _smallest_input_bits(self.analysis)
         # XLA: 16-byte loads are often slower than 8-byte ones. (XLA tests
         # 32 bits first, so its 64-bit case never fires; its own tests
         # expect no vectors for f64, which is what this order gives.)
@@ -360,12 +356,6 @@ class ReductionEmitter(EmitterBase):
             return 2
         return 4 if minor_dim % 4 == 0 else 2
 
-    def _smallest_input_bits(self) -> int | float:
-        bits = [p.shape.element_type.bits for p in self.params if p.shape.is_array]
-        return min(bits) if bits else float("inf")
-
-    def _smallest_output_bits(self) -> int:
-        return min(r.shape.element_type.bits for r in self.analysis.roots)
 
 
 class _State:
@@ -385,6 +375,11 @@ class _State:
         # XLA's six thread and block ids; the single-valued ones are 0.
         self.ids = [ids.get(i, zero) for i in range(6)]
         self.thread_id = self.ids[0]
+        # Each reduction output's thread -> output map, built once (the
+        # epilogue is emitted once per vector element of the read loop).
+        self.output_maps = {k: owner.thread_to_output_map(k)
+                            for k, is_reduction in enumerate(owner.groups.is_reduction_root)
+                            if is_reduction}
 
     def value_of(self, inst: HloInstruction, index) -> ir.Value | list[ir.Value]:
         """`inst` at `index`: a parameter's element, else its subgraph."""
@@ -531,7 +526,7 @@ class _State:
         for root in owner.reduction_roots[g]:
             k = owner._root_index(root)
             hero = owner.analysis.hero_of(root)
-            m = owner.thread_to_output_map(k)
+            m = self.output_maps[k]
             has_output = check_constraints(m, self.ids, symbols)
             at = apply_map_at(m, self.ids, symbols)
             _, result = _hero_output(root, hero)
@@ -642,12 +637,13 @@ class MultiRowReductionEmitter(ReductionEmitter):
         w = dims.dimensions[kRowMinorReduced]
         if w & (w - 1):
             return None
-        comp = analysis.computation
-        inputs = [p.shape.element_type.bits for p in comp.parameters if p.shape.is_array]
+        smallest_input = _smallest_input_bits(analysis)
         smallest_output = min(r.shape.element_type.bits for r in analysis.roots)
-        smallest = min([*inputs, smallest_output])
-        # XLA's "largest": the larger of the smallest input and output.
-        largest = max(min(inputs), smallest_output) if inputs else smallest_output
+        smallest = min(smallest_input, smallest_output)
+        # XLA's "largest": the larger of the smallest input and output (the
+        # output's when there are no inputs).
+        largest = smallest_output if smallest_input == float("inf") else \
+            max(smallest_input, smallest_output)
         # The input:output ratio is high: narrow outputs count too.
         v = min(w, 64 // smallest)
         if largest >= 32:

@@ -9,9 +9,9 @@ import pytest
 from mlir import ir
 
 from xla_gpu.emitters import (EMITTERS, EmittedKernel, EmitterError, EmitterKind,
-                              LaunchDimensions, LoopEmitter, ReductionEmitter, analyze_fusion,
-                              device_named, emit_kernel, emitter_class, find_fusion, loop_launch_dims,
-                              make_emitter, register_emitter)
+                              LaunchDimensions, LoopEmitter, ReductionEmitter, TransposeEmitter,
+                              analyze_fusion, device_named, emit_kernel, emitter_class,
+                              find_fusion, loop_launch_dims, make_emitter, register_emitter)
 from xla_gpu.emitters.base import sanitize_function_name
 from xla_gpu.hlo import parse_hlo, parse_shape
 from xla_gpu.runtime import CpuKernel, KernelArgumentError
@@ -48,11 +48,13 @@ def test_registry_falls_back_to_loop_only_where_correct(ctx):
     fusion = _negate("f32[64,32]")
     analysis = analyze_fusion(fusion)
     assert emitter_class(analysis) is LoopEmitter
-    for kind in (EmitterKind.TRANSPOSE, EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE,
-                 EmitterKind.CONCATENATE, EmitterKind.INPUT_SLICES):
+    for kind in (EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE, EmitterKind.CONCATENATE,
+                 EmitterKind.INPUT_SLICES):
         assert emitter_class(dataclasses.replace(analysis, kind=kind)) is LoopEmitter
     assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.REDUCTION)) \
         is ReductionEmitter
+    assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.TRANSPOSE)) \
+        is TransposeEmitter
     root = fusion.fused_computation.root
     with pytest.raises(EmitterError, match="needs the scatter emitter"):
         emitter_class(dataclasses.replace(analysis, kind=EmitterKind.SCATTER, deciding_hero=root))

@@ -22,10 +22,12 @@ from .verifier import verify_fusion, verify_fusion_instruction
 # Each emitter registers itself for its kind on import.
 from .loop import LoopEmitter, loop_launch_dims
 from .reduction import ReductionEmitter
+from .transpose import TransposeEmitter
 
 __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "EmittedKernel",
            "EmitterError", "EmitterNotBuiltError", "EmitterKind", "FusionAnalysis",
-           "LaunchDimensions", "LoopEmitter", "ReductionEmitter", "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
+           "LaunchDimensions", "LoopEmitter", "ReductionEmitter", "TransposeEmitter",
+           "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
            "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "register_emitter",
            "verify_fusion"]
 
@@ -39,7 +41,7 @@ def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEV
     _prepare(fusion.fused_computation)
     verify_fusion(fusion.fused_computation)
     analysis = analyze_fusion(fusion)
-    return emitter_class(analysis)(analysis, device)
+    return emitter_class(analysis, device)(analysis, device)
 
 
 def emit_kernel(fusion: HloInstruction,

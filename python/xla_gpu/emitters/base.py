@@ -319,6 +319,26 @@ class EmitterBase:
             ids.append(op.result)
         return ids
 
+    def all_kernel_ids(self) -> list[ir.Value]:
+        """XLA's six thread and block ids (EmitThreadAndBlockIds): an id op
+        for th_x, bl_x and every dimension with more than one value, the
+        index 0 for the others."""
+        launch = self.launch_dims()
+        counts = (*launch.thread_counts_per_block, *launch.block_counts)
+        live = [i for i in range(6) if counts[i] > 1 or i in (0, 3)]
+        ids = dict(zip(live, self.kernel_ids(live)))
+        zero = arith.constant(ir.IndexType.get(), 0)
+        return [ids.get(i, zero) for i in range(6)]
+
+    def apply_kernel_map(self, kernel_map: IndexingMap, ids: list[ir.Value],
+                         symbols) -> list[ir.Value]:
+        """`xla_gpu.apply_indexing` of a six-dimensional kernel map at the
+        six `ids` and `symbols` (all kept), the single-valued dimensions
+        left out as in `emit_kernel_loop`."""
+        compact, dims, _ = kernel_map.without_fixed_vars(
+            keep_dims=(0, 3), keep_symbols=tuple(range(kernel_map.num_symbols)))
+        return apply_map_at(compact, [ids[i] for i in dims], symbols)
+
     def emit_kernel_loop(self, kernel_map: IndexingMap, inits, body,
                          keep_symbols: tuple[int, ...] = (),
                          ids: list[ir.Value] | None = None,

@@ -18,6 +18,8 @@ class DeviceDescription:
     threads_per_warp: int = 32
     threads_per_block_limit: int = 1024
     block_dim_limit_x: int = 2**31 - 1
+    # Static shared memory a block may use (bytes).
+    shared_memory_per_block: int = 48 * 1024
 
     @property
     def chip(self) -> str:

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from ..hlo import Attribute, HloComputation, HloInstruction
 from ..hlo.opcodes import ELEMENTWISE
 
-__all__ = ["EmitterKind", "FusionAnalysis", "ReductionDimensions", "analyze_fusion",
-           "find_hero", "is_real_reduction_hero", "is_reduction_from_or_to_contiguous",
-           "reduction_dimensions", "with_tuple_of_outputs"]
+__all__ = ["EmitterKind", "FusionAnalysis", "ReductionDimensions", "TransposeDescription",
+           "analyze_fusion", "find_consistent_transpose_hero", "find_hero",
+           "is_real_reduction_hero", "is_reduction_from_or_to_contiguous",
+           "normalized_transpose", "reduction_dimensions", "tiled_transpose_description",
+           "with_tuple_of_outputs"]
 
 
 class EmitterKind(enum.Enum):
@@ -27,8 +29,103 @@ class EmitterKind(enum.Enum):
     IN_PLACE_DYNAMIC_UPDATE_SLICE = "in-place dynamic-update-slice"
     INPUT_SLICES = "input slices"
 
-# XLA's kMinDimensionToTransposeTiled: both swapped dimensions at least this.
+# XLA's thresholds for the tiled transpose (ir_emission_utils.h): both
+# swapped dimensions at least kMinDimensionToTransposeTiled, or both at
+# least kMinDimensionToTransposeTiled2 and their product at least
+# kMinTotalDimensionsToTransposeTiled; a 102 transpose (minor dimension
+# kept) only when the kept minor dimension is at most
+# kMaxBytesInMostMinorDimension bytes (it is part of the shared tile).
 kMinDimensionToTransposeTiled = 16
+kMinDimensionToTransposeTiled2 = 8
+kMinTotalDimensionsToTransposeTiled = 64 * 128
+kMaxBytesInMostMinorDimension = 8
+
+
+def normalized_transpose(operand_dims: tuple[int, ...], permutation: tuple[int, ...]
+                         ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """XLA's TransposeDimensionGrouper (GetNormalizedLogicalTransposeShape):
+    the operand's dimensions without unit ones, runs of operand dimensions
+    that stay adjacent and in order in the output merged into one, and the
+    permutation over the merged dimensions. A permutation of fewer than two
+    dimensions moves no element: a bitcast."""
+    kept = [d for d in permutation if operand_dims[d] != 1]
+    # Operand dimensions (non-unit) in output order, grouped into runs.
+    groups: list[list[int]] = []
+    for d in kept:
+        if groups and groups[-1][-1] == _previous_non_unit(operand_dims, d):
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])
+    dims = tuple(prod_of(operand_dims[d] for d in groups[g]) for g in order)
+    position = {g: k for k, g in enumerate(order)}
+    return dims, tuple(position[g] for g in range(len(groups)))
+
+
+def _previous_non_unit(dims: tuple[int, ...], d: int) -> int | None:
+    for e in range(d - 1, -1, -1):
+        if dims[e] != 1:
+            return e
+    return None
+
+
+def prod_of(values) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+@dataclass(frozen=True)
+class TransposeDescription:
+    """XLA's TransposeDescription: a transpose as its normalized output
+    dimensions and permutation (output dimension i is operand dimension
+    permutation[i])."""
+
+    instr: HloInstruction
+    dimensions: tuple[int, ...]
+    permutation: tuple[int, ...]
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        """The normalized operand dimensions."""
+        dims = [0] * len(self.dimensions)
+        for i, p in enumerate(self.permutation):
+            dims[p] = self.dimensions[i]
+        return tuple(dims)
+
+    def is_equivalent(self, other: "TransposeDescription") -> bool:
+        return self.dimensions == other.dimensions and self.permutation == other.permutation
+
+
+def tiled_transpose_description(inst: HloInstruction) -> TransposeDescription | None:
+    """XLA's GetDescriptionForTiledTransposeEmitter: a transpose the tiled
+    transpose emitter takes, described on its normalized dimensions."""
+    if inst.opcode != "transpose" or inst.operands[0].shape.element_type is None:
+        return None
+    operand_dims, perm = normalized_transpose(inst.operands[0].shape.dims,
+                                              tuple(inst.dimensions))
+    if len(perm) < 2:
+        return None
+    dims = tuple(operand_dims[p] for p in perm)
+    desc = TransposeDescription(inst, dims, perm)
+    if perm[-1] == len(perm) - 1:
+        # 102: the kept minor dimension travels with each tile element.
+        byte_width = max(1, inst.shape.element_type.bits // 8)
+        minor_bytes = byte_width * dims[-1]
+        swapped = min(operand_dims[-2], dims[-2])
+        if minor_bytes <= kMaxBytesInMostMinorDimension and \
+                minor_bytes * swapped >= kMinDimensionToTransposeTiled:
+            return desc
+        return None
+    operand_minor, output_minor = operand_dims[-1], dims[-1]
+    if (operand_minor >= kMinDimensionToTransposeTiled and
+            output_minor >= kMinDimensionToTransposeTiled) or \
+            (operand_minor >= kMinDimensionToTransposeTiled2 and
+             output_minor >= kMinDimensionToTransposeTiled2 and
+             operand_minor * output_minor >= kMinTotalDimensionsToTransposeTiled):
+        return desc
+    return None
 
 
 def _is_bitcast_transpose(inst: HloInstruction) -> bool:
@@ -38,11 +135,12 @@ def _is_bitcast_transpose(inst: HloInstruction) -> bool:
     return kept == sorted(kept)
 
 
-def is_intermediate(inst: HloInstruction) -> bool:
-    """Ops that only pass their one operand on, element by element or as
-    a bitcast: the hero lies beyond them. An element of a variadic reduce
+def is_intermediate(inst: HloInstruction, allowed_operand_count: int = 1) -> bool:
+    """XLA's IsIntermediate: ops that pass their operands on element by
+    element or as a bitcast, with at most `allowed_operand_count`
+    operands: the hero lies beyond them. An element of a variadic reduce
     (get-tuple-element) leads to the reduce, XLA's hero of such an output."""
-    if len(inst.operands) != 1:
+    if not 1 <= len(inst.operands) <= allowed_operand_count:
         return False
     if inst.opcode in ELEMENTWISE or inst.opcode in ("bitcast", "reshape"):
         return True
@@ -51,12 +149,52 @@ def is_intermediate(inst: HloInstruction) -> bool:
     return inst.opcode == "transpose" and _is_bitcast_transpose(inst)
 
 
+def _unique_hero_above(start: HloInstruction, is_hero) -> HloInstruction | None:
+    """XLA's FindNonTrivialHero(root, predicate): the one instruction
+    satisfying `is_hero` reached from `start` through intermediate ops of
+    up to three operands (consumers first), provided nothing but
+    intermediate ops (and the tuple) lies between it and the outputs;
+    None when there is none or more than one."""
+    hero, seen, queue = None, set(), [start]
+    while queue:
+        node = queue.pop(0)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if is_hero(node):
+            if hero is not None:
+                return None
+            hero = node
+            continue
+        if is_intermediate(node, 3):
+            queue.extend(node.operands)
+    if hero is None:
+        return None
+    seen, queue = set(), list(hero.users)
+    while queue:
+        node = queue.pop(0)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.opcode not in ("tuple", "parameter") and not is_intermediate(node, 3):
+            return None
+        queue.extend(node.users)
+    return hero
+
+
 def find_hero(root: HloInstruction) -> HloInstruction:
-    """XLA's FindNonTrivialHero: up from `root` through intermediate ops,
-    staying inside the fusion (parameters are outside)."""
+    """XLA's FindNonTrivialHero: up from `root` through one-operand
+    intermediate ops, staying inside the fusion (parameters are outside);
+    then, looking harder, a unique tiled transpose or concatenate reached
+    through elementwise ops of several operands."""
     hero = root
     while is_intermediate(hero) and hero.operands[0].opcode != "parameter":
         hero = hero.operands[0]
+    for is_hero in (lambda i: tiled_transpose_description(i) is not None,
+                    lambda i: i.opcode == "concatenate"):
+        found = _unique_hero_above(hero, is_hero)
+        if found is not None:
+            return found
     return hero
 
 
@@ -183,18 +321,6 @@ def is_real_reduction_hero(hero: HloInstruction, warp_size: int = 32) -> bool:
             reduction_is_race_free(reduction_dimensions(hero), warp_size))
 
 
-def _is_tiled_transpose(inst: HloInstruction) -> bool:
-    """A transpose the transpose emitter would take: it swaps the minor
-    dimension with another (021 or 210 after merging), both large."""
-    if inst.opcode != "transpose" or _is_bitcast_transpose(inst):
-        return False
-    perm, dims = inst.dimensions, inst.operands[0].shape.dims
-    minor_in = len(perm) - 1
-    minor_out_source = perm[-1]
-    return (minor_out_source != minor_in and dims[minor_in] >= kMinDimensionToTransposeTiled
-            and dims[minor_out_source] >= kMinDimensionToTransposeTiled)
-
-
 @dataclass(eq=False)
 class FusionAnalysis:
     """What the emitters need to know about a fusion, computed once and
@@ -207,6 +333,8 @@ class FusionAnalysis:
     kind: EmitterKind
     # The hero that decided `kind` (None for the loop emitter).
     deciding_hero: HloInstruction | None
+    # The transpose every transposed output shares (the transpose kind).
+    tiled_transpose: TransposeDescription | None = None
 
     @property
     def computation(self) -> HloComputation:
@@ -257,6 +385,30 @@ def _is_input_slices(roots: list[HloInstruction]) -> bool:
     return len({r.operands[0].shape.dims for r in roots}) == 1
 
 
+def find_consistent_transpose_hero(roots: list[HloInstruction], heroes: list[HloInstruction]
+                                   ) -> TransposeDescription | None:
+    """XLA's FindConsistentTransposeHero: the tiled transpose of the
+    transposed outputs, when they all have one (normalized dimensions and
+    permutation) and every other output has the transpose's input element
+    count (a bitcast of it: written from the same tile)."""
+    found = None
+    others = []
+    for root, hero in zip(roots, heroes):
+        desc = tiled_transpose_description(hero)
+        if desc is None:
+            others.append(root)
+        elif found is None:
+            found = desc
+        elif not found.is_equivalent(desc):
+            return None
+    if found is None:
+        return None
+    elements = prod_of(found.input_shape)
+    if any(not r.shape.is_array or r.shape.num_elements != elements for r in others):
+        return None
+    return found
+
+
 def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
     """XLA's emitter choice for a fusion instruction (GetEmitterFusionKind,
     in its order): packed sub-byte types -> input slices or loop; a
@@ -287,9 +439,10 @@ def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
         if all(reduction_dimensions(h) == dims if is_real_reduction_hero(h)
                else r.shape.num_elements == operand_elements for r, h in zip(roots, heroes)):
             return result(EmitterKind.REDUCTION, reduction)
-    transpose = next((h for h in heroes if _is_tiled_transpose(h)), None)
+    transpose = find_consistent_transpose_hero(roots, heroes)
     if transpose is not None:
-        return result(EmitterKind.TRANSPOSE, transpose)
+        return FusionAnalysis(fusion, roots, heroes, EmitterKind.TRANSPOSE, transpose.instr,
+                              transpose)
     # XLA's loop kind becomes the in-place DUS emitter when every output is
     # a dynamic-update-slice (IsDynamicUpdateSliceFusion).
     if all(h.opcode == "dynamic-update-slice" for h in heroes):

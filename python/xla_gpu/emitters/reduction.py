@@ -367,13 +367,7 @@ class _State:
         n = len(owner.params)
         self.params = list(entry.arguments)[:n]
         self.outputs = list(entry.arguments)[n:]
-        launch = owner.launch_dims()
-        counts = (*launch.thread_counts_per_block, *launch.block_counts)
-        live = [i for i in range(6) if counts[i] > 1 or i in (0, 3)]
-        ids = dict(zip(live, owner.kernel_ids(live)))
-        zero = arith.constant(ir.IndexType.get(), 0)
-        # XLA's six thread and block ids; the single-valued ones are 0.
-        self.ids = [ids.get(i, zero) for i in range(6)]
+        self.ids = owner.all_kernel_ids()
         self.thread_id = self.ids[0]
         # Each reduction output's thread -> output map, built once (the
         # epilogue is emitted once per vector element of the read loop).

@@ -10,6 +10,7 @@ importing it in `emitters/__init__.py` so that it registers.
 
 from __future__ import annotations
 
+import logging
 from typing import Callable, TypeVar
 
 from .elemental import EmitterNotBuiltError
@@ -39,12 +40,29 @@ def register_emitter(kind: EmitterKind) -> Callable[[T], T]:
     return register
 
 
-def emitter_class(analysis: FusionAnalysis) -> type:
+# Remarks (`--verbose` in the tools): which emitter took a fusion and why.
+REMARKS = logging.getLogger("xla_gpu.emitters")
+
+
+def emitter_class(analysis: FusionAnalysis, device=None) -> type:
     """The registered emitter for the analysis' kind; the loop emitter
-    where it is correct and the kind's own is not built yet."""
+    where it is correct and the kind's own is not built yet, or declines
+    the fusion (an emitter's `decline_reason(analysis, device)`, said as a
+    remark)."""
+    name = analysis.fusion.name
     if analysis.kind in EMITTERS:
-        return EMITTERS[analysis.kind]
+        cls = EMITTERS[analysis.kind]
+        decline = getattr(cls, "decline_reason", None)
+        reason = decline(analysis, device) if decline is not None and device else None
+        if reason is None or analysis.kind not in _LOOP_CAN_STAND_IN:
+            REMARKS.info("%s: the %s emitter (%s)", name, analysis.kind.value, cls.__name__)
+            return cls
+        REMARKS.info("%s: the %s emitter declines: %s; the loop emitter writes it", name,
+                     analysis.kind.value, reason)
+        return EMITTERS[EmitterKind.LOOP]
     if analysis.kind in _LOOP_CAN_STAND_IN:
+        REMARKS.info("%s: the %s emitter is not built; the loop emitter writes it", name,
+                     analysis.kind.value)
         return EMITTERS[EmitterKind.LOOP]
     raise EmitterNotBuiltError(analysis.deciding_hero, f"the fusion's hero needs the "
                                f"{analysis.kind.value} emitter, which is not built yet")

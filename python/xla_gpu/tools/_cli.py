@@ -4,6 +4,7 @@ and turning the project's errors into one clean line and exit status 1."""
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Callable
@@ -20,6 +21,23 @@ class ArgumentParser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         sys.exit(1)
+
+
+def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="print the emitters' remarks (which emitter took a fusion, "
+                             "and why one declined) on stderr")
+
+
+def enable_remarks(verbose: bool) -> None:
+    """With --verbose, the emitters' remarks go to stderr as `remark: ...`."""
+    if not verbose:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("remark: %(message)s"))
+    logger = logging.getLogger("xla_gpu.emitters")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 class ToolError(Exception):

@@ -14,7 +14,8 @@ from mlir import ir
 from ..emitters import (DEFAULT_DEVICE, DEVICES, EmitterError, device_named, find_fusion,
                         make_emitter)
 from ..emitters.partitioner import partition_to_dot
-from ._cli import ArgumentParser, ToolError, read_hlo, run_tool
+from ._cli import (ArgumentParser, ToolError, add_verbose_flag, enable_remarks, read_hlo,
+                   run_tool)
 
 
 def emit_file(path: str, dump_partition: str | None = None,
@@ -47,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
                              "is installed)")
     parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
                         help="the GPU to choose launch dimensions for (default: %(default)s)")
+    add_verbose_flag(parser)
     args = parser.parse_args(argv)
+    enable_remarks(args.verbose)
 
     def body() -> int:
         sys.stdout.write(emit_file(args.file, args.dump_partition, args.device))

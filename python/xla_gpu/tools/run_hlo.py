@@ -53,7 +53,8 @@ from ..hlo import HloComputation, HloInstruction, HloModule
 from ..hlo.module import computations_called_by
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
-from ._cli import ArgumentParser, ToolError, check_host_memory, read_hlo, run_tool
+from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory, enable_remarks,
+                   read_hlo, run_tool)
 from .test_correctness import random_input, report
 
 
@@ -267,7 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rel_error_bound", type=float, default=1e-5)
     parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
                         help="the GPU whose launch dimensions the kernels use")
+    add_verbose_flag(parser)
     args = parser.parse_args(argv)
+    enable_remarks(args.verbose)
     if args.xla_dump_hlo_pass_re is not None:
         try:
             dump_passes = re.search(args.xla_dump_hlo_pass_re, "fusion-emitter") is not None

@@ -24,7 +24,8 @@ from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_
 from ..indexing import indexing_from, output_to_input_indexing
 from ..reference import as_xla_takes_it, run_with_xla
 from ..runtime import CpuKernel
-from ._cli import ArgumentParser, ToolError, check_host_memory, read_hlo, run_tool
+from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory, enable_remarks,
+                   read_hlo, run_tool)
 
 
 def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
@@ -188,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
                         help="the GPU whose launch dimensions the kernel uses")
+    add_verbose_flag(parser)
     args = parser.parse_args(argv)
+    enable_remarks(args.verbose)
 
     def body() -> int:
         module = read_hlo(args.file)

@@ -113,7 +113,8 @@ def test_unsupported_opcode_names_the_instruction(ctx):
 
 EMITTER_TESTS = sorted((HLO.parent / "emitters" / "loop").glob("*.hlo"))
 # XLA's folder names for the reduction emitters' tests (headerless HLO).
-REDUCTION_TESTS = sorted((HLO.parent / "emitters").glob("reduce_*/*.hlo"))
+HERO_EMITTER_TESTS = sorted(p for d in ("reduce_*", "transpose", "concatenate")
+                            for p in (HLO.parent / "emitters").glob(f"{d}/*.hlo"))
 
 
 @pytest.mark.parametrize("path", [p for p in EMITTER_TESTS if p.name != "unsupported.hlo"],
@@ -133,18 +134,28 @@ def test_every_loop_test_kernel_assembles(ctx, path, sm):
     assert result.ok, result.log
 
 
-@pytest.mark.parametrize("path", REDUCTION_TESTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+# What each hero emitter's kernels must contain (the files that leave the
+# fusion to the loop emitter say so in their names).
+HERO_MARKERS = {"reduce": ("xla_gpu.shuffle_reduce", {"max_12.hlo"}),
+                "transpose": ("xla_gpu.allocate_shared", {"fallback.hlo"}),
+                "concatenate": ("xla_gpu.loop", set())}
+
+
+@pytest.mark.parametrize("path", HERO_EMITTER_TESTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 @pytest.mark.parametrize("sm", [80, 90])
-def test_every_reduction_test_kernel_assembles(ctx, path, sm):
-    """Every reduction emitter test's kernel (shuffles, shared tiles,
-    barriers) compiles to PTX that ptxas accepts."""
+def test_every_hero_emitter_test_kernel_assembles(ctx, path, sm):
+    """Every reduction, transpose and concatenate emitter test's kernel
+    (shuffles, shared tiles, barriers) compiles to PTX that ptxas accepts;
+    shared tiles become .shared memory."""
     from xla_gpu import pipelines, ptx
     if ptx.find_ptxas() is None or pipelines.find_libdevice() is None:
         pytest.skip("ptxas/libdevice (CUDA) is not installed on this machine")
-    module = emit_fusion(find_fusion(parse_hlo(path.read_text())))
-    assert "xla_gpu.shuffle_reduce" in str(module) or "max_12" in path.name
+    module = str(emit_fusion(find_fusion(parse_hlo(path.read_text()))))
+    marker, loop_fallbacks = HERO_MARKERS[path.parent.name.split("_")[0]]
+    assert (marker in module) != (path.name in loop_fallbacks)
     opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
-    code = pipelines.compile_to_ptx(ir.Module.parse(str(module)), opts)
+    code = pipelines.compile_to_ptx(ir.Module.parse(module), opts)
+    assert (".shared" in code) == ("xla_gpu.allocate_shared" in module)
     result = ptx.ptxas_check(code, opts.chip)
     assert result.ok, result.log
 
@@ -153,8 +164,7 @@ HERO_CASES = {
     # A binary op is a hero itself (XLA follows one-operand ops only).
     "binary": ("p0 = f32[8] parameter(0)\ne = f32[8] exponential(p0)\n"
                "ROOT m = f32[8] multiply(e, e)", "f32[8]", "f32[8]", ["m"], "loop"),
-    # Swapping two large dimensions: the transpose emitter's (the loop
-    # emitter stands in for it).
+    # Swapping two large dimensions: the transpose emitter's.
     "tiled transpose": ("p0 = f32[64,32] parameter(0)\n"
                         "t = f32[32,64] transpose(p0), dimensions={1,0}\n"
                         "ROOT e = f32[32,64] exponential(t)", "f32[64,32]", "f32[32,64]",
@@ -163,6 +173,23 @@ HERO_CASES = {
     "bitcast transpose": ("p0 = f32[1,32] parameter(0)\ne = f32[1,32] exponential(p0)\n"
                           "ROOT t = f32[32,1] transpose(e), dimensions={1,0}", "f32[1,32]",
                           "f32[32,1]", ["e"], "loop"),
+    # XLA looks harder for a transpose: through elementwise ops of several
+    # operands, when it is the only one.
+    "transpose under a binary op": (
+        "p0 = f32[64,32] parameter(0)\nt = f32[32,64] transpose(p0), dimensions={1,0}\n"
+        "c = f32[] constant(2)\nb = f32[32,64] broadcast(c), dimensions={}\n"
+        "ROOT m = f32[32,64] multiply(t, b)", "f32[64,32]", "f32[32,64]", ["t"], "transpose"),
+    "two transposes": (
+        "p0 = f32[64,64] parameter(0)\nt = f32[64,64] transpose(p0), dimensions={1,0}\n"
+        "n = f32[64,64] negate(p0)\nu = f32[64,64] transpose(n), dimensions={1,0}\n"
+        "ROOT m = f32[64,64] multiply(t, u)", "f32[64,64]", "f32[64,64]", ["m"], "loop"),
+    # A non-elementwise op after the transpose (here a slice) hides it.
+    "transpose under a slice": (
+        "p0 = f32[64,32] parameter(0)\nt = f32[32,64] transpose(p0), dimensions={1,0}\n"
+        "c = f32[] constant(2)\nb = f32[32,64] broadcast(c), dimensions={}\n"
+        "m = f32[32,64] multiply(t, b)\n"
+        "ROOT s = f32[16,64] slice(m), slice={[0:16], [0:64]}", "f32[64,32]", "f32[16,64]",
+        ["s"], "loop"),
 }
 
 

@@ -21,11 +21,12 @@ from .registry import EMITTERS, EmitterNotBuiltError, emitter_class, register_em
 from .verifier import verify_fusion, verify_fusion_instruction
 # Each emitter registers itself for its kind on import.
 from .loop import LoopEmitter, loop_launch_dims
+from .concatenate import ConcatenateEmitter
 from .reduction import ReductionEmitter
 from .transpose import TransposeEmitter
 
 __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "EmittedKernel",
-           "EmitterError", "EmitterNotBuiltError", "EmitterKind", "FusionAnalysis",
+           "ConcatenateEmitter", "EmitterError", "EmitterNotBuiltError", "EmitterKind", "FusionAnalysis",
            "LaunchDimensions", "LoopEmitter", "ReductionEmitter", "TransposeEmitter",
            "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
            "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "register_emitter",

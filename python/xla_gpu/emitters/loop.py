@@ -5,6 +5,7 @@ elements per thread, calling the root subgraph for each element."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from mlir import ir
 from mlir.dialects import func, tensor
@@ -20,7 +21,7 @@ from .fusion_analysis import EmitterKind, FusionAnalysis
 from .kernel import LaunchDimensions
 from .registry import register_emitter
 
-__all__ = ["LoopEmitter", "LoopLaunch", "loop_launch_dims",
+__all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "loop_launch_dims",
            "may_prevent_vectorization"]
 
 # XLA: a block is this many warps (warp scheduling granularity).
@@ -86,6 +87,26 @@ def loop_launch_dims(shape: Shape, device: DeviceDescription = DEFAULT_DEVICE,
     return LoopLaunch(LaunchDimensions((blocks_x, blocks_y, 1), (threads, 1, 1)), vector)
 
 
+def default_thread_map(emitter: EmitterBase, dims: LaunchDimensions, unroll: int,
+                       shape: tuple[int, ...]) -> IndexingMap:
+    """XLA's GetDefaultThreadIdIndexingMap: (th_x, th_y, th_z, bl_x, bl_y,
+    bl_z)[chunk_id, unroll_id] -> the element of `shape` a thread handles:
+    element ((bl_y * blocks_x + bl_x) * threads + th_x) * unroll +
+    unroll_id of chunk chunk_id, row-major; chunks cover what one pass of
+    the grid does not, and a constraint cuts a ragged tail."""
+    d = [ir.AffineDimExpr.get(i) for i in range(6)]
+    chunk, unroll_id = ir.AffineSymbolExpr.get(0), ir.AffineSymbolExpr.get(1)
+    threads, blocks_x = dims.thread_counts_per_block[0], dims.block_counts[0]
+    per_chunk = dims.num_blocks * threads * unroll
+    n = prod(shape)
+    chunks = max(1, -(-n // per_chunk))
+    linear = chunk * per_chunk + ((d[4] * blocks_x + d[3]) * threads + d[0]) * unroll + unroll_id
+    constraints = [(linear, (0, n - 1))] if per_chunk * chunks != n else []
+    return emitter.kernel_map(delinearize(linear, shape),
+                              [("chunk_id", 0, chunks - 1), ("unroll_id", 0, unroll - 1)],
+                              constraints).simplify()
+
+
 @register_emitter(EmitterKind.LOOP)
 class LoopEmitter(EmitterBase):
     """Every output written through the same thread -> element map (roots
@@ -108,24 +129,11 @@ class LoopEmitter(EmitterBase):
         return self.launch.dims
 
     def thread_to_output_map(self, root_index: int = 0) -> IndexingMap:
-        """(th_x, th_y, th_z, bl_x, bl_y, bl_z)[chunk_id, unroll_id] -> the
-        element of output `root_index` written: element ((bl_y * blocks_x +
-        bl_x) * threads + th_x) * unroll + unroll_id in row-major order; a
-        constraint cuts a ragged tail."""
         root = self.output_roots()[root_index]
         if root.shape.num_elements == 0:
             raise EmitterError(root, "the output has no elements, no thread writes one")
-        d = [ir.AffineDimExpr.get(i) for i in range(6)]
-        chunk, unroll = ir.AffineSymbolExpr.get(0), ir.AffineSymbolExpr.get(1)
-        dims, u = self.launch.dims, self.launch.unroll_factor
-        threads, blocks_x = dims.thread_counts_per_block[0], dims.block_counts[0]
-        per_chunk = dims.num_blocks * threads * u
-        linear = chunk * per_chunk + ((d[4] * blocks_x + d[3]) * threads + d[0]) * u + unroll
-        n = root.shape.num_elements
-        constraints = [(linear, (0, n - 1))] if per_chunk != n else []
-        return self.kernel_map(delinearize(linear, root.shape.dims),
-                               [("chunk_id", 0, 0), ("unroll_id", 0, u - 1)],
-                               constraints).simplify()
+        return default_thread_map(self, self.launch.dims, self.launch.unroll_factor,
+                                  root.shape.dims)
 
     def thread_to_input_map(self, root_index: int, hero_operand_index: int
                             ) -> IndexingMap | None:

@@ -48,7 +48,7 @@ def test_registry_falls_back_to_loop_only_where_correct(ctx):
     fusion = _negate("f32[64,32]")
     analysis = analyze_fusion(fusion)
     assert emitter_class(analysis) is LoopEmitter
-    for kind in (EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE, EmitterKind.INPUT_SLICES):
+    for kind in (EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE,):
         assert emitter_class(dataclasses.replace(analysis, kind=kind)) is LoopEmitter
     assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.REDUCTION)) \
         is ReductionEmitter

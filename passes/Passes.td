@@ -34,6 +34,40 @@ def LowerXlaGpuLoopsToScfPass
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }
 
+def LowerTileCopiesPass : Pass<"xla-gpu-lower-tile-copies", "mlir::func::FuncOp"> {
+  let summary = "Lowers xla_gpu.copy_tile to a loop of the widest aligned vector copies.";
+  let description = [{
+    Seed 004's global<->shared tile copy. For a copy between a kernel
+    argument (global memory) and an `xla_gpu.allocate_shared` tile:
+
+    1. Check that every thread takes part (no enclosing condition, the
+       thread id spans `num_threads`), that both boxes hold elements of one
+       type with the same non-unit extents, that one side is global and the
+       other shared, and that the element count divides by the thread count.
+    2. Partition the box, in the global side's (row-major) order, into
+       `[outer, threads, vec]`: round f, thread t copies the `vec` elements
+       from linear position (f * threads + t) * vec.
+    3. Choose `vec` for the widest of 128, 64, 32, 16, 8 bits such that the
+       minor extent divides by it, every other stride of both sides and
+       both base offsets are multiples of it (each vector naturally
+       aligned); a swizzled shared tile caps it at one swizzle chunk.
+    4. Emit `scf.for` over the rounds of one `vector.transfer_read` and one
+       `vector.transfer_write` each, the shared offset through the swizzle.
+
+    A copy that is not global<->shared, or whose element count the threads
+    do not divide, is copied element by element instead (each thread every
+    `num_threads`-th element); one whose threads are narrowed or whose boxes
+    differ is an error. With `remarks`, every declined vectorization says why.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark for every copy: its vector width and rounds, or why it "
+           "is not a vectorized global-shared copy">,
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect", "::xla::gpu::XlaGpuDialect"];
+}
+
 def FlattenTensorsPass : Pass<"xla-gpu-flatten-tensors", "mlir::ModuleOp"> {
   let summary = "Flattens statically shaped tensors to one dimension.";
   let description = [{

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -107,6 +108,58 @@ struct FlattenAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
   }
 };
 
+// A 1-d in-bounds vector transfer along a stride-1 dimension of an N-d
+// tensor (what -xla-gpu-lower-tile-copies emits): the same transfer at the
+// linear index of its first element.
+bool isFlattenableTransfer(mlir::VectorTransferOpInterface op) {
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(op.getBase().getType());
+  if (!type || op.getVectorType().getRank() != 1 || !op.isDimInBounds(0) || op.getMask()) {
+    return false;
+  }
+  auto dim = llvm::dyn_cast<mlir::AffineDimExpr>(op.getPermutationMap().getResult(0));
+  if (!dim) return false;
+  for (int64_t i = dim.getPosition() + 1; i < type.getRank(); ++i) {
+    if (type.getDimSize(i) != 1) return false;
+  }
+  return true;
+}
+
+struct FlattenTransferRead : public mlir::OpConversionPattern<mlir::vector::TransferReadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::vector::TransferReadOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    if (!isFlattenableTransfer(op)) {
+      return rewriter.notifyMatchFailure(op, "not a 1-d in-bounds transfer along a stride-1 "
+                                             "dimension");
+    }
+    auto type = llvm::cast<mlir::RankedTensorType>(op.getBase().getType());
+    Value index = linearize(rewriter, op.getLoc(), type, adaptor.getIndices());
+    llvm::SmallVector<bool> inBounds{true};
+    rewriter.replaceOpWithNewOp<mlir::vector::TransferReadOp>(
+        op, op.getVectorType(), adaptor.getBase(), mlir::ValueRange{index},
+        std::optional<Value>(adaptor.getPadding()), llvm::ArrayRef<bool>(inBounds));
+    return mlir::success();
+  }
+};
+
+struct FlattenTransferWrite : public mlir::OpConversionPattern<mlir::vector::TransferWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::vector::TransferWriteOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    if (!isFlattenableTransfer(op)) {
+      return rewriter.notifyMatchFailure(op, "not a 1-d in-bounds transfer along a stride-1 "
+                                             "dimension");
+    }
+    auto type = llvm::cast<mlir::RankedTensorType>(op.getBase().getType());
+    Value index = linearize(rewriter, op.getLoc(), type, adaptor.getIndices());
+    llvm::SmallVector<bool> inBounds{true};
+    rewriter.replaceOpWithNewOp<mlir::vector::TransferWriteOp>(
+        op, adaptor.getValueToStore(), adaptor.getBase(), mlir::ValueRange{index},
+        llvm::ArrayRef<bool>(inBounds));
+    return mlir::success();
+  }
+};
+
 // Ops whose only change is the types of their operands and results.
 struct RetypeOp : public mlir::ConversionPattern {
   RetypeOp(const mlir::TypeConverter& converter, mlir::MLIRContext* ctx)
@@ -181,8 +234,8 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
     mlir::populateReturnOpTypeConversionPattern(patterns, converter);
     mlir::populateCallOpTypeConversionPattern(patterns, converter);
     mlir::scf::populateSCFStructuralTypeConversions(converter, patterns);
-    patterns.add<FlattenExtract, FlattenInsert, FlattenAtomicRMW, FlattenConstant>(converter,
-                                                                                   ctx);
+    patterns.add<FlattenExtract, FlattenInsert, FlattenAtomicRMW, FlattenConstant,
+                 FlattenTransferRead, FlattenTransferWrite>(converter, ctx);
     patterns.add<RetypeOp>(converter, ctx);
     if (failed(mlir::applyPartialConversion(getOperation(), target, std::move(patterns)))) {
       signalPassFailure();

@@ -767,6 +767,47 @@ static LogicalResult verifyIndexCount(OpT op, mlir::Type tensorType) {
   return success();
 }
 
+LogicalResult CopyTileOp::verify() {
+  // The op's shape: one offset and one size per dimension of each side, the
+  // boxes inside their tensors where the offsets are constants. (That both
+  // boxes hold the same elements of one type is for the lowering to check
+  // and decline with its reason.)
+  auto check = [&](llvm::StringRef side, mlir::RankedTensorType type, mlir::ValueRange offsets,
+                   llvm::ArrayRef<int64_t> sizes) -> LogicalResult {
+    if (static_cast<int64_t>(offsets.size()) != type.getRank() ||
+        static_cast<int64_t>(sizes.size()) != type.getRank()) {
+      return emitOpError() << "needs one " << side << " offset and size per dimension of "
+                           << type << ", got " << offsets.size() << " and " << sizes.size();
+    }
+    for (auto [i, size] : llvm::enumerate(sizes)) {
+      if (size < 1 || size > type.getDimSize(i)) {
+        return emitOpError() << side << " size " << size << " of dimension " << i
+                             << " is not in [1, " << type.getDimSize(i) << "]";
+      }
+      llvm::APInt c;
+      if (mlir::matchPattern(offsets[i], mlir::m_ConstantInt(&c)) &&
+          (c.getSExtValue() < 0 || c.getSExtValue() + size > type.getDimSize(i))) {
+        return emitOpError() << side << " box [" << c.getSExtValue() << ", "
+                             << c.getSExtValue() + size << ") of dimension " << i
+                             << " is outside [0, " << type.getDimSize(i) << ")";
+      }
+    }
+    return mlir::success();
+  };
+  if (getNumThreads() < 1) return emitOpError() << "needs at least one thread";
+  if (auto swizzle = getSwizzle()) {
+    if (swizzle->size() != 3 || llvm::any_of(*swizzle, [](int64_t v) { return v < 0; })) {
+      return emitOpError() << "swizzle is [B, M, S], three counts of bits";
+    }
+  }
+  if (failed(check("source", llvm::cast<mlir::RankedTensorType>(getSource().getType()),
+                   getSourceOffsets(), getSourceSizes()))) {
+    return mlir::failure();
+  }
+  return check("dest", llvm::cast<mlir::RankedTensorType>(getDest().getType()), getDestOffsets(),
+               getDestSizes());
+}
+
 LogicalResult PredicatedInsertOp::verify() {
   return verifyIndexCount(*this, getDest().getType());
 }

@@ -59,6 +59,40 @@ def XlaGpu_SyncThreadsOp : XlaGpu_Op<"sync_threads", [
   let assemblyFormat = "operands attr-dict `:` type($operands)";
 }
 
+def XlaGpu_CopyTileOp : XlaGpu_Op<"copy_tile", [
+    AttrSizedOperandSegments, AllTypesMatch<["dest", "result"]>]> {
+  let summary = "The threads of a block copy a tile between two tensors.";
+  let description = [{
+    The `num_threads` threads with ids `thread` = 0 ... num_threads - 1
+    together copy the box `source[source_offsets + [0, source_sizes)]` to
+    `dest[dest_offsets + [0, dest_sizes)]` (the same elements in row-major
+    order: both boxes have one element type and the same non-unit
+    extents). One side is a kernel argument (global memory), the other an
+    `xla_gpu.allocate_shared` tile (shared memory); `swizzle = array<i64:
+    B, M, S>` says the shared tile is stored XOR-swizzled (CuTe's
+    Swizzle<B, M, S>: element offset o is stored at o ^ ((o >> S) & (2^B -
+    1) << M)). `-xla-gpu-lower-tile-copies` lowers it (seed 004): a loop
+    of the widest aligned vector copies.
+
+    ```mlir
+    %filled = xla_gpu.copy_tile %in[%r, %c0] [32, 32] to %shmem[%c0, %c0] [32, 32]
+        thread %tid of 32 : tensor<256x32xf32> to tensor<32x32xf32>
+    ```
+  }];
+  // (The single operands come first: the result type is inferred from
+  // `dest` by its position.)
+  let arguments = (ins AnyStaticShapeTensor:$dest, AnyStaticShapeTensor:$source, Index:$thread,
+                       Variadic<Index>:$source_offsets, Variadic<Index>:$dest_offsets,
+                       DenseI64ArrayAttr:$source_sizes, DenseI64ArrayAttr:$dest_sizes,
+                       I64Attr:$num_threads, OptionalAttr<DenseI64ArrayAttr>:$swizzle);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $source `[` $source_offsets `]` $source_sizes `to` $dest `[` $dest_offsets `]` $dest_sizes
+    `thread` $thread `of` $num_threads attr-dict `:` type($source) `to` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
 def XlaGpu_AtomicRMWOp : XlaGpu_Op<"atomic_rmw", [
     Pure,
     TypesMatchWith<"result type matches type of dest", "input", "result", "$_self">,

@@ -81,6 +81,7 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         "canonicalize",
         f"func.func(xla-gpu-lower-xla-gpu-to-scf{{warp_size={opts.warp_size}}})",
         "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
+        "func.func(xla-gpu-lower-tile-copies)",
         "func.func(xla-gpu-simplify-arith)",
         "canonicalize",
         "cse",

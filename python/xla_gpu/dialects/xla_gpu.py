@@ -240,3 +240,18 @@ class SyncThreadsOp(_SyncThreadsOp):
 
 def sync_threads(operands: Sequence[ir.Value], *, loc=None, ip=None):
     return get_op_result_or_op_results(SyncThreadsOp(operands, loc=loc, ip=ip))
+
+
+def copy_tile(source: ir.Value, source_offsets: Sequence[ir.Value], source_sizes: Sequence[int],
+              dest: ir.Value, dest_offsets: Sequence[ir.Value], dest_sizes: Sequence[int],
+              thread: ir.Value, num_threads: int, *, swizzle: Sequence[int] | None = None,
+              loc=None, ip=None) -> ir.Value:
+    """`xla_gpu.copy_tile`, arguments in the order its syntax writes them:
+    the `num_threads` threads copy source's box to dest's (seed 004)."""
+    i64 = ir.IntegerType.get_signless(64)
+    return CopyTileOp(dest, source, thread, list(source_offsets), list(dest_offsets),
+                      ir.DenseI64ArrayAttr.get(list(source_sizes)),
+                      ir.DenseI64ArrayAttr.get(list(dest_sizes)),
+                      ir.IntegerAttr.get(i64, num_threads),
+                      swizzle=None if swizzle is None else ir.DenseI64ArrayAttr.get(list(swizzle)),
+                      loc=loc, ip=ip).result

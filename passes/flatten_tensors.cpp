@@ -124,16 +124,25 @@ bool isFlattenableTransfer(mlir::VectorTransferOpInterface op) {
   return true;
 }
 
+// The linear index of a flattenable transfer's first element; null (and a
+// match failure) for any other transfer.
+template <typename OpT, typename AdaptorT>
+Value flatTransferIndex(OpT op, AdaptorT adaptor, mlir::ConversionPatternRewriter& rewriter) {
+  if (!isFlattenableTransfer(op)) {
+    (void)rewriter.notifyMatchFailure(op, "not a 1-d in-bounds transfer along a stride-1 "
+                                          "dimension");
+    return nullptr;
+  }
+  auto type = llvm::cast<mlir::RankedTensorType>(op.getBase().getType());
+  return linearize(rewriter, op.getLoc(), type, adaptor.getIndices());
+}
+
 struct FlattenTransferRead : public mlir::OpConversionPattern<mlir::vector::TransferReadOp> {
   using OpConversionPattern::OpConversionPattern;
   mlir::LogicalResult matchAndRewrite(mlir::vector::TransferReadOp op, OpAdaptor adaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
-    if (!isFlattenableTransfer(op)) {
-      return rewriter.notifyMatchFailure(op, "not a 1-d in-bounds transfer along a stride-1 "
-                                             "dimension");
-    }
-    auto type = llvm::cast<mlir::RankedTensorType>(op.getBase().getType());
-    Value index = linearize(rewriter, op.getLoc(), type, adaptor.getIndices());
+    Value index = flatTransferIndex(op, adaptor, rewriter);
+    if (!index) return mlir::failure();
     llvm::SmallVector<bool> inBounds{true};
     rewriter.replaceOpWithNewOp<mlir::vector::TransferReadOp>(
         op, op.getVectorType(), adaptor.getBase(), mlir::ValueRange{index},
@@ -146,12 +155,8 @@ struct FlattenTransferWrite : public mlir::OpConversionPattern<mlir::vector::Tra
   using OpConversionPattern::OpConversionPattern;
   mlir::LogicalResult matchAndRewrite(mlir::vector::TransferWriteOp op, OpAdaptor adaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
-    if (!isFlattenableTransfer(op)) {
-      return rewriter.notifyMatchFailure(op, "not a 1-d in-bounds transfer along a stride-1 "
-                                             "dimension");
-    }
-    auto type = llvm::cast<mlir::RankedTensorType>(op.getBase().getType());
-    Value index = linearize(rewriter, op.getLoc(), type, adaptor.getIndices());
+    Value index = flatTransferIndex(op, adaptor, rewriter);
+    if (!index) return mlir::failure();
     llvm::SmallVector<bool> inBounds{true};
     rewriter.replaceOpWithNewOp<mlir::vector::TransferWriteOp>(
         op, adaptor.getValueToStore(), adaptor.getBase(), mlir::ValueRange{index},

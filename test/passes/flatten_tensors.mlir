@@ -83,3 +83,20 @@ func.func @huge(%t: tensor<4611686018427387904x4xf32>) -> f32 {
   %v = tensor.extract %t[%c0, %c0] : tensor<4611686018427387904x4xf32>
   return %v : f32
 }
+
+// -----
+
+// A 1-d transfer along the minor dimension (what -xla-gpu-lower-tile-copies
+// emits) reads at the linear index of its first element.
+// CHECK-LABEL: func.func @transfer_minor
+// CHECK-SAME: (%[[T:.*]]: tensor<1024xf32>, %[[I:.*]]: index, %[[J:.*]]: index)
+// CHECK: %[[L:.*]] = xla_gpu.apply_indexing #[[$IJ:.*]](%[[I]], %[[J]])
+// CHECK: %[[V:.*]] = vector.transfer_read %[[T]][%[[L]]], %{{.*}} {in_bounds = [true]} : tensor<1024xf32>, vector<4xf32>
+// CHECK: %[[M:.*]] = xla_gpu.apply_indexing #[[$IJ]](%[[J]], %[[I]])
+// CHECK: vector.transfer_write %[[V]], %[[T]][%[[M]]] {in_bounds = [true]} : vector<4xf32>, tensor<1024xf32>
+func.func @transfer_minor(%t: tensor<32x32xf32>, %i: index, %j: index) -> tensor<32x32xf32> {
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %t[%i, %j], %pad {in_bounds = [true]} : tensor<32x32xf32>, vector<4xf32>
+  %w = vector.transfer_write %v, %t[%j, %i] {in_bounds = [true]} : vector<4xf32>, tensor<32x32xf32>
+  return %w : tensor<32x32xf32>
+}

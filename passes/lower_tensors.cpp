@@ -421,12 +421,64 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
     mlir::Block* body = op.getBody();
     Value current = body->getArgument(0);
     mlir::Type elt = current.getType();
-    if (subByteWidth(elt)) {
-      return rewriter.notifyMatchFailure(op, "atomics on packed sub-byte integers");
-    }
-    Value ptr = gep(rewriter, loc, adaptor.getInput(), elt, index);
     auto yield = llvm::cast<YieldOp>(body->getTerminator());
     Value updated = yield.getResult()[0];
+    auto c = [&](int64_t v, unsigned bits) -> Value {
+      return rewriter.create<mlir::arith::ConstantIntOp>(loc, v, bits);
+    };
+    // Packed sub-byte integers: a compare-and-swap of the byte holding the
+    // element (NVPTX widens it to the enclosing 32-bit word).
+    if (unsigned width = subByteWidth(elt)) {
+      auto [byte, shift] = packedElement(rewriter, loc, adaptor.getInput(), index, width);
+      auto i8 = rewriter.getI8Type();
+      Value mask = rewriter.create<mlir::arith::ShLIOp>(loc, c((1 << width) - 1, 8), shift);
+      emitCasLoop(rewriter, op, byte, i8,
+                  [&](mlir::OpBuilder& b, Value old) -> Value {
+                    return b.create<mlir::arith::TruncIOp>(
+                        loc, elt, b.create<mlir::arith::ShRUIOp>(loc, old, shift));
+                  },
+                  [&](mlir::OpBuilder& b, Value old, Value value) -> Value {
+                    Value kept = b.create<mlir::arith::AndIOp>(
+                        loc, old, b.create<mlir::arith::XOrIOp>(loc, mask, c(-1, 8)));
+                    Value bits = b.create<mlir::arith::ShLIOp>(
+                        loc, b.create<mlir::arith::ExtUIOp>(loc, i8, value), shift);
+                    return b.create<mlir::arith::OrIOp>(
+                        loc, kept, b.create<mlir::arith::AndIOp>(loc, bits, mask));
+                  });
+      rewriter.replaceOp(op, adaptor.getInput());
+      return mlir::success();
+    }
+    // complex<f32>: one 64-bit compare-and-swap of the (re, im) pair.
+    if (auto complex = llvm::dyn_cast<mlir::ComplexType>(elt)) {
+      mlir::Type part = complex.getElementType();
+      if (!part.isF32()) return rewriter.notifyMatchFailure(op, "refused before conversion");
+      auto [re, im] = complexParts(rewriter, loc, index);
+      (void)im;
+      Value ptr = gep(rewriter, loc, adaptor.getInput(), part, re);
+      auto i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+      emitCasLoop(rewriter, op, ptr, i64,
+                  [&](mlir::OpBuilder& b, Value old) -> Value {
+                    auto half = [&](Value bits) {
+                      return b.create<mlir::arith::BitcastOp>(
+                          loc, part, b.create<mlir::arith::TruncIOp>(loc, i32, bits));
+                    };
+                    Value high = b.create<mlir::arith::ShRUIOp>(loc, old, c(32, 64));
+                    return b.create<mlir::complex::CreateOp>(loc, complex, half(old), half(high));
+                  },
+                  [&](mlir::OpBuilder& b, Value, Value value) -> Value {
+                    auto bits = [&](Value x) {
+                      return b.create<mlir::arith::ExtUIOp>(
+                          loc, i64, b.create<mlir::arith::BitcastOp>(loc, i32, x));
+                    };
+                    Value low = bits(b.create<mlir::complex::ReOp>(loc, value));
+                    Value high = bits(b.create<mlir::complex::ImOp>(loc, value));
+                    return b.create<mlir::arith::OrIOp>(
+                        loc, low, b.create<mlir::arith::ShLIOp>(loc, high, c(32, 64)));
+                  });
+      rewriter.replaceOp(op, adaptor.getInput());
+      return mlir::success();
+    }
+    Value ptr = gep(rewriter, loc, adaptor.getInput(), elt, index);
     // Native: `updated = current <op> x`, the only op of the body.
     if (mlir::Operation* def = updated.getDefiningOp();
         def && def->getBlock() == body && &body->front() == def &&
@@ -440,29 +492,51 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
         return mlir::success();
       }
     }
-    // Compare-and-swap loop on the bits of the value.
+    // Compare-and-swap loop on the bits of the value (8- and 16-bit ones
+    // become a loop on the enclosing 32-bit word in NVPTX).
     if (!elt.isIntOrFloat()) {
-      return rewriter.notifyMatchFailure(op, "no atomic update for this type");
+      return op.emitOpError() << "has no atomic update for " << elt
+                              << " values (only integers, floats and complex<f32>)";
     }
     unsigned bits = elt.getIntOrFloatBitWidth();
-    if (bits != 16 && bits != 32 && bits != 64) {
-      return op.emitOpError() << "no atomic update for " << bits << "-bit values";
+    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) {
+      return op.emitOpError() << "has no atomic update for " << bits << "-bit values";
     }
     mlir::Type intType = rewriter.getIntegerType(bits);
-    Value initial = rewriter.create<mlir::LLVM::LoadOp>(loc, intType, ptr);
-    auto loop = rewriter.create<mlir::scf::WhileOp>(loc, intType, initial);
-    mlir::Block* before = rewriter.createBlock(&loop.getBefore(), {}, {intType}, {loc});
+    emitCasLoop(rewriter, op, ptr, intType,
+                [&](mlir::OpBuilder& b, Value old) -> Value {
+                  return elt == intType ? old
+                                        : b.create<mlir::arith::BitcastOp>(loc, elt, old)
+                                              .getResult();
+                },
+                [&](mlir::OpBuilder& b, Value, Value value) -> Value {
+                  return elt == intType ? value
+                                        : b.create<mlir::arith::BitcastOp>(loc, intType, value)
+                                              .getResult();
+                });
+    rewriter.replaceOp(op, adaptor.getInput());
+    return mlir::success();
+  }
+
+  // A compare-and-swap loop on the `storage`-typed word at `ptr`: the
+  // element's old value is `extract(word)`, the body of `op` computes the
+  // new one, `insert(word, value)` puts it back into the word.
+  static void emitCasLoop(
+      mlir::ConversionPatternRewriter& rewriter, AtomicRMWOp op, Value ptr, mlir::Type storage,
+      llvm::function_ref<Value(mlir::OpBuilder&, Value)> extract,
+      llvm::function_ref<Value(mlir::OpBuilder&, Value, Value)> insert) {
+    mlir::Location loc = op.getLoc();
+    mlir::Block* body = op.getBody();
+    Value current = body->getArgument(0);
+    Value updated = llvm::cast<YieldOp>(body->getTerminator()).getResult()[0];
+    Value initial = rewriter.create<mlir::LLVM::LoadOp>(loc, storage, ptr);
+    auto loop = rewriter.create<mlir::scf::WhileOp>(loc, storage, initial);
+    mlir::Block* before = rewriter.createBlock(&loop.getBefore(), {}, {storage}, {loc});
     Value oldBits = before->getArgument(0);
-    Value oldValue = elt == intType ? oldBits
-                                    : rewriter.create<mlir::arith::BitcastOp>(loc, elt, oldBits)
-                                          .getResult();
     mlir::IRMapping mapping;
-    mapping.map(current, oldValue);
+    mapping.map(current, extract(rewriter, oldBits));
     for (mlir::Operation& inner : body->without_terminator()) rewriter.clone(inner, mapping);
-    Value newValue = mapping.lookupOrDefault(updated);
-    Value newBits = elt == intType ? newValue
-                                   : rewriter.create<mlir::arith::BitcastOp>(loc, intType, newValue)
-                                         .getResult();
+    Value newBits = insert(rewriter, oldBits, mapping.lookupOrDefault(updated));
     auto cas = rewriter.create<mlir::LLVM::AtomicCmpXchgOp>(
         loc, ptr, oldBits, newBits, mlir::LLVM::AtomicOrdering::monotonic,
         mlir::LLVM::AtomicOrdering::monotonic);
@@ -471,11 +545,9 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
     Value retry = rewriter.create<mlir::arith::XOrIOp>(
         loc, ok, rewriter.create<mlir::arith::ConstantIntOp>(loc, 1, 1));
     rewriter.create<mlir::scf::ConditionOp>(loc, retry, mlir::ValueRange{seen});
-    mlir::Block* after = rewriter.createBlock(&loop.getAfter(), {}, {intType}, {loc});
+    mlir::Block* after = rewriter.createBlock(&loop.getAfter(), {}, {storage}, {loc});
     rewriter.create<mlir::scf::YieldOp>(loc, after->getArgument(0));
     rewriter.setInsertionPointAfter(loop);
-    rewriter.replaceOp(op, adaptor.getInput());
-    return mlir::success();
   }
 };
 
@@ -526,14 +598,17 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
     // 3. Every tensor op must be gone: what remains is reported by name.
     mlir::ModuleOp module = getOperation();
     mlir::MLIRContext* ctx = &getContext();
-    // Atomics exist for integers and floats only: anything else is an error
-    // at the op (complex values would need a 128-bit compare-and-swap).
+    // Atomics exist for integers, floats and complex<f32> (a 64-bit
+    // compare-and-swap): anything else is an error at the op (complex<f64>
+    // would need a 128-bit one).
     bool refused = false;
     module.walk([&](AtomicRMWOp op) {
       mlir::Type elt = op.getBody()->getArgument(0).getType();
-      if (!elt.isIntOrFloat()) {
+      auto complex = llvm::dyn_cast<mlir::ComplexType>(elt);
+      if (!elt.isIntOrFloat() && !(complex && complex.getElementType().isF32())) {
         op.emitOpError() << "has no atomic update for " << elt
-                         << " values (only integers and floats)";
+                         << " values (only integers, floats and complex<f32>; a "
+                            "128-bit compare-and-swap does not exist)";
         refused = true;
       }
     });

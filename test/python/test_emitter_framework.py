@@ -9,7 +9,8 @@ import pytest
 from mlir import ir
 
 from xla_gpu.emitters import (EMITTERS, EmittedKernel, EmitterError, EmitterKind,
-                              LaunchDimensions, LoopEmitter, ReductionEmitter, TransposeEmitter,
+                              LaunchDimensions, LoopEmitter, ReductionEmitter, ScatterEmitter,
+                              TransposeEmitter,
                               analyze_fusion, device_named, emit_kernel, emitter_class,
                               find_fusion, loop_launch_dims, make_emitter, register_emitter)
 from xla_gpu.emitters.base import sanitize_function_name
@@ -54,9 +55,8 @@ def test_registry_falls_back_to_loop_only_where_correct(ctx):
         is ReductionEmitter
     assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.TRANSPOSE)) \
         is TransposeEmitter
-    root = fusion.fused_computation.root
-    with pytest.raises(EmitterError, match="needs the scatter emitter"):
-        emitter_class(dataclasses.replace(analysis, kind=EmitterKind.SCATTER, deciding_hero=root))
+    assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.SCATTER)) \
+        is ScatterEmitter
 
 
 def test_emitter_gets_the_analysis(ctx):

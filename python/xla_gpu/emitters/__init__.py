@@ -24,12 +24,13 @@ from .loop import LoopEmitter, loop_launch_dims
 from .concatenate import ConcatenateEmitter
 from .input_slices import InputSlicesEmitter
 from .reduction import ReductionEmitter
+from .scatter import ScatterEmitter
 from .transpose import TransposeEmitter
 
 __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "EmittedKernel",
            "ConcatenateEmitter", "EmitterError", "EmitterNotBuiltError", "EmitterKind", "FusionAnalysis",
            "InputSlicesEmitter",
-           "LaunchDimensions", "LoopEmitter", "ReductionEmitter", "TransposeEmitter",
+           "LaunchDimensions", "LoopEmitter", "ReductionEmitter", "ScatterEmitter", "TransposeEmitter",
            "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
            "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "register_emitter",
            "verify_fusion"]

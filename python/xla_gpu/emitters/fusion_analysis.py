@@ -411,10 +411,10 @@ def find_consistent_transpose_hero(roots: list[HloInstruction], heroes: list[Hlo
 
 def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
     """XLA's emitter choice for a fusion instruction (GetEmitterFusionKind,
-    in its order): packed sub-byte types -> input slices or loop; a
-    reduction hero whose fusion's other outputs have the reduced operand's
-    element count -> reduction; a tiled transpose -> transpose; several
-    outputs -> input slices or loop; a scatter root -> scatter; a
+    in its order): a scatter root -> scatter; packed sub-byte types ->
+    input slices or loop; a reduction hero whose fusion's other outputs
+    have the reduced operand's element count -> reduction; a tiled
+    transpose -> transpose; several outputs -> input slices or loop; a
     concatenate of at most 4 operands -> concatenate; else loop, which
     is the in-place DUS emitter when every output is a dynamic-update-slice.
     Kinds whose emitter is not built fall back to the loop emitter where it
@@ -427,6 +427,10 @@ def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
         return FusionAnalysis(fusion, roots, heroes, kind, hero)
 
     shapes = [p.shape for p in comp.parameters] + [r.shape for r in roots]
+    # A scatter of packed sub-byte types too (XLA's emitters since 2025):
+    # its atomics update whole bytes.
+    if len(roots) == 1 and roots[0].opcode == "scatter":
+        return result(EmitterKind.SCATTER, roots[0])
     if any(s.is_array and s.element_type.bits < 8 for s in shapes):
         multi_slices = len(roots) > 1 and _is_input_slices(roots)
         return result(EmitterKind.INPUT_SLICES if multi_slices else EmitterKind.LOOP)
@@ -451,8 +455,6 @@ def analyze_fusion(fusion: HloInstruction) -> FusionAnalysis:
         loop = result(EmitterKind.LOOP)
     if len(roots) > 1:
         return result(EmitterKind.INPUT_SLICES) if _is_input_slices(roots) else loop
-    if roots[0].opcode == "scatter":
-        return result(EmitterKind.SCATTER, roots[0])
     if heroes[0].opcode == "concatenate" and len(heroes[0].operands) <= kMaxConcatenateOperands:
         return result(EmitterKind.CONCATENATE, heroes[0])
     return loop

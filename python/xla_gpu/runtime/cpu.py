@@ -182,6 +182,26 @@ def _launch_dims(func) -> LaunchDimensions:
     return launch
 
 
+def _aliases(func) -> dict[int, int]:
+    """Arguments that share a buffer slice with an earlier one
+    (`xla.slice_index`, e.g. an in-place output and its operand): argument
+    position -> the earlier one's. -xla-gpu-merge-pointers makes them one
+    argument of the compiled function."""
+    if "arg_attrs" not in func.attributes:
+        return {}
+    first, aliases = {}, {}
+    for i, attrs in enumerate(ir.ArrayAttr(func.attributes["arg_attrs"])):
+        attrs = ir.DictAttr(attrs)
+        if "xla.slice_index" not in attrs:
+            continue
+        index = ir.IntegerAttr(attrs["xla.slice_index"]).value
+        if index in first:
+            aliases[i] = first[index]
+        else:
+            first[index] = i
+    return aliases
+
+
 def _signature(module: ir.Module, entry: str | None
                ) -> tuple[str, list[_Param], int, LaunchDimensions]:
     """The entry's name, tensor parameters, number of results and grid.
@@ -235,6 +255,7 @@ class CpuKernel:
         with self.context:
             module = pipelines.parse_module(source)
             entry, self.params, self.num_results, self.launch = _signature(module, entry)
+            self.aliases = _aliases(_entry_function(module, entry))
             self.num_blocks = self.launch.num_blocks
             pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
             self.llvm_ir = str(module)
@@ -274,7 +295,15 @@ class CpuKernel:
         workers = max(1, min(num_threads or os.cpu_count() or 1, self.num_blocks))
         buffers = [_pack(a, p.packed_bits) if p.packed_bits else a
                    for a, p in zip(arrays, self.params)]
-        pointers = [ctypes.c_void_p(b.ctypes.data) for b in buffers]
+        # An output in place of its operand (one buffer slice): it starts as
+        # the operand -- XLA copies the operand when the buffers differ --
+        # and is the one buffer the kernel reads and writes.
+        for k, v in self.aliases.items():
+            if buffers[k] is not buffers[v]:
+                np.copyto(buffers[k], buffers[v])
+            buffers[v] = buffers[k]
+        pointers = [ctypes.c_void_p(b.ctypes.data) for i, b in enumerate(buffers)
+                    if i not in self.aliases]
         bounds = np.linspace(0, self.num_blocks, workers + 1).astype(np.int64)
 
         def run(lo: int, hi: int) -> None:

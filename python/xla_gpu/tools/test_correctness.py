@@ -147,7 +147,7 @@ def _check_input_bijection(emitter, comp, roots, spec: str) -> str | None:
         if len(to_hero) != 1:
             raise ToolError(f"{hero_name} is read at {len(to_hero)} indices per output "
                             "element; the bijection needs exactly one")
-    per_operand = output_to_input_indexing(hero)
+    per_operand = output_to_input_indexing(hero) if root_index is None else None
     tokens = ids.split(",") if colon else [str(k) for k in range(len(hero.operands))]
     for token in tokens:
         k = int(token) if token.strip().isdigit() else -1

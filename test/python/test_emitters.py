@@ -114,7 +114,8 @@ def test_unsupported_opcode_names_the_instruction(ctx):
 EMITTER_TESTS = sorted((HLO.parent / "emitters" / "loop").glob("*.hlo"))
 # XLA's folder names for the reduction emitters' tests (headerless HLO).
 # (input_slices/packed.hlo is a fusion no emitter takes: its test checks the error.)
-HERO_EMITTER_TESTS = sorted(p for d in ("reduce_*", "transpose", "concatenate", "input_slices")
+HERO_EMITTER_TESTS = sorted(p for d in ("reduce_*", "transpose", "concatenate", "input_slices",
+                                         "scatter")
                             for p in (HLO.parent / "emitters").glob(f"{d}/*.hlo")
                             if p.name != "packed.hlo")
 
@@ -136,12 +137,13 @@ def test_every_loop_test_kernel_assembles(ctx, path, sm):
     assert result.ok, result.log
 
 
-# What each hero emitter's kernels must contain (the files that leave the
-# fusion to the loop emitter say so in their names).
+# What each hero emitter's kernels must contain, but for the files named
+# (the loop emitter takes those, or they need no atomics).
 HERO_MARKERS = {"reduce": ("xla_gpu.shuffle_reduce", {"max_12.hlo"}),
                 "transpose": ("xla_gpu.allocate_shared", {"fallback.hlo"}),
                 "concatenate": ("xla_gpu.loop", set()),
-                "input": ("xla_gpu.predicated_insert", set())}
+                "input": ("xla_gpu.predicated_insert", set()),
+                "scatter": ("xla_gpu.atomic_rmw", {"unique_indices.hlo"})}
 
 
 @pytest.mark.parametrize("path", HERO_EMITTER_TESTS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -313,3 +315,24 @@ def test_one_user_reading_at_two_indices_splits(ctx, body):
     e = np.exp(x)
     want = e + e[::-1] if "reverse" in body else np.concatenate([e, e])
     np.testing.assert_allclose(out_array, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("etype,atom", [
+    ("f32", "atom.global.add.f32"), ("s32", "atom.global.add.u32"), ("f16", "cas.b32"),
+    ("bf16", "cas.b32"), ("s8", "cas.b32"), ("s4", "cas.b32"), ("c64", "cas.b64")])
+@pytest.mark.parametrize("sm", [80, 90])
+def test_scatter_atomics_in_ptx(ctx, etype, atom, sm):
+    """Scatter-add's atomics: native ones for 32-bit values; sub-word ones
+    (f16, bf16, s8, packed s4) a compare-and-swap loop on the enclosing
+    32-bit word; complex<f32> one 64-bit compare-and-swap."""
+    from xla_gpu import pipelines, ptx
+    if ptx.find_ptxas() is None:
+        pytest.skip("ptxas (CUDA) is not installed on this machine")
+    text = (HLO.parent / "emitters" / "scatter" / "add.hlo").read_text().replace("f32", etype)
+    module = emit_fusion(find_fusion(parse_hlo(text)))
+    opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
+    code = pipelines.compile_to_ptx(ir.Module.parse(str(module)), opts)
+    atoms = {line.split()[0] for line in code.splitlines() if line.strip().startswith("atom.")}
+    assert any(atom in a for a in atoms), atoms
+    result = ptx.ptxas_check(code, opts.chip)
+    assert result.ok, result.log

@@ -133,7 +133,12 @@ def _index_dims(inst: HloInstruction) -> tuple[int, ...]:
 
 
 def _reads(user: HloInstruction, inst: HloInstruction) -> list[IndexingMap]:
-    """The maps through which `user` reads `inst` (one per operand slot)."""
+    """The maps through which `user` reads `inst` (one per operand slot);
+    none for a user that reads at data-dependent indices (a scatter: the
+    emitter that owns it reads its operands), so `inst` roots its own
+    subgraph."""
+    if user.opcode == "scatter":
+        return []
     per_operand = output_to_input_indexing(user)
     return [m for k, op in enumerate(user.operands) if op is inst for m in per_operand[k]]
 

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 from mlir import ir
@@ -115,7 +116,7 @@ EMITTER_TESTS = sorted((HLO.parent / "emitters" / "loop").glob("*.hlo"))
 # XLA's folder names for the reduction emitters' tests (headerless HLO).
 # (input_slices/packed.hlo is a fusion no emitter takes: its test checks the error.)
 HERO_EMITTER_TESTS = sorted(p for d in ("reduce_*", "transpose", "concatenate", "input_slices",
-                                         "scatter")
+                                         "scatter", "dynamic_update_slice")
                             for p in (HLO.parent / "emitters").glob(f"{d}/*.hlo")
                             if p.name != "packed.hlo")
 
@@ -143,7 +144,8 @@ HERO_MARKERS = {"reduce": ("xla_gpu.shuffle_reduce", {"max_12.hlo"}),
                 "transpose": ("xla_gpu.allocate_shared", {"fallback.hlo"}),
                 "concatenate": ("xla_gpu.loop", set()),
                 "input": ("xla_gpu.predicated_insert", set()),
-                "scatter": ("xla_gpu.atomic_rmw", {"unique_indices.hlo"})}
+                "scatter": ("xla_gpu.atomic_rmw", {"unique_indices.hlo"}),
+                "dynamic": ("xla_gpu.loop", set())}
 
 
 @pytest.mark.parametrize("path", HERO_EMITTER_TESTS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -220,10 +222,10 @@ def test_reduction_hero_is_found_through_trivial_ops(ctx):
     assert [h.name for h in a.heroes] == ["r"] and a.kind.value == "reduction"
 
 
-def test_dynamic_update_slice_hero_is_emitted_whole(ctx):
-    """XLA's in-place emitter is not built: the loop emitter writes the
-    whole output, the update's box from the update, the rest from the
-    operand, with the start clamped."""
+def test_dynamic_update_slice_is_in_place(ctx):
+    """The in-place emitter writes the update's box, the start clamped;
+    the rest of the output is the operand (the runtime starts the aliased
+    output as a copy of it)."""
     fusion = _fused("p0 = f32[8] parameter(0)\nu = f32[3] parameter(1)\ni = s32[] parameter(2)\n"
                     "ROOT d = f32[8] dynamic-update-slice(p0, u, i)",
                     "a = f32[8] parameter(0)\nb = f32[3] parameter(1)\nc = s32[] parameter(2)\n"
@@ -336,3 +338,29 @@ def test_scatter_atomics_in_ptx(ctx, etype, atom, sm):
     assert any(atom in a for a in atoms), atoms
     result = ptx.ptxas_check(code, opts.chip)
     assert result.ok, result.log
+
+
+def test_in_place_update_writes_only_the_update(ctx):
+    """The KV-cache update in one buffer (the cache is the output, as XLA's
+    buffer assignment makes it): every element outside the update's box
+    keeps the sentinel it had, the box holds the token; the kernel's grid
+    is the update's 64 x 128 elements, not the cache's 8M."""
+    path = HLO.parent / "emitters" / "dynamic_update_slice" / "kv_cache.hlo"
+    kernel = emit_kernel(find_fusion(parse_hlo(path.read_text())))
+    assert kernel.aliases == {0: 0}
+    assert kernel.launch.num_blocks * kernel.launch.num_threads_per_block == 64 * 128
+    cpu = CpuKernel(kernel)
+    bf16 = ml_dtypes.bfloat16
+    cache = np.full((64, 1024, 128), 7, bf16)
+    token = np.arange(64 * 128).reshape(64, 1, 128).astype(bf16)
+    cpu(cache, token, np.array(300, np.int32), cache)
+    want = np.full((64, 1024, 128), 7, bf16)
+    want[:, 300:301, :] = token
+    np.testing.assert_array_equal(cache.view(np.uint16), want.view(np.uint16))
+    # In separate buffers the output starts as a copy of the cache (XLA's
+    # copy when it cannot share them); the cache itself stays as it was.
+    out = np.zeros_like(cache)
+    cpu(cache, -token, np.array(5000, np.int32), out)
+    want[:, 1023:1024, :] = -token
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+    assert (cache[:, 1023] == 7).all()

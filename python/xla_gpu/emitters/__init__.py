@@ -22,6 +22,7 @@ from .verifier import verify_fusion, verify_fusion_instruction
 # Each emitter registers itself for its kind on import.
 from .loop import LoopEmitter, loop_launch_dims
 from .concatenate import ConcatenateEmitter
+from .in_place_dynamic_update_slice import InPlaceDynamicUpdateSliceEmitter
 from .input_slices import InputSlicesEmitter
 from .reduction import ReductionEmitter
 from .scatter import ScatterEmitter
@@ -29,7 +30,7 @@ from .transpose import TransposeEmitter
 
 __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "EmittedKernel",
            "ConcatenateEmitter", "EmitterError", "EmitterNotBuiltError", "EmitterKind", "FusionAnalysis",
-           "InputSlicesEmitter",
+           "InPlaceDynamicUpdateSliceEmitter", "InputSlicesEmitter",
            "LaunchDimensions", "LoopEmitter", "ReductionEmitter", "ScatterEmitter", "TransposeEmitter",
            "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
            "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "register_emitter",

@@ -472,13 +472,7 @@ class ElementalEmitter:
         return self.emit(operand, new_index)
 
     def _start_index(self, value: ir.Value, etype: ElementType, limit: int) -> ir.Value:
-        """A start index as XLA takes it: clamped to [0, limit] so that the
-        slice stays inside the operand."""
-        index_type = ir.IndexType.get()
-        cast = arith.index_cast if etype.is_signed else arith.index_castui
-        i = cast(index_type, value)
-        i = arith.maxsi(i, arith.constant(index_type, 0))
-        return arith.minsi(i, arith.constant(index_type, limit))
+        return clamped_start_index(value, etype, limit)
 
     def _dynamic_slice(self, inst, index):
         operand = inst.operands[0].shape
@@ -731,6 +725,17 @@ DISPATCH: dict[str, Callable[[ElementalEmitter, HloInstruction, list[ir.Value]],
     "get-tuple-element": _E._get_tuple_element,
     "tuple": _E._tuple,
 }
+
+
+def clamped_start_index(value: ir.Value, etype: ElementType, limit: int) -> ir.Value:
+    """A dynamic-slice / dynamic-update-slice start index as XLA takes it:
+    an index clamped to [0, limit], so that the slice stays inside the
+    operand."""
+    index_type = ir.IndexType.get()
+    cast = arith.index_cast if etype.is_signed else arith.index_castui
+    i = cast(index_type, value)
+    i = arith.maxsi(i, arith.constant(index_type, 0))
+    return arith.minsi(i, arith.constant(index_type, limit))
 
 
 CallComputation = Callable[[HloComputation, Sequence[ir.Value]], list[ir.Value]]

@@ -295,12 +295,13 @@ class CpuKernel:
         workers = max(1, min(num_threads or os.cpu_count() or 1, self.num_blocks))
         buffers = [_pack(a, p.packed_bits) if p.packed_bits else a
                    for a, p in zip(arrays, self.params)]
-        # An output in place of its operand (one buffer slice): it starts as
-        # the operand -- XLA copies the operand when the buffers differ --
-        # and is the one buffer the kernel reads and writes.
+        # An output in place of its operand (one buffer slice, maybe another
+        # shape of the same bytes): it starts as the operand -- XLA copies
+        # the operand when the buffers differ -- and is the one buffer the
+        # kernel reads and writes.
         for k, v in self.aliases.items():
-            if buffers[k] is not buffers[v]:
-                np.copyto(buffers[k], buffers[v])
+            if buffers[k].ctypes.data != buffers[v].ctypes.data:
+                np.copyto(buffers[k].reshape(-1), buffers[v].reshape(-1).view(buffers[k].dtype))
             buffers[v] = buffers[k]
         pointers = [ctypes.c_void_p(b.ctypes.data) for i, b in enumerate(buffers)
                     if i not in self.aliases]

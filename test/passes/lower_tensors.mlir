@@ -216,15 +216,60 @@ func.func @native_atomics(%t: tensor<8xi32>, %i: index, %x: i32) -> tensor<8xi32
 
 // -----
 
-// No atomic update exists for complex numbers: refused, not an abort.
+// complex<f32>: one 64-bit compare-and-swap of the (re, im) pair.
+// CHECK-LABEL: func.func @complex_atomic
+// CHECK: llvm.load %{{.*}} : !llvm.ptr -> i64
+// CHECK: scf.while
+// CHECK: complex.create
+// CHECK: complex.add
+// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i64
 func.func @complex_atomic(%t: tensor<4xcomplex<f32>>, %i: index, %v: complex<f32>) -> tensor<4xcomplex<f32>> {
-  // expected-error@+1 {{has no atomic update for 'complex<f32>' values}}
   %r = xla_gpu.atomic_rmw %t[%i] : tensor<4xcomplex<f32>> {
   ^bb0(%cur: complex<f32>):
     %s = complex.add %cur, %v : complex<f32>
     xla_gpu.yield %s : complex<f32>
   }
   return %r : tensor<4xcomplex<f32>>
+}
+
+// -----
+
+// complex<f64> would need a 128-bit compare-and-swap: refused, not an abort.
+func.func @complex128_atomic(%t: tensor<4xcomplex<f64>>, %i: index, %v: complex<f64>) -> tensor<4xcomplex<f64>> {
+  // expected-error@+1 {{has no atomic update for 'complex<f64>' values (only integers, floats and complex<f32>; a 128-bit compare-and-swap does not exist)}}
+  %r = xla_gpu.atomic_rmw %t[%i] : tensor<4xcomplex<f64>> {
+  ^bb0(%cur: complex<f64>):
+    %s = complex.add %cur, %v : complex<f64>
+    xla_gpu.yield %s : complex<f64>
+  }
+  return %r : tensor<4xcomplex<f64>>
+}
+
+// -----
+
+// Sub-word values: packed s4 as a compare-and-swap of the byte holding the
+// element (its bits masked in), s8 max as an 8-bit one (NVPTX widens both
+// to the enclosing 32-bit word).
+// CHECK-LABEL: func.func @sub_word_atomics
+// CHECK: scf.while
+// CHECK: arith.shrui
+// CHECK: arith.trunci %{{.*}} : i8 to i4
+// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i8
+// CHECK: scf.while
+// CHECK: arith.muli %{{.*}} : i8
+// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i8
+func.func @sub_word_atomics(%t: tensor<8xi4>, %u: tensor<8xi8>, %i: index, %x: i4, %y: i8) -> (tensor<8xi4>, tensor<8xi8>) {
+  %a = xla_gpu.atomic_rmw %t[%i] : tensor<8xi4> {
+  ^bb0(%cur: i4):
+    %s = arith.addi %cur, %x : i4
+    xla_gpu.yield %s : i4
+  }
+  %b = xla_gpu.atomic_rmw %u[%i] : tensor<8xi8> {
+  ^bb0(%cur: i8):
+    %s = arith.muli %cur, %y : i8
+    xla_gpu.yield %s : i8
+  }
+  return %a, %b : tensor<8xi4>, tensor<8xi8>
 }
 
 // -----

@@ -9,8 +9,8 @@ import pytest
 from mlir import ir
 
 from xla_gpu.emitters import (EMITTERS, EmittedKernel, EmitterError, EmitterKind,
-                              LaunchDimensions, LoopEmitter, ReductionEmitter, ScatterEmitter,
-                              TransposeEmitter,
+                              DEFAULT_DEVICE, InPlaceDynamicUpdateSliceEmitter, LaunchDimensions,
+                              LoopEmitter, ReductionEmitter, ScatterEmitter, TransposeEmitter,
                               analyze_fusion, device_named, emit_kernel, emitter_class,
                               find_fusion, loop_launch_dims, make_emitter, register_emitter)
 from xla_gpu.emitters.base import sanitize_function_name
@@ -45,18 +45,21 @@ def test_a_kind_has_one_emitter():
             pass
 
 
-def test_registry_falls_back_to_loop_only_where_correct(ctx):
+def test_registry_gives_each_kind_its_emitter_and_falls_back_where_one_declines(ctx):
     fusion = _negate("f32[64,32]")
     analysis = analyze_fusion(fusion)
     assert emitter_class(analysis) is LoopEmitter
-    for kind in (EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE,):
-        assert emitter_class(dataclasses.replace(analysis, kind=kind)) is LoopEmitter
-    assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.REDUCTION)) \
-        is ReductionEmitter
-    assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.TRANSPOSE)) \
-        is TransposeEmitter
-    assert emitter_class(dataclasses.replace(analysis, kind=EmitterKind.SCATTER)) \
-        is ScatterEmitter
+    for kind, cls in [(EmitterKind.REDUCTION, ReductionEmitter),
+                      (EmitterKind.TRANSPOSE, TransposeEmitter),
+                      (EmitterKind.SCATTER, ScatterEmitter)]:
+        assert emitter_class(dataclasses.replace(analysis, kind=kind)) is cls
+    # An emitter that declines the fusion (with the device to judge it by)
+    # leaves it to the loop emitter where that is correct: a negate is no
+    # in-place dynamic-update-slice.
+    dus = dataclasses.replace(analysis, kind=EmitterKind.IN_PLACE_DYNAMIC_UPDATE_SLICE)
+    assert emitter_class(dus, DEFAULT_DEVICE) is LoopEmitter
+    assert InPlaceDynamicUpdateSliceEmitter.decline_reason(dus, DEFAULT_DEVICE) == \
+        "an output's hero is not a dynamic-update-slice"
 
 
 def test_emitter_gets_the_analysis(ctx):

@@ -53,6 +53,8 @@ class InPlaceDynamicUpdateSliceEmitter(EmitterBase):
         (its buffer becomes the output's), each a different one, with
         updates of one element count."""
         heroes = analysis.heroes
+        if any(h.opcode != "dynamic-update-slice" for h in heroes):
+            return "an output's hero is not a dynamic-update-slice"
         for root, hero in zip(analysis.roots, heroes):
             while root is not hero and root.opcode == "bitcast":
                 root = root.operands[0]

@@ -127,6 +127,18 @@ MAX_GRID_DIM = DeviceDescription.block_dim_limit_x
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
 
+# The host threads that run a launch's blocks, started once: starting them
+# per launch cost more than a small kernel (a 500 x 16 scatter) runs.
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    with _cache_lock:
+        if workers not in _pools:
+            _pools[workers] = ThreadPoolExecutor(max_workers=workers,
+                                                 thread_name_prefix="xla_gpu_cpu")
+        return _pools[workers]
+
 
 def _entry_function(module: ir.Module, entry: str | None):
     """The function named `entry`, or the module's one public function."""
@@ -316,8 +328,7 @@ class CpuKernel:
         if workers == 1:
             run(0, self.num_blocks)
         else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(run, bounds[:-1], bounds[1:]))
+            list(_pool(workers).map(run, bounds[:-1], bounds[1:]))
         for i in range(len(arrays) - self.num_results, len(arrays)):
             if self.params[i].packed_bits:
                 _unpack(buffers[i], self.params[i].packed_bits, arrays[i])

@@ -13,7 +13,7 @@ BUILD := $(CURDIR)/build
 # Evaluated by the shell when a recipe runs: the venv may not exist before.
 SITE := $$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 
-.PHONY: all setup build test lit pytest demo fuzz mutate clean
+.PHONY: all setup build test lit pytest demo bench fuzz mutate clean
 
 all: build
 
@@ -59,6 +59,12 @@ test: build
 
 demo: build
 	$(PY) -m xla_gpu.demo
+
+# Every benchmark of bench/ against XLA:CPU in one run: bench/out/results.json
+# and bench/out/results.png (BENCH_RUNS timed runs a case, medians).
+BENCH_RUNS ?= 10
+bench: build
+	$(PY) bench/suite.py --runs $(BENCH_RUNS)
 
 # A bounded mutation-fuzzing run over the test corpus (fuzz/fuzz.py), each
 # harness FUZZ_SECONDS; findings land in fuzz/findings/ and fail the target.

@@ -1,0 +1,130 @@
+"""`make bench`: every benchmark of bench/ in one run -- the seed's GELU and
+each file's CASES (loop fusions, reductions, transposes and concatenates,
+scatter and in-place updates), ours on the CPU target against XLA:CPU on
+the same HLO in the same process -- with a progress line per case, then
+
+    bench/out/results.json   one record per case: name, ours_ms, xla_ms,
+                             ratio, compile_ours_ms, compile_xla_ms,
+                             max_abs_error
+    bench/out/results.png    the ratios ours / XLA:CPU, log scale, 1.0 drawn
+
+    .venv/bin/python bench/suite.py [--runs 10] [--only NAME] [--out DIR]
+
+A benchmark file joins the suite by defining CASES (name -> HLO module
+text) and being listed in BENCH_FILES.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+# The files whose CASES run, in the order they are reported.
+BENCH_FILES = ["loop_fusions_cpu", "reductions_cpu", "transposes_cpu", "scatter_cpu"]
+RECORD_FIELDS = ("name", "ours_ms", "xla_ms", "ratio", "compile_ours_ms", "compile_xla_ms",
+                 "max_abs_error")
+
+
+def hlo_cases() -> list[tuple[str, str, str]]:
+    """(file, case name, HLO text) of every benchmark file's CASES."""
+    out = []
+    for module_name in BENCH_FILES:
+        module = importlib.import_module(module_name)
+        out += [(module_name, name, text) for name, text in module.CASES.items()]
+    return out
+
+
+def _record(name: str, ours_ms: float, xla_ms: float, compile_ours_ms: float,
+            compile_xla_ms: float, max_abs_error: float) -> dict:
+    return {"name": name, "ours_ms": ours_ms, "xla_ms": xla_ms, "ratio": ours_ms / xla_ms,
+            "compile_ours_ms": compile_ours_ms, "compile_xla_ms": compile_xla_ms,
+            "max_abs_error": max_abs_error}
+
+
+def run_suite(runs: int, only: str | None = None, progress=print) -> list[dict]:
+    """Runs the cases (those whose name has `only`), a progress line each."""
+    from loop_fusions_cpu import bench
+    from xla_gpu.benchmarks import bench_gelu_cpu
+
+    records = []
+
+    def report(r: dict) -> None:
+        records.append(r)
+        progress(f"  [{len(records):2d}] {r['name']:62s} ratio {r['ratio']:6.2f}  "
+                 f"(ours {r['ours_ms']:8.3f} ms, XLA {r['xla_ms']:8.3f} ms)", flush=True)
+
+    for dtype in ("bf16", "f32"):
+        name = f"gelu_cpu: seed GELU {dtype}"
+        if only and only not in name:
+            continue
+        g = bench_gelu_cpu(dtype, runs)
+        report(_record(name, g["ours_ms"], g["xla_ms"], g["ours_compile_ms"],
+                       g["xla_compile_ms"], g["max_abs_diff_vs_xla"]))
+    for module_name, case, text in hlo_cases():
+        name = f"{module_name}: {case}"
+        if only and only not in name:
+            continue
+        r = bench(text, runs)
+        report(_record(name, float(r["ours_ms"]), float(r["xla_ms"]),
+                       float(r["ours_compile_ms"]), float(r["xla_compile_ms"]),
+                       float(r["max_abs_error"])))
+    return records
+
+
+def write_results(records: list[dict], out: Path) -> tuple[Path, Path]:
+    """results.json and results.png (bars of the ratios on a log scale, the
+    1.0 line drawn, worse than XLA in red) under `out`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, png_path = out / "results.json", out / "results.png"
+    json_path.write_text(json.dumps([{k: r[k] for k in RECORD_FIELDS} for r in records],
+                                    indent=2) + "\n")
+    ratios = [r["ratio"] for r in records]
+    fig, ax = plt.subplots(figsize=(12, 0.32 * len(records) + 1.5))
+    ax.barh(range(len(records)), ratios,
+            color=["tab:red" if x > 1 else "tab:green" for x in ratios])
+    ax.set_yticks(range(len(records)), [r["name"] for r in records], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    lo = min([*ratios, 1.0])
+    hi = max([*ratios, 1.0])
+    ax.set_xlim(10 ** math.floor(math.log10(lo * 0.8)), 10 ** math.ceil(math.log10(hi * 1.25)))
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_xlabel("time ours / XLA:CPU (log scale; left of 1.0: faster than XLA:CPU)")
+    ax.set_title("xla_gpu on the CPU target vs XLA:CPU, same HLO, same process")
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=120)
+    plt.close(fig)
+    return json_path, png_path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--only", default=None, help="run the cases whose name has this")
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    args = parser.parse_args(argv)
+    print(f"make bench: ours (CPU target) vs XLA:CPU, medians of {args.runs} runs")
+    records = run_suite(args.runs, args.only)
+    if not records:
+        print(f"no case matches --only {args.only!r}", file=sys.stderr)
+        return 1
+    json_path, png_path = write_results(records, args.out)
+    worst = max(records, key=lambda r: r["ratio"])
+    print(f"worst ratio {worst['ratio']:.2f} ({worst['name']}); wrote {json_path} and "
+          f"{png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

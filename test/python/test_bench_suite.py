@@ -1,0 +1,37 @@
+"""`make bench`'s plumbing (bench/suite.py): every benchmark file's cases
+are in the suite, and the results are written as the issue specifies (a
+JSON record per case with its fields, a PNG chart). The timings themselves
+are benchmarks, not tests."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import suite  # noqa: E402
+
+
+def test_every_benchmark_file_with_cases_is_in_the_suite():
+    files = sorted(p.stem for p in BENCH.glob("*.py")
+                   if "\nCASES = {" in p.read_text())
+    assert sorted(suite.BENCH_FILES) == files
+    names = [name for _, name, _ in suite.hlo_cases()]
+    assert "KV-cache update bf16[64,1,128] -> [64,1024,128]" in names
+    assert len(names) == len(set(names))
+    assert all(text.startswith("HloModule") for _, _, text in suite.hlo_cases())
+
+
+def test_results_are_a_json_record_per_case_and_a_png(tmp_path):
+    records = [suite._record("fast", 1.0, 4.0, 10.0, 20.0, 0.0),
+               suite._record("slow", 9.0, 3.0, 30.0, 20.0, 1e-6)]
+    json_path, png_path = suite.write_results(records, tmp_path / "out")
+    written = json.loads(json_path.read_text())
+    assert [r["name"] for r in written] == ["fast", "slow"]
+    assert all(set(r) == set(suite.RECORD_FIELDS) for r in written)
+    assert [r["ratio"] for r in written] == [0.25, 3.0]
+    png = png_path.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -553,3 +553,54 @@ func.func @atomic_rmw_without_yield(%t: tensor<8xi32>, %i: index) -> tensor<8xi3
   }
   return %r : tensor<8xi32>
 }
+
+// -----
+
+func.func @copy_tile_offsets(%in: tensor<32x32xf32>, %t: index) -> tensor<32x32xf32> {
+  %c0 = arith.constant 0 : index
+  %s = xla_gpu.allocate_shared : tensor<32x32xf32>
+  // expected-error@+1 {{needs one source offset and size per dimension of 'tensor<32x32xf32>', got 1 and 2}}
+  %a = xla_gpu.copy_tile %in[%c0] [32, 32] to %s[%c0, %c0] [32, 32] thread %t of 32 : tensor<32x32xf32> to tensor<32x32xf32>
+  return %a : tensor<32x32xf32>
+}
+
+// -----
+
+func.func @copy_tile_size(%in: tensor<32x32xf32>, %t: index) -> tensor<32x32xf32> {
+  %c0 = arith.constant 0 : index
+  %s = xla_gpu.allocate_shared : tensor<32x32xf32>
+  // expected-error@+1 {{dest size 33 of dimension 1 is not in [1, 32]}}
+  %a = xla_gpu.copy_tile %in[%c0, %c0] [32, 32] to %s[%c0, %c0] [32, 33] thread %t of 32 : tensor<32x32xf32> to tensor<32x32xf32>
+  return %a : tensor<32x32xf32>
+}
+
+// -----
+
+func.func @copy_tile_box(%in: tensor<64x32xf32>, %t: index) -> tensor<32x32xf32> {
+  %c0 = arith.constant 0 : index
+  %c40 = arith.constant 40 : index
+  %s = xla_gpu.allocate_shared : tensor<32x32xf32>
+  // expected-error@+1 {{source box [40, 72) of dimension 0 is outside [0, 64)}}
+  %a = xla_gpu.copy_tile %in[%c40, %c0] [32, 32] to %s[%c0, %c0] [32, 32] thread %t of 32 : tensor<64x32xf32> to tensor<32x32xf32>
+  return %a : tensor<32x32xf32>
+}
+
+// -----
+
+func.func @copy_tile_swizzle(%in: tensor<32x32xf32>, %t: index) -> tensor<32x32xf32> {
+  %c0 = arith.constant 0 : index
+  %s = xla_gpu.allocate_shared : tensor<32x32xf32>
+  // expected-error@+1 {{swizzle is [B, M, S], three counts of bits}}
+  %a = xla_gpu.copy_tile %in[%c0, %c0] [32, 32] to %s[%c0, %c0] [32, 32] thread %t of 32 {swizzle = array<i64: 3, 2>} : tensor<32x32xf32> to tensor<32x32xf32>
+  return %a : tensor<32x32xf32>
+}
+
+// -----
+
+func.func @copy_tile_threads(%in: tensor<32x32xf32>, %t: index) -> tensor<32x32xf32> {
+  %c0 = arith.constant 0 : index
+  %s = xla_gpu.allocate_shared : tensor<32x32xf32>
+  // expected-error@+1 {{needs at least one thread}}
+  %a = xla_gpu.copy_tile %in[%c0, %c0] [32, 32] to %s[%c0, %c0] [32, 32] thread %t of 0 : tensor<32x32xf32> to tensor<32x32xf32>
+  return %a : tensor<32x32xf32>
+}

@@ -194,3 +194,17 @@ func.func @apply_indexing_operand_groups(%a: index, %b: index, %c: index) -> ind
   %0 = xla_gpu.apply_indexing #product(%a)[%b, %c]
   return %0 : index
 }
+
+// -----
+
+// CHECK-LABEL: func.func @copy_tile
+// CHECK: xla_gpu.copy_tile %{{.*}}[%{{.*}}, %{{.*}}] [32, 32] to %{{.*}}[%{{.*}}, %{{.*}}] [32, 32] thread %{{.*}} of 128 : tensor<256x32xf32> to tensor<32x32xf32>
+// CHECK: xla_gpu.copy_tile {{.*}} thread %{{.*}} of 32 {swizzle = array<i64: 3, 2, 3>} : tensor<32x32xf16> to tensor<32x32xf16>
+func.func @copy_tile(%in: tensor<256x32xf32>, %h: tensor<32x32xf16>, %r: index, %t: index) -> (tensor<32x32xf32>, tensor<32x32xf16>) {
+  %c0 = arith.constant 0 : index
+  %s = xla_gpu.allocate_shared : tensor<32x32xf32>
+  %a = xla_gpu.copy_tile %in[%r, %c0] [32, 32] to %s[%c0, %c0] [32, 32] thread %t of 128 : tensor<256x32xf32> to tensor<32x32xf32>
+  %sh = xla_gpu.allocate_shared : tensor<32x32xf16>
+  %b = xla_gpu.copy_tile %h[%c0, %c0] [32, 32] to %sh[%c0, %c0] [32, 32] thread %t of 32 {swizzle = array<i64: 3, 2, 3>} : tensor<32x32xf16> to tensor<32x32xf16>
+  return %a, %b : tensor<32x32xf32>, tensor<32x32xf16>
+}

@@ -85,7 +85,8 @@ class InPlaceDynamicUpdateSliceEmitter(EmitterBase):
         self.launch = loop_launch_dims(self.update_shape, device)
 
     def launch_dims(self) -> LaunchDimensions:
-        return self.launch.dims
+        # No update element: nothing to write, the output is the operand.
+        return self.launch.dims if self.update_shape.num_elements else LaunchDimensions()
 
     def output_aliases(self) -> dict[int, int]:
         return {k: _in_place_operand(h).parameter_number for k, h in enumerate(self.updates)}
@@ -121,6 +122,9 @@ class InPlaceDynamicUpdateSliceEmitter(EmitterBase):
             return call_targets.call(inst, params, list(index))
 
         with ir.InsertionPoint(entry.entry_block):
+            if self.update_shape.num_elements == 0:
+                func.ReturnOp(outputs)
+                return
             ids = self.all_kernel_ids()
             # The clamped starts of every DUS, computed once per thread.
             starts = []

@@ -167,7 +167,8 @@ class ScatterEmitter(EmitterBase):
         self.launch = loop_launch_dims(self.updates.shape, device, prevent_vectorization=True)
 
     def launch_dims(self) -> LaunchDimensions:
-        return self.launch.dims
+        # No update element: nothing to write, the output is the operand.
+        return self.launch.dims if self.updates.shape.num_elements else LaunchDimensions()
 
     def output_aliases(self) -> dict[int, int]:
         return {0: self.operand.parameter_number}
@@ -235,6 +236,9 @@ class ScatterEmitter(EmitterBase):
             return [branch.result]
 
         with ir.InsertionPoint(entry.entry_block):
+            if self.updates.shape.num_elements == 0:
+                func.ReturnOp(outputs)
+                return
             ids = self.all_kernel_ids()
             func.ReturnOp(self.emit_kernel_loop(self._updates_map(), outputs, body,
                                                 keep_symbols=(1,), ids=ids))

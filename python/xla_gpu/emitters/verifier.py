@@ -148,7 +148,7 @@ def _verify_reads(inst: HloInstruction) -> None:
     if expected is not None and expected != list(out_dims if variadic else inst.shape.dims):
         raise EmitterError(inst, f"{inst.shape} cannot be made of operand 0 "
                            f"({inst.operands[0].name}, {inst.operands[0].shape})")
-    if 0 in out_dims:
+    if 0 in out_dims or any(o.shape.num_elements == 0 for o in inst.operands):
         return  # nothing is read (its indexing maps would have empty domains)
     try:
         per_operand = output_to_input_indexing(inst)

@@ -2,8 +2,9 @@
 function that uses most HLO ops, before (`as_text(dialect="hlo")`) and after
 XLA:CPU's optimisation (`compile().as_text()`); and XLA:CPU's optimized
 modules of three programs with reductions (softmax, layer norm, a loss with
-argmax), made without XLA:CPU's YNNPACK fusions so that the reductions stay
-HLO fusions.
+argmax) and three with the other heroes (a scatter-add, a KV-cache update,
+attention's transposes and a concatenate), made without XLA:CPU's YNNPACK
+fusions so that they stay HLO fusions.
 
     .venv/bin/python test/hlo/generate_jax_hlo.py
 """
@@ -52,6 +53,33 @@ def loss(logits, labels):
     return -jnp.mean(jnp.take_along_axis(lp, labels[:, None], 1)), jnp.argmax(logits, -1)
 
 
+def scatter_add(x, idx, u):
+    return x.at[idx].add(u * 2.0)
+
+
+def kv_update(cache, tok, pos):
+    return lax.dynamic_update_slice(cache, tok, (0, pos, 0))
+
+
+def attention_layout(q, k):
+    heads_first = jnp.transpose(q.reshape(8, 64, 4, 32), (0, 2, 1, 3))
+    keys_transposed = jnp.transpose(k.reshape(8, 64, 4, 32), (0, 2, 3, 1))
+    return (jnp.exp(heads_first) * 2.0, keys_transposed + 1.0,
+            jnp.concatenate([q, jnp.tanh(k)], axis=-1))
+
+
+def heroes(here: Path) -> None:
+    # f32 (XLA:CPU computes a bf16 update in f32: not in place).
+    for name, f, f_args in [
+            ("scatter", scatter_add, (jnp.ones((100, 16)), jnp.zeros(500, jnp.int32),
+                                      jnp.ones((500, 16)))),
+            ("kv_cache", kv_update, (jnp.ones((4, 256, 64)), jnp.ones((4, 1, 64)),
+                                     jnp.int32(3))),
+            ("attention_layout", attention_layout, (jnp.ones((8, 64, 128)),
+                                                    jnp.ones((8, 64, 128))))]:
+        (here / f"jax_{name}.hlo").write_text(jax.jit(f).lower(*f_args).compile().as_text())
+
+
 def reductions(here: Path) -> None:
     x = jnp.ones((64, 256), jnp.float32)
     for name, f, f_args in [("softmax", softmax, (x,)),
@@ -64,6 +92,7 @@ def main() -> None:
     here = Path(__file__).resolve().parent
     if sys.argv[1:] == ["--reductions"]:
         reductions(here)
+        heroes(here)
         return
     args = (jnp.ones((4, 8), jnp.float32), jnp.ones((8, 4), jnp.float32),
             jnp.int32(1), jnp.array([0, 3, 1], jnp.int32))

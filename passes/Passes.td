@@ -252,7 +252,9 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        `gpu.shuffle`; each phase is a loop over the threads of the block, so
        every thread finishes a phase before any starts the next.
     2. Values that live across a cut are kept per thread (an array indexed by
-       the thread id); constants and ids are recomputed instead.
+       the thread id); constants, ids, shared-memory addresses and the
+       integer and pointer arithmetic on them (index maps) are recomputed
+       instead -- cheaper than a store and a load per thread.
     3. A `gpu.shuffle` is its own phase: lane `l` reads the value of lane
        `l + offset` of its segment of `width` lanes, or its own when that lane
        is outside the segment -- exactly `shfl.down`.

@@ -197,9 +197,29 @@ class KernelLowering {
     for (auto [i, phase] : llvm::enumerate(phases)) {
       for (mlir::Operation* op : phase) phaseOf_[op] = i;
     }
-    // 2. Values used in a later phase than the one defining them.
+    // 2. What a later phase recomputes instead of reloading: ids, constants,
+    //    and the integer and pointer arithmetic on them (index maps of the
+    //    thread and block ids, the shared tiles' addresses); every other
+    //    value used in a later phase than the one defining it is spilled.
     for (mlir::Operation& op : body.without_terminator()) {
-      if (isRecomputed(&op) || llvm::isa<mlir::gpu::BarrierOp>(op)) continue;
+      if (isRecomputed(&op)) {
+        recomputed_.insert(&op);
+        continue;
+      }
+      if (op.getNumRegions() != 0 || !mlir::isPure(&op) || llvm::isa<mlir::gpu::ShuffleOp>(op)) {
+        continue;
+      }
+      bool cheap = llvm::all_of(op.getResultTypes(), [](mlir::Type t) {
+        return t.isIntOrIndex() || llvm::isa<mlir::LLVM::LLVMPointerType>(t);
+      });
+      bool fromRecomputed = llvm::all_of(op.getOperands(), [&](Value v) {
+        if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) return arg.getOwner() == &body;
+        return recomputed_.contains(v.getDefiningOp());
+      });
+      if (cheap && fromRecomputed) recomputed_.insert(&op);
+    }
+    for (mlir::Operation& op : body.without_terminator()) {
+      if (recomputed_.contains(&op) || llvm::isa<mlir::gpu::BarrierOp>(op)) continue;
       for (Value result : op.getResults()) {
         for (mlir::OpOperand& use : result.getUses()) {
           mlir::Operation* top = body.findAncestorOpInBlock(*use.getOwner());
@@ -356,7 +376,7 @@ class KernelLowering {
         }
         mlir::Operation* def = v.getDefiningOp();
         if (!def || def->getBlock() != &f_.getBody().front()) continue;  // local to `op`
-        if (isRecomputed(def)) {
+        if (recomputed_.contains(def)) {
           if (mlir::failed(emitOp(b, def, mapping, tid, bid))) result = mlir::failure();
         } else if (spilled_.contains(v)) {
           mapping.map(v, reload(b, v, tid));
@@ -443,6 +463,8 @@ class KernelLowering {
   llvm::DenseMap<mlir::Operation*, unsigned> phaseOf_;
   llvm::SetVector<Value> spilled_;
   llvm::DenseMap<Value, Value> spillSlots_;
+  // Ops every phase that uses them emits again (see run(), step 2).
+  llvm::DenseSet<mlir::Operation*> recomputed_;
   llvm::StringMap<Value> sharedSlots_;
   mlir::IRMapping argMap_;
 };

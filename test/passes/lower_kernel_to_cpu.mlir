@@ -2,18 +2,24 @@
 
 // A barrier cuts the kernel into two loops over the threads, inside the loop
 // over the blocks of [first, last); a value used across it lives in a
-// per-thread array; shared memory is a buffer per call.
+// per-thread array -- but integer and pointer arithmetic on the ids (the
+// index %i) is computed again after the barrier, not stored; shared memory
+// is a buffer per call.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
 // CHECK-DAG: %[[SPILL:.*]] = llvm.alloca %{{.*}} x f32 {alignment = 16 : i64} : (i64) -> !llvm.ptr
 // CHECK-DAG: %[[SHMEM:.*]] = llvm.alloca %{{.*}} x !llvm.array<64 x f32> {alignment = 16 : i64} : (i64) -> !llvm.ptr
+// CHECK-NOT: llvm.alloca
 // CHECK: scf.for %[[BID:.*]] = %[[FIRST]] to %[[LAST]]
 // CHECK:   scf.for %[[T1:.*]] = %c0 to %c64
 // CHECK:     %[[V:.*]] = llvm.load
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:   scf.for %[[T2:.*]] = %c0 to %c64
-// CHECK:     llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:     %[[I:.*]] = arith.index_cast %[[T2]] : index to i64
+// CHECK:     %[[O:.*]] = llvm.getelementptr %[[OUT]][%[[I]]]
+// CHECK:     %[[W:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:     llvm.store %[[W]], %[[O]]
 // CHECK-NOT: gpu.
 llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
 func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {

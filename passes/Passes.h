@@ -26,6 +26,10 @@ namespace xla::gpu {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// XLA's test pipelines, by their flags: `xla-gpu-test-optimize` (see
+/// test_pipelines.cpp).
+void registerXlaGpuTestPipelines();
+
 }  // namespace xla::gpu
 
 #endif  // XLA_GPU_PASSES_PASSES_H

@@ -68,6 +68,19 @@ def LowerTileCopiesPass : Pass<"xla-gpu-lower-tile-copies", "mlir::func::FuncOp"
                            "::mlir::tensor::TensorDialect", "::xla::gpu::XlaGpuDialect"];
 }
 
+def UnswitchLoopsPass : Pass<"xla-gpu-unswitch-loops", "mlir::func::FuncOp"> {
+  let summary = "Hoists a loop-invariant scf.if out of the scf.for it is the body of.";
+  let description = [{
+    XLA's loop unswitcher: an `scf.for` whose body is one `scf.if` (and the
+    yield) on a condition defined outside the loop becomes an `scf.if` on
+    that condition of two copies of the loop, the condition replaced by
+    true in one and false in the other (canonicalization then drops the
+    inner ifs). Run after loop-invariant code motion, which moves the
+    condition out; a constant condition is left to canonicalization.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 def FlattenTensorsPass : Pass<"xla-gpu-flatten-tensors", "mlir::ModuleOp"> {
   let summary = "Flattens statically shaped tensors to one dimension.";
   let description = [{

@@ -42,7 +42,10 @@ void xlaGpuRegisterDialects(MlirDialectRegistry registry) {
 
 void xlaGpuRegisterPasses(void) {
   static std::once_flag once;
-  std::call_once(once, [] { xla::gpu::registerXlaGpuPasses(); });
+  std::call_once(once, [] {
+    xla::gpu::registerXlaGpuPasses();
+    xla::gpu::registerXlaGpuTestPipelines();
+  });
 }
 
 MlirAttribute xlaGpuIndexingMapAttrParse(MlirContext context,

@@ -244,6 +244,7 @@ int main(int argc, char** argv) {
   xla::gpu::registerXlaGpuDialect(registry);
   mlir::registerAllPasses();
   xla::gpu::registerXlaGpuPasses();
+  xla::gpu::registerXlaGpuTestPipelines();
 
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();

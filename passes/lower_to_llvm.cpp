@@ -1,5 +1,7 @@
 //===- lower_to_llvm.cpp - -xla-gpu-lower-to-llvm --------------------------===//
 
+#include <limits>
+
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ComplexToLLVM/ComplexToLLVM.h"
 #include "mlir/Conversion/ComplexToStandard/ComplexToStandard.h"
@@ -76,6 +78,68 @@ struct ApproximateTanh : public mlir::OpRewritePattern<mlir::math::TanhOp> {
   }
 };
 
+// exp(x) for f32 in arithmetic LLVM vectorizes (a libm call does not):
+// Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2, ln2 in two parts),
+// Cephes' degree-6 polynomial for e^r (within 1 ulp of expf on [-ln2/2,
+// ln2/2]), and 2^n applied as two exponent-field scalings so that results
+// down to the smallest subnormal are reached. x above ln(FLT_MAX) is +inf,
+// below -104 0 (as the rounding would give), a NaN stays a NaN.
+struct ApproximateExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(mlir::math::ExpOp op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    mlir::Type type = op.getType();
+    if (!mlir::getElementTypeOrSelf(type).isF32()) {
+      return rewriter.notifyMatchFailure(op, "only f32 (expand-float-ops widened the rest)");
+    }
+    mlir::Location loc = op.getLoc();
+    auto vt = llvm::dyn_cast<mlir::VectorType>(type);
+    auto splat = [&](mlir::TypedAttr attr) -> mlir::Value {
+      if (vt) attr = mlir::DenseElementsAttr::get(vt.clone(attr.getType()), attr);
+      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+    };
+    auto c = [&](double v) { return splat(rewriter.getF32FloatAttr(static_cast<float>(v))); };
+    auto ci = [&](int32_t v) { return splat(rewriter.getI32IntegerAttr(v)); };
+    mlir::Type i32 = vt ? mlir::Type(vt.clone(rewriter.getI32Type())) : rewriter.getI32Type();
+    auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) -> mlir::Value {
+      return rewriter.create<mlir::math::FmaOp>(loc, a, b, d);
+    };
+    mlir::Value x = op.getOperand();
+    // Clamped to where the result is finite and not flushed to 0 (NaN kept).
+    mlir::Value clamped = rewriter.create<mlir::arith::MaximumFOp>(
+        loc, rewriter.create<mlir::arith::MinimumFOp>(loc, x, c(88.72283935546875)),
+        c(-104.0));
+    mlir::Value n = rewriter.create<mlir::math::RoundEvenOp>(
+        loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, c(1.44269504088896341)));
+    mlir::Value r = fma(n, c(-0.693359375), clamped);
+    r = fma(n, c(2.12194440e-4), r);
+    mlir::Value p = c(1.9875691500e-4);
+    for (double k : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                     5.0000001201e-1}) {
+      p = fma(p, r, c(k));
+    }
+    mlir::Value r2 = rewriter.create<mlir::arith::MulFOp>(loc, r, r);
+    mlir::Value y = rewriter.create<mlir::arith::AddFOp>(
+        loc, fma(p, r2, r), c(1.0));
+    // y * 2^n as y * 2^(n/2) * 2^(n - n/2): each factor a normal float.
+    mlir::Value ni = rewriter.create<mlir::arith::FPToSIOp>(loc, i32, n);
+    mlir::Value half = rewriter.create<mlir::arith::ShRSIOp>(loc, ni, ci(1));
+    mlir::Value rest = rewriter.create<mlir::arith::SubIOp>(loc, ni, half);
+    auto pow2 = [&](mlir::Value e) -> mlir::Value {
+      mlir::Value bits = rewriter.create<mlir::arith::ShLIOp>(
+          loc, rewriter.create<mlir::arith::AddIOp>(loc, e, ci(127)), ci(23));
+      return rewriter.create<mlir::arith::BitcastOp>(loc, type, bits);
+    };
+    mlir::Value scaled = rewriter.create<mlir::arith::MulFOp>(
+        loc, rewriter.create<mlir::arith::MulFOp>(loc, y, pow2(half)), pow2(rest));
+    mlir::Value overflow = rewriter.create<mlir::arith::CmpFOp>(
+        loc, mlir::arith::CmpFPredicate::OGT, x, c(88.72283935546875));
+    rewriter.replaceOpWithNewOp<mlir::arith::SelectOp>(
+        op, overflow, c(std::numeric_limits<float>::infinity()), scaled);
+    return mlir::success();
+  }
+};
+
 class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
  public:
   using LowerToLlvmPassBase::LowerToLlvmPassBase;
@@ -125,7 +189,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
     }
     if (cpu) {
       mlir::RewritePatternSet approximations(ctx);
-      approximations.add<ApproximateTanh>(ctx);
+      approximations.add<ApproximateTanh, ApproximateExp>(ctx);
       if (failed(mlir::applyPatternsGreedily(module, std::move(approximations)))) {
         return signalPassFailure();
       }

@@ -32,6 +32,16 @@ namespace xla::gpu {
 
 namespace {
 
+// A constant of `like`'s shape (a scalar, or a splat vector) holding `attr`
+// (whose type is the element type).
+mlir::Value splatConstant(mlir::PatternRewriter& rewriter, mlir::Location loc, mlir::Type like,
+                          mlir::TypedAttr attr) {
+  if (auto vt = llvm::dyn_cast<mlir::VectorType>(like)) {
+    attr = mlir::DenseElementsAttr::get(vt.clone(attr.getType()), attr);
+  }
+  return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+}
+
 // tanh(x) as Eigen's (and XLA:CPU's) rational approximation: x * P(x^2) /
 // Q(x^2) on x clamped to +-7.9053, and x itself below 4e-4. Unlike a libm
 // call it vectorizes; it is within a few ulp of tanhf.
@@ -45,11 +55,7 @@ struct ApproximateTanh : public mlir::OpRewritePattern<mlir::math::TanhOp> {
     }
     mlir::Location loc = op.getLoc();
     auto c = [&](double v) -> mlir::Value {
-      mlir::TypedAttr attr = rewriter.getF32FloatAttr(static_cast<float>(v));
-      if (auto vt = llvm::dyn_cast<mlir::VectorType>(type)) {
-        attr = mlir::DenseElementsAttr::get(vt, attr);
-      }
-      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+      return splatConstant(rewriter, loc, type, rewriter.getF32FloatAttr(static_cast<float>(v)));
     };
     mlir::Value a = op.getOperand();
     mlir::Value x = rewriter.create<mlir::arith::MaximumFOp>(
@@ -94,12 +100,12 @@ struct ApproximateExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
     }
     mlir::Location loc = op.getLoc();
     auto vt = llvm::dyn_cast<mlir::VectorType>(type);
-    auto splat = [&](mlir::TypedAttr attr) -> mlir::Value {
-      if (vt) attr = mlir::DenseElementsAttr::get(vt.clone(attr.getType()), attr);
-      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+    auto c = [&](double v) {
+      return splatConstant(rewriter, loc, type, rewriter.getF32FloatAttr(static_cast<float>(v)));
     };
-    auto c = [&](double v) { return splat(rewriter.getF32FloatAttr(static_cast<float>(v))); };
-    auto ci = [&](int32_t v) { return splat(rewriter.getI32IntegerAttr(v)); };
+    auto ci = [&](int32_t v) {
+      return splatConstant(rewriter, loc, type, rewriter.getI32IntegerAttr(v));
+    };
     mlir::Type i32 = vt ? mlir::Type(vt.clone(rewriter.getI32Type())) : rewriter.getI32Type();
     auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) -> mlir::Value {
       return rewriter.create<mlir::math::FmaOp>(loc, a, b, d);

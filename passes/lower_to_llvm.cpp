@@ -146,6 +146,82 @@ struct ApproximateExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
   }
 };
 
+// log(x) for f32 in arithmetic LLVM vectorizes: x = m 2^e with m in
+// [sqrt(1/2), sqrt(2)) read off the bits (subnormals scaled by 2^23 first),
+// log(m) = f - f^2/2 + f^3 P(f) with f = m - 1 (Cephes' degree-8 P), plus
+// e ln2 in two parts. x < 0 and NaN give NaN, 0 gives -inf, +inf gives
+// +inf.
+struct ApproximateLog : public mlir::OpRewritePattern<mlir::math::LogOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(mlir::math::LogOp op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    mlir::Type type = op.getType();
+    if (!mlir::getElementTypeOrSelf(type).isF32()) {
+      return rewriter.notifyMatchFailure(op, "only f32 (expand-float-ops widened the rest)");
+    }
+    mlir::Location loc = op.getLoc();
+    auto vt = llvm::dyn_cast<mlir::VectorType>(type);
+    auto c = [&](double v) {
+      return splatConstant(rewriter, loc, type, rewriter.getF32FloatAttr(static_cast<float>(v)));
+    };
+    auto ci = [&](int32_t v) {
+      return splatConstant(rewriter, loc, type, rewriter.getI32IntegerAttr(v));
+    };
+    mlir::Type i32 = vt ? mlir::Type(vt.clone(rewriter.getI32Type())) : rewriter.getI32Type();
+    auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) -> mlir::Value {
+      return rewriter.create<mlir::math::FmaOp>(loc, a, b, d);
+    };
+    auto cmp = [&](mlir::arith::CmpFPredicate p, mlir::Value a, mlir::Value b) -> mlir::Value {
+      return rewriter.create<mlir::arith::CmpFOp>(loc, p, a, b);
+    };
+    auto select = [&](mlir::Value cond, mlir::Value a, mlir::Value b) -> mlir::Value {
+      return rewriter.create<mlir::arith::SelectOp>(loc, cond, a, b);
+    };
+    mlir::Value x = op.getOperand();
+    // Subnormals: scaled into the normal range, the exponent corrected.
+    mlir::Value subnormal = cmp(mlir::arith::CmpFPredicate::OLT, x, c(1.17549435e-38));
+    mlir::Value normal = select(subnormal,
+                                rewriter.create<mlir::arith::MulFOp>(loc, x, c(8388608.0)), x);
+    mlir::Value bits = rewriter.create<mlir::arith::BitcastOp>(loc, i32, normal);
+    mlir::Value e = rewriter.create<mlir::arith::SubIOp>(
+        loc, rewriter.create<mlir::arith::ShRUIOp>(loc, bits, ci(23)),
+        select(subnormal, ci(127 + 23), ci(127)));
+    mlir::Value m = rewriter.create<mlir::arith::BitcastOp>(
+        loc, type,
+        rewriter.create<mlir::arith::OrIOp>(
+            loc, rewriter.create<mlir::arith::AndIOp>(loc, bits, ci(0x7fffff)),
+            ci(0x3f800000)));
+    mlir::Value ef = rewriter.create<mlir::arith::SIToFPOp>(loc, type, e);
+    // m in [sqrt(1/2), sqrt(2)).
+    mlir::Value big = cmp(mlir::arith::CmpFPredicate::OGT, m, c(1.41421356237309505));
+    m = select(big, rewriter.create<mlir::arith::MulFOp>(loc, m, c(0.5)), m);
+    ef = select(big, rewriter.create<mlir::arith::AddFOp>(loc, ef, c(1.0)), ef);
+    mlir::Value f = rewriter.create<mlir::arith::SubFOp>(loc, m, c(1.0));
+    mlir::Value z = rewriter.create<mlir::arith::MulFOp>(loc, f, f);
+    mlir::Value p = c(7.0376836292e-2);
+    for (double k : {-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+                     -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1}) {
+      p = fma(p, f, c(k));
+    }
+    mlir::Value y = rewriter.create<mlir::arith::MulFOp>(
+        loc, rewriter.create<mlir::arith::MulFOp>(loc, f, z), p);
+    y = fma(ef, c(-2.12194440e-4), y);
+    y = fma(z, c(-0.5), y);
+    mlir::Value r = rewriter.create<mlir::arith::AddFOp>(loc, f, y);
+    r = fma(ef, c(0.693359375), r);
+    // The special values.
+    r = select(cmp(mlir::arith::CmpFPredicate::OEQ, x, c(0.0)),
+               c(-std::numeric_limits<float>::infinity()), r);
+    r = select(cmp(mlir::arith::CmpFPredicate::OEQ, x, c(std::numeric_limits<float>::infinity())),
+               x, r);
+    // x < 0 or NaN: NaN.
+    r = select(cmp(mlir::arith::CmpFPredicate::OGE, x, c(0.0)), r,
+               c(std::numeric_limits<float>::quiet_NaN()));
+    rewriter.replaceOp(op, r);
+    return mlir::success();
+  }
+};
+
 class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
  public:
   using LowerToLlvmPassBase::LowerToLlvmPassBase;
@@ -195,7 +271,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
     }
     if (cpu) {
       mlir::RewritePatternSet approximations(ctx);
-      approximations.add<ApproximateTanh, ApproximateExp>(ctx);
+      approximations.add<ApproximateTanh, ApproximateExp, ApproximateLog>(ctx);
       if (failed(mlir::applyPatternsGreedily(module, std::move(approximations)))) {
         return signalPassFailure();
       }

@@ -1,7 +1,8 @@
-"""The CPU target's f32 exp (a polynomial in IR, which LLVM vectorizes, not
-a libm call) against the exact value: within 1 ulp over a sweep of 2^20
-points from -110 to 90 (overflow, normal, subnormal and flushed results),
-and the special values as expf gives them."""
+"""The CPU target's f32 exp and log (polynomials in IR, which LLVM
+vectorizes, not libm calls) against the exact values: within 1 ulp over
+sweeps of 2^20 points (exp: -110 to 90, overflow, normal, subnormal and
+flushed results; log: every binade of positive floats, subnormals too),
+and the special values as expf and logf give them."""
 
 from __future__ import annotations
 
@@ -16,13 +17,22 @@ from xla_gpu.runtime import CpuKernel
 N = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def exp_kernel():
-    text = f"fusion {{\n  p = f32[{N}] parameter(0)\n  ROOT e = f32[{N}] exponential(p)\n}}\n"
+def _kernel(opcode: str, call: str) -> CpuKernel:
+    text = f"fusion {{\n  p = f32[{N}] parameter(0)\n  ROOT e = f32[{N}] {opcode}(p)\n}}\n"
     with ir.Context():
         kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
-    assert "expf" not in kernel.llvm_ir and "llvm.intr.exp" not in kernel.llvm_ir
+    assert f"{call}f" not in kernel.llvm_ir and f"llvm.intr.{call}" not in kernel.llvm_ir
     return kernel
+
+
+@pytest.fixture(scope="module")
+def exp_kernel():
+    return _kernel("exponential", "exp")
+
+
+@pytest.fixture(scope="module")
+def log_kernel():
+    return _kernel("log", "log")
 
 
 def _run(kernel, x: np.ndarray) -> np.ndarray:
@@ -54,3 +64,21 @@ def test_exp_special_values(exp_kernel):
     np.testing.assert_array_equal(
         got[1:], np.array([np.inf, 0.0, 1.0, 1.0, 1.0, 3.4027985e38, np.inf, 1.4e-45, 0.0, 0.0,
                            np.float32(np.e)], np.float32))
+
+
+def test_log_is_within_one_ulp(log_kernel):
+    # Evenly spaced bit patterns: every binade from the smallest subnormal
+    # to the largest float.
+    x = np.linspace(1, 0x7F7FFFFF, N).astype(np.uint32).view(np.float32)
+    got = _run(log_kernel, x).astype(np.float64)
+    exact = np.log(x.astype(np.float64))
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got - exact) / ulp) < 1.0
+
+
+def test_log_special_values(log_kernel):
+    x = np.array([np.nan, -1.0, -np.inf, np.inf, 0.0, -0.0, 1.0, 1e-45, 2.0], np.float32)
+    got = _run(log_kernel, x)
+    assert np.isnan(got[:3]).all()
+    np.testing.assert_array_equal(
+        got[3:], np.array([np.inf, -np.inf, -np.inf, 0.0, -103.27893, 0.6931472], np.float32))

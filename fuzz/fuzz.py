@@ -110,6 +110,7 @@ def _worker(harness: str, seed: int, start: int) -> None:
     texts = corpus(harness)
     pipeline = ("builtin.module(inline,xla-erase-dead-functions,canonicalize,"
                 "func.func(xla-gpu-lower-xla-gpu-to-scf),func.func(xla-gpu-lower-xla-gpu-loops-to-scf),"
+                "func.func(xla-gpu-lower-tile-copies),func.func(xla-gpu-unswitch-loops),"
                 "xla-gpu-flatten-tensors,func.func(xla-gpu-vectorize-loads-stores),"
                 "xla-gpu-propagate-slice-indices,xla-gpu-lower-tensors)")
     k = start

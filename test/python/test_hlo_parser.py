@@ -223,3 +223,17 @@ ENTRY e {
     assert [c.name for c in module.computation("sum_map").callees()] == ["add"]
     assert [o.name for o in module.entry.outputs] == ["r1", "m"]
     assert [o.name for o in module.computation("add").outputs] == ["s"]
+
+
+def test_a_call_with_the_wrong_operand_count_is_an_error_at_the_call():
+    """Found by the fuzzer (an IndexError in the inliner before): a call
+    passing fewer operands than its callee has parameters."""
+    from xla_gpu.hlo.inline import inline_calls
+    text = ("HloModule m\nf {\n  a = f32[4] parameter(0)\n  b = f32[4] parameter(1)\n"
+            "  ROOT s = f32[4] add(a, b)\n}\nENTRY e {\n  p = f32[4] parameter(0)\n"
+            "  ROOT c = f32[4] call(p), to_apply=f\n}\n")
+    module = parse_hlo(text, "call.hlo")
+    with pytest.raises(HloParseError) as info:
+        inline_calls(module.entry)
+    assert str(info.value) == ("call.hlo:9:3: error: call c passes 1 operands to f, which "
+                               "takes 2")

@@ -267,6 +267,14 @@ def _verify(inst: HloInstruction, comp: HloComputation) -> None:
         return
     if op in ("reduce", "reduce-window"):
         _verify_variadic_reduce(inst)
+    if op == "reduce-precision":
+        # XLA's shape inference: at least one exponent bit, no negative
+        # mantissa bits (more than the type has change nothing).
+        e, m = inst.attr("exponent_bits"), inst.attr("mantissa_bits")
+        if not isinstance(e, int) or not isinstance(m, int) or e < 1 or m < 0:
+            raise EmitterError(inst, f"exponent_bits={inst.attributes['exponent_bits'].text} "
+                               f"and mantissa_bits={inst.attributes['mantissa_bits'].text} must "
+                               "be at least 1 and 0")
     if op == "iota":
         d = inst.attr("iota_dimension")
         if not isinstance(d, int) or not 0 <= d < inst.shape.rank:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from .module import HloComputation, HloInstruction
+from .parser import HloParseError
 
 __all__ = ["inline_calls"]
 
@@ -29,7 +30,13 @@ def inline_calls(comp: HloComputation) -> HloComputation:
         if inst.opcode != "call" or not inst.called_computations:
             out.append(inst)
             continue
-        body, root = _clone_body(inst.called_computations[0], inst.operands, inst, comp)
+        callee = inst.called_computations[0]
+        if len(callee.parameters) != len(inst.operands):
+            module = comp.module
+            raise HloParseError(f"call {inst.name} passes {len(inst.operands)} operands to "
+                                f"{callee.name}, which takes {len(callee.parameters)}",
+                                inst.line, inst.column, module.source if module else None)
+        body, root = _clone_body(callee, inst.operands, inst, comp)
         out += body
         replaced[id(inst)] = root
         if comp.root is inst:

@@ -230,14 +230,14 @@ def verify_fusion(comp: HloComputation) -> None:
     """Raises EmitterError on the first malformed instruction of `comp`."""
     for inst in comp.instructions:
         for leaf in inst.shape.leaves():
+            if leaf.num_elements > kMaxElements:
+                raise EmitterError(inst, f"{leaf} has {leaf.num_elements} elements, more than "
+                                   "64-bit indexing covers (2^62)")
             # A dimension past 64-bit indexing is refused even where another
             # dimension is 0 (the element count alone would not show it).
             if any(d > kMaxElements for d in leaf.dims):
                 raise EmitterError(inst, f"{leaf} has a dimension larger than 64-bit "
                                    "indexing covers (2^62)")
-            if leaf.num_elements > kMaxElements:
-                raise EmitterError(inst, f"{leaf} has {leaf.num_elements} elements, more than "
-                                   "64-bit indexing covers (2^62)")
     for inst in comp.instructions:
         _verify(inst, comp)
     # The computations it calls (reducers, map computations) too.

@@ -60,15 +60,16 @@ def _permute(values, permutation) -> list:
     return [values[p] for p in permutation]
 
 
-def transpose_shared_memory_bytes(analysis: FusionAnalysis, vector_size: int = 1) -> int:
-    """The shared tiles' bytes for a vector size (XLA's shmem_usage)."""
+def transpose_shared_memory_bytes(analysis: FusionAnalysis) -> int:
+    """The shared tiles' bytes without vectors (XLA's shmem_usage; a vector
+    of v elements makes each tile v^2 times larger)."""
     desc = analysis.tiled_transpose
     minor_kept = desc.permutation[-1] == len(desc.permutation) - 1
     total = 0
     for hero in _transposes(analysis):
         size = _byte_width(hero) * (desc.input_shape[-1] if minor_kept else 1)
         total += kTileSize * (kTileSize + 1) * size
-    return total * vector_size * vector_size
+    return total
 
 
 def _transposes(analysis: FusionAnalysis) -> list[HloInstruction]:

@@ -89,7 +89,11 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
 
 
 def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> None:
-    passes += ["xla-gpu-flatten-tensors", "canonicalize", "cse"]
+    passes += ["xla-gpu-flatten-tensors", "canonicalize", "cse",
+               # XLA's order: the unswitcher takes loops whose body is one
+               # if, so invariant code moves out first, and again after.
+               "loop-invariant-code-motion", "func.func(xla-gpu-unswitch-loops)",
+               "loop-invariant-code-motion"]
     if opts.vectorize:
         passes += ["func.func(xla-gpu-vectorize-loads-stores)", "canonicalize"]
     if opts.unroll:

@@ -311,7 +311,11 @@ class CpuKernel:
         # shape of the same bytes): it starts as the operand -- XLA copies
         # the operand when the buffers differ -- and is the one buffer the
         # kernel reads and writes.
+        # (Two inputs of one slice are read from the first.)
+        first_output = len(arrays) - self.num_results
         for k, v in self.aliases.items():
+            if k < first_output:
+                continue
             if buffers[k].ctypes.data != buffers[v].ctypes.data:
                 np.copyto(buffers[k].reshape(-1), buffers[v].reshape(-1).view(buffers[k].dtype))
             buffers[v] = buffers[k]

@@ -32,15 +32,42 @@ namespace xla::gpu {
 
 namespace {
 
-// A constant of `like`'s shape (a scalar, or a splat vector) holding `attr`
-// (whose type is the element type).
-mlir::Value splatConstant(mlir::PatternRewriter& rewriter, mlir::Location loc, mlir::Type like,
-                          mlir::TypedAttr attr) {
-  if (auto vt = llvm::dyn_cast<mlir::VectorType>(like)) {
-    attr = mlir::DenseElementsAttr::get(vt.clone(attr.getType()), attr);
+// The f32 arithmetic the approximations below emit, in the shape of the op
+// they replace (a scalar, or a vector of f32): constants splatted to it,
+// its i32 twin for bit manipulation, FMAs and Horner polynomials.
+struct F32Builder {
+  mlir::PatternRewriter& rewriter;
+  mlir::Location loc;
+  mlir::Type type;
+
+  // Only f32 is approximated (expand-float-ops widened the narrower types).
+  static bool applies(mlir::Operation* op) {
+    return mlir::getElementTypeOrSelf(op->getResult(0).getType()).isF32();
   }
-  return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
-}
+  mlir::Value splat(mlir::TypedAttr attr) const {
+    if (auto vt = llvm::dyn_cast<mlir::VectorType>(type)) {
+      attr = mlir::DenseElementsAttr::get(vt.clone(attr.getType()), attr);
+    }
+    return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+  }
+  mlir::Value c(double v) const {
+    return splat(rewriter.getF32FloatAttr(static_cast<float>(v)));
+  }
+  mlir::Value ci(int32_t v) const { return splat(rewriter.getI32IntegerAttr(v)); }
+  mlir::Type i32() const {
+    if (auto vt = llvm::dyn_cast<mlir::VectorType>(type)) return vt.clone(rewriter.getI32Type());
+    return rewriter.getI32Type();
+  }
+  mlir::Value fma(mlir::Value a, mlir::Value b, mlir::Value d) const {
+    return rewriter.create<mlir::math::FmaOp>(loc, a, b, d);
+  }
+  // ((k0 x + k1) x + k2) ... with one FMA a coefficient.
+  mlir::Value horner(mlir::Value x, llvm::ArrayRef<double> coefficients) const {
+    mlir::Value acc = c(coefficients.front());
+    for (double k : coefficients.drop_front()) acc = fma(acc, x, c(k));
+    return acc;
+  }
+};
 
 // tanh(x) as Eigen's (and XLA:CPU's) rational approximation: x * P(x^2) /
 // Q(x^2) on x clamped to +-7.9053, and x itself below 4e-4. Unlike a libm
@@ -49,31 +76,20 @@ struct ApproximateTanh : public mlir::OpRewritePattern<mlir::math::TanhOp> {
   using OpRewritePattern::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(mlir::math::TanhOp op,
                                       mlir::PatternRewriter& rewriter) const override {
-    mlir::Type type = op.getType();
-    if (!mlir::getElementTypeOrSelf(type).isF32()) {
-      return rewriter.notifyMatchFailure(op, "only f32 (expand-float-ops widened the rest)");
-    }
+    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
     mlir::Location loc = op.getLoc();
-    auto c = [&](double v) -> mlir::Value {
-      return splatConstant(rewriter, loc, type, rewriter.getF32FloatAttr(static_cast<float>(v)));
-    };
+    F32Builder f32{rewriter, loc, op.getType()};
+    auto c = [&](double v) { return f32.c(v); };
     mlir::Value a = op.getOperand();
     mlir::Value x = rewriter.create<mlir::arith::MaximumFOp>(
         loc, rewriter.create<mlir::arith::MinimumFOp>(loc, a, c(7.90531110763549805)),
         c(-7.90531110763549805));
     mlir::Value x2 = rewriter.create<mlir::arith::MulFOp>(loc, x, x);
-    auto horner = [&](llvm::ArrayRef<double> coefficients) {
-      mlir::Value acc = c(coefficients.front());
-      for (double k : coefficients.drop_front()) {
-        acc = rewriter.create<mlir::math::FmaOp>(loc, x2, acc, c(k));
-      }
-      return acc;
-    };
-    mlir::Value p = horner({-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
+    mlir::Value p = f32.horner(x2, {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
                             5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
                             4.89352455891786e-03});
     p = rewriter.create<mlir::arith::MulFOp>(loc, x, p);
-    mlir::Value q = horner({1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+    mlir::Value q = f32.horner(x2, {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
                             4.89352518554385e-03});
     mlir::Value ratio = rewriter.create<mlir::arith::DivFOp>(loc, p, q);
     mlir::Value tiny = rewriter.create<mlir::arith::CmpFOp>(
@@ -94,22 +110,14 @@ struct ApproximateExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
   using OpRewritePattern::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(mlir::math::ExpOp op,
                                       mlir::PatternRewriter& rewriter) const override {
+    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
     mlir::Type type = op.getType();
-    if (!mlir::getElementTypeOrSelf(type).isF32()) {
-      return rewriter.notifyMatchFailure(op, "only f32 (expand-float-ops widened the rest)");
-    }
     mlir::Location loc = op.getLoc();
-    auto vt = llvm::dyn_cast<mlir::VectorType>(type);
-    auto c = [&](double v) {
-      return splatConstant(rewriter, loc, type, rewriter.getF32FloatAttr(static_cast<float>(v)));
-    };
-    auto ci = [&](int32_t v) {
-      return splatConstant(rewriter, loc, type, rewriter.getI32IntegerAttr(v));
-    };
-    mlir::Type i32 = vt ? mlir::Type(vt.clone(rewriter.getI32Type())) : rewriter.getI32Type();
-    auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) -> mlir::Value {
-      return rewriter.create<mlir::math::FmaOp>(loc, a, b, d);
-    };
+    F32Builder f32{rewriter, loc, type};
+    auto c = [&](double v) { return f32.c(v); };
+    auto ci = [&](int32_t v) { return f32.ci(v); };
+    auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) { return f32.fma(a, b, d); };
+    mlir::Type i32 = f32.i32();
     mlir::Value x = op.getOperand();
     // Clamped to where the result is finite and not flushed to 0 (NaN kept).
     mlir::Value clamped = rewriter.create<mlir::arith::MaximumFOp>(
@@ -119,11 +127,8 @@ struct ApproximateExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
         loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, c(1.44269504088896341)));
     mlir::Value r = fma(n, c(-0.693359375), clamped);
     r = fma(n, c(2.12194440e-4), r);
-    mlir::Value p = c(1.9875691500e-4);
-    for (double k : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-                     5.0000001201e-1}) {
-      p = fma(p, r, c(k));
-    }
+    mlir::Value p = f32.horner(r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                                   4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1});
     mlir::Value r2 = rewriter.create<mlir::arith::MulFOp>(loc, r, r);
     mlir::Value y = rewriter.create<mlir::arith::AddFOp>(
         loc, fma(p, r2, r), c(1.0));
@@ -155,22 +160,14 @@ struct ApproximateLog : public mlir::OpRewritePattern<mlir::math::LogOp> {
   using OpRewritePattern::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(mlir::math::LogOp op,
                                       mlir::PatternRewriter& rewriter) const override {
+    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
     mlir::Type type = op.getType();
-    if (!mlir::getElementTypeOrSelf(type).isF32()) {
-      return rewriter.notifyMatchFailure(op, "only f32 (expand-float-ops widened the rest)");
-    }
     mlir::Location loc = op.getLoc();
-    auto vt = llvm::dyn_cast<mlir::VectorType>(type);
-    auto c = [&](double v) {
-      return splatConstant(rewriter, loc, type, rewriter.getF32FloatAttr(static_cast<float>(v)));
-    };
-    auto ci = [&](int32_t v) {
-      return splatConstant(rewriter, loc, type, rewriter.getI32IntegerAttr(v));
-    };
-    mlir::Type i32 = vt ? mlir::Type(vt.clone(rewriter.getI32Type())) : rewriter.getI32Type();
-    auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) -> mlir::Value {
-      return rewriter.create<mlir::math::FmaOp>(loc, a, b, d);
-    };
+    F32Builder f32{rewriter, loc, type};
+    auto c = [&](double v) { return f32.c(v); };
+    auto ci = [&](int32_t v) { return f32.ci(v); };
+    auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) { return f32.fma(a, b, d); };
+    mlir::Type i32 = f32.i32();
     auto cmp = [&](mlir::arith::CmpFPredicate p, mlir::Value a, mlir::Value b) -> mlir::Value {
       return rewriter.create<mlir::arith::CmpFOp>(loc, p, a, b);
     };
@@ -198,11 +195,9 @@ struct ApproximateLog : public mlir::OpRewritePattern<mlir::math::LogOp> {
     ef = select(big, rewriter.create<mlir::arith::AddFOp>(loc, ef, c(1.0)), ef);
     mlir::Value f = rewriter.create<mlir::arith::SubFOp>(loc, m, c(1.0));
     mlir::Value z = rewriter.create<mlir::arith::MulFOp>(loc, f, f);
-    mlir::Value p = c(7.0376836292e-2);
-    for (double k : {-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
-                     -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1}) {
-      p = fma(p, f, c(k));
-    }
+    mlir::Value p = f32.horner(f, {7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1,
+                                   -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
+                                   2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1});
     mlir::Value y = rewriter.create<mlir::arith::MulFOp>(
         loc, rewriter.create<mlir::arith::MulFOp>(loc, f, z), p);
     y = fma(ef, c(-2.12194440e-4), y);

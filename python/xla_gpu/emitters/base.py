@@ -168,6 +168,13 @@ class CallTargets:
             start += n
         raise KeyError(inst.name)
 
+    def value(self, inst: HloInstruction, params, index) -> ir.Value | list[ir.Value]:
+        """`inst` at `index`: a parameter's element (`tensor.extract`), else
+        the call of the subgraph function that computes it."""
+        if inst.opcode == "parameter":
+            return tensor.extract(params[inst.parameter_number], list(index))
+        return self.call(inst, params, list(index))
+
     def call_all(self, s: Subgraph, params, index) -> list[ir.Value]:
         self.called.add(s)
         return list(xla_gpu.PureCallOp(self.functions[s], [*params, *index]).results)
@@ -415,9 +422,7 @@ class EmitterBase:
         def outside(inst: HloInstruction, idx):
             if id(inst) in hero_values:
                 return hero_values[id(inst)]
-            if inst.opcode == "parameter":
-                return tensor.extract(params[inst.parameter_number], idx)
-            return self.call_targets.call(inst, params, idx)
+            return self.call_targets.value(inst, params, idx)
 
         with ir.InsertionPoint(block):
             emitter = ElementalEmitter(members, outside, self.call_targets.call_computation)
@@ -452,9 +457,7 @@ class EmitterBase:
         index = list(block.arguments)[len(self.params):]
 
         def outside(inst: HloInstruction, idx):
-            if inst.opcode == "parameter":
-                return tensor.extract(params[inst.parameter_number], idx)
-            return self.call_targets.call(inst, params, idx)
+            return self.call_targets.value(inst, params, idx)
 
         with ir.InsertionPoint(block):
             emitter = ElementalEmitter({id(i) for i in s.instructions}, outside,

@@ -120,10 +120,7 @@ class ConcatenateEmitter(EmitterBase):
 
                 def body(ivs, index, iters, k=k, operand=operand):
                     at = self.apply_kernel_map(largest, ids, ivs)
-                    if operand.opcode == "parameter":
-                        value = tensor.extract(params[operand.parameter_number], at)
-                    else:
-                        value = call_targets.call(operand, params, at)
+                    value = call_targets.value(operand, params, at)
                     if self.epilogue is not None:
                         value = call_targets.call_epilogue(self.epilogue, params, list(index),
                                                            [value])[0]

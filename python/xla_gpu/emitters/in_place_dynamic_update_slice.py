@@ -117,9 +117,7 @@ class InPlaceDynamicUpdateSliceEmitter(EmitterBase):
         roots = self.analysis.roots
 
         def value_of(inst: HloInstruction, index) -> ir.Value:
-            if inst.opcode == "parameter":
-                return tensor.extract(params[inst.parameter_number], list(index))
-            return call_targets.call(inst, params, list(index))
+            return call_targets.value(inst, params, index)
 
         with ir.InsertionPoint(entry.entry_block):
             if self.update_shape.num_elements == 0:

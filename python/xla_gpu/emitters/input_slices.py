@@ -12,7 +12,7 @@ sliced operand and writes it to every output whose slice contains it
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, func, tensor
+from mlir.dialects import arith, func
 
 from ..dialects import xla_gpu
 from ..hlo import HloInstruction
@@ -115,11 +115,7 @@ class InputSlicesEmitter(EmitterBase):
             slice_maps = [self._slice_map(r) for r in roots]
 
             def body(ivs, index, iters):
-                values = {}
-                for op in self.operands:
-                    values[id(op)] = (tensor.extract(params[op.parameter_number], list(index))
-                                      if op.opcode == "parameter" else
-                                      call_targets.call(op, params, list(index)))
+                values = {id(op): call_targets.value(op, params, index) for op in self.operands}
                 results = list(iters)
                 for k, (root, m) in enumerate(zip(roots, slice_maps)):
                     at = apply_map(m, list(index))

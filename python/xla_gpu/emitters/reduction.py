@@ -377,9 +377,7 @@ class _State:
 
     def value_of(self, inst: HloInstruction, index) -> ir.Value | list[ir.Value]:
         """`inst` at `index`: a parameter's element, else its subgraph."""
-        if inst.opcode == "parameter":
-            return tensor.extract(self.params[inst.parameter_number], list(index))
-        return self.call_targets.call(inst, self.params, list(index))
+        return self.call_targets.value(inst, self.params, index)
 
     def reducer(self, hero: HloInstruction) -> func.FuncOp:
         return self.call_targets.computations[id(hero.called_computations[0])]

@@ -196,9 +196,7 @@ class ScatterEmitter(EmitterBase):
         operand_dims = self.operand.shape.dims
 
         def value_of(inst: HloInstruction, index) -> ir.Value:
-            if inst.opcode == "parameter":
-                return tensor.extract(params[inst.parameter_number], list(index))
-            return call_targets.call(inst, params, list(index))
+            return call_targets.value(inst, params, index)
 
         def c(v: int) -> ir.Value:
             return arith.constant(index_type, v)

@@ -259,9 +259,7 @@ class TransposeEmitter(EmitterBase):
         params, outputs = list(entry.arguments)[:n], list(entry.arguments)[n:]
 
         def value_of(inst: HloInstruction, index) -> ir.Value:
-            if inst.opcode == "parameter":
-                return tensor.extract(params[inst.parameter_number], list(index))
-            return call_targets.call(inst, params, list(index))
+            return call_targets.value(inst, params, index)
 
         def at(index, normalized, shape: Shape) -> list[ir.Value]:
             if tuple(normalized) == tuple(shape.dims):

@@ -1,0 +1,303 @@
+// The "cpu" handler: runs one of our CPU-target kernels inside an XLA:CPU
+// program.
+//
+// A CPU-target kernel is the GPU kernel with its grid turned into loops
+// (-xla-gpu-lower-kernel-to-cpu), JIT-compiled in this process by MLIR's
+// ExecutionEngine. Its packed entry `void(void**)` takes one pointer a
+// distinct buffer (parameters that alias an earlier one are left out), then
+// the first and one-past-last block to run.
+//
+// The call holds no pointer: the kernel is found by its content hash in a
+// process-wide registry. Python registers a kernel when it compiles one
+// (XlaGpuFfiRegisterCpuKernel); a hash the registry does not know -- a
+// program deserialized in another process -- is compiled on first use from
+// the `kernel` attribute through the compiler Python installs
+// (XlaGpuFfiSetCpuCompiler).
+//
+// Each call:
+//   1. decodes and checks the attributes (kernel_call.h);
+//   2. finds (or compiles) the kernel and checks that the call's signature
+//      has the byte layout the compiled kernel was built for;
+//   3. verifies every buffer against the signature (buffer patterns): a
+//      wrong call is an error, never an out-of-bounds access;
+//   4. copies an in-place result's operand into it when XLA gave them
+//      different buffers;
+//   5. spreads the blocks over XLA's intra-op thread pool, the calling
+//      thread taking chunks too, and returns when every chunk ran.
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ffi/kernel_call.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace xla_gpu::ffi {
+namespace {
+
+using xffi::Error;
+
+using KernelFn = void (*)(void**);
+// Compiles `text` and registers it under `hash`; 0 on success, else writes a
+// message into `error` (at most `error_capacity` bytes, NUL-terminated).
+using CompileFn = int (*)(const char* hash, int64_t hash_len, const char* text,
+                          int64_t text_len, char* error, int64_t error_capacity);
+
+// What the compiled kernel was built for: enough to check a call's
+// signature against it.
+struct CpuKernelEntry {
+  KernelFn fn;
+  std::vector<int64_t> ranks;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> element_bits;
+  std::vector<int64_t> aliases;
+  int64_t num_results;
+  int64_t num_blocks;
+  int64_t threads_per_block;
+};
+
+class Registry {
+ public:
+  static Registry& Get() {
+    static Registry* registry = new Registry();  // never destroyed: kernels
+    return *registry;                             // outlive static teardown
+  }
+
+  std::shared_ptr<const CpuKernelEntry> Find(std::string_view hash) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = kernels_.find(std::string(hash));
+    return it == kernels_.end() ? nullptr : it->second;
+  }
+
+  void Add(std::string hash, std::shared_ptr<const CpuKernelEntry> entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    kernels_[std::move(hash)] = std::move(entry);
+  }
+
+  int64_t Size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(kernels_.size());
+  }
+
+  std::atomic<CompileFn> compiler{nullptr};
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const CpuKernelEntry>> kernels_;
+};
+
+std::string Short(std::string_view hash) {
+  return std::string(hash.substr(0, 12));
+}
+
+xffi::ErrorOr<std::shared_ptr<const CpuKernelEntry>> FindOrCompile(
+    std::string_view hash, std::string_view text) {
+  Registry& registry = Registry::Get();
+  if (auto entry = registry.Find(hash)) return entry;
+  CompileFn compile = registry.compiler.load();
+  if (compile == nullptr) {
+    return xffi::Unexpected(Error(xffi::ErrorCode::kFailedPrecondition,
+        "kernel " + Short(hash) + " is not compiled in this process and no "
+        "compiler is installed (import xla_gpu.jax first)"));
+  }
+  std::string message(1024, '\0');
+  if (compile(hash.data(), static_cast<int64_t>(hash.size()), text.data(),
+              static_cast<int64_t>(text.size()), message.data(),
+              static_cast<int64_t>(message.size())) != 0) {
+    message.resize(std::strlen(message.c_str()));
+    return xffi::Unexpected(Error::InvalidArgument(
+        "kernel " + Short(hash) + " does not compile: " + message));
+  }
+  if (auto entry = registry.Find(hash)) return entry;
+  return xffi::Unexpected(Error::Internal(
+      "kernel " + Short(hash) + ": the compiler registered no kernel of that hash"));
+}
+
+// Step 2: the call's typed signature has the compiled kernel's layout.
+Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
+                           const LaunchDims& launch, const CpuKernelEntry& k) {
+  bool same = sig.num_results == k.num_results &&
+              sig.ranks.size() == k.ranks.size() &&
+              std::equal(k.ranks.begin(), k.ranks.end(), sig.ranks.begin()) &&
+              sig.dims.size() == k.dims.size() &&
+              std::equal(k.dims.begin(), k.dims.end(), sig.dims.begin()) &&
+              std::equal(k.aliases.begin(), k.aliases.end(), sig.aliases.begin());
+  for (size_t i = 0; same && i < k.element_bits.size(); ++i) {
+    same = ElementBits(static_cast<xffi::DataType>(sig.dtypes[i])) == k.element_bits[i];
+  }
+  if (!same) {
+    return Error::InvalidArgument("signature: does not describe the parameters "
+                                  "kernel " + Short(hash) + " was compiled for");
+  }
+  if (NumBlocks(launch) != k.num_blocks ||
+      NumThreadsPerBlock(launch) != k.threads_per_block) {
+    return Error::InvalidArgument(
+        "launch: " + std::to_string(NumBlocks(launch)) + " blocks of " +
+        std::to_string(NumThreadsPerBlock(launch)) + " threads, but kernel " +
+        Short(hash) + " was compiled for " + std::to_string(k.num_blocks) +
+        " blocks of " + std::to_string(k.threads_per_block));
+  }
+  return Error::Success();
+}
+
+// Step 5: chunks of blocks, taken by whoever is free. The caller takes
+// chunks too, so the call finishes even if no pool thread ever starts; it
+// waits only for chunks already running elsewhere.
+struct Launch {
+  KernelFn fn;
+  std::vector<void*> pointers;
+  int64_t num_blocks;
+  int64_t num_chunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::mutex mu;
+  std::condition_variable all_done;
+
+  void RunChunks() {
+    std::vector<void*> values = pointers;
+    int64_t lo = 0, hi = 0;
+    std::vector<void*> packed;
+    packed.reserve(values.size() + 2);
+    for (void*& v : values) packed.push_back(&v);
+    packed.push_back(&lo);
+    packed.push_back(&hi);
+    for (;;) {
+      int64_t chunk = next.fetch_add(1);
+      if (chunk >= num_chunks) return;
+      lo = chunk * num_blocks / num_chunks;
+      hi = (chunk + 1) * num_blocks / num_chunks;
+      fn(packed.data());
+      if (done.fetch_add(1) + 1 == num_chunks) {
+        std::lock_guard<std::mutex> lock(mu);
+        all_done.notify_all();
+      }
+    }
+  }
+};
+
+Error CpuKernelCall(xffi::ThreadPool pool, xffi::RemainingArgs args,
+                    xffi::RemainingRets rets, std::string_view kernel_hash,
+                    std::string_view kernel, LaunchDims launch,
+                    Signature signature, Target target) {
+  // 1.
+  if (target != Target::kCpu) {
+    return Error::InvalidArgument(
+        std::string("target: kernel ") + Short(kernel_hash) + " was compiled for " +
+        TargetName(target) + ", this is the cpu handler");
+  }
+  if (Error e = CheckAttributes(signature, launch); e.failure()) return e;
+  // 2.
+  auto entry = FindOrCompile(kernel_hash, kernel);
+  if (entry.has_error()) return entry.error();
+  const CpuKernelEntry& k = **entry;
+  if (Error e = CheckAgainstCompiled(kernel_hash, signature, launch, k); e.failure()) {
+    return e;
+  }
+  // 3.
+  auto buffers = CheckBuffers(signature, args, rets);
+  if (buffers.has_error()) return buffers.error();
+  // 4. Parameter order: inputs, then results; an aliased parameter shares
+  // the earlier input's slot, which a result takes over.
+  std::vector<void*> slots;
+  std::vector<size_t> slot_of(buffers->size());
+  for (size_t i = 0; i < buffers->size(); ++i) {
+    const KernelBuffer& b = (*buffers)[i];
+    int64_t a = signature.aliases[i];
+    if (a < 0) {
+      slot_of[i] = slots.size();
+      slots.push_back(b.data);
+      continue;
+    }
+    slot_of[i] = slot_of[a];
+    const bool is_result =
+        i >= buffers->size() - static_cast<size_t>(signature.num_results);
+    if (is_result) {
+      const KernelBuffer& operand = (*buffers)[a];
+      if (b.data != operand.data) std::memcpy(b.data, operand.data, b.size_bytes);
+      slots[slot_of[i]] = b.data;
+    }
+  }
+  // 5.
+  auto work = std::make_shared<Launch>();
+  work->fn = k.fn;
+  work->pointers = std::move(slots);
+  work->num_blocks = k.num_blocks;
+  const int64_t workers = std::max<int64_t>(
+      1, std::min<int64_t>(k.num_blocks, pool.num_threads() + 1));
+  work->num_chunks = workers;
+  for (int64_t w = 1; w < workers; ++w) {
+    pool.Schedule([work] { work->RunChunks(); });
+  }
+  work->RunChunks();
+  std::unique_lock<std::mutex> lock(work->mu);
+  work->all_done.wait(lock, [&] { return work->done.load() == work->num_chunks; });
+  return Error::Success();
+}
+
+}  // namespace
+}  // namespace xla_gpu::ffi
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    XlaGpuCpuKernel, ::xla_gpu::ffi::CpuKernelCall,
+    ::xla::ffi::Ffi::Bind()
+        .Ctx<::xla::ffi::ThreadPool>()
+        .RemainingArgs()
+        .RemainingRets()
+        .Attr<std::string_view>("kernel_hash")
+        .Attr<std::string_view>("kernel")
+        .Attr<::xla_gpu::ffi::LaunchDims>("launch")
+        .Attr<::xla_gpu::ffi::Signature>("signature")
+        .Attr<::xla_gpu::ffi::Target>("target"));
+
+extern "C" {
+
+// Registers a compiled CPU kernel under `hash` (called by Python after it
+// JIT-compiled one). Per parameter: rank, dims (concatenated), element bits,
+// alias (-1 or an earlier input). Returns 0, or 1 when the counts are
+// inconsistent.
+__attribute__((visibility("default"))) int XlaGpuFfiRegisterCpuKernel(
+    const char* hash, int64_t hash_len, void* fn, int64_t num_params,
+    const int64_t* ranks, const int64_t* dims, const int64_t* element_bits,
+    const int64_t* aliases, int64_t num_results, int64_t num_blocks,
+    int64_t threads_per_block) {
+  using ::xla_gpu::ffi::CpuKernelEntry;
+  if (fn == nullptr || num_params < 0 || num_results < 0 || num_results > num_params ||
+      num_blocks < 1 || threads_per_block < 1) {
+    return 1;
+  }
+  auto entry = std::make_shared<CpuKernelEntry>();
+  entry->fn = reinterpret_cast<::xla_gpu::ffi::KernelFn>(fn);
+  entry->ranks.assign(ranks, ranks + num_params);
+  int64_t total = 0;
+  for (int64_t r : entry->ranks) {
+    if (r < 0) return 1;
+    total += r;
+  }
+  entry->dims.assign(dims, dims + total);
+  entry->element_bits.assign(element_bits, element_bits + num_params);
+  entry->aliases.assign(aliases, aliases + num_params);
+  entry->num_results = num_results;
+  entry->num_blocks = num_blocks;
+  entry->threads_per_block = threads_per_block;
+  ::xla_gpu::ffi::Registry::Get().Add(std::string(hash, hash_len), std::move(entry));
+  return 0;
+}
+
+__attribute__((visibility("default"))) void XlaGpuFfiSetCpuCompiler(
+    ::xla_gpu::ffi::CompileFn compiler) {
+  ::xla_gpu::ffi::Registry::Get().compiler.store(compiler);
+}
+
+__attribute__((visibility("default"))) int64_t XlaGpuFfiNumCpuKernels() {
+  return ::xla_gpu::ffi::Registry::Get().Size();
+}
+
+}  // extern "C"

@@ -1,0 +1,121 @@
+// What the CPU and CUDA handlers share: the attributes of a call to one of
+// our kernels and the check of its buffers against the kernel's signature.
+//
+// A call is self-contained (seed 003's attributes):
+//   kernel_hash  the content hash of the kernel (the cache key)
+//   kernel       the kernel's text: MLIR for the CPU target, PTX for CUDA
+//   launch       {block_counts = array<i64: x, y, z>,
+//                 thread_counts_per_block = array<i64: x, y, z>}  (a struct)
+//   signature    {dtypes = array<i32>, ranks = array<i64>, dims = array<i64>,
+//                 aliases = array<i64>, num_results = i64}  (a struct): one
+//                 entry a kernel parameter, inputs then results; `dims` holds
+//                 every parameter's dimensions one after the other;
+//                 aliases[k] = the earlier input parameter k shares its
+//                 buffer with (a result written in place), else -1
+//   target       Target (an enum): which handler the kernel was compiled for
+
+#ifndef XLA_GPU_FFI_KERNEL_CALL_H_
+#define XLA_GPU_FFI_KERNEL_CALL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ffi/buffer_patterns.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace xla_gpu::ffi {
+
+namespace xffi = ::xla::ffi;
+
+enum class Target : int32_t {
+  kCpu = 0,
+  kCuda = 1,
+};
+
+inline const char* TargetName(Target target) {
+  switch (target) {
+    case Target::kCpu: return "cpu";
+    case Target::kCuda: return "cuda";
+  }
+  return "unknown";
+}
+
+struct LaunchDims {
+  xffi::Span<const int64_t> block_counts;
+  xffi::Span<const int64_t> thread_counts_per_block;
+};
+
+struct Signature {
+  xffi::Span<const int32_t> dtypes;
+  xffi::Span<const int64_t> ranks;
+  xffi::Span<const int64_t> dims;
+  xffi::Span<const int64_t> aliases;
+  int64_t num_results;
+};
+
+// A signature held by the handler (the CPU registry's copy of what the
+// compiled kernel takes).
+struct OwnedSignature {
+  std::vector<int32_t> dtypes;
+  std::vector<int64_t> ranks;
+  std::vector<int64_t> dims;
+  std::vector<int64_t> aliases;
+  int64_t num_results = 0;
+
+  Signature view() const {
+    return Signature{{dtypes.data(), dtypes.size()},
+                     {ranks.data(), ranks.size()},
+                     {dims.data(), dims.size()},
+                     {aliases.data(), aliases.size()},
+                     num_results};
+  }
+};
+
+// One kernel parameter's buffer, checked.
+struct KernelBuffer {
+  void* data;
+  size_t size_bytes;
+};
+
+// The attributes' own consistency: three counts that agree, dims that add
+// up, launch dims of three counts >= 1, aliases to earlier inputs.
+xffi::Error CheckAttributes(const Signature& sig, const LaunchDims& launch);
+
+// Whether two signatures are the same.
+bool SameSignature(const Signature& a, const Signature& b);
+
+// The buffers of a call, in kernel-parameter order (inputs, then results),
+// each verified (Verify with the buffer patterns) against `sig`; an error
+// names the argument or result and the failed constraint.
+xffi::ErrorOr<std::vector<KernelBuffer>> CheckBuffers(
+    const Signature& sig, const xffi::RemainingArgs& args,
+    const xffi::RemainingRets& rets);
+
+// The bits of one element as XLA stores it (sub-byte types packed).
+int64_t ElementBits(xffi::DataType dtype);
+
+// The number of bytes of `count` elements of `dtype`, packed as XLA packs
+// sub-byte types.
+size_t PackedBytes(xffi::DataType dtype, int64_t count);
+
+int64_t NumBlocks(const LaunchDims& launch);
+int64_t NumThreadsPerBlock(const LaunchDims& launch);
+
+}  // namespace xla_gpu::ffi
+
+XLA_FFI_REGISTER_ENUM_ATTR_DECODING(::xla_gpu::ffi::Target);
+XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(
+    ::xla_gpu::ffi::LaunchDims,
+    ::xla::ffi::StructMember<::xla::ffi::Span<const int64_t>>("block_counts"),
+    ::xla::ffi::StructMember<::xla::ffi::Span<const int64_t>>(
+        "thread_counts_per_block"));
+XLA_FFI_REGISTER_STRUCT_ATTR_DECODING(
+    ::xla_gpu::ffi::Signature,
+    ::xla::ffi::StructMember<::xla::ffi::Span<const int32_t>>("dtypes"),
+    ::xla::ffi::StructMember<::xla::ffi::Span<const int64_t>>("ranks"),
+    ::xla::ffi::StructMember<::xla::ffi::Span<const int64_t>>("dims"),
+    ::xla::ffi::StructMember<::xla::ffi::Span<const int64_t>>("aliases"),
+    ::xla::ffi::StructMember<int64_t>("num_results"));
+
+#endif  // XLA_GPU_FFI_KERNEL_CALL_H_

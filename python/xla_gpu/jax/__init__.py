@@ -1,0 +1,22 @@
+"""The JAX backend: our kernels inside jax programs, through the XLA FFI.
+
+    import xla_gpu.jax as xj
+
+    @xj.kernel
+    def gelu(x):                         # traced to HLO, emitted as one fusion
+        return jax.nn.gelu(x)
+
+    xj.call(emitted_kernel, x, y)        # a kernel emitted by hand
+
+Importing this package registers the FFI handlers (`xla_gpu_cpu_kernel`,
+`xla_gpu_cuda_kernel`) with jax and the compiler the CPU handler uses for a
+kernel it has not seen, so a serialized program that calls our kernels runs
+in a fresh process after `import xla_gpu.jax`.
+"""
+
+from . import _ffi
+from .call import KernelCall, call, prepare
+
+_ffi.library()
+
+__all__ = ["KernelCall", "call", "prepare"]

@@ -1,0 +1,108 @@
+"""The XLA FFI handlers (ffi/, libxla_gpu_ffi.so) as jax sees them: the
+custom-call targets registered with jax, the process-wide CPU kernel
+registry they look kernels up in, and the compiler the CPU handler calls for
+a kernel it has not seen (a program deserialized in a fresh process).
+
+Importing this module registers everything; it is idempotent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import threading
+from pathlib import Path
+
+import jax
+
+from ..runtime.cpu import CpuKernel
+
+__all__ = ["CPU_TARGET", "CUDA_TARGET", "library", "register_cpu_kernel", "cpu_kernel_count"]
+
+CPU_TARGET = "xla_gpu_cpu_kernel"
+CUDA_TARGET = "xla_gpu_cuda_kernel"
+
+_LIBRARY_PATH = Path(__file__).resolve().parent.parent / "_mlir_libs" / "libxla_gpu_ffi.so"
+
+_COMPILE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                               ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)
+_lock = threading.Lock()
+_library: ctypes.CDLL | None = None
+# Compiled kernels stay alive (their code is what the registry points at).
+_compiled: dict[str, CpuKernel] = {}
+
+
+def content_hash(text: str) -> str:
+    """The hash a kernel is known by: of its text (MLIR or PTX)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def library() -> ctypes.CDLL:
+    """libxla_gpu_ffi.so, loaded and registered with jax once."""
+    global _library
+    with _lock:
+        if _library is None:
+            if not _LIBRARY_PATH.exists():
+                raise RuntimeError(f"{_LIBRARY_PATH} is missing: run `make build` first")
+            lib = ctypes.CDLL(str(_LIBRARY_PATH))
+            lib.XlaGpuFfiRegisterCpuKernel.restype = ctypes.c_int
+            lib.XlaGpuFfiRegisterCpuKernel.argtypes = [
+                ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                *[ctypes.POINTER(ctypes.c_int64)] * 4,
+                ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+            lib.XlaGpuFfiSetCpuCompiler.argtypes = [_COMPILE_FN]
+            lib.XlaGpuFfiNumCpuKernels.restype = ctypes.c_int64
+            jax.ffi.register_ffi_target(CPU_TARGET, jax.ffi.pycapsule(lib.XlaGpuCpuKernel),
+                                        platform="cpu")
+            # Registered for CUDA even where jax has no CUDA backend: XLA
+            # keeps the registration for the platform.
+            jax.ffi.register_ffi_target(CUDA_TARGET, jax.ffi.pycapsule(lib.XlaGpuCudaKernel),
+                                        platform="CUDA")
+            lib.XlaGpuFfiSetCpuCompiler(_compile_callback)
+            _library = lib
+        return _library
+
+
+def _int64s(values) -> ctypes.Array:
+    values = list(values)
+    return (ctypes.c_int64 * max(1, len(values)))(*values)
+
+
+def register_cpu_kernel(key: str, kernel: CpuKernel) -> None:
+    """Puts a compiled kernel into the handler's registry under `key`."""
+    lib = library()
+    with _lock:
+        _compiled[key] = kernel
+    n = len(kernel.params)
+    address = ctypes.cast(kernel._fn, ctypes.c_void_p).value
+    bits = [p.packed_bits or p.dtype.itemsize * 8 for p in kernel.params]
+    aliases = [kernel.aliases.get(i, -1) for i in range(n)]
+    encoded = key.encode()
+    status = lib.XlaGpuFfiRegisterCpuKernel(
+        encoded, len(encoded), address, n, _int64s(len(p.shape) for p in kernel.params),
+        _int64s(d for p in kernel.params for d in p.shape), _int64s(bits), _int64s(aliases),
+        kernel.num_results, kernel.launch.num_blocks, kernel.launch.num_threads_per_block)
+    if status != 0:
+        raise RuntimeError(f"the FFI registry refused kernel {key[:12]}")
+
+
+def cpu_kernel_count() -> int:
+    """Kernels in the handler's registry (for tests)."""
+    return library().XlaGpuFfiNumCpuKernels()
+
+
+@_COMPILE_FN
+def _compile_callback(key_ptr, key_len, text_ptr, text_len, error_ptr, error_capacity):
+    """The CPU handler's compiler: the `kernel` attribute's MLIR, compiled
+    and registered under its hash (which it must have)."""
+    try:
+        key = ctypes.string_at(key_ptr, key_len).decode()
+        text = ctypes.string_at(text_ptr, text_len).decode()
+        if content_hash(text) != key:
+            raise ValueError("the kernel text does not have the hash the call names")
+        register_cpu_kernel(key, CpuKernel(text))
+        return 0
+    except Exception as e:  # reported to XLA as the call's error
+        message = f"{type(e).__name__}: {e}".encode()[:max(0, error_capacity - 1)]
+        ctypes.memmove(error_ptr, message + b"\0", len(message) + 1)
+        return 1

@@ -29,12 +29,13 @@ class MlirStringRef(ctypes.Structure):
     _fields_ = [("data", ctypes.c_char_p), ("length", ctypes.c_size_t)]
 
 
-_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
-_PyCapsule_GetPointer.restype = ctypes.c_void_p
-_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
-_PyCapsule_New.restype = ctypes.py_object
-_PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+# Prototypes of our own: `ctypes.pythonapi.PyCapsule_New` is one object
+# shared by the process, and other libraries (jax.ffi.pycapsule) set its
+# argtypes to theirs.
+_PyCapsule_GetPointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                   ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
 
 # Capsule names must outlive the capsules: keep them as module constants.
 _CAPSULE_NAMES = {

@@ -15,7 +15,7 @@ in a fresh process after `import xla_gpu.jax`.
 """
 
 from . import _ffi
-from .call import KernelCall, call, prepare
+from .kernel_call import KernelCall, call, prepare
 
 _ffi.library()
 

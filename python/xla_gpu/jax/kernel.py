@@ -1,0 +1,167 @@
+"""`xla_gpu.jax.kernel`: a jax function of arrays as one of our kernels.
+
+    @xla_gpu.jax.kernel
+    def gelu(x):
+        return 0.5 * x * (1 + jnp.tanh(0.797885 * (x + 0.044715 * x ** 3)))
+
+    gelu(x)                      # eager, or inside jax.jit / vmap / grad / shard_map
+
+For the shapes of a call, the function is traced to HLO (jax's module
+before XLA's optimizations), the whole entry is taken as one fusion -- as
+XLA's emitter tools take a bare computation -- and our emitters build its
+kernel (loop, reduction, transpose, concatenate, scatter, ... whichever the
+fusion analysis picks), compiled for the backend in use and dispatched
+through the FFI handlers. An operation the emitters cannot take is a
+KernelError naming it and the Python line that made it.
+
+Transformations:
+  - jit: the kernel is built when the function is traced;
+  - vmap: `vmap_method="sequential"` (a kernel is built for one shape; the
+    batch runs it once an element);
+  - grad: a custom_vjp whose backward pass -- jax's vjp of the function --
+    goes through this decorator too, as its own kernel;
+  - shard_map: each shard's call is built for the shard's shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from mlir import ir
+
+from ..emitters import EmitterError, emit_kernel, find_fusion
+from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
+from ..hlo import parse_hlo
+from ..hlo.parser import HloParseError
+from .kernel_call import KernelCall, prepare
+
+__all__ = ["KernelError", "kernel"]
+
+
+class KernelError(ValueError):
+    """A function our emitters cannot turn into one kernel (the operation,
+    and where in the user's code it came from)."""
+
+
+_lock = threading.Lock()
+# The compiled call of each traced module, by a hash of its HLO text and
+# the target: the same function at the same shapes compiles once.
+_calls: dict[str, KernelCall] = {}
+
+
+def _platform() -> str:
+    return "cuda" if jax.default_backend() == "gpu" else "cpu"
+
+
+def _stack_frames(text: str) -> dict[int, str]:
+    """stack_frame_id -> `file:line` from the tables jax writes ahead of the
+    module with debug info (FileNames, FileLocations, StackFrames)."""
+    def table(name: str) -> dict[int, str]:
+        m = re.search(rf"^{name}\n((?:\d+ .*\n)*)", text, re.M)
+        rows = re.findall(r"^(\d+) (.*)$", m.group(1), re.M) if m else []
+        return {int(k): v for k, v in rows}
+
+    files = {k: v.strip('"') for k, v in table("FileNames").items()}
+    locations = {}
+    for k, v in table("FileLocations").items():
+        f, line = re.search(r"file_name_id=(\d+)", v), re.search(r"\bline=(\d+)", v)
+        if f and line:
+            locations[k] = f"{files.get(int(f.group(1)), '?')}:{line.group(1)}"
+    frames = {}
+    for k, v in table("StackFrames").items():
+        loc = re.search(r"file_location_id=(\d+)", v)
+        if loc and int(loc.group(1)) in locations:
+            frames[k] = locations[int(loc.group(1))]
+    return frames
+
+
+def _where(error: EmitterError, text: str) -> str:
+    """Where in the user's code the instruction that failed came from, from
+    the metadata jax writes (op_name, stack_frame_id)."""
+    inst = getattr(error, "instruction", None)
+    attr = inst.attributes.get("metadata") if inst is not None else None
+    meta = attr.value if attr is not None and isinstance(attr.value, dict) else {}
+    op = str(meta.get("op_name", "")).strip('"')
+    frame = meta.get("stack_frame_id")
+    place = _stack_frames(text).get(int(frame)) if frame is not None else None
+    parts = [p for p in (place and f"at {place}", op) if p]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _build(fn, name: str, avals: tuple, platform: str, device: DeviceDescription) -> KernelCall:
+    """The kernel of `fn` at `avals`, compiled for `platform`."""
+    lowered = jax.jit(fn, keep_unused=True).lower(*avals)
+    text = lowered.as_text(dialect="hlo", debug_info=True)
+    key = hashlib.sha256(f"{text}\0{platform}\0{device.name}".encode()).hexdigest()
+    with _lock:
+        cached = _calls.get(key)
+    if cached is not None:
+        return cached
+    try:
+        module = parse_hlo(text, source=f"<{name}>")
+        with ir.Context():
+            emitted = emit_kernel(find_fusion(module), device)
+            built = prepare(emitted, platform, device)
+    except EmitterError as e:
+        raise KernelError(f"{name}: our emitters cannot take this function as one kernel: "
+                          f"{e}{_where(e, text)}") from None
+    except (HloParseError, ValueError) as e:
+        raise KernelError(f"{name}: {e}") from None
+    with _lock:
+        _calls[key] = built
+    return built
+
+
+def _aval(x) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
+
+
+def kernel(fn=None, *, device: DeviceDescription = DEFAULT_DEVICE):
+    """Decorates a jax function of arrays (positional, returning an array or
+    a pytree of arrays) so that it runs as one of our kernels."""
+    if fn is None:
+        return functools.partial(kernel, device=device)
+    name = getattr(fn, "__name__", "function")
+
+    def run(*args):
+        args = [jnp.asarray(a) for a in args]
+        avals = tuple(_aval(a) for a in args)
+        out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *avals))
+        built = _build(fn, name, avals, _platform(), device)
+        outs = built(*args)
+        return jax.tree_util.tree_unflatten(out_tree, outs)
+
+    @jax.custom_vjp
+    def call(*args):
+        return run(*args)
+
+    def forward(*args):
+        return run(*args), args
+
+    def backward(args, cotangents):
+        differentiable = [i for i, a in enumerate(args)
+                          if jnp.issubdtype(jnp.result_type(a), jnp.inexact)]
+        flat_ct, ct_tree = jax.tree_util.tree_flatten(cotangents)
+        n = len(args)
+
+        def vjp_of(*primals_and_cts):
+            primals, cts = primals_and_cts[:n], primals_and_cts[n:]
+            _, pullback = jax.vjp(fn, *primals)
+            grads = pullback(jax.tree_util.tree_unflatten(ct_tree, list(cts)))
+            return tuple(grads[i] for i in differentiable)
+
+        vjp_of.__name__ = f"{name}_vjp"
+        grads = kernel(vjp_of, device=device)(*args, *flat_ct) if differentiable else ()
+        out = [None] * n
+        for i, g in zip(differentiable, grads):
+            out[i] = g
+        return tuple(out)
+
+    call.defvjp(forward, backward)
+    return functools.wraps(fn)(call)

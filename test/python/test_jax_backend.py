@@ -1,0 +1,259 @@
+"""The JAX backend (python/xla_gpu/jax, ffi/): our kernels inside jax
+programs through the XLA FFI, checked against plain jax (XLA:CPU) under
+jit, vmap, grad and shard_map; export to a fresh process; bad calls.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import export
+
+import xla_gpu.jax as xj
+from xla_gpu.emitters import emit_kernel, find_fusion
+from xla_gpu.hlo import parse_hlo
+from xla_gpu.jax import _ffi
+from xla_gpu.jax.kernel import KernelError, kernel
+from xla_gpu.jax.kernel_call import _array
+from mlir import ir
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+rng = np.random.default_rng(0)
+
+
+def gelu_ref(x):
+    return 0.5 * x * (1 + jnp.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+
+
+gelu = kernel(gelu_ref)
+
+
+@kernel
+def softmax(x):
+    return jax.nn.softmax(x, axis=-1)
+
+
+@kernel
+def transpose_add(x, y):
+    return x.T + y
+
+
+@kernel
+def two_outputs(x, shift):
+    return jnp.sum(x * x, axis=1), (x + shift[:, None]).astype(jnp.bfloat16)
+
+
+def f32(*shape):
+    return jnp.asarray(rng.standard_normal(shape, dtype=np.float32))
+
+
+def close(a, b, tol):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    assert a.shape == b.shape
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_elementwise_reduction_transpose_eager_and_jit():
+    x, y = f32(64, 96), f32(96, 64)
+    # Elementwise f32: the loop emitter, as exact as XLA:CPU's tanh allows.
+    close(gelu(x), gelu_ref(x), 1e-6)
+    close(jax.jit(gelu)(x), jax.jit(gelu_ref)(x), 1e-6)
+    # Row reductions (max, sum) and an epilogue: summation order differs.
+    close(softmax(x), jax.nn.softmax(x, axis=-1), 1e-6)
+    # The transpose emitter, exact.
+    np.testing.assert_array_equal(jax.jit(transpose_add)(x, y), x.T + y)
+    # Several outputs of several types (a reduction and a side output), an
+    # integer input.
+    shift = jnp.arange(64, dtype=jnp.int32)
+    s, t = two_outputs(x, shift)
+    close(s, jnp.sum(x * x, axis=1), 1e-5)
+    assert t.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(t, (x + shift[:, None]).astype(jnp.bfloat16))
+
+
+def test_inside_a_larger_jit_program():
+    x = f32(32, 128)
+
+    def program(x):
+        h = jnp.log1p(jnp.abs(x)) @ jnp.ones((128, 16))  # stays XLA's
+        return gelu(h) + softmax(h).sum()
+
+    def plain(x):
+        h = jnp.log1p(jnp.abs(x)) @ jnp.ones((128, 16))
+        return gelu_ref(h) + jax.nn.softmax(h, axis=-1).sum()
+
+    compiled = jax.jit(program).lower(x).as_text()
+    assert compiled.count(_ffi.CPU_TARGET) == 2
+    close(jax.jit(program)(x), jax.jit(plain)(x), 1e-5)
+
+
+def test_vmap_runs_the_kernel_once_an_element():
+    x = f32(3, 16, 40)
+    close(jax.vmap(gelu)(x), gelu_ref(x), 1e-6)
+    close(jax.jit(jax.vmap(softmax))(x), jax.nn.softmax(x, axis=-1), 1e-6)
+
+
+def test_grad_goes_through_a_backward_kernel():
+    x = f32(16, 40)
+    g = jax.grad(lambda x: gelu(x).sum())(x)
+    g_ref = jax.grad(lambda x: gelu_ref(x).sum())(x)
+    close(g, g_ref, 1e-5)
+    # The backward pass is a kernel of ours too (the vjp, as its own fusion):
+    # value and gradient are two calls.
+    text = jax.jit(jax.value_and_grad(lambda x: gelu(x).sum())).lower(x).as_text()
+    assert text.count(_ffi.CPU_TARGET) == 2
+    # Integer inputs get no cotangent; the float one does.
+    shift = jnp.arange(16, dtype=jnp.int32)
+    gx = jax.grad(lambda x: two_outputs(x, shift)[0].sum())(x)
+    close(gx, 2 * x, 1e-6)
+
+
+def test_shard_map_on_eight_host_devices():
+    code = textwrap.dedent("""
+        import numpy as np, jax, jax.numpy as jnp
+        from jax.sharding import Mesh, PartitionSpec as P
+        from xla_gpu.jax.kernel import kernel
+        assert jax.device_count() == 8
+        f = kernel(lambda x: jnp.tanh(x) * 2.0 + jnp.sum(x, axis=1, keepdims=True))
+        mesh = Mesh(np.array(jax.devices()), ("d",))
+        g = jax.jit(jax.shard_map(f, mesh=mesh, in_specs=P("d"), out_specs=P("d")))
+        x = np.random.default_rng(1).standard_normal((64, 48)).astype(np.float32)
+        out = np.asarray(g(x))
+        ref = np.tanh(x) * 2.0 + x.sum(axis=1, keepdims=True)
+        print("max error", float(np.max(np.abs(out - ref))))
+        assert np.allclose(out, ref, atol=1e-5), "mismatch"
+    """)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "max error" in r.stdout
+
+
+def test_export_round_trip_in_a_fresh_process(tmp_path):
+    f = kernel(lambda x, y: jnp.tanh(x) * y + 1.0)
+    x, y = np.asarray(f32(8, 128)), np.asarray(f32(8, 128))
+    exported = export.export(jax.jit(f), disabled_checks=[
+        export.DisabledSafetyCheck.custom_call(_ffi.CPU_TARGET)])(x, y)
+    (tmp_path / "program.bin").write_bytes(exported.serialize())
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    code = textwrap.dedent(f"""
+        import numpy as np
+        from jax import export
+        import xla_gpu.jax
+        from xla_gpu.jax import _ffi
+        exported = export.deserialize(bytearray(open({str(tmp_path / 'program.bin')!r}, "rb").read()))
+        x, y = np.load({str(tmp_path / 'x.npy')!r}), np.load({str(tmp_path / 'y.npy')!r})
+        assert _ffi.cpu_kernel_count() == 0
+        out = np.asarray(exported.call(x, y))
+        # The kernel was compiled on first use, from the call's attributes.
+        assert _ffi.cpu_kernel_count() == 1
+        print("max error", float(np.max(np.abs(out - (np.tanh(x) * y + 1.0)))))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert float(r.stdout.split("max error")[1]) < 1e-6
+
+
+def test_op_the_emitters_lack_names_it_and_its_line():
+    @kernel
+    def matmul(x, y):
+        return x @ y
+
+    with pytest.raises(KernelError, match=r"matmul: .*dot.*\(at .*test_jax_backend\.py:\d+"):
+        matmul(f32(4, 4), f32(4, 4))
+
+
+# --- xla_gpu.jax.call and bad calls --------------------------------------
+
+ADD_HLO = """
+HloModule add
+ENTRY e {
+  p0 = f32[16,32] parameter(0)
+  p1 = f32[16,32] parameter(1)
+  ROOT add = f32[16,32] add(p0, p1)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def add_call():
+    with ir.Context():
+        emitted = emit_kernel(find_fusion(parse_hlo(ADD_HLO)))
+        return emitted, xj.prepare(emitted, "cpu")
+
+
+def test_call_an_emitted_kernel(add_call):
+    emitted, _ = add_call
+    x, y = f32(16, 32), f32(16, 32)
+    (out,) = xj.call(emitted, x, y)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def _call_with(prepared, arrays, **changes):
+    attributes = dict(prepared.attributes)
+    for k, v in changes.items():
+        if v is None:
+            attributes.pop(k)
+        else:
+            attributes[k] = v
+    shapes = prepared.result_shapes
+    return jax.ffi.ffi_call(prepared.target, shapes)(*arrays, **attributes)
+
+
+@pytest.mark.parametrize("arrays, shapes, message", [
+    ((np.ones((16, 32), np.int32), np.ones((16, 32), np.float32)), None,
+     "argument 0: expected dtype F32 but got S32[16,32]"),
+    ((np.ones((16, 32, 1), np.float32), np.ones((16, 32), np.float32)), None,
+     "argument 0: expected rank 2 but got F32[16,32,1]"),
+    # A buffer smaller than the signature: refused, never read past its end.
+    ((np.ones((16, 32), np.float32), np.ones((16, 31), np.float32)), None,
+     "argument 1: dimension 1 must be 32 but is 31"),
+    ((np.ones((16, 32), np.float32),), None,
+     "the kernel takes 2 arguments and 1 results, the call has 1 and 1"),
+    ((np.ones((16, 32), np.float32),) * 2, (jax.ShapeDtypeStruct((8, 32), np.float32),),
+     "result 0: dimension 0 must be 16 but is 8"),
+])
+def test_bad_buffers_are_errors_naming_the_buffer(add_call, arrays, shapes, message):
+    _, prepared = add_call
+    attributes = prepared.attributes
+    with pytest.raises(Exception, match=message.replace("[", r"\[").replace("]", r"\]")):
+        jax.ffi.ffi_call(prepared.target, shapes or prepared.result_shapes)(
+            *arrays, **attributes)
+    # The process survives and a good call still works.
+    x = f32(16, 32)
+    np.testing.assert_array_equal(prepared(x, x)[0], x + x)
+
+
+def test_bad_attributes_are_errors(add_call):
+    _, prepared = add_call
+    x = f32(16, 32)
+    with pytest.raises(Exception, match="target: kernel .* was compiled for cuda"):
+        _call_with(prepared, (x, x), target=np.int32(1))
+    with pytest.raises(Exception, match="launch: 2 blocks of"):
+        _call_with(prepared, (x, x), launch={
+            "block_counts": _array([2, 1, 1], np.int64),
+            "thread_counts_per_block": prepared.attributes["launch"]["thread_counts_per_block"]})
+    with pytest.raises(Exception, match="kernel_hash|attribute"):
+        _call_with(prepared, (x, x), kernel_hash=None)
+    with pytest.raises(Exception, match="attribute"):
+        _call_with(prepared, (x, x), extra=np.int64(1))
+    # A hash the registry does not know, with text of another hash.
+    with pytest.raises(Exception, match="does not have the hash the call names"):
+        _call_with(prepared, (x, x), kernel_hash="0" * 64)
+    np.testing.assert_array_equal(prepared(x, x)[0], x + x)
+
+
+def test_cpp_unit_tests_of_the_buffer_patterns_and_the_cuda_handler():
+    for name in ("ffi_buffer_patterns_test", "ffi_cuda_handler_test"):
+        r = subprocess.run([os.path.join(ROOT, "build", "ffi", name)],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert ", 0 failed" in r.stdout

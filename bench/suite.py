@@ -1,7 +1,9 @@
 """`make bench`: every benchmark of bench/ in one run -- the seed's GELU and
 each file's CASES (loop fusions, reductions, transposes and concatenates,
 scatter and in-place updates), ours on the CPU target against XLA:CPU on
-the same HLO in the same process -- with a progress line per case, then
+the same HLO in the same process, and the JAX backend's cases
+(jax_backend_cpu.py: jax programs calling our kernels against plain jax) --
+with a progress line per case, then
 
     bench/out/results.json   one record per case: name, ours_ms, xla_ms,
                              ratio, compile_ours_ms, compile_xla_ms,
@@ -75,6 +77,12 @@ def run_suite(runs: int, only: str | None = None, progress=print) -> list[dict]:
         report(_record(name, float(r["ours_ms"]), float(r["xla_ms"]),
                        float(r["ours_compile_ms"]), float(r["xla_compile_ms"]),
                        float(r["max_abs_error"])))
+    # The JAX backend: jax programs calling our kernels against plain jax.
+    if not only or only in "jax_backend_cpu":
+        import jax_backend_cpu
+        for r in jax_backend_cpu.cases(runs):
+            report(_record(r["name"], r["ours_ms"], r["xla_ms"], r["compile_ours_ms"],
+                           r["compile_xla_ms"], r["max_abs_error"]))
     return records
 
 

@@ -280,28 +280,30 @@ class BufferPattern {
     auto fail = [&](const std::string& what) {
       return Error::InvalidArgument(std::string(name) + ": " + what);
     };
-    const std::string got = std::string(DataTypeName(dtype)) +
-                            internal::ShapeString(dims);
+    // What the buffer is, for messages (built only on failure).
+    auto got_text = [&] {
+      return std::string(DataTypeName(dtype)) + internal::ShapeString(dims);
+    };
     // 1. Element type.
     if (!internal::DTypeAllowed(DTypeSet{}, dtype)) {
       return fail("expected dtype " + internal::DTypeList(DTypeSet{}) +
-                  " but got " + got);
+                  " but got " + got_text());
     }
     for (const std::optional<DataType>& want : {element_type_, same_dtype_}) {
       if (want && *want != dtype) {
         return fail(std::string("expected dtype ") + DataTypeName(*want) +
-                    " but got " + got);
+                    " but got " + got_text());
       }
     }
     // 2. Rank.
     const size_t rank = dims.size();
     if (!internal::RankAllowed(RankSet{}, rank)) {
       return fail("expected rank " + internal::RankList(RankSet{}) +
-                  " but got " + got);
+                  " but got " + got_text());
     }
     if (dims_ && dims_->size() != rank) {
       return fail("expected rank " + std::to_string(dims_->size()) +
-                  " but got " + got);
+                  " but got " + got_text());
     }
     // 3.-4. Full shape, then positional dimensions; captures on the side.
     std::vector<std::pair<int64_t*, int64_t>> captured;
@@ -310,14 +312,14 @@ class BufferPattern {
       if (d.is_fixed() && d.size() != size) {
         return "dimension " + std::to_string(i) + " must be " +
                std::to_string(d.size()) + " but is " + std::to_string(size) +
-               " in " + got;
+               " in " + got_text();
       }
       if (d.is_capture()) {
         for (const auto& [ptr, value] : captured) {
           if (ptr == d.capture() && value != size) {
             return "dimension " + std::to_string(i) + " is " +
                    std::to_string(size) + " but an earlier dimension of the "
-                   "same capture is " + std::to_string(value) + " in " + got;
+                   "same capture is " + std::to_string(value) + " in " + got_text();
           }
         }
         captured.emplace_back(d.capture(), size);
@@ -332,7 +334,7 @@ class BufferPattern {
     for (const auto& [index, dim] : positional_) {
       if (index >= rank) {
         return fail("expected a dimension " + std::to_string(index) +
-                    " but got " + got);
+                    " but got " + got_text());
       }
       if (auto message = check_dim(index, dim)) return fail(*message);
     }
@@ -343,7 +345,7 @@ class BufferPattern {
       for (size_t i = 0; equal && i < rank; ++i) equal = want[i] == dims[i];
       if (!equal) {
         return fail("expected shape " + internal::ShapeString(want) +
-                    " but got " + got);
+                    " but got " + got_text());
       }
     }
     for (const auto& [ptr, value] : captured) *ptr = value;

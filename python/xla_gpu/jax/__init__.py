@@ -15,8 +15,9 @@ in a fresh process after `import xla_gpu.jax`.
 """
 
 from . import _ffi
+from .kernel import KernelError, kernel
 from .kernel_call import KernelCall, call, prepare
 
 _ffi.library()
 
-__all__ = ["KernelCall", "call", "prepare"]
+__all__ = ["KernelCall", "KernelError", "call", "kernel", "prepare"]

@@ -1,0 +1,101 @@
+"""Benchmark: the JAX backend (xla_gpu.jax) on the CPU, against plain jax
+(XLA:CPU) in the same process.
+
+  - custom-call overhead: a jitted call of one of our kernels on a tiny
+    array (f32[8] + 1) against the same jnp op jitted; the difference per
+    call is the FFI dispatch (attribute decoding, registry lookup, buffer
+    verification, block launch). Goal: at most 2 us more.
+  - the seed's GELU through `xla_gpu.jax.kernel` against `jax.jit` of the
+    same function. Goal: ratio <= 1.0.
+
+Medians of --runs timed runs after warm-up; each run of the overhead case
+is the mean of CALLS back-to-back calls.
+
+    .venv/bin/python bench/jax_backend_cpu.py [--runs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+CALLS = 2000
+
+
+def _median_ms(fn, runs: int, calls: int = 1) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - start) / calls)
+    return float(np.median(times) * 1e3)
+
+
+def _gelu(x):
+    # The seed's GELU (tanh form), in the input's type.
+    return 0.5 * x * (1 + jnp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+def cases(runs: int) -> list[dict]:
+    """One record per case: name, ours_ms, xla_ms, compile times,
+    max_abs_error (bench/suite.py's fields)."""
+    from xla_gpu.jax import kernel
+
+    records = []
+    # 1. Overhead.
+    x = jnp.arange(8, dtype=jnp.float32)
+    start = time.perf_counter()
+    ours = jax.jit(kernel(lambda v: v + 1.0))
+    ours(x).block_until_ready()
+    compile_ours = time.perf_counter() - start
+    start = time.perf_counter()
+    plain = jax.jit(lambda v: v + 1.0)
+    plain(x).block_until_ready()
+    compile_xla = time.perf_counter() - start
+    ours_ms = _median_ms(lambda: ours(x).block_until_ready(), runs, CALLS)
+    xla_ms = _median_ms(lambda: plain(x).block_until_ready(), runs, CALLS)
+    err = float(np.max(np.abs(np.asarray(ours(x)) - np.asarray(plain(x)))))
+    records.append(dict(name="jax_backend_cpu: custom-call overhead f32[8] + 1 "
+                             f"(+{(ours_ms - xla_ms) * 1e3:.2f} us a call)",
+                        ours_ms=ours_ms, xla_ms=xla_ms, compile_ours_ms=compile_ours * 1e3,
+                        compile_xla_ms=compile_xla * 1e3, max_abs_error=err))
+    # 2. The seed's GELU, bf16[6,512,4096].
+    g = jnp.asarray(np.random.default_rng(0).standard_normal((6, 512, 4096), np.float32),
+                    jnp.bfloat16)
+    start = time.perf_counter()
+    ours = jax.jit(kernel(_gelu))
+    ours(g).block_until_ready()
+    compile_ours = time.perf_counter() - start
+    start = time.perf_counter()
+    plain = jax.jit(_gelu)
+    plain(g).block_until_ready()
+    compile_xla = time.perf_counter() - start
+    ours_ms = _median_ms(lambda: ours(g).block_until_ready(), runs)
+    xla_ms = _median_ms(lambda: plain(g).block_until_ready(), runs)
+    err = float(np.max(np.abs(np.asarray(ours(g), np.float32) - np.asarray(plain(g), np.float32))))
+    records.append(dict(name="jax_backend_cpu: seed GELU bf16 via xla_gpu.jax.kernel",
+                        ours_ms=ours_ms, xla_ms=xla_ms, compile_ours_ms=compile_ours * 1e3,
+                        compile_xla_ms=compile_xla * 1e3, max_abs_error=err))
+    for r in records:
+        r["ratio"] = r["ours_ms"] / r["xla_ms"]
+    return records
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args(argv)
+    for r in cases(args.runs):
+        print(f"{r['name']:70s} ratio {r['ratio']:6.2f} (ours {r['ours_ms']:.4f} ms, "
+              f"jax {r['xla_ms']:.4f} ms, max error {r['max_abs_error']:.3g})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

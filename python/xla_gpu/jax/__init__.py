@@ -8,6 +8,9 @@
 
     xj.call(emitted_kernel, x, y)        # a kernel emitted by hand
 
+    f = xj.jit(program)                  # XLA compiles it; its fusions run as
+    f(x); print(f.fusion_report())       # our kernels where our emitters take them
+
 Importing this package registers the FFI handlers (`xla_gpu_cpu_kernel`,
 `xla_gpu_cuda_kernel`) with jax and the compiler the CPU handler uses for a
 kernel it has not seen, so a serialized program that calls our kernels runs
@@ -16,8 +19,9 @@ in a fresh process after `import xla_gpu.jax`.
 
 from . import _ffi
 from .kernel import KernelError, kernel
+from .jit import FusionDecision, jit
 from .kernel_call import KernelCall, call, prepare
 
 _ffi.library()
 
-__all__ = ["KernelCall", "KernelError", "call", "kernel", "prepare"]
+__all__ = ["FusionDecision", "KernelCall", "KernelError", "call", "jit", "kernel", "prepare"]

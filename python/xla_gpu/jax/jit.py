@@ -1,0 +1,189 @@
+"""`xla_gpu.jax.jit`: a whole jax program, XLA's fusions run by our
+emitters.
+
+    f = xla_gpu.jax.jit(transformer_block)
+    y = f(x, params...)            # one XLA executable
+    print(f.fusion_report())       # which fusions are ours, which XLA's, why
+
+For the shapes of a call:
+  1. jax and XLA compile the program as usual (XLA:CPU's optimized module:
+     its fusion decisions, layouts, everything else);
+  2. every entry fusion our emitters take -- row-major operands and results,
+     not one of XLA's library (kCustom) fusions, an emitter for its hero --
+     becomes a typed-FFI custom call to its kernel (`xla_gpu_cpu_kernel`,
+     self-contained attributes as xla_gpu.jax.call makes them; an in-place
+     kernel's output aliased to its operand);
+  3. the module, as XLA takes HLO text (fusions as calls, see
+     reference.as_xla_takes_it), is compiled again by XLA:CPU, which keeps
+     the custom calls as they are, and runs as one executable.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+from mlir import ir
+
+from ..emitters import EmitterError, emit_kernel
+from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
+from ..hlo import HloInstruction, HloModule, parse_hlo
+from ..hlo.module import Attribute
+from ..reference import XlaCpuExecutable, as_xla_takes_it
+from .kernel_call import KernelCall, prepare
+
+__all__ = ["FusionDecision", "jit"]
+
+
+@dataclass(frozen=True)
+class FusionDecision:
+    """One fusion of XLA's optimized module: ours, or XLA's and why."""
+
+    name: str
+    kind: str
+    ours: bool
+    reason: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind}): " + ("ours" if self.ours else f"XLA's -- {self.reason}")
+
+
+def _mlir_attribute(value) -> ir.Attribute:
+    """A KernelCall attribute (what ffi_call takes) as the MLIR attribute
+    XLA reads from a typed-FFI custom call's backend_config."""
+    from jax._src.hashable_array import HashableArray
+    if isinstance(value, HashableArray):
+        value = value.val
+    if isinstance(value, str):
+        return ir.StringAttr.get(value)
+    if isinstance(value, dict):
+        return ir.DictAttr.get({k: _mlir_attribute(v) for k, v in value.items()})
+    if isinstance(value, np.ndarray):
+        if value.dtype == np.int32:
+            return ir.DenseI32ArrayAttr.get([int(v) for v in value])
+        return ir.DenseI64ArrayAttr.get([int(v) for v in value])
+    if isinstance(value, (np.int32, np.int64)):
+        width = 32 if isinstance(value, np.int32) else 64
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(width), int(value))
+    raise TypeError(f"no MLIR attribute for {type(value).__name__}")
+
+
+def _hlo_string(text: str) -> str:
+    """An HLO string literal (C escapes)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _row_major(inst: HloInstruction) -> bool:
+    shapes = [*inst.shape.leaves(), *(o.shape for o in inst.operands)]
+    return all(s.is_array and s.has_default_layout for s in shapes)
+
+
+def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
+    """Turns fusion `inst` into the typed-FFI custom call of `call`."""
+    with ir.Context():
+        config = str(ir.DictAttr.get({k: _mlir_attribute(v) for k, v in call.attributes.items()}))
+    attributes = {
+        "custom_call_target": Attribute("custom_call_target", _hlo_string(call.target)),
+        "api_version": Attribute("api_version", "API_VERSION_TYPED_FFI"),
+        "backend_config": Attribute("backend_config", _hlo_string(config)),
+    }
+    if call.input_output_aliases:
+        index = (lambda k: f"{{{k}}}") if inst.shape.is_tuple else (lambda k: "{}")
+        pairs = ", ".join(f"{index(k)}: ({i}, {{}})" for i, k in call.input_output_aliases.items())
+        attributes["output_to_operand_aliasing"] = Attribute("output_to_operand_aliasing",
+                                                             f"{{{pairs}}}")
+    inst.opcode = "custom-call"
+    inst.attributes = attributes
+    inst.called_computations = []
+
+
+def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[FusionDecision]:
+    """Step 2 on `module` (in place); the decision for every entry fusion."""
+    decisions = []
+    for inst in module.entry.instructions:
+        if inst.opcode != "fusion":
+            continue
+        kind = inst.fusion_kind or "?"
+        if kind == "kCustom":
+            ops = sorted({i.opcode for i in inst.fused_computation.instructions} -
+                         {"parameter", "tuple", "get-tuple-element", "constant"})
+            decisions.append(FusionDecision(inst.name, kind, False,
+                                            f"an XLA library fusion ({', '.join(ops)})"))
+            continue
+        if not _row_major(inst):
+            decisions.append(FusionDecision(inst.name, kind, False,
+                                            "an operand or result is not row-major"))
+            continue
+        try:
+            with ir.Context():
+                call = prepare(emit_kernel(inst, device), "cpu", device)
+        except EmitterError as e:
+            decisions.append(FusionDecision(inst.name, kind, False, str(e)))
+            continue
+        _as_custom_call(inst, call)
+        decisions.append(FusionDecision(inst.name, kind, True))
+    # Computations nothing calls any more (the replaced fusions' bodies).
+    called = {id(c) for i in module.instructions() for c in i.called_computations}
+    module.computations = [c for c in module.computations
+                           if c is module.entry or id(c) in called]
+    return decisions
+
+
+@dataclass(eq=False)
+class _Compiled:
+    executable: XlaCpuExecutable
+    decisions: list[FusionDecision]
+    out_tree: object
+    num_parameters: int
+
+
+class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
+    """A jax function compiled by XLA with our kernels in place of the
+    fusions our emitters take. CPU only (the CPU target); positional array
+    arguments."""
+
+    def __init__(self, fn, *, device: DeviceDescription = DEFAULT_DEVICE):
+        self.fn = fn
+        self.device = device
+        self._compiled: dict[tuple, _Compiled] = {}
+        self._last: _Compiled | None = None
+        functools.update_wrapper(self, fn)
+
+    def _compile(self, args) -> _Compiled:
+        avals = tuple(jax.ShapeDtypeStruct(np.shape(a), jax.numpy.result_type(a)) for a in args)
+        key = tuple((a.shape, str(a.dtype)) for a in avals)
+        if key not in self._compiled:
+            lowered = jax.jit(self.fn, keep_unused=True).lower(*avals)
+            module = parse_hlo(lowered.compile().as_text(), source=f"<{self.__name__}>")
+            decisions = _replace_fusions(module, self.device)
+            with as_xla_takes_it(module.computations):
+                text = module.to_text()
+            out_tree = jax.tree_util.tree_structure(jax.eval_shape(self.fn, *avals))
+            self._compiled[key] = _Compiled(XlaCpuExecutable(text), decisions, out_tree,
+                                            len(module.entry.parameters))
+        self._last = self._compiled[key]
+        return self._last
+
+    def __call__(self, *args):
+        compiled = self._compile(args)
+        outs = compiled.executable.execute(compiled.executable.put(
+            [np.asarray(a) for a in args]))
+        return jax.tree_util.tree_unflatten(compiled.out_tree, outs)
+
+    def fusion_report(self, *args) -> str:
+        """Which fusions of XLA's module are ours, which stayed XLA's and why
+        (for `args`' shapes, else for the last call's)."""
+        compiled = self._compile(args) if args else self._last
+        if compiled is None:
+            raise ValueError("call the function (or pass example arguments) first")
+        ours = sum(d.ours for d in compiled.decisions)
+        lines = [f"{ours} of {len(compiled.decisions)} fusions are ours"]
+        lines += [f"  {d}" for d in compiled.decisions]
+        return "\n".join(lines)
+
+    def decisions(self, *args) -> list[FusionDecision]:
+        compiled = self._compile(args) if args else self._last
+        return list(compiled.decisions) if compiled else []
+

@@ -44,6 +44,11 @@ def transpose_add(x, y):
 
 
 @kernel
+def transpose_add_rows(x, y):
+    return (x.T + y[:, None]).T
+
+
+@kernel
 def two_outputs(x, shift):
     return jnp.sum(x * x, axis=1), (x + shift[:, None]).astype(jnp.bfloat16)
 
@@ -92,10 +97,31 @@ def test_inside_a_larger_jit_program():
     close(jax.jit(program)(x), jax.jit(plain)(x), 1e-5)
 
 
-def test_vmap_runs_the_kernel_once_an_element():
+def test_vmap_builds_a_kernel_of_the_batched_function():
     x = f32(3, 16, 40)
     close(jax.vmap(gelu)(x), gelu_ref(x), 1e-6)
     close(jax.jit(jax.vmap(softmax))(x), jax.nn.softmax(x, axis=-1), 1e-6)
+    # One call for the batch, at the batched shape (not a loop of calls).
+    text = jax.jit(jax.vmap(softmax)).lower(x).as_text()
+    assert text.count(_ffi.CPU_TARGET) == 1 and "tensor<3x16x40xf32>" in text
+    assert "stablehlo.while" not in text
+    # An unbatched argument, nested vmap, vmap of grad.
+    y = f32(40)
+    close(jax.vmap(transpose_add_rows, in_axes=(0, None))(x, y), x + y, 0)
+    close(jax.vmap(jax.vmap(gelu))(x), gelu_ref(x), 1e-6)
+    close(jax.vmap(jax.grad(lambda r: gelu(r).sum()))(x),
+          jax.vmap(jax.grad(lambda r: gelu_ref(r).sum()))(x), 1e-5)
+
+
+def test_vmap_falls_back_to_a_kernel_an_element():
+    # Batched, the dynamic slice is a gather our emitters do not take: the
+    # batch loops over the unbatched kernel.
+    f = kernel(lambda x, i: jax.lax.dynamic_slice(x, (i,), (4,)) * 2.0)
+    x, i = jnp.arange(32.0).reshape(4, 8), jnp.array([0, 1, 3, 4], jnp.int32)
+    want = np.stack([np.arange(32.0).reshape(4, 8)[r, k:k + 4] * 2 for r, k in enumerate([0, 1, 3, 4])])
+    np.testing.assert_array_equal(jax.vmap(f)(x, i), want)
+    text = jax.jit(jax.vmap(f)).lower(x, i).as_text()
+    assert "stablehlo.while" in text and text.count(_ffi.CPU_TARGET) == 1
 
 
 def test_grad_goes_through_a_backward_kernel():

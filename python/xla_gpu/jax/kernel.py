@@ -16,8 +16,10 @@ KernelError naming it and the Python line that made it.
 
 Transformations:
   - jit: the kernel is built when the function is traced;
-  - vmap: `vmap_method="sequential"` (a kernel is built for one shape; the
-    batch runs it once an element);
+  - vmap: a batching rule (jax.custom_batching.custom_vmap) that builds the
+    kernel of the batched function, `jax.vmap(fn)`, so a batch is one
+    launch; should that not be one kernel, the batch runs the function's
+    kernel once an element (lax.map);
   - grad: a custom_vjp whose backward pass -- jax's vjp of the function --
     goes through this decorator too, as its own kernel;
   - shard_map: each shard's call is built for the shard's shape.
@@ -122,20 +124,41 @@ def _aval(x) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
 
 
+def _runner(fn, name: str, device: DeviceDescription):
+    """`fn` as a kernel call, whose batching rule makes a kernel of the
+    batched function (one launch for the whole batch, not one an element)."""
+
+    @jax.custom_batching.custom_vmap
+    def run(*args):
+        args = [jnp.asarray(a) for a in args]
+        avals = tuple(_aval(a) for a in args)
+        out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *avals))
+        built = _build(fn, name, avals, _platform(), device)
+        return jax.tree_util.tree_unflatten(out_tree, built(*args))
+
+    @run.def_vmap
+    def run_batched(axis_size, in_batched, *args):
+        batched_fn = jax.vmap(fn, in_axes=tuple(0 if b else None for b in in_batched))
+        try:
+            out = _runner(batched_fn, f"vmap({name})", device)(*args)
+        except KernelError:
+            # The batched function is not one kernel: the batch runs the
+            # kernel once an element.
+            full = [a if b else jnp.broadcast_to(a, (axis_size, *jnp.shape(a)))
+                    for a, b in zip(args, in_batched)]
+            out = jax.lax.map(lambda xs: run(*xs), tuple(full))
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return run
+
+
 def kernel(fn=None, *, device: DeviceDescription = DEFAULT_DEVICE):
     """Decorates a jax function of arrays (positional, returning an array or
     a pytree of arrays) so that it runs as one of our kernels."""
     if fn is None:
         return functools.partial(kernel, device=device)
     name = getattr(fn, "__name__", "function")
-
-    def run(*args):
-        args = [jnp.asarray(a) for a in args]
-        avals = tuple(_aval(a) for a in args)
-        out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *avals))
-        built = _build(fn, name, avals, _platform(), device)
-        outs = built(*args)
-        return jax.tree_util.tree_unflatten(out_tree, outs)
+    run = _runner(fn, name, device)
 
     @jax.custom_vjp
     def call(*args):

@@ -18,7 +18,7 @@ import xla_gpu.jax as xj
 from xla_gpu.emitters import emit_kernel, find_fusion
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.jax import _ffi
-from xla_gpu.jax.kernel import KernelError, kernel
+from xla_gpu.jax.decorator import KernelError, kernel
 from xla_gpu.jax.kernel_call import _array
 from mlir import ir
 
@@ -143,7 +143,7 @@ def test_shard_map_on_eight_host_devices():
     code = textwrap.dedent("""
         import numpy as np, jax, jax.numpy as jnp
         from jax.sharding import Mesh, PartitionSpec as P
-        from xla_gpu.jax.kernel import kernel
+        from xla_gpu.jax import kernel
         assert jax.device_count() == 8
         f = kernel(lambda x: jnp.tanh(x) * 2.0 + jnp.sum(x, axis=1, keepdims=True))
         mesh = Mesh(np.array(jax.devices()), ("d",))
@@ -186,6 +186,29 @@ def test_export_round_trip_in_a_fresh_process(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert float(r.stdout.split("max error")[1]) < 1e-6
+
+
+def test_disk_cache_skips_emission(tmp_path, monkeypatch):
+    import xla_gpu.jax.decorator as kernel_module
+
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", str(tmp_path))
+    f = kernel(lambda x: jnp.exp(x) - 0.5)
+    x = f32(24, 40).astype(jnp.bfloat16)
+    np.testing.assert_array_equal(f(x), jnp.exp(x) - 0.5)
+    (entry,) = tmp_path.glob("*.json")
+    # A fresh process would find it: forget the in-memory cache and make
+    # emitting impossible; the call is rebuilt from the file.
+    monkeypatch.setattr(kernel_module, "_calls", {})
+
+    def no_emit(*args, **kwargs):
+        raise AssertionError("emitted although the disk cache has the kernel")
+
+    monkeypatch.setattr(kernel_module, "emit_kernel", no_emit)
+    again = kernel(lambda x: jnp.exp(x) - 0.5)
+    out = again(x)
+    assert out.dtype == jnp.bfloat16
+    np.testing.assert_array_equal(out, jnp.exp(x) - 0.5)
+    assert list(tmp_path.glob("*.json")) == [entry]
 
 
 def test_op_the_emitters_lack_names_it_and_its_line():

@@ -18,8 +18,8 @@ in a fresh process after `import xla_gpu.jax`.
 """
 
 from . import _ffi
-from .kernel import KernelError, kernel
-from .jit import FusionDecision, jit
+from .decorator import KernelError, kernel
+from .whole_program import FusionDecision, jit
 from .kernel_call import KernelCall, call, prepare
 
 _ffi.library()

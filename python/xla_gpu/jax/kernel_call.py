@@ -12,6 +12,7 @@ against; so a serialized program runs in another process.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import jax
@@ -70,6 +71,45 @@ class KernelCall:
     input_output_aliases: dict[int, int] = field(default_factory=dict)
     kernel_hash: str = ""
 
+    def to_json(self) -> str:
+        """The call as JSON (the disk cache): everything but compiled code."""
+        def encode(v):
+            if isinstance(v, HashableArray):
+                return {"array": v.val.tolist(), "dtype": str(v.val.dtype)}
+            if isinstance(v, np.generic):
+                return {"scalar": v.item(), "dtype": str(v.dtype)}
+            if isinstance(v, dict):
+                return {"dict": {k: encode(x) for k, x in v.items()}}
+            return v
+
+        return json.dumps({
+            "target": self.target, "kernel_hash": self.kernel_hash,
+            "attributes": encode(self.attributes),
+            "result_shapes": [[list(s.shape), str(s.dtype)] for s in self.result_shapes],
+            "input_output_aliases": [[i, o] for i, o in self.input_output_aliases.items()]})
+
+    @classmethod
+    def from_json(cls, text: str) -> "KernelCall":
+        """A call written by to_json; a CPU kernel is compiled (from the MLIR
+        it carries) and registered with the handler."""
+        def decode(v):
+            if isinstance(v, dict) and "array" in v:
+                return _array(v["array"], np.dtype(v["dtype"]))
+            if isinstance(v, dict) and "scalar" in v:
+                return np.dtype(v["dtype"]).type(v["scalar"])
+            if isinstance(v, dict) and "dict" in v:
+                return {k: decode(x) for k, x in v["dict"].items()}
+            return v
+
+        d = json.loads(text)
+        attributes = decode(d["attributes"])
+        if d["target"] == _ffi.CPU_TARGET:
+            _ffi.register_cpu_kernel(d["kernel_hash"], CpuKernel(attributes["kernel"]))
+        shapes = tuple(jax.ShapeDtypeStruct(tuple(dims), _dtype(name))
+                       for dims, name in d["result_shapes"])
+        return cls(d["target"], attributes, shapes,
+                   {i: o for i, o in d["input_output_aliases"]}, d["kernel_hash"])
+
     def __call__(self, *arrays):
         # `sequential`: a kernel is compiled for one shape, so a batch runs
         # the kernel once an element.
@@ -77,6 +117,12 @@ class KernelCall:
                                input_output_aliases=self.input_output_aliases or None)(
                                    *arrays, **self.attributes)
         return list(out)
+
+
+def _dtype(name: str) -> np.dtype:
+    """A numpy dtype by name, ml_dtypes' (bfloat16, float8_*, int4) too."""
+    import ml_dtypes  # noqa: F401  (registers its names with numpy)
+    return np.dtype(getattr(ml_dtypes, name, name))
 
 
 def _launch(kernel) -> dict:

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 import threading
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -53,7 +55,8 @@ class KernelError(ValueError):
 
 _lock = threading.Lock()
 # The compiled call of each traced module, by a hash of its HLO text and
-# the target: the same function at the same shapes compiles once.
+# the target: the same function at the same shapes compiles once a process
+# (and, with $XLA_GPU_CACHE_DIR, is emitted once a machine).
 _calls: dict[str, KernelCall] = {}
 
 
@@ -96,15 +99,30 @@ def _where(error: EmitterError, text: str) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def _cache_file(key: str) -> Path | None:
+    folder = os.environ.get("XLA_GPU_CACHE_DIR")
+    return Path(folder) / f"{key}.json" if folder else None
+
+
 def _build(fn, name: str, avals: tuple, platform: str, device: DeviceDescription) -> KernelCall:
-    """The kernel of `fn` at `avals`, compiled for `platform`."""
+    """The kernel of `fn` at `avals`, compiled for `platform`: from the
+    in-memory cache, else the disk cache ($XLA_GPU_CACHE_DIR), else emitted
+    now (and written to both)."""
     lowered = jax.jit(fn, keep_unused=True).lower(*avals)
     text = lowered.as_text(dialect="hlo", debug_info=True)
-    key = hashlib.sha256(f"{text}\0{platform}\0{device.name}".encode()).hexdigest()
+    # The key leaves out the debug info (source lines move, kernels do not).
+    key = hashlib.sha256(f"{lowered.as_text(dialect='hlo')}\0{platform}\0{device.name}"
+                         .encode()).hexdigest()
     with _lock:
         cached = _calls.get(key)
     if cached is not None:
         return cached
+    disk = _cache_file(key)
+    if disk is not None and disk.exists():
+        built = KernelCall.from_json(disk.read_text())
+        with _lock:
+            _calls[key] = built
+        return built
     try:
         module = parse_hlo(text, source=f"<{name}>")
         with ir.Context():
@@ -117,6 +135,11 @@ def _build(fn, name: str, avals: tuple, platform: str, device: DeviceDescription
         raise KernelError(f"{name}: {e}") from None
     with _lock:
         _calls[key] = built
+    if disk is not None:
+        disk.parent.mkdir(parents=True, exist_ok=True)
+        partial = disk.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(built.to_json())
+        partial.replace(disk)  # atomic: readers see a whole file or none
     return built
 
 

@@ -369,3 +369,30 @@ def test_jit_in_place_and_hero_fusions():
     close(outs[1], refs[1], 1e-5)   # atomics add in another order
     np.testing.assert_array_equal(outs[2], refs[2])
     np.testing.assert_array_equal(outs[3], refs[3])
+
+
+# --- the GPU check, prepared here ------------------------------------------
+
+def test_gpu_check_is_prepared_and_its_handler_builds_without_mlir(tmp_path):
+    """What bench/gpu_check.py needs on the GPU machine: PTX that ptxas
+    takes for sm_90, the calls' metadata, and the handler built from ffi/
+    alone (no MLIR, no CUDA headers)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import gpu_check
+    import gpu_check_prepare
+    from xla_gpu.ptx import find_ptxas, ptxas_check
+
+    path = gpu_check_prepare.prepare(tmp_path)
+    calls = __import__("json").loads(path.read_text())["calls"]
+    assert set(calls) == set(gpu_check.gpu_cases.GPU_CASES)
+    for name, call in calls.items():
+        assert call["target"] == _ffi.CUDA_TARGET
+        ptx = call["attributes"]["dict"]["kernel"]
+        entry = call["attributes"]["dict"]["entry"]
+        assert f".entry {entry}(" in ptx, name
+        if find_ptxas():
+            assert ptxas_check(ptx, "sm_90").ok, name
+    assert calls["kv update f32[64,1024,128]"]["input_output_aliases"] == [[0, 0]]
+    lib = gpu_check.build_handler(tmp_path / "build")
+    import ctypes
+    assert ctypes.CDLL(str(lib)).XlaGpuCudaKernel

@@ -246,6 +246,42 @@ def test_call_an_emitted_kernel(add_call):
     np.testing.assert_array_equal(out, x + y)
 
 
+TWO_OUTPUTS_HLO = """
+HloModule two
+ENTRY e {
+  p0 = f32[8,128] parameter(0)
+  c = f32[] constant(2)
+  b = f32[8,128] broadcast(c), dimensions={}
+  twice = f32[8,128] multiply(p0, b)
+  ROOT t = (f32[8,128], f32[8,128]) tuple(twice, p0)
+}
+"""
+
+
+def test_call_a_kernel_given_as_mlir_with_a_scratch_result():
+    from xla_gpu.jax.kernel_call import kernel_from_mlir
+
+    with ir.Context():
+        text = emit_kernel(find_fusion(parse_hlo(TWO_OUTPUTS_HLO))).text
+    # Another context, as a user who has only the IR would.
+    with ir.Context():
+        given = kernel_from_mlir(text)
+        assert [s.dims for s in given.results] == [(8, 128), (8, 128)]
+        assert given.launch.num_blocks >= 1
+        x = f32(8, 128)
+        twice, same = xj.call(given, x)
+        np.testing.assert_array_equal(twice, x * 2)
+        np.testing.assert_array_equal(same, x)
+        # Result 0 as scratch memory: the kernel writes it, the caller never
+        # sees it (seed 003's tuple outputs as temporary buffers).
+        (only,) = xj.call(given, x, scratch=(0,))
+        np.testing.assert_array_equal(only, x)
+        with pytest.raises(ValueError, match="not results of the kernel"):
+            xj.prepare(given, "cpu", scratch=(2,))
+        with pytest.raises(ValueError, match="not a static tensor"):
+            kernel_from_mlir("func.func @k(%a: memref<4xf32>) { return }")
+
+
 def _call_with(prepared, arrays, **changes):
     attributes = dict(prepared.attributes)
     for k, v in changes.items():

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import jax
 import numpy as np
+from mlir import ir
 from jax._src.hashable_array import HashableArray
 from jax._src.lib import xla_client
 
@@ -27,7 +28,7 @@ from ..hlo import Shape
 from ..runtime.cpu import CpuKernel
 from . import _ffi
 
-__all__ = ["KernelCall", "call", "prepare", "Target"]
+__all__ = ["KernelCall", "Target", "call", "kernel_from_mlir", "prepare"]
 
 
 class Target:
@@ -70,6 +71,9 @@ class KernelCall:
     # Input index -> result index (an in-place result and its operand).
     input_output_aliases: dict[int, int] = field(default_factory=dict)
     kernel_hash: str = ""
+    # Results that are scratch memory (seed 003's tuple outputs as temporary
+    # buffers): the kernel gets them, the caller does not.
+    scratch: tuple[int, ...] = ()
 
     def to_json(self) -> str:
         """The call as JSON (the disk cache): everything but compiled code."""
@@ -86,7 +90,8 @@ class KernelCall:
             "target": self.target, "kernel_hash": self.kernel_hash,
             "attributes": encode(self.attributes),
             "result_shapes": [[list(s.shape), str(s.dtype)] for s in self.result_shapes],
-            "input_output_aliases": [[i, o] for i, o in self.input_output_aliases.items()]})
+            "input_output_aliases": [[i, o] for i, o in self.input_output_aliases.items()],
+            "scratch": list(self.scratch)})
 
     @classmethod
     def from_json(cls, text: str) -> "KernelCall":
@@ -108,7 +113,8 @@ class KernelCall:
         shapes = tuple(jax.ShapeDtypeStruct(tuple(dims), _dtype(name))
                        for dims, name in d["result_shapes"])
         return cls(d["target"], attributes, shapes,
-                   {i: o for i, o in d["input_output_aliases"]}, d["kernel_hash"])
+                   {i: o for i, o in d["input_output_aliases"]}, d["kernel_hash"],
+                   tuple(d.get("scratch", ())))
 
     def __call__(self, *arrays):
         # `sequential`: a kernel is compiled for one shape, so a batch runs
@@ -116,7 +122,7 @@ class KernelCall:
         out = jax.ffi.ffi_call(self.target, self.result_shapes, vmap_method="sequential",
                                input_output_aliases=self.input_output_aliases or None)(
                                    *arrays, **self.attributes)
-        return list(out)
+        return [o for k, o in enumerate(out) if k not in self.scratch]
 
 
 def _dtype(name: str) -> np.dtype:
@@ -131,10 +137,15 @@ def _launch(kernel) -> dict:
 
 
 def prepare(kernel: EmittedKernel, platform: str = "cpu",
-            device: DeviceDescription = DEFAULT_DEVICE) -> KernelCall:
+            device: DeviceDescription = DEFAULT_DEVICE, scratch: tuple[int, ...] = ()
+            ) -> KernelCall:
     """Compiles `kernel` for `platform` ("cpu": the CPU target, JIT-compiled
     and registered with the handler; "cuda": PTX for `device`) and returns
-    the call."""
+    the call. Results listed in `scratch` are temporary memory of the
+    kernel: passed to it, never returned."""
+    if any(not 0 <= k < len(kernel.results) for k in scratch):
+        raise ValueError(f"scratch results {scratch} are not results of the kernel "
+                         f"({len(kernel.results)})")
     params = list(kernel.parameters) + list(kernel.results)
     num_inputs = len(kernel.parameters)
     result_shapes = tuple(jax.ShapeDtypeStruct(s.dims, s.element_type.dtype)
@@ -150,7 +161,6 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
         target = _ffi.CPU_TARGET
     elif platform == "cuda":
         # The PTX path lowers the module in place: lower a copy.
-        from mlir import ir
         with kernel.module.context:
             copy = ir.Module.parse(kernel.text)
         text = pipelines.compile_to_ptx(copy, pipelines.PipelineOptions.for_device(device))
@@ -164,11 +174,41 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
         raise ValueError(f"platform must be 'cpu' or 'cuda', got {platform!r}")
     attributes["signature"] = _signature(params, len(kernel.results), aliases)
     io_aliases = {v: k - num_inputs for k, v in aliases.items() if k >= num_inputs}
-    return KernelCall(target, attributes, result_shapes, io_aliases, key)
+    if any(k in io_aliases.values() for k in scratch):
+        raise ValueError("a scratch result cannot be written in place into an input")
+    return KernelCall(target, attributes, result_shapes, io_aliases, key, tuple(scratch))
 
 
-def call(kernel: EmittedKernel, *arrays):
+def call(kernel: EmittedKernel, *arrays, scratch: tuple[int, ...] = ()):
     """Runs `kernel` on jax arrays (under jit too) on the default backend;
-    returns its results, a list."""
+    returns its results but the `scratch` ones, a list."""
     platform = "cuda" if jax.default_backend() == "gpu" else "cpu"
-    return prepare(kernel, platform)(*arrays)
+    return prepare(kernel, platform, scratch=scratch)(*arrays)
+
+
+def kernel_from_mlir(text: str, entry: str | None = None) -> EmittedKernel:
+    """An EmittedKernel from kernel IR written or emitted elsewhere (the
+    form the emitters produce: an entry over tensors, inputs then outputs,
+    the outputs returned; launch dimensions from `xla.launch_dims` or the
+    ids' `xla.range`s; in-place outputs by `xla.slice_index`). Integer
+    element types are signless in MLIR: they are taken as signed. Needs a
+    current context."""
+    from ..hlo.types import BY_MLIR
+    from ..runtime.cpu import _aliases, _entry_function, _launch_dims
+
+    module = pipelines.parse_module(text)
+    func = _entry_function(module, entry)
+    name = ir.StringAttr(func.attributes["sym_name"]).value
+    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    shapes = []
+    for i, t in enumerate(ftype.inputs):
+        t = ir.RankedTensorType(t) if isinstance(t, ir.RankedTensorType) else None
+        etype = BY_MLIR.get(str(t.element_type)) if t is not None else None
+        if etype is None or not t.has_static_shape:
+            raise ValueError(f"parameter {i} of @{name} is not a static tensor of a "
+                             "supported element type")
+        shapes.append(Shape(etype, tuple(t.shape)))
+    num_inputs = len(shapes) - len(ftype.results)
+    aliases = {i - num_inputs: v for i, v in _aliases(func).items() if i >= num_inputs}
+    return EmittedKernel(module, name, _launch_dims(func), shapes[:num_inputs],
+                         shapes[num_inputs:], aliases=aliases)

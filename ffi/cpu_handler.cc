@@ -14,10 +14,13 @@
 // the `kernel` attribute through the compiler Python installs
 // (XlaGpuFfiSetCpuCompiler).
 //
-// Each call:
+// Two stages. When XLA instantiates the program (once a custom-call
+// instruction), the handler
 //   1. decodes and checks the attributes (kernel_call.h);
 //   2. finds (or compiles) the kernel and checks that the call's signature
-//      has the byte layout the compiled kernel was built for;
+//      has the byte layout the compiled kernel was built for; the kernel is
+//      kept in the instruction's state.
+// Each call then:
 //   3. verifies every buffer against the signature (buffer patterns): a
 //      wrong call is an error, never an out-of-bounds access;
 //   4. copies an in-place result's operand into it when XLA gave them
@@ -183,24 +186,46 @@ struct Launch {
   }
 };
 
-Error CpuKernelCall(xffi::ThreadPool pool, xffi::RemainingArgs args,
-                    xffi::RemainingRets rets, std::string_view kernel_hash,
-                    std::string_view kernel, LaunchDims launch,
-                    Signature signature, Target target) {
-  // 1.
+// The state of one custom-call instruction, made once when XLA
+// instantiates the program (steps 1-2), so that a call does only steps 3-5.
+struct CpuCallState {
+  static xffi::TypeId id;
+  std::shared_ptr<const CpuKernelEntry> kernel;
+};
+xffi::TypeId CpuCallState::id = {};
+
+// Steps 1-2.
+xffi::ErrorOr<std::unique_ptr<CpuCallState>> CpuKernelInstantiate(
+    std::string_view kernel_hash, std::string_view kernel, LaunchDims launch,
+    Signature signature, Target target) {
   if (target != Target::kCpu) {
-    return Error::InvalidArgument(
+    return xffi::Unexpected(Error::InvalidArgument(
         std::string("target: kernel ") + Short(kernel_hash) + " was compiled for " +
-        TargetName(target) + ", this is the cpu handler");
+        TargetName(target) + ", this is the cpu handler"));
   }
-  if (Error e = CheckAttributes(signature, launch); e.failure()) return e;
-  // 2.
+  if (Error e = CheckAttributes(signature, launch); e.failure()) {
+    return xffi::Unexpected(std::move(e));
+  }
   auto entry = FindOrCompile(kernel_hash, kernel);
-  if (entry.has_error()) return entry.error();
-  const CpuKernelEntry& k = **entry;
-  if (Error e = CheckAgainstCompiled(kernel_hash, signature, launch, k); e.failure()) {
-    return e;
+  if (entry.has_error()) return xffi::Unexpected(std::move(entry.error()));
+  if (Error e = CheckAgainstCompiled(kernel_hash, signature, launch, **entry); e.failure()) {
+    return xffi::Unexpected(std::move(e));
   }
+  auto state = std::make_unique<CpuCallState>();
+  state->kernel = std::move(*entry);
+  return state;
+}
+
+// Steps 3-5. The attributes are bound again (a binding declares every
+// attribute of the call); only the signature is read.
+Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
+                       xffi::RemainingArgs args, xffi::RemainingRets rets,
+                       std::string_view kernel_hash, std::string_view kernel,
+                       LaunchDims launch, Signature signature, Target target) {
+  if (state == nullptr || state->kernel == nullptr) {
+    return Error::Internal("kernel " + Short(kernel_hash) + ": no instantiated state");
+  }
+  const CpuKernelEntry& k = *state->kernel;
   // 3.
   auto buffers = CheckBuffers(signature, args, rets);
   if (buffers.has_error()) return buffers.error();
@@ -246,8 +271,18 @@ Error CpuKernelCall(xffi::ThreadPool pool, xffi::RemainingArgs args,
 }  // namespace xla_gpu::ffi
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(
-    XlaGpuCpuKernel, ::xla_gpu::ffi::CpuKernelCall,
+    XlaGpuCpuKernelInstantiate, ::xla_gpu::ffi::CpuKernelInstantiate,
+    ::xla::ffi::Ffi::BindInstantiate()
+        .Attr<std::string_view>("kernel_hash")
+        .Attr<std::string_view>("kernel")
+        .Attr<::xla_gpu::ffi::LaunchDims>("launch")
+        .Attr<::xla_gpu::ffi::Signature>("signature")
+        .Attr<::xla_gpu::ffi::Target>("target"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    XlaGpuCpuKernelExecute, ::xla_gpu::ffi::CpuKernelExecute,
     ::xla::ffi::Ffi::Bind()
+        .Ctx<::xla::ffi::State<::xla_gpu::ffi::CpuCallState>>()
         .Ctx<::xla::ffi::ThreadPool>()
         .RemainingArgs()
         .RemainingRets()
@@ -298,6 +333,18 @@ __attribute__((visibility("default"))) void XlaGpuFfiSetCpuCompiler(
 
 __attribute__((visibility("default"))) int64_t XlaGpuFfiNumCpuKernels() {
   return ::xla_gpu::ffi::Registry::Get().Size();
+}
+
+// The call state's type, for jax.ffi.register_ffi_type: its id (XLA fills
+// it in at registration) and how XLA deletes a state.
+__attribute__((visibility("default"))) XLA_FFI_TypeId* XlaGpuCpuCallStateTypeId() {
+  return &::xla_gpu::ffi::CpuCallState::id;
+}
+
+__attribute__((visibility("default"))) const XLA_FFI_TypeInfo* XlaGpuCpuCallStateTypeInfo() {
+  static const XLA_FFI_TypeInfo info =
+      ::xla::ffi::MakeTypeInfo<::xla_gpu::ffi::CpuCallState>();
+  return &info;
 }
 
 }  // extern "C"

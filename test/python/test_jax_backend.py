@@ -174,7 +174,11 @@ def test_export_round_trip_in_a_fresh_process(tmp_path):
         import numpy as np
         from jax import export
         import xla_gpu.jax
+        from jax._src import xla_bridge
         from xla_gpu.jax import _ffi
+        # Importing registers the handlers without starting a backend (its
+        # XLA_FLAGS stay the user's to set).
+        assert not xla_bridge._backends
         exported = export.deserialize(bytearray(open({str(tmp_path / 'program.bin')!r}, "rb").read()))
         x, y = np.load({str(tmp_path / 'x.npy')!r}), np.load({str(tmp_path / 'y.npy')!r})
         assert _ffi.cpu_kernel_count() == 0

@@ -21,6 +21,7 @@ __all__ = ["CPU_TARGET", "CUDA_TARGET", "library", "register_cpu_kernel", "cpu_k
 
 CPU_TARGET = "xla_gpu_cpu_kernel"
 CUDA_TARGET = "xla_gpu_cuda_kernel"
+CPU_STATE_TYPE = "xla_gpu_cpu_call_state"
 
 _LIBRARY_PATH = Path(__file__).resolve().parent.parent / "_mlir_libs" / "libxla_gpu_ffi.so"
 
@@ -52,8 +53,24 @@ def library() -> ctypes.CDLL:
                 ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
             lib.XlaGpuFfiSetCpuCompiler.argtypes = [_COMPILE_FN]
             lib.XlaGpuFfiNumCpuKernels.restype = ctypes.c_int64
-            jax.ffi.register_ffi_target(CPU_TARGET, jax.ffi.pycapsule(lib.XlaGpuCpuKernel),
-                                        platform="cpu")
+            for fn in (lib.XlaGpuCpuCallStateTypeId, lib.XlaGpuCpuCallStateTypeInfo):
+                fn.restype = ctypes.c_void_p
+            # The CPU handler keeps the kernel it found for an instruction in
+            # the instruction's state (instantiate once, execute a call).
+            # Registrations made before the CPU backend starts wait for it,
+            # and jaxlib 0.10.2 replays them handlers first, types second --
+            # but a handler's state type must exist before the handler. So
+            # the type goes straight to XLA's (process-wide) type registry
+            # now; a no-op once the backend has started. Starting the
+            # backend here instead would fix its XLA_FLAGS at import.
+            from jax._src.lib import xla_client
+            xla_client.register_custom_type_handler("cpu", xla_client._xla.register_custom_type)
+            jax.ffi.register_ffi_type(CPU_STATE_TYPE, {
+                "type_id": _capsule(lib.XlaGpuCpuCallStateTypeId()),
+                "type_info": _capsule(lib.XlaGpuCpuCallStateTypeInfo())}, platform="cpu")
+            jax.ffi.register_ffi_target(CPU_TARGET, {
+                "instantiate": jax.ffi.pycapsule(lib.XlaGpuCpuKernelInstantiate),
+                "execute": jax.ffi.pycapsule(lib.XlaGpuCpuKernelExecute)}, platform="cpu")
             # Registered for CUDA even where jax has no CUDA backend: XLA
             # keeps the registration for the platform.
             jax.ffi.register_ffi_target(CUDA_TARGET, jax.ffi.pycapsule(lib.XlaGpuCudaKernel),
@@ -61,6 +78,17 @@ def library() -> ctypes.CDLL:
             lib.XlaGpuFfiSetCpuCompiler(_compile_callback)
             _library = lib
         return _library
+
+
+# A prototype of our own (ctypes.pythonapi's is shared and jax sets its
+# argtypes): a capsule of a data pointer, as the FFI's type registration
+# takes one.
+_PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                   ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
+
+
+def _capsule(address: int):
+    return _PyCapsule_New(address, None, None)
 
 
 def _int64s(values) -> ctypes.Array:

@@ -42,6 +42,13 @@ for name, module in [("hlo-indexing", "hlo_indexing"), ("fusion-to-mlir", "fusio
     config.substitutions.append((tool(name), f"{sys.executable} -m xla_gpu.tools.{module}"))
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 
+# Tests of the GPU tools' "no driver" path run where there is no driver.
+import ctypes  # noqa: E402
+try:
+    ctypes.CDLL("libcuda.so.1")
+except OSError:
+    config.available_features.add("no-cuda-driver")
+
 # The pipelines are defined once, in python/xla_gpu/pipelines.py; lit tests
 # run them through xla-gpu-opt as `--pass-pipeline='%<stage>_pipeline'`.
 sys.path.insert(0, os.path.join(root, "python"))

@@ -34,6 +34,7 @@ from .. import pipelines
 from ..emitters.device import DeviceDescription
 from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
 from ..hlo.types import BY_MLIR, ELEMENT_TYPES
+from .packing import pack as _pack, unpack as _unpack
 
 __all__ = ["CpuKernel", "JitError", "KernelArgumentError", "run_on_cpu"]
 
@@ -82,27 +83,6 @@ class _Param:
     type_text: str
     # Width of a packed sub-byte integer element (2 or 4), else 0.
     packed_bits: int = 0
-
-
-def _pack(a: np.ndarray, bits: int) -> np.ndarray:
-    """Sub-byte integers as XLA (and the kernels) hold them: 8 / bits a
-    byte, the first in the low bits."""
-    per = 8 // bits
-    values = a.reshape(-1).view(np.uint8) & ((1 << bits) - 1)
-    padded = np.zeros(-(-values.size // per) * per, np.uint8)
-    padded[:values.size] = values
-    padded = padded.reshape(-1, per)
-    out = np.zeros(padded.shape[0], np.uint8)
-    for k in range(per):
-        out |= padded[:, k] << (k * bits)
-    return out
-
-
-def _unpack(packed: np.ndarray, bits: int, out: np.ndarray) -> None:
-    """Writes packed elements back one a byte (ml_dtypes reads the low bits)."""
-    per, mask = 8 // bits, (1 << bits) - 1
-    values = np.stack([(packed >> (k * bits)) & mask for k in range(per)], axis=1)
-    out.reshape(-1).view(np.uint8)[:] = values.reshape(-1)[:out.size]
 
 
 # Sub-byte integers: ml_dtypes holds them one a byte; the kernel reads and

@@ -93,3 +93,25 @@ def run_tool(name: str, body: Callable[[], int]) -> int:
         print(f"{name}: internal error ({type(e).__name__}: {e}); please report it with "
               "the input file", file=sys.stderr)
     return 1
+
+
+_PLATFORMS = {"cpu": "cpu", "host": "cpu", "cuda": "cuda", "gpu": "cuda"}
+
+
+def platform_arg(text: str) -> str:
+    """A `--platform` value: XLA's platform names, any case."""
+    name = _PLATFORMS.get(text.lower())
+    if name is None:
+        raise argparse.ArgumentTypeError(f"unknown platform '{text}' (cpu, host, cuda, gpu)")
+    return name
+
+
+def cuda_driver_missing() -> str | None:
+    """Why kernels cannot run on a GPU here, if they cannot (the CUDA
+    runtime's one line), else None."""
+    from ..runtime.cuda import CudaUnavailable, driver
+    try:
+        driver()
+    except CudaUnavailable as e:
+        return str(e)
+    return None

@@ -1,7 +1,10 @@
 """fusion-to-mlir FILE.hlo: prints the emitter's MLIR for the file's fusion.
 
 A file whose entry has one fusion emits that fusion; a computation without
-fusions is wrapped into one, as XLA's tool does."""
+fusions is wrapped into one, as XLA's tool does. With `--bundle DIR`, every
+fusion of the module is compiled to PTX and written as a kernel bundle
+(DIR/<fusion>/kernel.ptx, kernel.json, reference.hlo) that
+xla_gpu.runtime.cuda launches without MLIR."""
 
 from __future__ import annotations
 
@@ -48,11 +51,23 @@ def main(argv: list[str] | None = None) -> int:
                              "is installed)")
     parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
                         help="the GPU to choose launch dimensions for (default: %(default)s)")
+    parser.add_argument("--bundle", metavar="DIR", default=None,
+                        help="write a kernel bundle (PTX + launch JSON) for every fusion of "
+                             "the module under DIR instead of printing MLIR")
     add_verbose_flag(parser)
     args = parser.parse_args(argv)
     enable_remarks(args.verbose)
 
     def body() -> int:
+        if args.bundle is not None:
+            from ..runtime.bundle import write_bundles
+            written, skipped = write_bundles(read_hlo(args.file), args.bundle,
+                                             device_named(args.device))
+            for path in written:
+                print(f"wrote {path}")
+            for reason in skipped:
+                print(f"skipped {reason}")
+            return 0
         sys.stdout.write(emit_file(args.file, args.dump_partition, args.device))
         return 0
 

@@ -32,8 +32,6 @@ XLA's, with their ratio.
 
 from __future__ import annotations
 
-import argparse
-import ctypes
 import dataclasses
 import re
 import sys
@@ -53,8 +51,8 @@ from ..hlo import HloComputation, HloInstruction, HloModule
 from ..hlo.module import computations_called_by
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
-from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory, enable_remarks,
-                   read_hlo, run_tool)
+from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
+                   cuda_driver_missing, enable_remarks, platform_arg, read_hlo, run_tool)
 from .test_correctness import random_input, report
 
 
@@ -146,7 +144,8 @@ def _on_xla(inst: HloInstruction, reason: str) -> _Step:
     return _Step(inst, run, ours=False, reason=reason)
 
 
-def _compile(module, dump_to: Path | None, device, dump_passes: bool = True) -> list[_Step]:
+def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
+             platform: str = "cpu") -> list[_Step]:
     """A step per entry instruction that is a kernel: our emitters' for the
     fusions they own, XLA's (one instruction each) for the rest."""
     steps = []
@@ -174,6 +173,12 @@ def _compile(module, dump_to: Path | None, device, dump_passes: bool = True) -> 
                     copy = ir.Module.parse(text)
                     pipelines.run_pipeline(copy, CPU_DEFAULT_OPTIONS,
                                            stages=pipelines.CPU_STAGES, dump_to=folder / "passes")
+            if platform == "cuda":
+                from ..runtime.bundle import make_bundle
+                from ..runtime.cuda import CudaKernel
+                steps.append(_ours_on_gpu(inst, CudaKernel(make_bundle(kernel, device,
+                                                                       name=inst.name))))
+                continue
         steps.append(_ours(inst, CpuKernel(kernel)))
     return steps
 
@@ -185,6 +190,12 @@ def _ours(inst: HloInstruction, kernel: CpuKernel) -> _Step:
         return outs
 
     return _Step(inst, run, ours=True)
+
+
+def _ours_on_gpu(inst: HloInstruction, kernel) -> _Step:
+    """A fusion of ours on the GPU (runtime/cuda.py: copies in, one launch,
+    copies out)."""
+    return _Step(inst, lambda args: kernel(*args), ours=True)
 
 
 def reference_text(module) -> str:
@@ -223,35 +234,15 @@ def _report_steps(steps: list[_Step]) -> None:
         print(f"  {where} {s.inst.name}: {ms:.3f} ms{why}")
 
 
-_PLATFORMS = {"cpu": "cpu", "host": "cpu", "cuda": "cuda", "gpu": "cuda"}
-
-
-def _platform(text: str) -> str:
-    """XLA's platform names, any case."""
-    name = _PLATFORMS.get(text.lower())
-    if name is None:
-        raise argparse.ArgumentTypeError(f"unknown platform '{text}' (cpu, host, cuda, gpu)")
-    return name
-
-
 def _reference_platform(text: str) -> str | None:
     """`""` (XLA's spelling for none) runs no reference."""
-    return None if text == "" else _platform(text)
-
-
-def _cuda_driver_missing() -> str | None:
-    """Why kernels cannot run on a GPU here, if they cannot."""
-    try:
-        ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return "there is no CUDA driver (libcuda.so.1) on this machine"
-    return "the CUDA runtime of xla_gpu is not built yet"
+    return None if text == "" else platform_arg(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(prog="run-hlo", description=__doc__.splitlines()[0])
     parser.add_argument("file")
-    parser.add_argument("--platform", type=_platform, default="cpu",
+    parser.add_argument("--platform", type=platform_arg, default="cpu",
                         help="where our kernels run: cpu (default) or cuda")
     parser.add_argument("--reference_platform", type=_reference_platform, default="cpu",
                         help='the reference: cpu (XLA:CPU, default); "" runs none')
@@ -280,8 +271,8 @@ def main(argv: list[str] | None = None) -> int:
         dump_passes = True
 
     def body() -> int:
-        if args.platform == "cuda":
-            raise ToolError(f"--platform=CUDA: {_cuda_driver_missing()}; use --platform=cpu")
+        if args.platform == "cuda" and (why := cuda_driver_missing()):
+            raise ToolError(f"--platform=CUDA: {why}; use --platform=cpu")
         module = read_hlo(args.file)
         if args.dump_to is not None:
             args.dump_to.mkdir(parents=True, exist_ok=True)
@@ -291,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
                           f"the arrays of {module.entry.name}")
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in module.entry.parameters]
-        steps = _compile(module, args.dump_to, device_named(args.device), dump_passes)
+        steps = _compile(module, args.dump_to, device_named(args.device), dump_passes,
+                         args.platform)
         ours, times = None, []
         for _ in range(max(1, args.iterations)):
             start = time.perf_counter()
@@ -300,8 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         ours_ms = np.median(times) * 1e3
         _report_steps(steps)
         fusions = sum(s.ours for s in steps)
+        target = "cpu target" if args.platform == "cpu" else "CUDA"
         if args.reference_platform is None:
-            print(f"ours (cpu target, {fusions} fusions): {ours_ms:.2f} ms, median of "
+            print(f"ours ({target}, {fusions} fusions): {ours_ms:.2f} ms, median of "
                   f"{len(times)}; no reference (--reference_platform=\"\")")
             return 0
         start = time.perf_counter()
@@ -318,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             failed |= report(f"output {i}", got, np.asarray(want), args.abs_error_bound,
                              args.rel_error_bound)
         xla_ms = np.median(xla_times) * 1e3
-        print(f"ours (cpu target, {fusions} fusions): {ours_ms:.2f} ms; XLA:CPU: "
+        print(f"ours ({target}, {fusions} fusions): {ours_ms:.2f} ms; XLA:CPU: "
               f"{xla_ms:.2f} ms (compile {xla_compile * 1e3:.0f} ms); medians of "
               f"{len(times)}; ratio ours/XLA {ours_ms / xla_ms:.2f}")
         return 1 if failed else 0

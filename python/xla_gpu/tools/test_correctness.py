@@ -24,7 +24,8 @@ from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_
 from ..indexing import indexing_from, output_to_input_indexing
 from ..reference import as_xla_takes_it, run_with_xla
 from ..runtime import CpuKernel
-from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory, enable_remarks,
+from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
+                   cuda_driver_missing, enable_remarks, platform_arg,
                    read_hlo, run_tool)
 
 
@@ -189,11 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", choices=sorted(DEVICES), default=DEFAULT_DEVICE.name,
                         help="the GPU whose launch dimensions the kernel uses")
+    parser.add_argument("--platform", type=platform_arg, default="cpu",
+                        help="where the kernel runs: cpu (the CPU target, default) or cuda")
     add_verbose_flag(parser)
     args = parser.parse_args(argv)
     enable_remarks(args.verbose)
 
     def body() -> int:
+        if args.platform == "cuda" and (why := cuda_driver_missing()):
+            raise ToolError(f"--platform=CUDA: {why}; use --platform=cpu")
         module = read_hlo(args.file)
         fusion = find_fusion(module)
         comp = fusion.fused_computation
@@ -225,7 +230,14 @@ def main(argv: list[str] | None = None) -> int:
                 if failure:
                     print(failure)
                     return 1
-        CpuKernel(kernel)(*inputs, *outputs)
+            if args.platform == "cuda":
+                from ..runtime.bundle import make_bundle
+                from ..runtime.cuda import CudaKernel
+                gpu_kernel = CudaKernel(make_bundle(kernel, device_named(args.device)))
+        if args.platform == "cuda":
+            outputs = gpu_kernel(*inputs)
+        else:
+            CpuKernel(kernel)(*inputs, *outputs)
         expected = run_with_xla(reference_text(comp), inputs)
         failed = False
         for root, got, want in zip(roots, outputs, expected):

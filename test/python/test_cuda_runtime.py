@@ -18,8 +18,8 @@ from xla_gpu.hlo import parse_hlo
 from xla_gpu.runtime import cuda
 from xla_gpu.runtime.bundle import make_bundle, write_bundles
 
-RUNTIME = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "python", "xla_gpu", "runtime")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUNTIME = os.path.join(ROOT, "python", "xla_gpu", "runtime")
 
 DUS = """
 HloModule dus
@@ -71,7 +71,7 @@ def test_sub_byte_sizes_are_packed():
     (lambda m: m["launch"].update(block_counts=[1, 0, 1]), "block_counts must be three counts"),
     (lambda m: m["parameters"][1].update(dtype="f12"), "unknown element type 'f12'"),
     (lambda m: m.update(aliases={"0": 5}), "alias 0 -> 5 is not a result and a parameter"),
-    (lambda m: m.update(aliases={"0": 1}), "share a buffer but differ"),
+    (lambda m: m.update(aliases={"0": 1}), "share a buffer but differ in size"),
 ])
 def test_malformed_bundles_are_refused_naming_the_file(tmp_path, change, message):
     bundle, _ = _bundle(DUS)
@@ -119,3 +119,17 @@ def test_the_runtime_needs_no_mlir():
             "print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_gpu_check_bundles_compare_right_on_the_cpu(tmp_path):
+    """The bundles' side of the GPU check, run here with our CPU target and
+    XLA:CPU standing in for the GPU: inputs (reduction identities included),
+    reference.hlo and tolerances agree for the reduction and transpose tests."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import gpu_check_prepare
+
+    count, skipped = gpu_check_prepare.prepare_bundles(tmp_path, only="reduce_row")
+    count2, _ = gpu_check_prepare.prepare_bundles(tmp_path, only="transpose/")
+    assert count >= 5 and count2 >= 5, skipped
+    assert gpu_check_prepare.cpu_check(tmp_path, only="reduce_row") == []
+    assert gpu_check_prepare.cpu_check(tmp_path, only="transpose/") == []

@@ -436,3 +436,4 @@ def test_gpu_check_is_prepared_and_its_handler_builds_without_mlir(tmp_path):
     lib = gpu_check.build_handler(tmp_path / "build")
     import ctypes
     assert ctypes.CDLL(str(lib)).XlaGpuCudaKernel
+

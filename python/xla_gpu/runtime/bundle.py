@@ -67,6 +67,17 @@ def write_bundles(module: HloModule, folder: str | Path, device: DeviceDescripti
                 skipped.append(f"{fusion.name}: {e}")
                 continue
             bundle = make_bundle(kernel, device, name=fusion.name)
+        # A reduction's init value is given its reducer's identity (as
+        # test-correctness does): XLA may fold it into every partial result.
+        from ..tools.test_correctness import reduction_init_values
+        bundle.info["init_values"] = {
+            str(k): v.item() for k, v in reduction_init_values(fusion.fused_computation).items()}
+        # The precision of the computation is its narrowest float type's
+        # (a comparison's tolerance follows from it).
+        floats = [s.element_type for i in fusion.fused_computation.instructions
+                  for s in i.shape.leaves() if s.is_array and s.element_type.is_float]
+        if floats:
+            bundle.info["narrowest_float"] = min(floats, key=lambda t: t.bits).name
         out = bundle.save(Path(folder) / fusion.name)
         if fusion.operands:
             reference = single_instruction_module(fusion)

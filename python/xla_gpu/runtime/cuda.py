@@ -122,9 +122,10 @@ class KernelBundle:
             if not (0 <= k < len(self.results) and 0 <= v < len(self.parameters)):
                 raise ValueError(f"bundle {self.name}: alias {k} -> {v} is not a result "
                                  "and a parameter")
-            if self.results[k] != self.parameters[v]:
+            # One buffer, maybe another shape of the same bytes.
+            if self.results[k].num_bytes != self.parameters[v].num_bytes:
                 raise ValueError(f"bundle {self.name}: result {k} and parameter {v} share a "
-                                 "buffer but differ in shape or type")
+                                 "buffer but differ in size")
 
     def to_json(self) -> dict:
         return {
@@ -177,12 +178,16 @@ class KernelBundle:
 
 def random_inputs(bundle: KernelBundle, seed: int = 0) -> list[np.ndarray]:
     """Inputs for a bundle's parameters as test-correctness makes them:
-    floats uniform in [-2, 2), small integers, every code of an 8-bit float."""
+    floats uniform in [-2, 2), small integers, every code of an 8-bit float;
+    a reduction's init value its reducer's identity (`info["init_values"]`)."""
     rng = np.random.RandomState(seed)
+    inits = {int(k): v for k, v in bundle.info.get("init_values", {}).items()}
     out = []
-    for p in bundle.parameters:
+    for i, p in enumerate(bundle.parameters):
         dtype = p.numpy_dtype
-        if p.dtype == "pred":
+        if i in inits:
+            out.append(np.full(p.shape, inits[i], dtype))
+        elif p.dtype == "pred":
             out.append(rng.randint(0, 2, size=p.shape).astype(np.bool_))
         elif p.dtype[0] in "su":
             bits = min(8, int(p.dtype[1:]))
@@ -353,6 +358,8 @@ class CudaKernel:
             ptr = d.alloc(p.num_bytes)
             d.to_device(ptr, a)
             in_ptrs.append(ptr)
+        # An in-place result is its operand's buffer (the bytes, in the
+        # result's shape).
         out_ptrs = [in_ptrs[b.aliases[k]] if k in b.aliases else d.alloc(r.num_bytes)
                     for k, r in enumerate(b.results)]
         slots = list(in_ptrs) + [p for k, p in enumerate(out_ptrs) if k not in b.aliases]

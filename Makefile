@@ -13,7 +13,7 @@ BUILD := $(CURDIR)/build
 # Evaluated by the shell when a recipe runs: the venv may not exist before.
 SITE := $$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 
-.PHONY: all setup build test lit pytest demo bench fuzz mutate clean
+.PHONY: all setup build test lit pytest demo bench anchor ptx-vs-xla fuzz mutate clean
 
 all: build
 
@@ -61,10 +61,27 @@ demo: build
 	$(PY) -m xla_gpu.demo
 
 # Every benchmark of bench/ against XLA:CPU in one run: bench/out/results.json
-# and bench/out/results.png (BENCH_RUNS timed runs a case, medians).
+# and bench/out/results.png (BENCH_RUNS timed runs a case, medians); then our
+# PTX beside XLA:GPU's (bench/out/ptx_vs_xla/table.md).
 BENCH_RUNS ?= 10
-bench: build
+bench: build anchor
 	$(PY) bench/suite.py --runs $(BENCH_RUNS)
+	$(PY) bench/ptx_vs_xla.py
+
+# XLA:GPU without a GPU (jax's CUDA plugin), in a venv of its own: only the
+# targets that compare against XLA:GPU need its ~1 GB of wheels.
+ANCHOR_VENV := $(CURDIR)/.venv-anchor
+ANCHOR_STAMP := $(ANCHOR_VENV)/.installed
+anchor: $(ANCHOR_STAMP)
+
+$(ANCHOR_STAMP): requirements-anchor.txt
+	test -x $(ANCHOR_VENV)/bin/python || $(PYTHON) -m venv $(ANCHOR_VENV)
+	$(ANCHOR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  -r requirements-anchor.txt
+	touch $@
+
+ptx-vs-xla: build anchor
+	$(PY) bench/ptx_vs_xla.py
 
 # A bounded mutation-fuzzing run over the test corpus (fuzz/fuzz.py), each
 # harness FUZZ_SECONDS; findings land in fuzz/findings/ and fail the target.

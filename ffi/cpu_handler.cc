@@ -229,31 +229,15 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
   // 3.
   auto buffers = CheckBuffers(signature, args, rets);
   if (buffers.has_error()) return buffers.error();
-  // 4. Parameter order: inputs, then results; an aliased parameter shares
-  // the earlier input's slot, which a result takes over.
-  std::vector<void*> slots;
-  std::vector<size_t> slot_of(buffers->size());
-  for (size_t i = 0; i < buffers->size(); ++i) {
-    const KernelBuffer& b = (*buffers)[i];
-    int64_t a = signature.aliases[i];
-    if (a < 0) {
-      slot_of[i] = slots.size();
-      slots.push_back(b.data);
-      continue;
-    }
-    slot_of[i] = slot_of[a];
-    const bool is_result =
-        i >= buffers->size() - static_cast<size_t>(signature.num_results);
-    if (is_result) {
-      const KernelBuffer& operand = (*buffers)[a];
-      if (b.data != operand.data) std::memcpy(b.data, operand.data, b.size_bytes);
-      slots[slot_of[i]] = b.data;
-    }
-  }
+  // 4.
+  auto slots = PointerSlots(signature, *buffers, [](void* dst, const void* src, size_t n) {
+    std::memcpy(dst, src, n);
+  });
+  if (slots.has_error()) return slots.error();
   // 5.
   auto work = std::make_shared<Launch>();
   work->fn = k.fn;
-  work->pointers = std::move(slots);
+  work->pointers = std::move(*slots);
   work->num_blocks = k.num_blocks;
   const int64_t workers = std::max<int64_t>(
       1, std::min<int64_t>(k.num_blocks, pool.num_threads() + 1));

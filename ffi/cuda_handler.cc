@@ -151,6 +151,10 @@ Error CudaKernelCall(CUstream stream, xffi::RemainingArgs args, xffi::RemainingR
   if (entry.empty()) return Error::InvalidArgument("entry: the kernel's name is empty");
   auto buffers = CheckBuffers(signature, args, rets);
   if (buffers.has_error()) return buffers.error();
+  // One pointer a distinct buffer; an in-place result is its operand's
+  // buffer (XLA gives them one when the call declares the alias).
+  auto slots = PointerSlots(signature, *buffers, nullptr);
+  if (slots.has_error()) return slots.error();
 
   std::string why;
   const Driver* d = LoadDriver(&why);
@@ -158,28 +162,9 @@ Error CudaKernelCall(CUstream stream, xffi::RemainingArgs args, xffi::RemainingR
   auto fn = LoadFunction(*d, stream, kernel_hash, kernel, entry, shared_memory_bytes);
   if (fn.has_error()) return fn.error();
 
-  // One pointer a distinct buffer; an in-place result takes its operand's
-  // slot (XLA gives them one buffer when the call declares the alias).
-  std::vector<void*> slots;
-  std::vector<size_t> slot_of(buffers->size());
-  for (size_t i = 0; i < buffers->size(); ++i) {
-    int64_t a = signature.aliases[i];
-    if (a < 0) {
-      slot_of[i] = slots.size();
-      slots.push_back((*buffers)[i].data);
-      continue;
-    }
-    slot_of[i] = slot_of[a];
-    if ((*buffers)[i].data != (*buffers)[a].data) {
-      return Error::InvalidArgument(
-          "result " + std::to_string(i - (buffers->size() - signature.num_results)) +
-          " must share its buffer with argument " + std::to_string(a) +
-          " (declare the alias: input_output_aliases)");
-    }
-  }
   std::vector<void*> params;
-  params.reserve(slots.size());
-  for (void*& s : slots) params.push_back(&s);
+  params.reserve(slots->size());
+  for (void*& s : *slots) params.push_back(&s);
   const auto& b = launch.block_counts;
   const auto& t = launch.thread_counts_per_block;
   if (CUresult r = d->cuLaunchKernel(

@@ -1,6 +1,7 @@
 #include "ffi/kernel_call.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -156,6 +157,34 @@ ErrorOr<std::vector<KernelBuffer>> CheckBuffers(const Signature& sig,
     buffers.push_back({buffer->untyped_data(), PackedBytes(dtype, count)});
   }
   return buffers;
+}
+
+ErrorOr<std::vector<void*>> PointerSlots(const Signature& sig,
+                                         const std::vector<KernelBuffer>& buffers,
+                                         CopyFn copy) {
+  const size_t num_inputs = buffers.size() - static_cast<size_t>(sig.num_results);
+  std::vector<void*> slots;
+  std::vector<size_t> slot_of(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const int64_t a = sig.aliases[i];
+    if (a < 0) {
+      slot_of[i] = slots.size();
+      slots.push_back(buffers[i].data);
+      continue;
+    }
+    slot_of[i] = slot_of[a];
+    if (i < num_inputs) continue;  // two inputs of one buffer: read the first
+    if (buffers[i].data != buffers[a].data) {
+      if (copy == nullptr) {
+        return xffi::Unexpected(Error::InvalidArgument(
+            "result " + std::to_string(i - num_inputs) + " must share its buffer with "
+            "argument " + std::to_string(a) + " (declare the alias: input_output_aliases)"));
+      }
+      copy(buffers[i].data, buffers[a].data, buffers[i].size_bytes);
+    }
+    slots[slot_of[i]] = buffers[i].data;
+  }
+  return slots;
 }
 
 }  // namespace xla_gpu::ffi

@@ -92,6 +92,16 @@ xffi::ErrorOr<std::vector<KernelBuffer>> CheckBuffers(
     const Signature& sig, const xffi::RemainingArgs& args,
     const xffi::RemainingRets& rets);
 
+// The kernel's pointer arguments: one a distinct buffer, in parameter
+// order; an aliased parameter shares the earlier input's slot, which an
+// in-place result takes over. Where XLA gave an in-place result a buffer of
+// its own, `copy` (host memory: the CPU target) first moves the operand into
+// it; without a `copy` that is an error (declare the alias).
+using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
+xffi::ErrorOr<std::vector<void*>> PointerSlots(const Signature& sig,
+                                               const std::vector<KernelBuffer>& buffers,
+                                               CopyFn copy);
+
 // The bits of one element as XLA stores it (sub-byte types packed).
 int64_t ElementBits(xffi::DataType dtype);
 

@@ -139,13 +139,19 @@ int main(int argc, char** argv) {
   EXPECT_ERROR(Call(wrong_rank, sig), "argument 0: expected rank 2 but got F32[32]");
   Frame small_result({{4, 8}}, {{4, 7}});
   EXPECT_ERROR(Call(small_result, sig), "result 0: dimension 1 must be 8 but is 7 in F32[4,7]");
-  // An in-place result must get its operand's buffer.
+  // An in-place result must get its operand's buffer (the frame's buffers
+  // are distinct: XLA was not told of the alias).
   Sig in_place = sig;
   in_place.aliases = {-1, 0};
+  EXPECT_ERROR(Call(good, in_place),
+               "result 0 must share its buffer with argument 0 (declare the alias");
   if (!expect_driver) {
     // A well-formed call gets as far as the driver.
     ExpectError(Call(good, sig), "the CUDA driver (libcuda.so.1) cannot be loaded", __LINE__);
-    ExpectError(Call(good, in_place), "the CUDA driver (libcuda.so.1) cannot be loaded", __LINE__);
+    Frame shared({{4, 8}}, {{4, 8}});
+    shared.buffers[1].data = shared.buffers[0].data;
+    ExpectError(Call(shared, in_place), "the CUDA driver (libcuda.so.1) cannot be loaded",
+                __LINE__);
   }
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures == 0 ? 0 : 1;

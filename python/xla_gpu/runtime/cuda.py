@@ -36,7 +36,7 @@ except ImportError:  # imported by path, beside packing.py
     from packing import pack, unpack
 
 __all__ = ["BUNDLE_VERSION", "CudaError", "CudaKernel", "CudaUnavailable", "KernelBundle",
-           "driver", "random_inputs"]
+           "driver", "random_array", "random_inputs"]
 
 BUNDLE_VERSION = 1
 
@@ -50,6 +50,7 @@ _DTYPES = {
     "s2": "int2", "u2": "uint2", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
     "f8e4m3": "float8_e4m3", "f8e3m4": "float8_e3m4", "f8e4m3fnuz": "float8_e4m3fnuz",
     "f8e5m2fnuz": "float8_e5m2fnuz", "f8e4m3b11fnuz": "float8_e4m3b11fnuz",
+    "f8e8m0fnu": "float8_e8m0fnu", "f4e2m1fn": "float4_e2m1fn",
 }
 _PACKED_BITS = {"s4": 4, "u4": 4, "s2": 2, "u2": 2}
 
@@ -176,31 +177,32 @@ class KernelBundle:
             raise ValueError(f"{meta_path}: not a kernel bundle: {e}") from None
 
 
+def random_array(shape, xla_type: str, rng: np.random.RandomState) -> np.ndarray:
+    """test-correctness's inputs: floats uniform in [-2, 2), small integers
+    (8 bits at most: the edge cases of every width), every code of an 8-bit
+    float (subnormals, infinities, NaNs too)."""
+    dtype = numpy_dtype(xla_type)
+    if xla_type == "pred":
+        return rng.randint(0, 2, size=shape).astype(np.bool_)
+    if xla_type[0] in "su":
+        bits = min(8, int(xla_type[1:]))
+        lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if xla_type[0] == "s" else (0, 1 << bits)
+        return rng.randint(lo, hi, size=shape).astype(dtype)
+    if xla_type.startswith("c"):
+        parts = rng.uniform(-2, 2, size=(2, *shape))
+        return (parts[0] + 1j * parts[1]).astype(dtype)
+    if xla_type.startswith("f8"):
+        return rng.randint(0, 256, size=shape).astype(np.uint8).view(dtype)
+    return rng.uniform(-2, 2, size=shape).astype(dtype)
+
+
 def random_inputs(bundle: KernelBundle, seed: int = 0) -> list[np.ndarray]:
-    """Inputs for a bundle's parameters as test-correctness makes them:
-    floats uniform in [-2, 2), small integers, every code of an 8-bit float;
-    a reduction's init value its reducer's identity (`info["init_values"]`)."""
+    """Inputs for a bundle's parameters (random_array); a reduction's init
+    value its reducer's identity (`info["init_values"]`)."""
     rng = np.random.RandomState(seed)
     inits = {int(k): v for k, v in bundle.info.get("init_values", {}).items()}
-    out = []
-    for i, p in enumerate(bundle.parameters):
-        dtype = p.numpy_dtype
-        if i in inits:
-            out.append(np.full(p.shape, inits[i], dtype))
-        elif p.dtype == "pred":
-            out.append(rng.randint(0, 2, size=p.shape).astype(np.bool_))
-        elif p.dtype[0] in "su":
-            bits = min(8, int(p.dtype[1:]))
-            lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if p.dtype[0] == "s" else (0, 1 << bits)
-            out.append(rng.randint(lo, hi, size=p.shape).astype(dtype))
-        elif p.dtype.startswith("c"):
-            parts = rng.uniform(-2, 2, size=(2, *p.shape))
-            out.append((parts[0] + 1j * parts[1]).astype(dtype))
-        elif p.dtype.startswith("f8"):
-            out.append(rng.randint(0, 256, size=p.shape).astype(np.uint8).view(dtype))
-        else:
-            out.append(rng.uniform(-2, 2, size=p.shape).astype(dtype))
-    return out
+    return [np.full(p.shape, inits[i], p.numpy_dtype) if i in inits
+            else random_array(p.shape, p.dtype, rng) for i, p in enumerate(bundle.parameters)]
 
 
 # --- the driver ------------------------------------------------------------

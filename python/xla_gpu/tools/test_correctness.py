@@ -24,28 +24,16 @@ from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_
 from ..indexing import indexing_from, output_to_input_indexing
 from ..reference import as_xla_takes_it, run_with_xla
 from ..runtime import CpuKernel
+from ..runtime.cuda import random_array
 from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
                    cuda_driver_missing, enable_remarks, platform_arg,
                    read_hlo, run_tool)
 
 
 def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
-    dtype = shape.element_type.dtype
-    if shape.element_type.is_pred:
-        return rng.randint(0, 2, size=shape.dims).astype(np.bool_)
-    if shape.element_type.is_integer:
-        # Small values (8 bits at most) hit the edge cases of every width.
-        bits = min(8, shape.element_type.bits)
-        lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if shape.element_type.is_signed \
-            else (0, 1 << bits)
-        return rng.randint(lo, hi, size=shape.dims).astype(dtype)
-    if shape.element_type.is_complex:
-        parts = rng.uniform(-2, 2, size=(2, *shape.dims))
-        return (parts[0] + 1j * parts[1]).astype(dtype)
-    if shape.element_type.is_float and shape.element_type.bits == 8:
-        # Every code of an 8-bit float: subnormals, infinities, NaNs too.
-        return rng.randint(0, 256, size=shape.dims).astype(np.uint8).view(dtype)
-    return rng.uniform(-2, 2, size=shape.dims).astype(dtype)
+    """An input of `shape` (runtime/cuda.py's random_array, which the GPU
+    check uses without MLIR: one generator for both)."""
+    return random_array(tuple(shape.dims), shape.element_type.name, rng)
 
 
 # The identity of a reducer whose root is one of these ops on its two

@@ -387,6 +387,17 @@ def test_jit_transformer_block(dtype, tol):
     assert report.startswith(f"{sum(d.ours for d in decisions)} of {len(decisions)} fusions")
 
 
+def test_jit_takes_library_fusions_without_dots():
+    # At this size XLA:CPU puts reductions into YNNPACK (kCustom) fusions
+    # too; those without a dot are ours.
+    args = _block_args(jnp.float32, d=512, t=256)
+    f = xj.jit(transformer_block)
+    close(np.asarray(f(*args)), np.asarray(jax.jit(transformer_block)(*args)), 1e-4)
+    custom = [d for d in f.decisions() if d.kind == "kCustom"]
+    assert any(d.ours for d in custom), f.fusion_report()
+    assert all(d.ours or "dot" in d.reason for d in f.decisions()), f.fusion_report()
+
+
 def test_jit_in_place_and_hero_fusions():
     def program(cache, tok, pos, x, idx, u):
         return (jax.lax.dynamic_update_slice(cache, tok * 2, (0, pos, 0)),

@@ -9,7 +9,9 @@ For the shapes of a call:
   1. jax and XLA compile the program as usual (XLA:CPU's optimized module:
      its fusion decisions, layouts, everything else);
   2. every entry fusion our emitters take -- row-major operands and results,
-     not one of XLA's library (kCustom) fusions, an emitter for its hero --
+     no dot or convolution (what XLA's library fusions are for; a kCustom
+     fusion of reductions and elementwise ops is taken), an emitter for its
+     hero --
      becomes a typed-FFI custom call to its kernel (`xla_gpu_cpu_kernel`,
      self-contained attributes as xla_gpu.jax.call makes them; an in-place
      kernel's output aliased to its operand);
@@ -75,6 +77,11 @@ def _hlo_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+# What a library (kCustom) fusion keeps XLA's: XLA:CPU's YNNPACK fusions
+# also hold plain reductions and elementwise ops, which are ours to take.
+_LIBRARY_OPS = {"dot", "convolution", "custom-call", "fft", "cholesky", "triangular-solve"}
+
+
 def _row_major(inst: HloInstruction) -> bool:
     shapes = [*inst.shape.leaves(), *(o.shape for o in inst.operands)]
     return all(s.is_array and s.has_default_layout for s in shapes)
@@ -106,9 +113,9 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
         if inst.opcode != "fusion":
             continue
         kind = inst.fusion_kind or "?"
-        if kind == "kCustom":
-            ops = sorted({i.opcode for i in inst.fused_computation.instructions} -
-                         {"parameter", "tuple", "get-tuple-element", "constant"})
+        ops = sorted({i.opcode for i in inst.fused_computation.instructions} -
+                     {"parameter", "tuple", "get-tuple-element", "constant"})
+        if kind == "kCustom" and _LIBRARY_OPS & set(ops):
             decisions.append(FusionDecision(inst.name, kind, False,
                                             f"an XLA library fusion ({', '.join(ops)})"))
             continue
@@ -152,9 +159,12 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         functools.update_wrapper(self, fn)
 
     def _compile(self, args) -> _Compiled:
-        avals = tuple(jax.ShapeDtypeStruct(np.shape(a), jax.numpy.result_type(a)) for a in args)
-        key = tuple((a.shape, str(a.dtype)) for a in avals)
+        # The key from the arrays' own fields where they have them: building
+        # avals costs more than a small program runs.
+        key = tuple((a.shape, a.dtype) if isinstance(a, jax.Array)
+                    else (np.shape(a), jax.numpy.result_type(a)) for a in args)
         if key not in self._compiled:
+            avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in key)
             lowered = jax.jit(self.fn, keep_unused=True).lower(*avals)
             module = parse_hlo(lowered.compile().as_text(), source=f"<{self.__name__}>")
             decisions = _replace_fusions(module, self.device)
@@ -168,8 +178,14 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
 
     def __call__(self, *args):
         compiled = self._compile(args)
-        outs = compiled.executable.execute(compiled.executable.put(
-            [np.asarray(a) for a in args]))
+        executable = compiled.executable
+        # jax arrays already on the device go as they are (no host round
+        # trip); anything else is put there.
+        buffers = [a if isinstance(a, jax.Array) and a.devices() == {executable.device}
+                   else executable.put([np.asarray(a)])[0] for a in args]
+        # Not waited for: jax arrays are futures, as jax.jit's results are.
+        results = executable.executable.execute_sharded(buffers)
+        outs = [r[0] for r in results.disassemble_into_single_device_arrays()]
         return jax.tree_util.tree_unflatten(compiled.out_tree, outs)
 
     def fusion_report(self, *args) -> str:

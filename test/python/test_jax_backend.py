@@ -139,6 +139,32 @@ def test_grad_goes_through_a_backward_kernel():
     close(gx, 2 * x, 1e-6)
 
 
+def test_pytree_arguments_and_their_gradients(caplog):
+    @kernel
+    def dense_gelu(params, x):
+        return gelu_ref(x * params["scale"] + params["shift"]), {"norm": jnp.sum(x * x, axis=1)}
+
+    x = f32(16, 40)
+    params = {"scale": f32(40), "shift": f32(40)}
+    out, aux = dense_gelu(params, x)
+    close(out, gelu_ref(x * params["scale"] + params["shift"]), 1e-6)
+    close(aux["norm"], jnp.sum(x * x, axis=1), 1e-5)
+
+    def loss(p, fn):
+        return fn(p, x)[0].sum()
+
+    plain = lambda p, x: (gelu_ref(x * p["scale"] + p["shift"]), None)  # noqa: E731
+    with caplog.at_level("INFO", logger="xla_gpu.jax"):
+        grads = jax.grad(loss)(params, dense_gelu)
+    want = jax.grad(loss)(params, plain)
+    # Its backward pass sums over the batch beside elementwise gradients:
+    # not one fusion, so it is jax's, and said so.
+    assert "the backward pass of dense_gelu stays XLA's" in caplog.text
+    assert set(grads) == {"scale", "shift"}
+    close(grads["scale"], want["scale"], 1e-4)
+    close(grads["shift"], want["shift"], 1e-4)
+
+
 def test_shard_map_on_eight_host_devices():
     code = textwrap.dedent("""
         import numpy as np, jax, jax.numpy as jnp

@@ -21,7 +21,9 @@ Transformations:
     launch; should that not be one kernel, the batch runs the function's
     kernel once an element (lax.map);
   - grad: a custom_vjp whose backward pass -- jax's vjp of the function --
-    goes through this decorator too, as its own kernel;
+    goes through this decorator too, as its own kernel (where it is not one
+    fusion, e.g. a reduction beside an elementwise gradient, it stays jax's,
+    said on the "xla_gpu.jax" logger);
   - shard_map: each shard's call is built for the shard's shape.
 """
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -46,6 +49,9 @@ from ..hlo.parser import HloParseError
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["KernelError", "kernel"]
+
+
+_log = logging.getLogger("xla_gpu.jax")
 
 
 class KernelError(ValueError):
@@ -175,12 +181,9 @@ def _runner(fn, name: str, device: DeviceDescription):
     return run
 
 
-def kernel(fn=None, *, device: DeviceDescription = DEFAULT_DEVICE):
-    """Decorates a jax function of arrays (positional, returning an array or
-    a pytree of arrays) so that it runs as one of our kernels."""
-    if fn is None:
-        return functools.partial(kernel, device=device)
-    name = getattr(fn, "__name__", "function")
+def _flat_kernel(fn, name: str, device: DeviceDescription):
+    """`fn` of arrays as a kernel call differentiable through a custom_vjp
+    whose backward pass (jax's vjp of `fn`) is a kernel of its own."""
     run = _runner(fn, name, device)
 
     @jax.custom_vjp
@@ -203,11 +206,48 @@ def kernel(fn=None, *, device: DeviceDescription = DEFAULT_DEVICE):
             return tuple(grads[i] for i in differentiable)
 
         vjp_of.__name__ = f"{name}_vjp"
-        grads = kernel(vjp_of, device=device)(*args, *flat_ct) if differentiable else ()
+        if not differentiable:
+            grads = ()
+        else:
+            try:
+                grads = kernel(vjp_of, device=device)(*args, *flat_ct)
+            except KernelError as e:
+                # A backward pass is often more than one fusion (a reduction
+                # beside an elementwise result): it is then jax's (XLA's).
+                _log.info("the backward pass of %s stays XLA's: %s", name, e)
+                grads = vjp_of(*args, *flat_ct)
         out = [None] * n
         for i, g in zip(differentiable, grads):
             out[i] = g
         return tuple(out)
 
     call.defvjp(forward, backward)
-    return functools.wraps(fn)(call)
+    return call
+
+
+def kernel(fn=None, *, device: DeviceDescription = DEFAULT_DEVICE):
+    """Decorates a jax function of positional arguments -- arrays or pytrees
+    of arrays (dicts of parameters, tuples) -- returning an array or a
+    pytree of arrays, so that it runs as one of our kernels."""
+    if fn is None:
+        return functools.partial(kernel, device=device)
+    name = getattr(fn, "__name__", "function")
+    # One differentiable kernel call a structure of the arguments (the
+    # kernels themselves are cached by their HLO).
+    by_structure: dict = {}
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        leaves, structure = jax.tree_util.tree_flatten(args)
+        call = by_structure.get(structure)
+        if call is None:
+            if structure == jax.tree_util.tree_structure(tuple(leaves)):
+                flat_fn = fn   # positional arrays already
+            else:
+                def flat_fn(*flat):
+                    return fn(*jax.tree_util.tree_unflatten(structure, list(flat)))
+                flat_fn.__name__ = name
+            call = by_structure[structure] = _flat_kernel(flat_fn, name, device)
+        return call(*leaves)
+
+    return wrapper

@@ -98,6 +98,122 @@ class TransposeDescription:
         return self.dimensions == other.dimensions and self.permutation == other.permutation
 
 
+# XLA's packed transpose (ir_emission_utils: TransposeSpec,
+# GetPackedTransposeTileSizes): shared memory of 32 banks of 32 bits.
+kNumShmemBanks = 32
+kBankBitwidth = 32
+# Below this many populated rows or columns (times the vector size) a
+# packed tile is too empty to pay.
+kMinPopulatedPerVector = 10
+
+
+def element_bits(inst: HloInstruction) -> int:
+    """XLA's GetBitwidth: a predicate is a byte."""
+    etype = inst.shape.element_type
+    return 8 if etype.is_pred else etype.bits
+
+
+@dataclass(frozen=True)
+class TransposeSpec:
+    """XLA's TransposeSpec: the canonical `[.., T2, .., A, T1, B]` ->
+    `[.., T1, .., A, T2, B]` form of a (normalized) transpose."""
+
+    canonical_output_shape: tuple[int, ...]
+    canonical_permutation: tuple[int, ...]
+    canonical_inv_permutation: tuple[int, ...]
+    canonical_input_shape: tuple[int, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.canonical_input_shape)
+
+    @property
+    def a_id(self) -> int:
+        return self.rank - 3
+
+    @property
+    def t1_input_id(self) -> int:
+        return self.rank - 2
+
+    @property
+    def t1_output_id(self) -> int:
+        return self.canonical_inv_permutation[self.rank - 2]
+
+    @property
+    def t2_input_id(self) -> int:
+        return self.canonical_permutation[self.rank - 2]
+
+    @property
+    def t2_output_id(self) -> int:
+        return self.rank - 2
+
+    @property
+    def dim_a(self) -> int:
+        return self.canonical_input_shape[self.a_id]
+
+    @property
+    def dim_b(self) -> int:
+        return self.canonical_input_shape[-1]
+
+    @property
+    def dim_t1(self) -> int:
+        return self.canonical_input_shape[self.t1_input_id]
+
+    @property
+    def dim_t2(self) -> int:
+        return self.canonical_input_shape[self.t2_input_id]
+
+
+def _inverse_permutation(permutation) -> list[int]:
+    inv = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inv[p] = i
+    return inv
+
+
+def transpose_spec(desc: TransposeDescription) -> TransposeSpec:
+    """XLA's GetTransposeSpec on the normalized transpose `desc`."""
+    output = list(desc.dimensions)
+    perm = list(desc.permutation)
+    # A transposed minor dimension: a unit B dimension after it.
+    if perm[-1] != len(output) - 1:
+        perm.append(len(output))
+        output.append(1)
+    dim_t1 = next(i for i in range(len(perm) - 1, -1, -1) if perm[i] != i)
+    rank = len(output)
+    # A unit A dimension where T1 has none beside it.
+    if perm[rank - 3] != rank - 3:
+        output.insert(dim_t1, 1)
+        perm = [p + 1 if p > rank - 3 else p for p in perm]
+        perm.insert(dim_t1, dim_t1)
+    inv = _inverse_permutation(perm)
+    return TransposeSpec(tuple(output), tuple(perm), tuple(inv), tuple(output[p] for p in inv))
+
+
+def packed_tile_sizes(spec: TransposeSpec, bits: int) -> list[int] | None:
+    """XLA's GetPackedTransposeTileSizes: the block's tile in the canonical
+    output's dimensions, or None where the packed transpose does not apply
+    (XLA's reasons: too wide an element, too empty a tile, a kept minor
+    dimension, or sizes the tile does not divide)."""
+    if not 8 <= bits < kBankBitwidth:   # sub-byte types: not here (see above)
+        return None
+    v = kBankBitwidth // bits
+    shmem_dim = kNumShmemBanks * v
+    tile_t1 = min(spec.dim_t1, shmem_dim)
+    tile_a = min(spec.dim_a, shmem_dim // tile_t1)
+    tile_t2 = min(spec.dim_t2, shmem_dim)
+    rows, cols = tile_t2, tile_a * tile_t1
+    if cols < kMinPopulatedPerVector * v or rows < kMinPopulatedPerVector * v:
+        return None
+    if spec.dim_b != 1 or rows % v or cols % v or spec.dim_t2 % tile_t2 % v:
+        return None
+    tiles = [1] * spec.rank
+    tiles[spec.t1_output_id] = tile_t1
+    tiles[spec.t2_output_id] = tile_t2
+    tiles[spec.a_id] = tile_a
+    return tiles
+
+
 def tiled_transpose_description(inst: HloInstruction) -> TransposeDescription | None:
     """XLA's GetDescriptionForTiledTransposeEmitter: a transpose the tiled
     transpose emitter takes, described on its normalized dimensions."""
@@ -109,6 +225,10 @@ def tiled_transpose_description(inst: HloInstruction) -> TransposeDescription | 
         return None
     dims = tuple(operand_dims[p] for p in perm)
     desc = TransposeDescription(inst, dims, perm)
+    # XLA takes every transpose its packed tile applies to, whatever the
+    # thresholds below say.
+    if packed_tile_sizes(transpose_spec(desc), element_bits(inst)) is not None:
+        return desc
     if perm[-1] == len(perm) - 1:
         # 102: the kept minor dimension travels with each tile element.
         byte_width = max(1, inst.shape.element_type.bits // 8)

@@ -52,6 +52,10 @@ def emitter_class(analysis: FusionAnalysis, device=None) -> type:
     name = analysis.fusion.name
     if analysis.kind in EMITTERS:
         cls = EMITTERS[analysis.kind]
+        # One kind, several emitters (XLA's CreateTransposeFusion).
+        specialize = getattr(cls, "specialize", None)
+        if specialize is not None:
+            cls = specialize(analysis)
         decline = getattr(cls, "decline_reason", None)
         reason = decline(analysis, device) if decline is not None and device else None
         if reason is None or analysis.kind not in _LOOP_CAN_STAND_IN:

@@ -18,7 +18,9 @@ and shared memory to spare). The shared tile is padded by one element on
 the dimension a warp walks down when writing it, against bank conflicts
 (the seed's `32x1x33`). Outputs that are not transposed (side outputs,
 with the input's element count) are written by the first loop at the
-input's index.
+input's index. Element types narrower than a 32-bit bank take XLA's packed
+transpose instead where its tile applies (packed_transpose.py, chosen by
+`specialize`).
 """
 
 from __future__ import annotations
@@ -83,6 +85,13 @@ def _transposes(analysis: FusionAnalysis) -> list[HloInstruction]:
 
 @register_emitter(EmitterKind.TRANSPOSE)
 class TransposeEmitter(EmitterBase):
+
+    @classmethod
+    def specialize(cls, analysis: FusionAnalysis) -> type:
+        """XLA's CreateTransposeFusion: the packed transpose where its tile
+        applies (packed_transpose.py), else this one."""
+        from .packed_transpose import PackedTransposeEmitter, packed_transpose_applies
+        return PackedTransposeEmitter if packed_transpose_applies(analysis) else cls
 
     @classmethod
     def decline_reason(cls, analysis: FusionAnalysis, device: DeviceDescription) -> str | None:
@@ -283,9 +292,11 @@ class TransposeEmitter(EmitterBase):
                     written.append(tensor.insert(value_of(root, idx), out, idx))
                 return written
 
-            loop1 = self.emit_kernel_loop(self._tile_map(True, tuple(self.input_shape)),
-                                          [*tiles, *(outputs[k] for k in side)], write_body,
-                                          keep_symbols=(0, 1), ids=ids)
+            read_input = self._tile_map(True, tuple(self.input_shape))
+            loop1 = self.emit_kernel_loop(read_input, [*tiles, *(outputs[k] for k in side)],
+                                          write_body,
+                                          keep_symbols=tuple(range(read_input.num_symbols)),
+                                          ids=ids)
             synced = xla_gpu.sync_threads(loop1[:len(tiles)])
             synced = [synced] if isinstance(synced, ir.Value) else list(synced)
             outputs = list(outputs)
@@ -308,6 +319,7 @@ class TransposeEmitter(EmitterBase):
                     results[k] = tensor.insert(value, results[k], idx)
                 return results
 
+            write_output = self._tile_map(False, tuple(self.output_shape))
             func.ReturnOp(self.emit_kernel_loop(
-                self._tile_map(False, tuple(self.output_shape)), outputs, read_body,
-                keep_symbols=(0, 1), ids=ids))
+                write_output, outputs, read_body,
+                keep_symbols=tuple(range(write_output.num_symbols)), ids=ids))

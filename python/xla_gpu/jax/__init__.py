@@ -19,8 +19,8 @@ in a fresh process after `import xla_gpu.jax`.
 
 from . import _ffi
 from .decorator import KernelError, kernel
-from .whole_program import FusionDecision, jit
 from .kernel_call import KernelCall, call, prepare
+from .whole_program import FusionDecision, jit
 
 _ffi.library()
 

@@ -474,3 +474,28 @@ def test_gpu_check_is_prepared_and_its_handler_builds_without_mlir(tmp_path):
     import ctypes
     assert ctypes.CDLL(str(lib)).XlaGpuCudaKernel
 
+
+
+def test_threads_compile_and_call_kernels_concurrently():
+    """Four Python threads building and calling kernels at once: the
+    decorator's caches, the CPU JIT and the handler's registry are shared."""
+    import threading
+
+    failures = []
+
+    def worker(k):
+        try:
+            f = jax.jit(kernel(lambda x: jnp.tanh(x) * (k + 1.0)))
+            for n in range(3):
+                x = jnp.full((64 + 8 * k, 32 + n), 0.5, jnp.float32)
+                if not np.allclose(f(x), np.tanh(0.5) * (k + 1.0), atol=1e-6):
+                    failures.append((k, n))
+        except Exception as e:  # noqa: BLE001  (reported below)
+            failures.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not failures and not any(t.is_alive() for t in threads)

@@ -81,6 +81,18 @@ def UnswitchLoopsPass : Pass<"xla-gpu-unswitch-loops", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }
 
+def PeelLoopsPass : Pass<"xla-gpu-peel-loops", "mlir::func::FuncOp"> {
+  let summary = "Peels the last iteration of a range variable that only it constrains.";
+  let description = [{
+    XLA's loop peeler: an `xla_gpu.loop` whose map constrains a range
+    variable in a way that can fail only on the variable's last value
+    becomes two loops chained through their iteration arguments -- the main
+    one without that value, whose map no longer has the constraint, and a
+    tail over the last value, which keeps it. Range variables are tried from
+    the last to the first while the peeled nest stays under 64 iterations.
+  }];
+}
+
 def FlattenTensorsPass : Pass<"xla-gpu-flatten-tensors", "mlir::ModuleOp"> {
   let summary = "Flattens statically shaped tensors to one dimension.";
   let description = [{

@@ -3,7 +3,7 @@
 // The pipelines XLA's emitter tests run through its opt tool, under their
 // flags: `-xla-gpu-test-optimize` = simplify-arith, canonicalize, cse,
 // erase-dead-functions, cse. (`-xla-gpu-test-transform-loops` needs the
-// fuse-loops and peel-loops passes, which do not exist yet.)
+// fuse-loops pass, which does not exist yet; peel-loops does.)
 //
 //===----------------------------------------------------------------------===//
 

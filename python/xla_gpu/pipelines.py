@@ -80,6 +80,9 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         "cse",
         "canonicalize",
         f"func.func(xla-gpu-lower-xla-gpu-to-scf{{warp_size={opts.warp_size}}})",
+        # XLA's place for it: before the loops become scf, so that a loop
+        # whose last iteration alone needs a bounds check is split.
+        "func.func(xla-gpu-peel-loops)",
         "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
         "func.func(xla-gpu-lower-tile-copies)",
         "func.func(xla-gpu-simplify-arith)",

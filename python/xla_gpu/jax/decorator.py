@@ -39,7 +39,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from mlir import ir
 
 from ..emitters import EmitterError, emit_kernel, find_fusion

@@ -23,6 +23,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from math import prod
 
 import numpy as np
 from mlir import ir
@@ -103,6 +104,14 @@ CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False)
 # blocks along one grid dimension.
 MAX_THREADS_PER_BLOCK = DeviceDescription.threads_per_block_limit
 MAX_GRID_DIM = DeviceDescription.block_dim_limit_x
+
+# Below this many bytes of buffers a launch runs on the calling thread
+# only (CpuKernel.__call__). Measured on the bench's cases (2 cores): at
+# 0.4-0.8 MiB one thread was 1.0-2.5x faster than two (row max, the f16
+# transpose, scatter, softmax), from 2.5 MiB on two were faster (the
+# concatenate, the seed transpose, row and column sums) -- the pool's
+# hand-off costs ~0.15 ms a launch.
+MIN_BYTES_FOR_WORKERS = 2 << 20
 
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
@@ -249,6 +258,9 @@ class CpuKernel:
             entry, self.params, self.num_results, self.launch = _signature(module, entry)
             self.aliases = _aliases(_entry_function(module, entry))
             self.num_blocks = self.launch.num_blocks
+            self.num_bytes = sum(
+                -(-prod(p.shape) * (p.packed_bits or 8 * p.dtype.itemsize) // 8)
+                for p in self.params)
             pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
             self.llvm_ir = str(module)
             self._engine = ExecutionEngine(module, opt_level=3)
@@ -285,6 +297,10 @@ class CpuKernel:
         """Runs the whole grid; outputs (the last arrays) are written in place."""
         self.check(arrays)
         workers = max(1, min(num_threads or os.cpu_count() or 1, self.num_blocks))
+        # Handing blocks to the pool costs ~0.15 ms: kernels over little
+        # data run on the caller alone, unless the caller asks for threads.
+        if num_threads is None and self.num_bytes < MIN_BYTES_FOR_WORKERS:
+            workers = 1
         buffers = [_pack(a, p.packed_bits) if p.packed_bits else a
                    for a, p in zip(arrays, self.params)]
         # An output in place of its operand (one buffer slice, maybe another

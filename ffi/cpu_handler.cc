@@ -97,10 +97,6 @@ class Registry {
   std::unordered_map<std::string, std::shared_ptr<const CpuKernelEntry>> kernels_;
 };
 
-std::string Short(std::string_view hash) {
-  return std::string(hash.substr(0, 12));
-}
-
 xffi::ErrorOr<std::shared_ptr<const CpuKernelEntry>> FindOrCompile(
     std::string_view hash, std::string_view text) {
   Registry& registry = Registry::Get();
@@ -108,7 +104,7 @@ xffi::ErrorOr<std::shared_ptr<const CpuKernelEntry>> FindOrCompile(
   CompileFn compile = registry.compiler.load();
   if (compile == nullptr) {
     return xffi::Unexpected(Error(xffi::ErrorCode::kFailedPrecondition,
-        "kernel " + Short(hash) + " is not compiled in this process and no "
+        "kernel " + ShortHash(hash) + " is not compiled in this process and no "
         "compiler is installed (import xla_gpu.jax first)"));
   }
   std::string message(1024, '\0');
@@ -117,11 +113,11 @@ xffi::ErrorOr<std::shared_ptr<const CpuKernelEntry>> FindOrCompile(
               static_cast<int64_t>(message.size())) != 0) {
     message.resize(std::strlen(message.c_str()));
     return xffi::Unexpected(Error::InvalidArgument(
-        "kernel " + Short(hash) + " does not compile: " + message));
+        "kernel " + ShortHash(hash) + " does not compile: " + message));
   }
   if (auto entry = registry.Find(hash)) return entry;
   return xffi::Unexpected(Error::Internal(
-      "kernel " + Short(hash) + ": the compiler registered no kernel of that hash"));
+      "kernel " + ShortHash(hash) + ": the compiler registered no kernel of that hash"));
 }
 
 // Step 2: the call's typed signature has the compiled kernel's layout.
@@ -138,14 +134,14 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
   }
   if (!same) {
     return Error::InvalidArgument("signature: does not describe the parameters "
-                                  "kernel " + Short(hash) + " was compiled for");
+                                  "kernel " + ShortHash(hash) + " was compiled for");
   }
   if (NumBlocks(launch) != k.num_blocks ||
       NumThreadsPerBlock(launch) != k.threads_per_block) {
     return Error::InvalidArgument(
         "launch: " + std::to_string(NumBlocks(launch)) + " blocks of " +
         std::to_string(NumThreadsPerBlock(launch)) + " threads, but kernel " +
-        Short(hash) + " was compiled for " + std::to_string(k.num_blocks) +
+        ShortHash(hash) + " was compiled for " + std::to_string(k.num_blocks) +
         " blocks of " + std::to_string(k.threads_per_block));
   }
   return Error::Success();
@@ -198,10 +194,8 @@ xffi::TypeId CpuCallState::id = {};
 xffi::ErrorOr<std::unique_ptr<CpuCallState>> CpuKernelInstantiate(
     std::string_view kernel_hash, std::string_view kernel, LaunchDims launch,
     Signature signature, Target target) {
-  if (target != Target::kCpu) {
-    return xffi::Unexpected(Error::InvalidArgument(
-        std::string("target: kernel ") + Short(kernel_hash) + " was compiled for " +
-        TargetName(target) + ", this is the cpu handler"));
+  if (Error e = CheckTarget(target, Target::kCpu, "cpu", kernel_hash); e.failure()) {
+    return xffi::Unexpected(std::move(e));
   }
   if (Error e = CheckAttributes(signature, launch); e.failure()) {
     return xffi::Unexpected(std::move(e));
@@ -223,7 +217,7 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
                        std::string_view kernel_hash, std::string_view kernel,
                        LaunchDims launch, Signature signature, Target target) {
   if (state == nullptr || state->kernel == nullptr) {
-    return Error::Internal("kernel " + Short(kernel_hash) + ": no instantiated state");
+    return Error::Internal("kernel " + ShortHash(kernel_hash) + ": no instantiated state");
   }
   const CpuKernelEntry& k = *state->kernel;
   // 3.

@@ -115,7 +115,7 @@ xffi::ErrorOr<CUfunction> LoadFunction(const Driver& d, CUstream stream,
   CUfunction fn = nullptr;
   Error error = Error::Success();
   if (CUresult r = d.cuModuleLoadData(&module, text.c_str()); r != CUDA_SUCCESS) {
-    error = DriverError(d, r, "cuModuleLoadData (kernel " + std::string(hash.substr(0, 12)) + ")");
+    error = DriverError(d, r, "cuModuleLoadData (kernel " + ShortHash(hash) + ")");
   } else if (CUresult r = d.cuModuleGetFunction(&fn, module, std::string(entry).c_str());
              r != CUDA_SUCCESS) {
     error = DriverError(d, r, "cuModuleGetFunction(" + std::string(entry) + ")");
@@ -139,11 +139,7 @@ Error CudaKernelCall(CUstream stream, xffi::RemainingArgs args, xffi::RemainingR
                      std::string_view kernel_hash, std::string_view kernel,
                      std::string_view entry, LaunchDims launch,
                      int64_t shared_memory_bytes, Signature signature, Target target) {
-  if (target != Target::kCuda) {
-    return Error::InvalidArgument(
-        std::string("target: kernel ") + std::string(kernel_hash.substr(0, 12)) +
-        " was compiled for " + TargetName(target) + ", this is the CUDA handler");
-  }
+  if (Error e = CheckTarget(target, Target::kCuda, "CUDA", kernel_hash); e.failure()) return e;
   if (Error e = CheckAttributes(signature, launch); e.failure()) return e;
   if (shared_memory_bytes < 0) {
     return Error::InvalidArgument("shared_memory_bytes: must be >= 0");

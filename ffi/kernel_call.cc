@@ -30,6 +30,16 @@ std::string ParamName(const Signature& sig, size_t i) {
 
 }  // namespace
 
+std::string ShortHash(std::string_view hash) { return std::string(hash.substr(0, 12)); }
+
+Error CheckTarget(Target target, Target expected, std::string_view handler,
+                  std::string_view hash) {
+  if (target == expected) return Error::Success();
+  return Error::InvalidArgument("target: kernel " + ShortHash(hash) + " was compiled for " +
+                                TargetName(target) + ", this is the " + std::string(handler) +
+                                " handler");
+}
+
 int64_t NumBlocks(const LaunchDims& launch) {
   int64_t n = 1;
   for (int64_t c : launch.block_counts) n *= c;

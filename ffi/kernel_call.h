@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ffi/buffer_patterns.h"
@@ -77,6 +78,14 @@ struct KernelBuffer {
   void* data;
   size_t size_bytes;
 };
+
+// The first characters of a kernel's hash, for messages.
+std::string ShortHash(std::string_view hash);
+
+// That the kernel was compiled for the handler's target; `handler` names
+// the handler in the message ("cpu", "CUDA").
+xffi::Error CheckTarget(Target target, Target expected, std::string_view handler,
+                        std::string_view hash);
 
 // The attributes' own consistency: three counts that agree, dims that add
 // up, launch dims of three counts >= 1, aliases to earlier inputs.

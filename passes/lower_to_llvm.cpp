@@ -34,7 +34,8 @@ namespace {
 
 // The f32 arithmetic the approximations below emit, in the shape of the op
 // they replace (a scalar, or a vector of f32): constants splatted to it,
-// its i32 twin for bit manipulation, FMAs and Horner polynomials.
+// its i32 twin for bit manipulation, FMAs, Horner polynomials, compares and
+// selects.
 struct F32Builder {
   mlir::PatternRewriter& rewriter;
   mlir::Location loc;
@@ -67,23 +68,39 @@ struct F32Builder {
     for (double k : coefficients.drop_front()) acc = fma(acc, x, c(k));
     return acc;
   }
+  mlir::Value cmp(mlir::arith::CmpFPredicate p, mlir::Value a, mlir::Value b) const {
+    return rewriter.create<mlir::arith::CmpFOp>(loc, p, a, b);
+  }
+  mlir::Value select(mlir::Value cond, mlir::Value a, mlir::Value b) const {
+    return rewriter.create<mlir::arith::SelectOp>(loc, cond, a, b);
+  }
+  // x clamped to [lo, hi] (a NaN stays a NaN).
+  mlir::Value clamp(mlir::Value x, double lo, double hi) const {
+    return rewriter.create<mlir::arith::MaximumFOp>(
+        loc, rewriter.create<mlir::arith::MinimumFOp>(loc, x, c(hi)), c(lo));
+  }
+};
+
+// An f32 op replaced by `Approximation::build(f32, operand)` (each below).
+template <typename Op, typename Approximation>
+struct ApproximateF32 : public mlir::OpRewritePattern<Op> {
+  using mlir::OpRewritePattern<Op>::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
+    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
+    F32Builder f32{rewriter, op.getLoc(), op.getType()};
+    rewriter.replaceOp(op, Approximation::build(f32, op.getOperand()));
+    return mlir::success();
+  }
 };
 
 // tanh(x) as Eigen's (and XLA:CPU's) rational approximation: x * P(x^2) /
 // Q(x^2) on x clamped to +-7.9053, and x itself below 4e-4. Unlike a libm
 // call it vectorizes; it is within a few ulp of tanhf.
-struct ApproximateTanh : public mlir::OpRewritePattern<mlir::math::TanhOp> {
-  using OpRewritePattern::OpRewritePattern;
-  mlir::LogicalResult matchAndRewrite(mlir::math::TanhOp op,
-                                      mlir::PatternRewriter& rewriter) const override {
-    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
-    mlir::Location loc = op.getLoc();
-    F32Builder f32{rewriter, loc, op.getType()};
-    auto c = [&](double v) { return f32.c(v); };
-    mlir::Value a = op.getOperand();
-    mlir::Value x = rewriter.create<mlir::arith::MaximumFOp>(
-        loc, rewriter.create<mlir::arith::MinimumFOp>(loc, a, c(7.90531110763549805)),
-        c(-7.90531110763549805));
+struct Tanh {
+  static mlir::Value build(const F32Builder& f32, mlir::Value a) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    mlir::Value x = f32.clamp(a, -7.90531110763549805, 7.90531110763549805);
     mlir::Value x2 = rewriter.create<mlir::arith::MulFOp>(loc, x, x);
     mlir::Value p = f32.horner(x2, {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
                             5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
@@ -92,11 +109,9 @@ struct ApproximateTanh : public mlir::OpRewritePattern<mlir::math::TanhOp> {
     mlir::Value q = f32.horner(x2, {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
                             4.89352518554385e-03});
     mlir::Value ratio = rewriter.create<mlir::arith::DivFOp>(loc, p, q);
-    mlir::Value tiny = rewriter.create<mlir::arith::CmpFOp>(
-        loc, mlir::arith::CmpFPredicate::OLT, rewriter.create<mlir::math::AbsFOp>(loc, a),
-        c(0.0004));
-    rewriter.replaceOpWithNewOp<mlir::arith::SelectOp>(op, tiny, x, ratio);
-    return mlir::success();
+    mlir::Value tiny = f32.cmp(mlir::arith::CmpFPredicate::OLT,
+                               rewriter.create<mlir::math::AbsFOp>(loc, a), f32.c(0.0004));
+    return f32.select(tiny, x, ratio);
   }
 };
 
@@ -106,48 +121,35 @@ struct ApproximateTanh : public mlir::OpRewritePattern<mlir::math::TanhOp> {
 // ln2/2]), and 2^n applied as two exponent-field scalings so that results
 // down to the smallest subnormal are reached. x above ln(FLT_MAX) is +inf,
 // below -104 0 (as the rounding would give), a NaN stays a NaN.
-struct ApproximateExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
-  using OpRewritePattern::OpRewritePattern;
-  mlir::LogicalResult matchAndRewrite(mlir::math::ExpOp op,
-                                      mlir::PatternRewriter& rewriter) const override {
-    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
-    mlir::Type type = op.getType();
-    mlir::Location loc = op.getLoc();
-    F32Builder f32{rewriter, loc, type};
-    auto c = [&](double v) { return f32.c(v); };
-    auto ci = [&](int32_t v) { return f32.ci(v); };
-    auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) { return f32.fma(a, b, d); };
+struct Exp {
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    mlir::Type type = f32.type;
     mlir::Type i32 = f32.i32();
-    mlir::Value x = op.getOperand();
     // Clamped to where the result is finite and not flushed to 0 (NaN kept).
-    mlir::Value clamped = rewriter.create<mlir::arith::MaximumFOp>(
-        loc, rewriter.create<mlir::arith::MinimumFOp>(loc, x, c(88.72283935546875)),
-        c(-104.0));
+    mlir::Value clamped = f32.clamp(x, -104.0, 88.72283935546875);
     mlir::Value n = rewriter.create<mlir::math::RoundEvenOp>(
-        loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, c(1.44269504088896341)));
-    mlir::Value r = fma(n, c(-0.693359375), clamped);
-    r = fma(n, c(2.12194440e-4), r);
+        loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, f32.c(1.44269504088896341)));
+    mlir::Value r = f32.fma(n, f32.c(-0.693359375), clamped);
+    r = f32.fma(n, f32.c(2.12194440e-4), r);
     mlir::Value p = f32.horner(r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
                                    4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1});
     mlir::Value r2 = rewriter.create<mlir::arith::MulFOp>(loc, r, r);
-    mlir::Value y = rewriter.create<mlir::arith::AddFOp>(
-        loc, fma(p, r2, r), c(1.0));
+    mlir::Value y = rewriter.create<mlir::arith::AddFOp>(loc, f32.fma(p, r2, r), f32.c(1.0));
     // y * 2^n as y * 2^(n/2) * 2^(n - n/2): each factor a normal float.
     mlir::Value ni = rewriter.create<mlir::arith::FPToSIOp>(loc, i32, n);
-    mlir::Value half = rewriter.create<mlir::arith::ShRSIOp>(loc, ni, ci(1));
+    mlir::Value half = rewriter.create<mlir::arith::ShRSIOp>(loc, ni, f32.ci(1));
     mlir::Value rest = rewriter.create<mlir::arith::SubIOp>(loc, ni, half);
     auto pow2 = [&](mlir::Value e) -> mlir::Value {
       mlir::Value bits = rewriter.create<mlir::arith::ShLIOp>(
-          loc, rewriter.create<mlir::arith::AddIOp>(loc, e, ci(127)), ci(23));
+          loc, rewriter.create<mlir::arith::AddIOp>(loc, e, f32.ci(127)), f32.ci(23));
       return rewriter.create<mlir::arith::BitcastOp>(loc, type, bits);
     };
     mlir::Value scaled = rewriter.create<mlir::arith::MulFOp>(
         loc, rewriter.create<mlir::arith::MulFOp>(loc, y, pow2(half)), pow2(rest));
-    mlir::Value overflow = rewriter.create<mlir::arith::CmpFOp>(
-        loc, mlir::arith::CmpFPredicate::OGT, x, c(88.72283935546875));
-    rewriter.replaceOpWithNewOp<mlir::arith::SelectOp>(
-        op, overflow, c(std::numeric_limits<float>::infinity()), scaled);
-    return mlir::success();
+    mlir::Value overflow = f32.cmp(mlir::arith::CmpFPredicate::OGT, x, f32.c(88.72283935546875));
+    return f32.select(overflow, f32.c(std::numeric_limits<float>::infinity()), scaled);
   }
 };
 
@@ -156,64 +158,50 @@ struct ApproximateExp : public mlir::OpRewritePattern<mlir::math::ExpOp> {
 // log(m) = f - f^2/2 + f^3 P(f) with f = m - 1 (Cephes' degree-8 P), plus
 // e ln2 in two parts. x < 0 and NaN give NaN, 0 gives -inf, +inf gives
 // +inf.
-struct ApproximateLog : public mlir::OpRewritePattern<mlir::math::LogOp> {
-  using OpRewritePattern::OpRewritePattern;
-  mlir::LogicalResult matchAndRewrite(mlir::math::LogOp op,
-                                      mlir::PatternRewriter& rewriter) const override {
-    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
-    mlir::Type type = op.getType();
-    mlir::Location loc = op.getLoc();
-    F32Builder f32{rewriter, loc, type};
-    auto c = [&](double v) { return f32.c(v); };
-    auto ci = [&](int32_t v) { return f32.ci(v); };
-    auto fma = [&](mlir::Value a, mlir::Value b, mlir::Value d) { return f32.fma(a, b, d); };
+struct Log {
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    mlir::Type type = f32.type;
     mlir::Type i32 = f32.i32();
-    auto cmp = [&](mlir::arith::CmpFPredicate p, mlir::Value a, mlir::Value b) -> mlir::Value {
-      return rewriter.create<mlir::arith::CmpFOp>(loc, p, a, b);
-    };
-    auto select = [&](mlir::Value cond, mlir::Value a, mlir::Value b) -> mlir::Value {
-      return rewriter.create<mlir::arith::SelectOp>(loc, cond, a, b);
-    };
-    mlir::Value x = op.getOperand();
+    using P = mlir::arith::CmpFPredicate;
     // Subnormals: scaled into the normal range, the exponent corrected.
-    mlir::Value subnormal = cmp(mlir::arith::CmpFPredicate::OLT, x, c(1.17549435e-38));
-    mlir::Value normal = select(subnormal,
-                                rewriter.create<mlir::arith::MulFOp>(loc, x, c(8388608.0)), x);
+    mlir::Value subnormal = f32.cmp(P::OLT, x, f32.c(1.17549435e-38));
+    mlir::Value normal =
+        f32.select(subnormal, rewriter.create<mlir::arith::MulFOp>(loc, x, f32.c(8388608.0)), x);
     mlir::Value bits = rewriter.create<mlir::arith::BitcastOp>(loc, i32, normal);
     mlir::Value e = rewriter.create<mlir::arith::SubIOp>(
-        loc, rewriter.create<mlir::arith::ShRUIOp>(loc, bits, ci(23)),
-        select(subnormal, ci(127 + 23), ci(127)));
+        loc, rewriter.create<mlir::arith::ShRUIOp>(loc, bits, f32.ci(23)),
+        f32.select(subnormal, f32.ci(127 + 23), f32.ci(127)));
     mlir::Value m = rewriter.create<mlir::arith::BitcastOp>(
         loc, type,
         rewriter.create<mlir::arith::OrIOp>(
-            loc, rewriter.create<mlir::arith::AndIOp>(loc, bits, ci(0x7fffff)),
-            ci(0x3f800000)));
+            loc, rewriter.create<mlir::arith::AndIOp>(loc, bits, f32.ci(0x7fffff)),
+            f32.ci(0x3f800000)));
     mlir::Value ef = rewriter.create<mlir::arith::SIToFPOp>(loc, type, e);
     // m in [sqrt(1/2), sqrt(2)).
-    mlir::Value big = cmp(mlir::arith::CmpFPredicate::OGT, m, c(1.41421356237309505));
-    m = select(big, rewriter.create<mlir::arith::MulFOp>(loc, m, c(0.5)), m);
-    ef = select(big, rewriter.create<mlir::arith::AddFOp>(loc, ef, c(1.0)), ef);
-    mlir::Value f = rewriter.create<mlir::arith::SubFOp>(loc, m, c(1.0));
+    mlir::Value big = f32.cmp(P::OGT, m, f32.c(1.41421356237309505));
+    m = f32.select(big, rewriter.create<mlir::arith::MulFOp>(loc, m, f32.c(0.5)), m);
+    ef = f32.select(big, rewriter.create<mlir::arith::AddFOp>(loc, ef, f32.c(1.0)), ef);
+    mlir::Value f = rewriter.create<mlir::arith::SubFOp>(loc, m, f32.c(1.0));
     mlir::Value z = rewriter.create<mlir::arith::MulFOp>(loc, f, f);
     mlir::Value p = f32.horner(f, {7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1,
                                    -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
                                    2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1});
     mlir::Value y = rewriter.create<mlir::arith::MulFOp>(
         loc, rewriter.create<mlir::arith::MulFOp>(loc, f, z), p);
-    y = fma(ef, c(-2.12194440e-4), y);
-    y = fma(z, c(-0.5), y);
+    y = f32.fma(ef, f32.c(-2.12194440e-4), y);
+    y = f32.fma(z, f32.c(-0.5), y);
     mlir::Value r = rewriter.create<mlir::arith::AddFOp>(loc, f, y);
-    r = fma(ef, c(0.693359375), r);
+    r = f32.fma(ef, f32.c(0.693359375), r);
     // The special values.
-    r = select(cmp(mlir::arith::CmpFPredicate::OEQ, x, c(0.0)),
-               c(-std::numeric_limits<float>::infinity()), r);
-    r = select(cmp(mlir::arith::CmpFPredicate::OEQ, x, c(std::numeric_limits<float>::infinity())),
-               x, r);
+    r = f32.select(f32.cmp(P::OEQ, x, f32.c(0.0)),
+                   f32.c(-std::numeric_limits<float>::infinity()), r);
+    r = f32.select(f32.cmp(P::OEQ, x, f32.c(std::numeric_limits<float>::infinity())), x, r);
     // x < 0 or NaN: NaN.
-    r = select(cmp(mlir::arith::CmpFPredicate::OGE, x, c(0.0)), r,
-               c(std::numeric_limits<float>::quiet_NaN()));
-    rewriter.replaceOp(op, r);
-    return mlir::success();
+    r = f32.select(f32.cmp(P::OGE, x, f32.c(0.0)), r,
+                   f32.c(std::numeric_limits<float>::quiet_NaN()));
+    return r;
   }
 };
 
@@ -266,7 +254,9 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
     }
     if (cpu) {
       mlir::RewritePatternSet approximations(ctx);
-      approximations.add<ApproximateTanh, ApproximateExp, ApproximateLog>(ctx);
+      approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh>,
+                         ApproximateF32<mlir::math::ExpOp, Exp>,
+                         ApproximateF32<mlir::math::LogOp, Log>>(ctx);
       if (failed(mlir::applyPatternsGreedily(module, std::move(approximations)))) {
         return signalPassFailure();
       }

@@ -13,13 +13,24 @@ import numpy as np
 from .hlo.module import Attribute, HloComputation, HloInstruction
 from .hlo.shape import Shape
 
-__all__ = ["XlaCpuExecutable", "as_xla_takes_it", "row_major", "run_with_xla"]
+__all__ = ["XlaCpuExecutable", "as_xla_takes_it", "kernel_row_major", "row_major",
+           "run_with_xla"]
+
+
+def _all_row_major(shapes) -> bool:
+    return all(s.is_array and s.has_default_layout for s in shapes)
 
 
 def row_major(inst: HloInstruction) -> bool:
     """`inst` and its operands are arrays in the default (row-major) layout."""
-    return all(s.is_array and s.has_default_layout
-               for s in [inst.shape, *(o.shape for o in inst.operands)])
+    return _all_row_major([inst.shape, *(o.shape for o in inst.operands)])
+
+
+def kernel_row_major(inst: HloInstruction) -> bool:
+    """Every array a kernel of `inst` (a fusion) reads or writes -- each
+    operand, each element of a tuple result -- is row-major: what a call
+    with XLA's default layouts (a custom call, a bundle) hands it."""
+    return _all_row_major([*inst.shape.leaves(), *(o.shape for o in inst.operands)])
 
 
 def _without_layouts(shape: Shape) -> Shape:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jax
 
+from .. import _capi
 from ..runtime.cpu import CpuKernel
 
 __all__ = ["CPU_TARGET", "CUDA_TARGET", "library", "register_cpu_kernel", "cpu_kernel_count"]
@@ -80,15 +81,11 @@ def library() -> ctypes.CDLL:
         return _library
 
 
-# A prototype of our own (ctypes.pythonapi's is shared and jax sets its
-# argtypes): a capsule of a data pointer, as the FFI's type registration
-# takes one.
-_PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
-                                   ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
-
-
 def _capsule(address: int):
-    return _PyCapsule_New(address, None, None)
+    """A capsule of a data pointer, as the FFI's type registration takes one
+    (through _capi's own PyCapsule_New prototype: ctypes.pythonapi's is
+    shared, and jax sets its argtypes)."""
+    return _capi._PyCapsule_New(address, None, None)
 
 
 def _int64s(values) -> ctypes.Array:

@@ -33,7 +33,7 @@ from ..emitters import EmitterError, emit_kernel
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.module import Attribute
-from ..reference import XlaCpuExecutable, as_xla_takes_it
+from ..reference import XlaCpuExecutable, as_xla_takes_it, kernel_row_major
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["FusionDecision", "jit"]
@@ -82,11 +82,6 @@ def _hlo_string(text: str) -> str:
 _LIBRARY_OPS = {"dot", "convolution", "custom-call", "fft", "cholesky", "triangular-solve"}
 
 
-def _row_major(inst: HloInstruction) -> bool:
-    shapes = [*inst.shape.leaves(), *(o.shape for o in inst.operands)]
-    return all(s.is_array and s.has_default_layout for s in shapes)
-
-
 def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
     """Turns fusion `inst` into the typed-FFI custom call of `call`."""
     with ir.Context():
@@ -119,7 +114,7 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
             decisions.append(FusionDecision(inst.name, kind, False,
                                             f"an XLA library fusion ({', '.join(ops)})"))
             continue
-        if not _row_major(inst):
+        if not kernel_row_major(inst):
             decisions.append(FusionDecision(inst.name, kind, False,
                                             "an operand or result is not row-major"))
             continue

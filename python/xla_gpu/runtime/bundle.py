@@ -17,6 +17,7 @@ from ..emitters import EmitterNotBuiltError, emit_kernel, find_fusion
 from ..emitters.device import DeviceDescription
 from ..emitters.kernel import EmittedKernel
 from ..hlo import HloModule
+from ..reference import as_xla_takes_it, kernel_row_major
 from .cuda import BufferSpec, KernelBundle
 
 __all__ = ["make_bundle", "write_bundles"]
@@ -54,8 +55,7 @@ def write_bundles(module: HloModule, folder: str | Path, device: DeviceDescripti
         if fusion.fusion_kind == "kCustom":
             skipped.append(f"{fusion.name}: a kCustom fusion (XLA's library or Triton call)")
             continue
-        if not all(s.is_array and s.has_default_layout
-                   for s in [*fusion.shape.leaves(), *(o.shape for o in fusion.operands)]):
+        if not kernel_row_major(fusion):
             # A bundle's arrays are logical (row-major), as XLA takes
             # reference.hlo.
             skipped.append(f"{fusion.name}: an operand or result is not row-major")
@@ -82,7 +82,6 @@ def write_bundles(module: HloModule, folder: str | Path, device: DeviceDescripti
         if fusion.operands:
             reference = single_instruction_module(fusion)
         else:  # the wrapped entry: the module is the computation
-            from ..reference import as_xla_takes_it
             with as_xla_takes_it(module.computations):
                 reference = module.to_text()
         (out / "reference.hlo").write_text(reference)

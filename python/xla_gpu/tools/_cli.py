@@ -106,12 +106,13 @@ def platform_arg(text: str) -> str:
     return name
 
 
-def cuda_driver_missing() -> str | None:
-    """Why kernels cannot run on a GPU here, if they cannot (the CUDA
-    runtime's one line), else None."""
+def require_platform(platform: str) -> None:
+    """A ToolError (one line, exit 1) when `--platform` asks for CUDA and
+    there is no driver or device here."""
+    if platform != "cuda":
+        return
     from ..runtime.cuda import CudaUnavailable, driver
     try:
         driver()
     except CudaUnavailable as e:
-        return str(e)
-    return None
+        raise ToolError(f"--platform=CUDA: {e}; use --platform=cpu") from None

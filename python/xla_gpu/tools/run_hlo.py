@@ -52,7 +52,7 @@ from ..hlo.module import computations_called_by
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
-                   cuda_driver_missing, enable_remarks, platform_arg, read_hlo, run_tool)
+                   enable_remarks, platform_arg, read_hlo, require_platform, run_tool)
 from .test_correctness import random_input, report
 
 
@@ -271,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         dump_passes = True
 
     def body() -> int:
-        if args.platform == "cuda" and (why := cuda_driver_missing()):
-            raise ToolError(f"--platform=CUDA: {why}; use --platform=cpu")
+        require_platform(args.platform)
         module = read_hlo(args.file)
         if args.dump_to is not None:
             args.dump_to.mkdir(parents=True, exist_ok=True)

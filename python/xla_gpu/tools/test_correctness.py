@@ -26,7 +26,7 @@ from ..reference import as_xla_takes_it, run_with_xla
 from ..runtime import CpuKernel
 from ..runtime.cuda import random_array
 from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
-                   cuda_driver_missing, enable_remarks, platform_arg,
+                   enable_remarks, platform_arg, require_platform,
                    read_hlo, run_tool)
 
 
@@ -185,8 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     enable_remarks(args.verbose)
 
     def body() -> int:
-        if args.platform == "cuda" and (why := cuda_driver_missing()):
-            raise ToolError(f"--platform=CUDA: {why}; use --platform=cpu")
+        require_platform(args.platform)
         module = read_hlo(args.file)
         fusion = find_fusion(module)
         comp = fusion.fused_computation

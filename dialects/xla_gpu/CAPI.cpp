@@ -162,7 +162,11 @@ bool xlaGpuIndexingMapAttrEqual(MlirAttribute a, MlirAttribute b) {
   return asIndexingMap(a).getIndexingMap() == asIndexingMap(b).getIndexingMap();
 }
 
+// Maps the algebra produces; one whose domain emptied while it was built
+// becomes the known-empty form (the attribute's invariants allow no other
+// empty range).
 static MlirAttribute wrapMap(const IndexingMap& map) {
+  if (map.hasEmptyRange()) return wrap(IndexingMapAttr::get(map.getContext(), map.knownEmpty()));
   return wrap(IndexingMapAttr::get(map.getContext(), map));
 }
 

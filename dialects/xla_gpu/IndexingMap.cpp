@@ -333,7 +333,7 @@ mlir::LogicalResult IndexingMap::verify(VerifyErrorFn error) const {
         error("variable name '" + var.name + "' is used twice");
         return mlir::failure();
       }
-      if (var.bounds.lower > var.bounds.upper) {
+      if (var.bounds.lower > var.bounds.upper && !isCanonicalKnownEmpty()) {
         error("lower bound " + llvm::Twine(var.bounds.lower) + " of '" +
               var.name + "' is greater than its upper bound " +
               llvm::Twine(var.bounds.upper));
@@ -788,7 +788,10 @@ std::optional<IndexingMap> Parser::parse() {
           !parseInterval(order[nextVar]->bounds)) {
         return std::nullopt;
       }
-      if (order[nextVar]->bounds.lower > order[nextVar]->bounds.upper) {
+      // [0, -1] is the known-empty map's spelling; verify() accepts it only
+      // there (every variable empty, results 0).
+      const Interval& b = order[nextVar]->bounds;
+      if (b.lower > b.upper && !(b.lower == 0 && b.upper == -1)) {
         fail(entryStart, "lower bound " + llvm::Twine(order[nextVar]->bounds.lower) +
                              " of '" + name + "' is greater than its upper bound " +
                              llvm::Twine(order[nextVar]->bounds.upper));

@@ -150,6 +150,15 @@ class IndexingMap {
   /// ranges can tell (an empty range, or a constraint that cannot hold).
   bool isKnownEmpty() const;
 
+  /// XLA's known-empty form of this map (ResetToKnownEmpty): the same
+  /// variables, each in [0, -1], no constraints, every result 0. The one
+  /// form with an empty range that verify() accepts: simplification and
+  /// composition return it when a range or constraint they narrow empties.
+  IndexingMap knownEmpty() const;
+  bool isCanonicalKnownEmpty() const;
+  /// A variable or constraint whose interval is empty (lower > upper).
+  bool hasEmptyRange() const;
+
   /// The interval `expr` takes over the domain (a bound, not exact).
   Interval getRange(mlir::AffineExpr expr) const;
 

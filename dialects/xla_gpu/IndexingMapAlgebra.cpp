@@ -555,10 +555,53 @@ IndexingMap IndexingMap::simplify() const {
                                      current.map_.getNumSymbols(), results,
                                      current.getContext());
     next.sortConstraints();
+    if (next.hasEmptyRange()) return next.knownEmpty();
     if (next.isIdenticalTo(current)) return next;
     current = std::move(next);
   }
   return current;
+}
+
+bool IndexingMap::hasEmptyRange() const {
+  for (llvm::ArrayRef<IndexingVar> vars : {llvm::ArrayRef(dims_), llvm::ArrayRef(range_),
+                                           llvm::ArrayRef(runtime_)}) {
+    for (const IndexingVar& v : vars) {
+      if (v.bounds.lower > v.bounds.upper) return true;
+    }
+  }
+  return llvm::any_of(constraints_, [](const Constraint& c) {
+    return c.second.lower > c.second.upper;
+  });
+}
+
+IndexingMap IndexingMap::knownEmpty() const {
+  IndexingMap empty = *this;
+  for (llvm::MutableArrayRef<IndexingVar> vars : {llvm::MutableArrayRef(empty.dims_),
+                                                  llvm::MutableArrayRef(empty.range_),
+                                                  llvm::MutableArrayRef(empty.runtime_)}) {
+    for (IndexingVar& v : vars) v.bounds = Interval{0, -1};
+  }
+  empty.constraints_.clear();
+  SmallVector<AffineExpr> zeros(map_.getNumResults(),
+                                mlir::getAffineConstantExpr(0, getContext()));
+  empty.map_ = mlir::AffineMap::get(map_.getNumDims(), map_.getNumSymbols(), zeros,
+                                    getContext());
+  return empty;
+}
+
+bool IndexingMap::isCanonicalKnownEmpty() const {
+  if (!constraints_.empty()) return false;
+  for (AffineExpr e : map_.getResults()) {
+    auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(e);
+    if (!c || c.getValue() != 0) return false;
+  }
+  for (llvm::ArrayRef<IndexingVar> vars : {llvm::ArrayRef(dims_), llvm::ArrayRef(range_),
+                                           llvm::ArrayRef(runtime_)}) {
+    for (const IndexingVar& v : vars) {
+      if (v.bounds.lower != 0 || v.bounds.upper != -1) return false;
+    }
+  }
+  return getNumDims() + getNumSymbols() > 0;
 }
 
 bool IndexingMap::isKnownEmpty() const {

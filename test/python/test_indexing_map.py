@@ -123,3 +123,20 @@ def test_attribute_view(ctx):
 def test_needs_a_context():
     with pytest.raises(ValueError, match="no MLIR context"):
         IndexingMap.parse("(d0) -> (d0), domain: d0 in [0, 7]")
+
+
+def test_an_emptied_domain_is_the_known_empty_map(ctx):
+    """Composition and simplification may empty a range (here d0 + 2 must
+    land in [0, 1], so d0 in [-2, -1] against [0, 1]): the result is XLA's
+    known-empty form -- every variable in [0, -1], results 0 -- which the
+    attribute's verifier accepts and which prints and parses back. (It was
+    an attribute that broke its own invariants: an assertion with
+    assertions on.) A hand-written empty range stays an error."""
+    shift = IndexingMap.parse("(d0) -> (d0 + 2), domain: d0 in [0, 1]")
+    window = IndexingMap.parse("(d0) -> (d0), domain: d0 in [0, 1]")
+    empty = shift.then(window)
+    assert empty.is_known_empty
+    assert str(empty) == "(d0) -> (0), domain: d0 in [0, -1]"
+    assert IndexingMap.parse(str(empty)) == empty
+    with pytest.raises(IndexingMapError, match="lower bound 2 of 'd0' is greater"):
+        IndexingMap.parse("(d0) -> (d0), domain: d0 in [2, 1]")

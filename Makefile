@@ -13,7 +13,7 @@ BUILD := $(CURDIR)/build
 # Evaluated by the shell when a recipe runs: the venv may not exist before.
 SITE := $$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 
-.PHONY: all setup build test lit pytest demo bench anchor ptx-vs-xla fuzz mutate clean
+.PHONY: all setup build test lit pytest demo bench anchor ptx-vs-xla fuzz fuzz-long mutate clean
 
 all: build
 
@@ -85,12 +85,22 @@ ptx-vs-xla: build anchor
 
 # A bounded mutation-fuzzing run over the test corpus (fuzz/fuzz.py), each
 # harness FUZZ_SECONDS; findings land in fuzz/findings/ and fail the target.
+# Then the random-fusion differential tests (loop and hero fusions against
+# XLA:CPU) over RANDOM_SEEDS seeds each. `make fuzz-long`: 10 minutes a
+# harness and 1000 seeds.
 FUZZ_SECONDS ?= 60
 FUZZ_SEED ?= 0
+RANDOM_SEEDS ?= 200
 fuzz: build
 	status=0; for h in hlo indexing_map mlir; do \
 	  $(PY) fuzz/fuzz.py $$h --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) || status=1; \
-	done; exit $$status
+	done; \
+	XLA_GPU_RANDOM_SEEDS=$(RANDOM_SEEDS) $(PY) -m pytest -q -p no:cacheprovider \
+	  test/python/test_random_fusions.py test/python/test_random_heroes.py || status=1; \
+	exit $$status
+
+fuzz-long:
+	$(MAKE) fuzz FUZZ_SECONDS=600 RANDOM_SEEDS=1000
 
 # Planted one-line bugs (fuzz/mutate.py), each expected to fail the tests it
 # names: the suite's strength measured.

@@ -13,10 +13,12 @@
 #include "mlir/Dialect/Complex/IR/Complex.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "passes/Passes.h"
@@ -99,6 +101,9 @@ struct Grid {
 // As a GPU: at most 1024 threads per block; grid dimensions below 2^31.
 constexpr int64_t kMaxThreadsPerBlock = 1024;
 constexpr int64_t kMaxGridDim = int64_t{1} << 31;
+// The storage a call of the lowered kernel needs (see KernelLowering::run).
+constexpr uint64_t kMaxStackStorageBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxStorageBytes = uint64_t{1} << 30;
 
 bool isCut(mlir::Operation* op) { return llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op); }
 
@@ -247,15 +252,59 @@ class KernelLowering {
     auto ptrType = mlir::LLVM::LLVMPointerType::get(ctx);
     Value one64 = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), 1);
     Value threads64 = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), grid_.numThreads());
-    for (Value v : spilled_) {
-      spillSlots_[v] = b.create<mlir::LLVM::AllocaOp>(loc, ptrType, storageType(v.getType()),
-                                                      threads64, /*alignment=*/16);
-    }
+    // Per-thread values and shared memory: on the stack while they fit in
+    // a fraction of a thread's stack (8 MiB on Linux), else on the heap, one
+    // allocation per call freed at its end; past kMaxStorageBytes the
+    // kernel is refused here, before it can run.
     auto module = f_->getParentOfType<mlir::ModuleOp>();
+    SmallVector<mlir::LLVM::GlobalOp> shared;
     for (auto global : module.getOps<mlir::LLVM::GlobalOp>()) {
-      if (global.getAddrSpace() != 3) continue;
-      sharedSlots_[global.getSymName()] = b.create<mlir::LLVM::AllocaOp>(
-          loc, ptrType, global.getType(), one64, /*alignment=*/16);
+      if (global.getAddrSpace() == 3) shared.push_back(global);
+    }
+    mlir::DataLayout layout = mlir::DataLayout::closest(f_);
+    auto bytesOf = [&](mlir::Type t, int64_t n) -> uint64_t {
+      return llvm::alignTo(layout.getTypeSize(t).getFixedValue() * uint64_t(n), 16);
+    };
+    uint64_t storage = 0;
+    for (Value v : spilled_) storage += bytesOf(storageType(v.getType()), grid_.numThreads());
+    for (auto global : shared) storage += bytesOf(global.getType(), 1);
+    if (storage > kMaxStorageBytes) {
+      return f_.emitOpError() << "needs " << storage << " bytes of per-thread and shared "
+                              << "storage on the CPU target, more than " << kMaxStorageBytes;
+    }
+    Value heap;
+    mlir::LLVM::LLVMFuncOp freeFn;
+    if (storage > kMaxStackStorageBytes) {
+      auto mallocFn = mlir::LLVM::lookupOrCreateMallocFn(b, module, b.getI64Type());
+      auto freeFnOr = mlir::LLVM::lookupOrCreateFreeFn(b, module);
+      if (mlir::failed(mallocFn) || mlir::failed(freeFnOr)) {
+        return f_.emitOpError() << "cannot declare malloc/free for its storage";
+      }
+      freeFn = *freeFnOr;
+      Value size = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), storage);
+      heap = b.create<mlir::LLVM::CallOp>(loc, *mallocFn, mlir::ValueRange{size}).getResult();
+      // Out of memory: stop here rather than write through null.
+      Value null = b.create<mlir::LLVM::ZeroOp>(loc, ptrType);
+      Value failed = b.create<mlir::LLVM::ICmpOp>(loc, mlir::LLVM::ICmpPredicate::eq, heap, null);
+      auto ifOp = b.create<mlir::scf::IfOp>(loc, failed, /*withElseRegion=*/false);
+      mlir::OpBuilder::atBlockBegin(ifOp.thenBlock()).create<mlir::LLVM::Trap>(loc);
+    }
+    uint64_t offset = 0;
+    auto slot = [&](mlir::Type t, int64_t n, Value count) -> Value {
+      if (!heap) return b.create<mlir::LLVM::AllocaOp>(loc, ptrType, t, count, /*alignment=*/16);
+      Value at = heap;
+      if (offset > 0) {
+        Value off = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), offset);
+        at = b.create<mlir::LLVM::GEPOp>(loc, ptrType, b.getI8Type(), heap, mlir::ValueRange{off});
+      }
+      offset += bytesOf(t, n);
+      return at;
+    };
+    for (Value v : spilled_) {
+      spillSlots_[v] = slot(storageType(v.getType()), grid_.numThreads(), threads64);
+    }
+    for (auto global : shared) {
+      sharedSlots_[global.getSymName()] = slot(global.getType(), 1, one64);
     }
     Value c0 = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
     Value c1 = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
@@ -270,7 +319,7 @@ class KernelLowering {
       tb.setInsertionPoint(threadLoop.getBody()->getTerminator());
       Value tid = threadLoop.getInductionVar();
       if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(phase.front())) {
-        if (mlir::failed(emitShuffle(tb, shuffle, tid))) return mlir::failure();
+        if (mlir::failed(emitShuffle(tb, shuffle, tid, bid))) return mlir::failure();
         continue;
       }
       mlir::IRMapping mapping;
@@ -279,6 +328,7 @@ class KernelLowering {
       }
     }
     b.setInsertionPointToEnd(newBody);
+    if (heap) b.create<mlir::LLVM::CallOp>(loc, freeFn, mlir::ValueRange{heap});
     b.create<mlir::func::ReturnOp>(loc);
     // 4. Swap in the new body and signature.
     body.dropAllDefinedValueUses();
@@ -425,7 +475,8 @@ class KernelLowering {
   // Lane l of a segment of `width` lanes reads lane l + offset of the same
   // segment, or its own value when that lane is past the segment or past
   // the block's last thread (a partial warp: no such lane, no read).
-  mlir::LogicalResult emitShuffle(mlir::OpBuilder& b, mlir::gpu::ShuffleOp shuffle, Value tid) {
+  mlir::LogicalResult emitShuffle(mlir::OpBuilder& b, mlir::gpu::ShuffleOp shuffle, Value tid,
+                                  Value bid) {
     if (shuffle.getMode() != mlir::gpu::ShuffleMode::DOWN) {
       return shuffle.emitOpError() << "only shuffle down is supported by the CPU target";
     }
@@ -436,7 +487,11 @@ class KernelLowering {
     }
     mlir::Location loc = shuffle.getLoc();
     Value value = shuffle.getValue();
-    if (!spilled_.contains(value) && !argMap_.contains(value)) {
+    mlir::Operation* def = value.getDefiningOp();
+    // A value every phase recomputes (a constant: a reduction whose input
+    // folded away; a thread id) is computed again for the source lane.
+    bool recomputed = def && recomputed_.contains(def);
+    if (!spilled_.contains(value) && !argMap_.contains(value) && !recomputed) {
       return shuffle.emitOpError() << "shuffles a value the CPU target cannot see per thread";
     }
     Value cw = b.create<mlir::arith::ConstantIndexOp>(loc, *width);
@@ -450,7 +505,16 @@ class KernelLowering {
             loc, mlir::arith::CmpIPredicate::ult, other,
             b.create<mlir::arith::ConstantIndexOp>(loc, grid_.numThreads())));
     Value src = b.create<mlir::arith::SelectOp>(loc, valid, other, tid);
-    Value moved = argMap_.contains(value) ? argMap_.lookup(value) : reload(b, value, src);
+    Value moved;
+    if (argMap_.contains(value)) {
+      moved = argMap_.lookup(value);
+    } else if (recomputed) {
+      mlir::IRMapping mapping;
+      if (mlir::failed(emitOp(b, def, mapping, src, bid))) return mlir::failure();
+      moved = mapping.lookup(value);
+    } else {
+      moved = reload(b, value, src);
+    }
     if (spilled_.contains(shuffle.getShuffleResult())) {
       spill(b, shuffle.getShuffleResult(), moved, tid);
     }

@@ -112,3 +112,43 @@ func.func private @narrow_f64(%x: f64, %y: vector<4xf64>, %z: f32) -> (f16, vect
   %g = arith.truncf %z : f32 to f16
   return %h, %b, %g : f16, vector<4xbf16>, f16
 }
+
+// -----
+
+// Storage past 1 MiB a call (here 2 MiB of shared memory) is not put on the
+// thread's stack: one malloc'd block, checked for null, freed at the end.
+llvm.mlir.global private @big() {addr_space = 3 : i32} : !llvm.array<524288 x f32>
+// CHECK-LABEL: func.func @big_shared
+// CHECK:       %[[SIZE:.*]] = llvm.mlir.constant(2097280 : i64)
+// CHECK:       %[[HEAP:.*]] = llvm.call @malloc(%[[SIZE]])
+// CHECK:       llvm.icmp "eq" %[[HEAP]]
+// CHECK:       llvm.intr.trap
+// CHECK-NOT:   llvm.alloca
+// CHECK:       llvm.call @free(%[[HEAP]])
+// CHECK-NEXT:  return
+func.func @big_shared(%out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %a = llvm.mlir.addressof @big : !llvm.ptr<3>
+  %p = llvm.addrspacecast %a : !llvm.ptr<3> to !llvm.ptr
+  %i = arith.index_cast %tid : index to i64
+  %q = llvm.getelementptr %p[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x = llvm.load %q : !llvm.ptr -> f32
+  gpu.barrier
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+llvm.mlir.global private @huge() {addr_space = 3 : i32} : !llvm.array<2147483648 x f32>
+// expected-error@+1 {{needs 8589934720 bytes of per-thread and shared storage on the CPU target, more than 1073741824}}
+func.func @huge_shared(%out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %a = llvm.mlir.addressof @huge : !llvm.ptr<3>
+  %p = llvm.addrspacecast %a : !llvm.ptr<3> to !llvm.ptr
+  %x = llvm.load %p : !llvm.ptr -> f32
+  gpu.barrier
+  llvm.store %x, %out : f32, !llvm.ptr
+  return
+}

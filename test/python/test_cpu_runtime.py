@@ -73,6 +73,20 @@ def test_barrier_separates_phases():
     np.testing.assert_array_equal(out, expected)
 
 
+def test_storage_past_a_megabyte_is_on_the_heap():
+    """2 MiB of shared memory does not fit a thread's stack next to
+    everything else: -xla-gpu-lower-kernel-to-cpu puts it on the heap (one
+    block a call), and the kernel runs as before, on several threads too."""
+    big = BARRIER.replace("tensor<128xf32>", "tensor<524288xf32>")
+    kernel = CpuKernel(big)
+    x = rng.randn(2048).astype(np.float32)
+    expected = np.roll(x.reshape(16, 128), -1, axis=1).reshape(-1)
+    for threads in (1, 2):
+        out = np.zeros_like(x)
+        kernel(x, out, num_threads=threads)
+        np.testing.assert_array_equal(out, expected)
+
+
 # A butterfly with a combiner that is neither commutative nor associative:
 # the result depends on which lane's value arrives where.
 SHUFFLE = """

@@ -11,8 +11,11 @@ multiply and an add into an FMA (1e-5). Left out where XLA:CPU differs
 from the HLO semantics we implement: popcnt/count-leading-zeros of s4
 (XLA:CPU counts the bits of the sign-extended byte) and sign/abs of
 unsigned types (StableHLO rejects them).
+
+`XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 64; `make fuzz` runs more).
 """
 
+import os
 import random
 
 import numpy as np
@@ -114,7 +117,7 @@ def fusion_text(seed: int) -> tuple[str, str]:
     return text, root_type
 
 
-@pytest.mark.parametrize("seed", range(64))
+@pytest.mark.parametrize("seed", range(int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "64"))))
 def test_random_fusion_matches_xla(seed):
     text, root_type = fusion_text(seed)
     fusion = find_fusion(parse_hlo(text))

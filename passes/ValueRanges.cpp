@@ -52,7 +52,8 @@ std::optional<Interval> rangeOf(mlir::Value v, int depth) {
       range && range.size() == 2) {
     auto lo = llvm::dyn_cast<mlir::IntegerAttr>(range[0]);
     auto hi = llvm::dyn_cast<mlir::IntegerAttr>(range[1]);
-    if (lo && hi) return Interval{lo.getInt(), hi.getInt()};
+    // An empty range ([5, 2]) says nothing usable.
+    if (lo && hi && lo.getInt() <= hi.getInt()) return Interval{lo.getInt(), hi.getInt()};
   }
   if (auto apply = llvm::dyn_cast<ApplyIndexingOp>(op)) {
     IndexingMap map = narrowToOperandRanges(apply.getIndexingMap(), apply.getOperands());

@@ -21,6 +21,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "passes/Passes.h"
+#include "passes/ValueRanges.h"
 
 namespace xla::gpu {
 
@@ -628,6 +629,31 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
     };
     module.walk([&](mlir::vector::TransferReadOp op) { checkInBounds(op); });
     module.walk([&](mlir::vector::TransferWriteOp op) { checkInBounds(op); });
+    // An element access whose index is known to leave its dimension (e.g.
+    // a thread id whose xla.range covers more elements than the tensor
+    // holds) would read or write past the buffer. Accesses under an scf.if
+    // are left alone: the condition may be the guard the range cannot see.
+    auto checkIndices = [&](mlir::Operation* op, mlir::Type tensorType, mlir::ValueRange indices) {
+      auto type = llvm::dyn_cast<mlir::RankedTensorType>(tensorType);
+      if (!type || op->getParentOfType<mlir::scf::IfOp>()) return;
+      for (auto [i, index] : llvm::enumerate(indices)) {
+        int64_t size = type.getDimSize(i);
+        std::optional<Interval> range = getValueRange(index);
+        if (mlir::ShapedType::isDynamic(size) || !range) continue;
+        if (range->lower >= 0 && range->upper < size) continue;
+        op->emitOpError() << "index " << i << " takes values in [" << range->lower << ", "
+                          << range->upper << "], outside the dimension's [0, " << size - 1
+                          << "]: the access would run past its tensor";
+        refused = true;
+        return;
+      }
+    };
+    module.walk([&](mlir::tensor::ExtractOp op) {
+      checkIndices(op, op.getTensor().getType(), op.getIndices());
+    });
+    module.walk([&](mlir::tensor::InsertOp op) {
+      checkIndices(op, op.getDest().getType(), op.getIndices());
+    });
     if (refused) return signalPassFailure();
     llvm::DenseSet<Value> readOnly = findReadOnlyArguments(module);
     mlir::TypeConverter converter;

@@ -291,3 +291,34 @@ func.func @transfer_write_maybe_out_of_bounds(%t: tensor<10xf32>, %i: index,
   %w = vector.transfer_write %v, %t[%i] : vector<4xf32>, tensor<10xf32>
   return %w : tensor<10xf32>
 }
+
+// -----
+
+// A grid larger than the tensor: thread ids up to 1023 index 16 elements.
+// Refused before anything is lowered (it would read and write past the
+// buffers). An access under an scf.if is left alone (its condition may be
+// the guard), as is one whose index stays inside.
+func.func @grid_past_the_tensor(%in: tensor<16xf32>, %out: tensor<16xf32>, %c: i1)
+    -> tensor<16xf32> {
+  %t = gpu.thread_id x {xla.range = [0 : index, 1023 : index]}
+  // expected-error@+1 {{index 0 takes values in [0, 1023], outside the dimension's [0, 15]: the access would run past its tensor}}
+  %v = tensor.extract %in[%t] : tensor<16xf32>
+  %r = scf.if %c -> tensor<16xf32> {
+    %w = tensor.insert %v into %out[%t] : tensor<16xf32>
+    scf.yield %w : tensor<16xf32>
+  } else {
+    scf.yield %out : tensor<16xf32>
+  }
+  return %r : tensor<16xf32>
+}
+
+// -----
+
+func.func @insert_past_the_tensor(%out: tensor<16xf32>, %v: f32) -> tensor<16xf32> {
+  %t = gpu.thread_id x {xla.range = [0 : index, 15 : index]}
+  %c1 = arith.constant 1 : index
+  %n = arith.addi %t, %c1 : index
+  // expected-error@+1 {{index 0 takes values in [1, 16], outside the dimension's [0, 15]}}
+  %w = tensor.insert %v into %out[%n] : tensor<16xf32>
+  return %w : tensor<16xf32>
+}

@@ -120,6 +120,31 @@ def _round_as_the_hlo_says() -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_allow_excess_precision=false".strip()
 
 
+_PARSE_WITH_XLA = ("import sys\n"
+                   "from jax._src.lib import xla_client as xc\n"
+                   "xc.hlo.hlo_module_from_text(sys.stdin.read())\n")
+
+
+def xla_parser_error(hlo_text: str) -> str | None:
+    """What XLA's HLO parser says of `hlo_text`, or None when it takes it.
+    Run in a child process: on some malformed modules (a `tuple` whose shape
+    is not its operands', `replica-id` of another type) XLA's parser aborts
+    or dies of SIGSEGV instead of returning an error."""
+    import signal
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _PARSE_WITH_XLA], input=hlo_text,
+                       capture_output=True, text=True)
+    if r.returncode == 0:
+        return None
+    if r.returncode < 0:
+        return (f"XLA's HLO parser crashed ({signal.Signals(-r.returncode).name}) on the "
+                "module: it is malformed in a way the checks here do not catch")
+    lines = [line for line in r.stderr.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else f"XLA's HLO parser failed (exit status {r.returncode})"
+
+
 class XlaCpuExecutable:
     """HLO text compiled by XLA:CPU (once); `run` executes it."""
 

@@ -10,9 +10,44 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["COMPLEX_OK", "ELEMENTWISE", "FLOAT_ONLY", "INDEXING_OPS", "INTEGER_ONLY",
+__all__ = ["XLA_OPCODES", "COMPLEX_OK", "ELEMENTWISE", "FLOAT_ONLY", "INDEXING_OPS", "INTEGER_ONLY",
            "INTEGER_OR_PRED", "OPCODES", "Opcode", "PREVENTS_VECTORIZATION",
            "READS_THROUGH_MAPS", "TYPE_CHANGING", "arity"]
+
+
+# Every opcode the HLO parser of the reference XLA (jaxlib 0.10.2) knows,
+# with its number of operands (XLA's HloOpcodeArity; * any number): an
+# instruction with another opcode or operand count is a parse error, as in
+# XLA. The table below describes the opcodes the emitters know about.
+_XLA_ARITIES = """
+    abs 1  acos 1  acosh 1  add 2  add-dependency 2  after-all *  all-gather *
+    all-gather-done 1  all-gather-start *  all-reduce *  all-reduce-done 1
+    all-reduce-start *  all-to-all *  and 2  asin 1  asinh 1  async-done 1
+    async-start *  async-update *  atan2 2  atanh 1  batch-norm-grad 5
+    batch-norm-inference 5  batch-norm-training 3  bitcast 1  bitcast-convert 1
+    broadcast 1  call *  cbrt 1  ceil 1  cholesky 1  clamp 3
+    collective-broadcast *  collective-permute *  collective-permute-done 1
+    collective-permute-start *  compare 2  complex 2  concatenate *  conditional *
+    constant 0  convert 1  convolution *  copy 1  copy-done 1  copy-start 1
+    cosh 1  cosine 1  count-leading-zeros 1  custom-call *  divide 2  domain 1
+    dot 2  dynamic-reshape *  dynamic-slice *  dynamic-update-slice *  erf 1
+    exponential 1  exponential-minus-one 1  fft 1  floor 1  fusion *  gather 2
+    get-dimension-size 1  get-tuple-element 1  imag 1  infeed 1  iota 0
+    is-finite 1  log 1  log-plus-one 1  logistic 1  map *  maximum 2  minimum 2
+    mulhi 2  multiply 2  negate 1  not 1  opt-barrier 1  or 2  outfeed 2  pad 2
+    parameter 0  partition-id 0  popcnt 1  power 2  ragged-all-to-all 6
+    ragged-dot 3  real 1  recv 1  recv-done 1  reduce *  reduce-precision 1
+    reduce-scatter *  reduce-window *  remainder 2  replica-id 0  reshape 1
+    reverse 1  rng *  rng-bit-generator 1  rng-get-and-update-state 0
+    round-nearest-afz 1  round-nearest-even 1  rsqrt 1  scaled-dot 4  scan *
+    scatter *  select 3  select-and-scatter 3  send 2  send-done 1
+    set-dimension-size 2  shift-left 2  shift-right-arithmetic 2
+    shift-right-logical 2  sign 1  sine 1  sinh 1  slice 1  sort *  sqrt 1
+    stochastic-convert 2  subtract 2  tan 1  tanh 1  topk 1  transpose 1
+    triangular-solve 2  tuple *  while 1  xor 2
+""".split()
+XLA_OPCODES: dict[str, int | None] = {
+    name: None if n == "*" else int(n) for name, n in zip(_XLA_ARITIES[::2], _XLA_ARITIES[1::2])}
 
 
 @dataclass(frozen=True)

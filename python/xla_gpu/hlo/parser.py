@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .module import Attribute, HloComputation, HloInstruction, HloModule, Literal
+from .opcodes import XLA_OPCODES
 from .shape import Layout, Shape
 from .types import ELEMENT_TYPES
 
@@ -450,7 +451,9 @@ class _Parser:
         m = self.match(_IDENT)
         if not m:
             raise self.error(f"expected an opcode after the shape, found {self.found()}")
-        opcode = m.group(0)
+        opcode, opcode_pos = m.group(0), m.start()
+        if opcode not in XLA_OPCODES:
+            raise self.error(f"unknown opcode '{opcode}'", opcode_pos)
         inst = HloInstruction(name, opcode, shape, line=line, column=col)
         self.expect("(", f"after opcode '{opcode}'")
         operands: list[tuple[str, int]] = []
@@ -477,6 +480,11 @@ class _Parser:
                 if self.accept(")"):
                     break
                 self.expect(",", "between operands")
+        expected = XLA_OPCODES[opcode]
+        if expected is not None and len(operands) != expected and opcode not in (
+                "parameter", "constant"):
+            raise self.error(f"'{opcode}' takes {expected} operand{'s' * (expected != 1)}, "
+                             f"got {len(operands)}", self._inst_pos)
         preds: list[tuple[str, int]] = []
         calls: list[tuple[str, int]] = []
         while self.accept(","):

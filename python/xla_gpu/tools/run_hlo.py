@@ -45,11 +45,11 @@ from mlir import ir
 
 from .. import pipelines
 from ..emitters import (DEFAULT_DEVICE, DEVICES, EmitterNotBuiltError, device_named,
-                        emit_kernel)
+                        emit_kernel, make_emitter)
 from ..emitters.partitioner import sanitize_function_name
 from ..hlo import HloComputation, HloInstruction, HloModule
 from ..hlo.module import computations_called_by
-from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major
+from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major, xla_parser_error
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
                    enable_remarks, platform_arg, read_hlo, require_platform, run_tool)
@@ -142,6 +142,18 @@ def _on_xla(inst: HloInstruction, reason: str) -> _Step:
         return executable.run(flat)
 
     return _Step(inst, run, ours=False, reason=reason)
+
+
+def _verify_fusions(module, device) -> None:
+    """Raises EmitterError at the first malformed fusion our emitters would
+    take (the checks emit_kernel makes, without emitting)."""
+    for inst in module.entry.instructions:
+        if inst.opcode == "fusion" and inst.fusion_kind != "kCustom":
+            with ir.Context():
+                try:
+                    make_emitter(inst, device)
+                except EmitterNotBuiltError:
+                    pass
 
 
 def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
@@ -279,6 +291,13 @@ def main(argv: list[str] | None = None) -> int:
         check_host_memory([i.shape for i in module.entry.instructions
                            if i.opcode not in ("tuple", "get-tuple-element")],
                           f"the arrays of {module.entry.name}")
+        # Our fusions checked first (an error at the instruction), then XLA,
+        # which runs the rest and the reference: its parser sees the module
+        # in a child process, since some malformed modules crash it.
+        _verify_fusions(module, device_named(args.device))
+        error = xla_parser_error(reference_text(module))
+        if error is not None:
+            raise ToolError(f"{args.file}: {error}")
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in module.entry.parameters]
         steps = _compile(module, args.dump_to, device_named(args.device), dump_passes,

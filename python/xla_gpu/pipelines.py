@@ -206,15 +206,36 @@ class PipelineError(RuntimeError):
 _HUGE_RESULT_NUMBER = re.compile(r"%[\w.$-]+#(\d{7,})")
 
 
+# The upstream parser recurses once per nested region or attribute
+# dictionary and overflows the stack between 2000 and 4000 levels (fewer on
+# a thread's smaller stack); xla-gpu-opt has the same limit.
+_MAX_NESTING = 1000
+_BRACE_OR_SKIPPED = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|[{}]')
+
+
+def _located(text: str, source: str, pos: int, message: str) -> ValueError:
+    line = text.count("\n", 0, pos) + 1
+    column = pos - text.rfind("\n", 0, pos)
+    return ValueError(f"{source}:{line}:{column}: error: {message}")
+
+
 def parse_module(text: str, source: str = "<input>") -> ir.Module:
     """`ir.Module.parse` (in the current context), refusing first what the
-    upstream parser would abort on; raises ValueError with line:column."""
+    upstream parser would abort or overflow its stack on; raises ValueError
+    with line:column."""
     for m in _HUGE_RESULT_NUMBER.finditer(text):
         if int(m.group(1)) >= 1 << 20:
-            line = text.count("\n", 0, m.start(1)) + 1
-            column = m.start(1) - text.rfind("\n", 0, m.start(1))
-            raise ValueError(f"{source}:{line}:{column - 1}: error: result number "
-                             f"{m.group(1)} is larger than any operation has")
+            raise _located(text, source, m.start(1) - 1,
+                           f"result number {m.group(1)} is larger than any operation has")
+    depth = 0
+    for m in _BRACE_OR_SKIPPED.finditer(text):
+        if m.group(0) == "{":
+            depth += 1
+            if depth > _MAX_NESTING:
+                raise _located(text, source, m.start(), "regions and attribute dictionaries "
+                               f"are nested deeper than {_MAX_NESTING} levels")
+        elif m.group(0) == "}":
+            depth -= 1
     return ir.Module.parse(text)
 
 

@@ -40,7 +40,23 @@ BAD_INPUTS = {
         MAP_GARBAGE,
         f"bad.mlir:1:{col(MAP_GARBAGE, ' ) ') + 1}: error: invalid indexing map: "
         "unexpected ')' after the indexing map"),
+    # 4000 nested regions overflowed the parser's stack (SIGSEGV); a brace
+    # in a string or a comment does not count.
+    "deep regions": (
+        "func.func @f(%c: i1) {\n" + "scf.if %c { // {\n" * 4000 + "}\n" * 4000 +
+        "return\n}\n",
+        "bad.mlir:1001:11: error: regions and attribute dictionaries are nested deeper "
+        "than 1000 levels"),
 }
+
+
+def test_python_parse_refuses_deep_nesting(ctx):
+    from xla_gpu import pipelines
+    text, expected = BAD_INPUTS["deep regions"]
+    with pytest.raises(ValueError, match=expected):
+        pipelines.parse_module(text, "bad.mlir")
+    fine = 'func.func @f() attributes {s = "{{{{"} { // {{{{\n  return\n}\n'
+    assert "@f" in str(pipelines.parse_module(fine))
 
 
 @pytest.mark.parametrize("name", sorted(BAD_INPUTS))

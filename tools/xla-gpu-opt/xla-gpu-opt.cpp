@@ -173,13 +173,47 @@ mlir::LogicalResult refuseHugeResultNumbers(llvm::SourceMgr& sourceMgr) {
   return mlir::success();
 }
 
+// MLIR's parser recurses once per nested region or attribute dictionary
+// and overflows the stack between 2000 and 4000 levels: deeper input is
+// refused here, located at the first brace past the limit. Braces inside
+// string literals and // comments do not count.
+constexpr int kMaxNesting = 1000;
+
+mlir::LogicalResult refuseDeepNesting(llvm::SourceMgr& sourceMgr) {
+  const llvm::MemoryBuffer* buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  llvm::StringRef text = buffer->getBuffer();
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '{' && ++depth > kMaxNesting) {
+      sourceMgr.PrintMessage(llvm::errs(), llvm::SMLoc::getFromPointer(text.data() + i),
+                             llvm::SourceMgr::DK_Error,
+                             "regions and attribute dictionaries are nested deeper than " +
+                                 llvm::Twine(kMaxNesting) + " levels");
+      return mlir::failure();
+    } else if (c == '}') {
+      --depth;
+    }
+  }
+  return mlir::success();
+}
+
 mlir::LogicalResult processBuffer(llvm::raw_ostream& os,
                                   std::unique_ptr<llvm::MemoryBuffer> buffer,
                                   const mlir::DialectRegistry& registry,
                                   const mlir::PassPipelineCLParser& pipeline) {
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   sourceMgr->AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-  if (mlir::failed(refuseHugeResultNumbers(*sourceMgr))) return mlir::failure();
+  if (mlir::failed(refuseHugeResultNumbers(*sourceMgr)) ||
+      mlir::failed(refuseDeepNesting(*sourceMgr))) {
+    return mlir::failure();
+  }
   mlir::MLIRContext context(registry);
   context.allowUnregisteredDialects(options->allowUnregisteredDialects);
   if (options->verifyDiagnostics) {

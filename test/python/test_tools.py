@@ -377,6 +377,15 @@ FUZZ_FINDINGS = {
         "ENTRY e {\n  p = f32[4,8] parameter(0)\n"
         "  ROOT f = f32[8] fusion(p), kind=kLoop, calls=fused\n}\n",
         5, "cannot emit gt (compare): 'compare' needs direction="),
+    # Seed 5: a reduce of f32[88] over dimension 1 (IndexError in the
+    # fusion analysis).
+    "reduce dimensions past the rank": (
+        "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\nfused {\n  p = f32[88] parameter(0)\n"
+        "  z = f32[] constant(0)\n  r = f32[8] reduce(p, z), dimensions={1}, to_apply=add\n"
+        "  ROOT l = f32[8] log(r)\n}\nENTRY e {\n  p = f32[88] parameter(0)\n"
+        "  ROOT f = f32[8] fusion(p), kind=kInput, calls=fused\n}\n",
+        10, "dimensions={1} are not distinct dimensions of f32[88]"),
     "broadcast without an operand": (
         "HloModule m\nfused {\n  p = f32[7] parameter(0)\n"
         "  ROOT b = f32[7,9] broadcast(), dimensions={0}\n}\n"

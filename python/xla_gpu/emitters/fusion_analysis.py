@@ -414,7 +414,9 @@ def is_reduction_from_or_to_contiguous(inst: HloInstruction, warp_size: int = 32
     reduced or the kept dimensions (unit ones aside) are adjacent, and the
     reduction emitter beats a loop for its sizes. Such a reduce is the
     reduction emitter's; any other the loop emitter's."""
-    if inst.opcode != "reduce":
+    # Nothing to reduce (a 0-element input): the init is the result, which
+    # the loop emitter writes.
+    if inst.opcode != "reduce" or inst.operands[0].shape.num_elements == 0:
         return False
     _, reduced, kept = _non_unit(inst)
     if not reduced:

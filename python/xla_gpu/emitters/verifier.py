@@ -106,6 +106,8 @@ def _verify_variadic_reduce(inst: HloInstruction) -> None:
             raise EmitterError(inst, f"input {k}, its init value and result {k} must have "
                                f"one element type, got {x.shape.element_type}, "
                                f"{init.shape.element_type} and {leaf.element_type}")
+    if inst.opcode == "reduce":
+        _verify_reduced_dimensions(inst, inputs[0].shape, leaves)
     reducer = inst.called_computations[0] if inst.called_computations else None
     if reducer is None:
         raise EmitterError(inst, f"{inst.opcode} needs a reducer (to_apply=)")
@@ -117,6 +119,21 @@ def _verify_variadic_reduce(inst: HloInstruction) -> None:
     if len(results) != n:
         raise EmitterError(inst, f"the reducer {reducer.name} returns {len(results)} "
                            f"value{'s' * (len(results) > 1)}, {inst.opcode} needs {n}")
+
+
+def _verify_reduced_dimensions(inst: HloInstruction, operand, leaves) -> None:
+    """`dimensions=` names distinct dimensions of the input; each result has
+    the input's other dimensions."""
+    dims = inst.attr("dimensions")
+    text = f"dimensions={inst.attributes['dimensions'].text}"
+    if not isinstance(dims, list) or len(set(dims)) != len(dims) or any(
+            not isinstance(d, int) or not 0 <= d < operand.rank for d in dims):
+        raise EmitterError(inst, f"{text} are not distinct dimensions of {operand}")
+    kept = tuple(n for i, n in enumerate(operand.dims) if i not in dims)
+    for leaf in leaves:
+        if leaf.dims != kept:
+            raise EmitterError(inst, f"reducing {text} of {operand} leaves "
+                               f"[{','.join(map(str, kept))}], not {leaf}")
 
 
 def _verify_reads(inst: HloInstruction) -> None:

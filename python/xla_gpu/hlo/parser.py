@@ -157,10 +157,15 @@ class _Parser:
         return False
 
     def integer(self, what: str = "an integer") -> int:
+        """An integer of XLA's int64 attributes (anything wider is an error
+        here rather than an overflow further on)."""
         m = self.match(_INT)
         if not m:
             raise self.error(f"expected {what}, found {self.found()}")
-        return int(m.group(0))
+        value = int(m.group(0))
+        if not -(1 << 63) <= value < (1 << 63):
+            raise self.error(f"{m.group(0)} does not fit in 64 bits", m.start())
+        return value
 
     def balanced(self, stop: str) -> str:
         """Raw text up to a top-level character of `stop` or the end of the
@@ -638,16 +643,20 @@ class _Parser:
             key = self.match(_IDENT)
             if not key:
                 raise self.error(f"expected a window field, found {self.found()}")
-            self.expect("=", f"after window field '{key.group(0)}'")
-            raw = re.compile(r"[^\s}]+").match(self.text, self.pos)
-            if not raw:
-                raise self.error(f"expected a value for window field '{key.group(0)}'")
-            self.pos = raw.end()
+            field = key.group(0)
+            self.expect("=", f"after window field '{field}'")
+            # 2x3x1, or pairs: 0_0x1_1.
             values = []
-            for part in raw.group(0).split("x"):
-                values.append(tuple(int(v) for v in part.split("_")) if "_" in part
-                              else int(part))
-            fields[key.group(0)] = values
+            while True:
+                parts = [self.integer(f"an integer in window field '{field}'")]
+                while self.text.startswith("_", self.pos):
+                    self.pos += 1
+                    parts.append(self.integer(f"an integer in window field '{field}'"))
+                values.append(tuple(parts) if len(parts) > 1 else parts[0])
+                if not self.text.startswith("x", self.pos):
+                    break
+                self.pos += 1
+            fields[field] = values
         self.end("window")
         return fields
 

@@ -92,6 +92,15 @@ def _map(num_dims: int, results: Sequence[ir.AffineExpr], dim_ranges,
     n_syms = len(range_ranges) + len(runtime_ranges)
     for e in [*results, *(c for c, _ in constraints)]:
         _check_positions(e, num_dims, n_syms)
+    ranges = [*dim_ranges, *range_ranges, *runtime_ranges]
+    if any(lo > hi for lo, hi in ranges):
+        # A 0-element dimension or window (a reduce of f32[0]): XLA's
+        # known-empty map, every variable in [0, -1] and every result 0.
+        zero = ir.AffineConstantExpr.get(0)
+        empty = (0, -1)
+        return IndexingMap.get(ir.AffineMap.get(num_dims, n_syms, [zero] * len(results)),
+                               [empty] * len(dim_ranges), [empty] * len(range_ranges),
+                               [empty] * len(runtime_ranges), [])
     affine = ir.AffineMap.get(num_dims, n_syms, list(results))
     return IndexingMap.get(affine, list(dim_ranges), list(range_ranges),
                            list(runtime_ranges), list(constraints)).simplify()

@@ -140,7 +140,7 @@ def test_every_loop_test_kernel_assembles(ctx, path, sm):
 
 # What each hero emitter's kernels must contain, but for the files named
 # (the loop emitter takes those, or they need no atomics).
-HERO_MARKERS = {"reduce": ("xla_gpu.shuffle_reduce", {"max_12.hlo"}),
+HERO_MARKERS = {"reduce": ("xla_gpu.shuffle_reduce", {"max_12.hlo", "empty_input.hlo"}),
                 "transpose": ("xla_gpu.allocate_shared", {"fallback.hlo"}),
                 "concatenate": ("xla_gpu.loop", set()),
                 "input": ("xla_gpu.predicated_insert", set()),

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/AffineExpr.h"
@@ -444,9 +445,23 @@ class Lexer {
   size_t pos_ = 0;
 };
 
+// The token as a message quotes it: bytes outside printable ASCII as \XX,
+// as MLIR prints strings (a diagnostic must be valid UTF-8: the Python
+// bindings abort converting one that is not -- `[0,\99]` did, found by the
+// fuzzer).
 std::string describe(const Token& tok) {
   if (tok.kind == Tok::kEnd) return "end of indexing map";
-  return "'" + tok.text.str() + "'";
+  std::string quoted = "'";
+  for (unsigned char c : tok.text) {
+    if (c >= 0x20 && c < 0x7f) {
+      quoted += static_cast<char>(c);
+    } else {
+      quoted += '\\';
+      quoted += llvm::hexdigit(c >> 4);
+      quoted += llvm::hexdigit(c & 0xf);
+    }
+  }
+  return quoted + "'";
 }
 
 class Parser {

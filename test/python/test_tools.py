@@ -400,6 +400,15 @@ FUZZ_FINDINGS = {
         "  ROOT l = f32[8] log(r)\n}\nENTRY e {\n  p = f32[88] parameter(0)\n"
         "  ROOT f = f32[8] fusion(p), kind=kInput, calls=fused\n}\n",
         10, "dimensions={1} are not distinct dimensions of f32[88]"),
+    # Seed 7: a gather whose start_index_map names dimension -2147483649
+    # (IndexError in the elemental emitter).
+    "gather start_index_map past the operand": (
+        "HloModule m\nfused {\n  op = f32[10,12] parameter(0)\n  pi = s32[5,2] parameter(1)\n"
+        "  g = f32[5,1,4] gather(op, pi), offset_dims={1,2}, collapsed_slice_dims={}, "
+        "start_index_map={-2147483649,0}, index_vector_dim=1, slice_sizes={1,4}\n"
+        "  ROOT r = f32[5,4] reshape(g)\n}\nENTRY e {\n  a = f32[10,12] parameter(0)\n"
+        "  b = s32[5,2] parameter(1)\n  ROOT f = f32[5,4] fusion(a, b), kind=kLoop, calls=fused\n}\n",
+        5, "start_index_map={-2147483649,0} must name 2 distinct dimensions"),
     "broadcast without an operand": (
         "HloModule m\nfused {\n  p = f32[7] parameter(0)\n"
         "  ROOT b = f32[7,9] broadcast(), dimensions={0}\n}\n"

@@ -306,6 +306,17 @@ def _gather(instr, out):
                             "simplifier (indices [N, k], index_vector_dim=1, "
                             "offset_dims={1..rank}, no collapsed dims)")
     slice_sizes = instr.attr("slice_sizes")
+    if (not isinstance(start_index_map, list) or len(set(start_index_map)) != len(start_index_map)
+            or any(not 0 <= j < operand.rank for j in start_index_map)
+            or len(start_index_map) != indices.dims[1]):
+        raise MalformedInstructionError(
+            instr, f"start_index_map={instr.attributes['start_index_map'].text} must name "
+            f"{indices.dims[1]} distinct dimensions of the operand {operand} (one per index)")
+    if (not isinstance(slice_sizes, list) or len(slice_sizes) != operand.rank or
+            any(not 0 <= n <= d for n, d in zip(slice_sizes, operand.dims))):
+        raise MalformedInstructionError(
+            instr, f"slice_sizes={instr.attributes['slice_sizes'].text} do not fit the operand "
+            f"{operand}")
     rt_ranges, results = [], []
     for j in range(operand.rank):
         if j in start_index_map:

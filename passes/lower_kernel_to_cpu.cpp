@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include <array>
+#include <functional>
+#include <optional>
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -17,6 +19,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/APInt.h"
+#include "llvm/ADT/BitVector.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -173,12 +177,135 @@ mlir::FailureOr<Grid> findGrid(mlir::func::FuncOp f) {
   return grid;
 }
 
+// The threads of a block a phase's loop runs: tid = w * period + l for w in
+// [w0, w1) and l in [l0, l1) -- one interval when w1 - w0 == 1.
+struct ThreadShape {
+  int64_t period = 1, w0 = 0, w1 = 0, l0 = 0, l1 = 0;
+  int64_t count() const { return (w1 - w0) * (l1 - l0); }
+};
+
+// The cheapest shape holding every thread of `set` (of `n`): the interval
+// from its first to its last thread, or warps x lanes for a power-of-two
+// period (the lanes [0, k) of every warp that a shuffle-down tree demands).
+ThreadShape shapeOf(const llvm::BitVector& set, int64_t n) {
+  ThreadShape best;
+  if (set.none()) return best;
+  int64_t lo = set.find_first(), hi = set.find_last();
+  best = {n, 0, 1, lo, hi + 1};
+  for (int64_t period = 2; period < n; period *= 2) {
+    int64_t l0 = period, l1 = 0;
+    for (int t : set.set_bits()) {
+      l0 = std::min<int64_t>(l0, t % period);
+      l1 = std::max<int64_t>(l1, t % period + 1);
+    }
+    ThreadShape shape{period, lo / period, hi / period + 1, l0, l1};
+    if ((shape.w1 - 1) * period + l1 > n) continue;  // past the block's last thread
+    if (shape.count() < best.count()) best = shape;
+  }
+  return best;
+}
+
+// Whether `op` or an op in its regions may write memory (or do something
+// else a thread that skips it would miss). Calls are judged by their callee.
+bool writesMemory(mlir::Operation* op, mlir::ModuleOp module,
+                  llvm::DenseMap<mlir::Operation*, bool>& callees) {
+  bool writes = false;
+  op->walk([&](mlir::Operation* inner) {
+    if (writes) return mlir::WalkResult::interrupt();
+    if (auto call = llvm::dyn_cast<mlir::func::CallOp>(inner)) {
+      auto callee = module.lookupSymbol<mlir::func::FuncOp>(call.getCallee());
+      if (!callee || callee.isExternal()) {
+        writes = true;
+      } else if (auto it = callees.find(callee); it != callees.end()) {
+        writes = it->second;
+      } else {
+        callees[callee] = true;  // a recursive call: assume the worst
+        bool calleeWrites = writesMemory(callee, module, callees);
+        callees[callee] = calleeWrites;
+        writes = calleeWrites;
+      }
+      return mlir::WalkResult::advance();
+    }
+    if (llvm::isa<mlir::func::FuncOp>(inner)) return mlir::WalkResult::advance();
+    if (auto effects = llvm::dyn_cast<mlir::MemoryEffectOpInterface>(inner)) {
+      SmallVector<mlir::MemoryEffects::EffectInstance> list;
+      effects.getEffects(list);
+      writes = llvm::any_of(list, [](const mlir::MemoryEffects::EffectInstance& e) {
+        return !llvm::isa<mlir::MemoryEffects::Read>(e.getEffect());
+      });
+    } else if (!inner->hasTrait<mlir::OpTrait::HasRecursiveMemoryEffects>()) {
+      writes = true;
+    }
+    return mlir::WalkResult::advance();
+  });
+  return writes;
+}
+
+// `op` on integer operands `a` (of the result's `width` bits, or i1 for a
+// select's condition), when it is one of the arith ops index maps and
+// guards are made of; std::nullopt for any other op or an undefined result
+// (division by zero, a shift past the width).
+std::optional<llvm::APInt> foldInteger(mlir::Operation* op, llvm::ArrayRef<llvm::APInt> a,
+                                       unsigned width) {
+  namespace arith = mlir::arith;
+  if (auto cmp = llvm::dyn_cast<arith::CmpIOp>(op)) {
+    if (a.size() != 2 || a[0].getBitWidth() != a[1].getBitWidth()) return std::nullopt;
+    return llvm::APInt(1, arith::applyCmpPredicate(cmp.getPredicate(), a[0], a[1]));
+  }
+  if (llvm::isa<arith::SelectOp>(op)) {
+    if (a.size() != 3 || a[0].getBitWidth() != 1) return std::nullopt;
+    return a[0].isOne() ? a[1] : a[2];
+  }
+  if (a.size() == 1) {
+    if (llvm::isa<arith::IndexCastOp, arith::ExtSIOp>(op)) return a[0].sextOrTrunc(width);
+    if (llvm::isa<arith::IndexCastUIOp, arith::ExtUIOp, arith::TruncIOp>(op)) {
+      return a[0].zextOrTrunc(width);
+    }
+    return std::nullopt;
+  }
+  if (a.size() != 2 || a[0].getBitWidth() != width || a[1].getBitWidth() != width) {
+    return std::nullopt;
+  }
+  const llvm::APInt &x = a[0], &y = a[1];
+  bool overflows = x.isMinSignedValue() && y.isAllOnes();
+  if (llvm::isa<arith::AddIOp>(op)) return x + y;
+  if (llvm::isa<arith::SubIOp>(op)) return x - y;
+  if (llvm::isa<arith::MulIOp>(op)) return x * y;
+  if (llvm::isa<arith::AndIOp>(op)) return x & y;
+  if (llvm::isa<arith::OrIOp>(op)) return x | y;
+  if (llvm::isa<arith::XOrIOp>(op)) return x ^ y;
+  if (llvm::isa<arith::MaxSIOp>(op)) return llvm::APIntOps::smax(x, y);
+  if (llvm::isa<arith::MinSIOp>(op)) return llvm::APIntOps::smin(x, y);
+  if (llvm::isa<arith::MaxUIOp>(op)) return llvm::APIntOps::umax(x, y);
+  if (llvm::isa<arith::MinUIOp>(op)) return llvm::APIntOps::umin(x, y);
+  if (llvm::isa<arith::ShLIOp, arith::ShRUIOp, arith::ShRSIOp>(op)) {
+    if (y.uge(width)) return std::nullopt;
+    if (llvm::isa<arith::ShLIOp>(op)) return x.shl(y);
+    return llvm::isa<arith::ShRUIOp>(op) ? x.lshr(y) : x.ashr(y);
+  }
+  if (y.isZero()) return std::nullopt;
+  if (llvm::isa<arith::DivUIOp>(op)) return x.udiv(y);
+  if (llvm::isa<arith::RemUIOp>(op)) return x.urem(y);
+  if (overflows) return std::nullopt;
+  if (llvm::isa<arith::DivSIOp>(op)) return x.sdiv(y);
+  if (llvm::isa<arith::RemSIOp>(op)) return x.srem(y);
+  if (llvm::isa<arith::FloorDivSIOp>(op)) {
+    return llvm::APIntOps::RoundingSDiv(x, y, llvm::APInt::Rounding::DOWN);
+  }
+  if (llvm::isa<arith::CeilDivSIOp>(op)) {
+    return llvm::APIntOps::RoundingSDiv(x, y, llvm::APInt::Rounding::UP);
+  }
+  return std::nullopt;
+}
+
 class KernelLowering {
  public:
   KernelLowering(mlir::func::FuncOp f, Grid grid) : f_(f), grid_(grid) {}
 
   mlir::LogicalResult run() {
-    // 1. Phases: top-level ops between cuts; a shuffle is a phase of its own.
+    // 1. Phases: top-level ops between cuts. A shuffle is a cut whose
+    //    results each later phase that uses them computes, reading the
+    //    shuffled value's per-thread slots at the source lanes (shuffleAt).
     mlir::Block& body = f_.getBody().front();
     auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(body.getTerminator());
     if (!ret || ret.getNumOperands() != 0) {
@@ -191,7 +318,15 @@ class KernelLowering {
         phases.emplace_back();
         continue;
       }
-      if (llvm::isa<mlir::gpu::ShuffleOp>(op)) {
+      if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(op)) {
+        if (mlir::failed(checkShuffle(shuffle))) return mlir::failure();
+        phases.emplace_back();
+        shuffles_.insert(shuffle);
+        phaseOf_[&op] = phases.size() - 1;
+        continue;
+      }
+      if (isInterchangeable(&op)) {
+        interchanged_.insert(&op);
         phases.push_back({&op});
         phases.emplace_back();
         continue;
@@ -224,7 +359,9 @@ class KernelLowering {
       if (cheap && fromRecomputed) recomputed_.insert(&op);
     }
     for (mlir::Operation& op : body.without_terminator()) {
-      if (recomputed_.contains(&op) || llvm::isa<mlir::gpu::BarrierOp>(op)) continue;
+      if (recomputed_.contains(&op) || llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op)) {
+        continue;
+      }
       for (Value result : op.getResults()) {
         for (mlir::OpOperand& use : result.getUses()) {
           mlir::Operation* top = body.findAncestorOpInBlock(*use.getOwner());
@@ -235,8 +372,51 @@ class KernelLowering {
         }
       }
     }
-    // 3. The new body: allocations, the loop over blocks, one loop over the
-    //    threads per phase.
+    // An interchanged loop keeps its carried values in its results' slots.
+    for (mlir::Operation* loop : interchanged_) {
+      for (Value r : loop->getResults()) spilled_.insert(r);
+    }
+    // 3. The threads each phase runs, the last phase first: those for which
+    //    it may write memory (all of them, or those an enclosing scf.if on
+    //    the thread ids lets through) and those whose values a later phase
+    //    reads (a shuffle reads its source lanes). Every other thread would
+    //    compute values no one sees -- after a warp's shuffle tree only lane
+    //    0's result is stored, so each round needs half the lanes of the one
+    //    before. The values a phase reads from earlier phases are demanded
+    //    for every thread it runs, so none reads a slot never written.
+    auto module = f_->getParentOfType<mlir::ModuleOp>();
+    int64_t n = grid_.numThreads();
+    llvm::DenseMap<Value, llvm::BitVector> demanded;
+    std::function<void(Value, const llvm::BitVector&)> demand =
+        [&](Value v, const llvm::BitVector& threads) {
+          if (auto shuffle = v.getDefiningOp<mlir::gpu::ShuffleOp>()) {
+            demand(shuffle.getValue(), shuffleSources(shuffle, threads));
+          } else if (spilled_.contains(v)) {
+            demanded.try_emplace(v, n).first->second |= threads;
+          }
+        };
+    SmallVector<ThreadShape> shapes(phases.size());
+    for (int64_t p = static_cast<int64_t>(phases.size()) - 1; p >= 0; --p) {
+      if (phases[p].empty()) continue;
+      llvm::BitVector threads(n);
+      for (mlir::Operation* op : phases[p]) {
+        for (Value r : op->getResults()) {
+          if (auto it = demanded.find(r); it != demanded.end()) threads |= it->second;
+        }
+        if (writesMemory(op, module, callees_)) {
+          threads |= threadsThatMayWrite(op, module);
+        }
+      }
+      shapes[p] = inPeriods(shapeOf(threads, n), periodOf(phases[p]));
+      llvm::BitVector ran = bitsOf(shapes[p]);
+      for (mlir::Operation* op : phases[p]) {
+        op->walk([&](mlir::Operation* inner) {
+          for (Value v : inner->getOperands()) demand(v, ran);
+        });
+      }
+    }
+    // 4. The new body: allocations, the loop over blocks, one loop (nest)
+    //    over the threads per phase.
     mlir::MLIRContext* ctx = f_.getContext();
     mlir::Location loc = f_.getLoc();
     auto* newBody = new mlir::Block();
@@ -256,7 +436,6 @@ class KernelLowering {
     // a fraction of a thread's stack (8 MiB on Linux), else on the heap, one
     // allocation per call freed at its end; past kMaxStorageBytes the
     // kernel is refused here, before it can run.
-    auto module = f_->getParentOfType<mlir::ModuleOp>();
     SmallVector<mlir::LLVM::GlobalOp> shared;
     for (auto global : module.getOps<mlir::LLVM::GlobalOp>()) {
       if (global.getAddrSpace() == 3) shared.push_back(global);
@@ -266,7 +445,7 @@ class KernelLowering {
       return llvm::alignTo(layout.getTypeSize(t).getFixedValue() * uint64_t(n), 16);
     };
     uint64_t storage = 0;
-    for (Value v : spilled_) storage += bytesOf(storageType(v.getType()), grid_.numThreads());
+    for (Value v : spilled_) storage += bytesOf(storageType(v.getType()), slotsOf(v));
     for (auto global : shared) storage += bytesOf(global.getType(), 1);
     if (storage > kMaxStorageBytes) {
       return f_.emitOpError() << "needs " << storage << " bytes of per-thread and shared "
@@ -301,36 +480,41 @@ class KernelLowering {
       return at;
     };
     for (Value v : spilled_) {
-      spillSlots_[v] = slot(storageType(v.getType()), grid_.numThreads(), threads64);
+      int64_t slots = slotsOf(v);
+      spillSlots_[v] =
+          slot(storageType(v.getType()), slots,
+               slots == grid_.numThreads()
+                   ? threads64
+                   : b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), slots).getResult());
     }
     for (auto global : shared) {
       sharedSlots_[global.getSymName()] = slot(global.getType(), 1, one64);
     }
-    Value c0 = b.create<mlir::arith::ConstantIndexOp>(loc, 0);
     Value c1 = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
-    Value nThreads = b.create<mlir::arith::ConstantIndexOp>(loc, grid_.numThreads());
     auto blockLoop = b.create<mlir::scf::ForOp>(loc, first, last, c1);
     b.setInsertionPointToStart(blockLoop.getBody());
     Value bid = blockLoop.getInductionVar();
-    for (auto& phase : phases) {
-      if (phase.empty()) continue;
-      auto threadLoop = b.create<mlir::scf::ForOp>(loc, c0, nThreads, c1);
-      mlir::OpBuilder tb = mlir::OpBuilder::atBlockBegin(threadLoop.getBody());
-      tb.setInsertionPoint(threadLoop.getBody()->getTerminator());
-      Value tid = threadLoop.getInductionVar();
-      if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(phase.front())) {
-        if (mlir::failed(emitShuffle(tb, shuffle, tid, bid))) return mlir::failure();
+    for (auto [phase, shape] : llvm::zip(phases, shapes)) {
+      if (phase.empty() || shape.count() == 0) continue;
+      if (interchanged_.contains(phase.front())) {
+        if (mlir::failed(emitInterchanged(b, llvm::cast<mlir::scf::ForOp>(phase.front()), shape,
+                                          bid))) {
+          return mlir::failure();
+        }
         continue;
       }
+      mlir::OpBuilder tb(ctx);
+      Value tid = emitThreadLoops(b, shape, tb);
       mlir::IRMapping mapping;
       for (mlir::Operation* op : phase) {
         if (mlir::failed(emitOp(tb, op, mapping, tid, bid))) return mlir::failure();
       }
+      splitLaneDivisions();
     }
     b.setInsertionPointToEnd(newBody);
     if (heap) b.create<mlir::LLVM::CallOp>(loc, freeFn, mlir::ValueRange{heap});
     b.create<mlir::func::ReturnOp>(loc);
-    // 4. Swap in the new body and signature.
+    // 5. Swap in the new body and signature.
     body.dropAllDefinedValueUses();
     for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(body))) {
       op.dropAllUses();
@@ -342,25 +526,197 @@ class KernelLowering {
   }
 
  private:
+  // The loop, or the loop over warps around the loop over their lanes, that
+  // runs the threads of `shape`; `inner` is set inside, at the thread id
+  // (base + lane, which lanes_ keeps for divRem).
+  Value emitThreadLoops(mlir::OpBuilder& b, const ThreadShape& shape, mlir::OpBuilder& inner) {
+    mlir::Location loc = b.getUnknownLoc();
+    auto index = [](mlir::OpBuilder& at, int64_t v) -> Value {
+      return at.create<mlir::arith::ConstantIndexOp>(at.getUnknownLoc(), v);
+    };
+    mlir::OpBuilder* at = &b;
+    mlir::OpBuilder warpBuilder(b.getContext());
+    Value base = index(b, shape.w0 * shape.period);
+    if (shape.w1 - shape.w0 > 1) {
+      auto warps = b.create<mlir::scf::ForOp>(loc, base, index(b, shape.w1 * shape.period),
+                                              index(b, shape.period));
+      warpBuilder.setInsertionPoint(warps.getBody()->getTerminator());
+      at = &warpBuilder;
+      base = warps.getInductionVar();
+    }
+    auto lanes = at->create<mlir::scf::ForOp>(loc, index(*at, shape.l0), index(*at, shape.l1),
+                                              index(*at, 1));
+    inner.setInsertionPoint(lanes.getBody()->getTerminator());
+    Value lane = lanes.getInductionVar();
+    Value tid = lane;
+    if (shape.w1 - shape.w0 > 1 || shape.w0 > 0) {
+      tid = inner.create<mlir::arith::AddIOp>(loc, base, lane);
+    }
+    lanes_ = {tid, base, lane, shape.period, lanes};
+    return tid;
+  }
+
+  // `x` divided by (or modulo) `d`; for the thread id of the loop being
+  // emitted, split into its base (invariant in the loop over the lanes)
+  // and its lane, so that LLVM sees addresses affine in the lane.
+  Value divRem(mlir::OpBuilder& b, Value x, int64_t d, bool div) {
+    mlir::Location loc = x.getLoc();
+    auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
+    int64_t p = lanes_.period;
+    if (x == lanes_.tid && d > 0 && p > 0 && (p % d == 0 || d % p == 0)) {
+      auto op = [&](bool quotient, Value v) -> Value {
+        if (quotient) return b.create<mlir::arith::DivUIOp>(loc, v, index(d));
+        return b.create<mlir::arith::RemUIOp>(loc, v, index(d));
+      };
+      if (p % d == 0) {
+        // base is a multiple of d: the remainder is the lane's.
+        if (!div) return d == p ? lanes_.lane : op(false, lanes_.lane);
+        if (d == p) return op(true, lanes_.base);
+        return b.create<mlir::arith::AddIOp>(loc, op(true, lanes_.base), op(true, lanes_.lane));
+      }
+      // base % d + lane < d: the lane adds to the remainder alone.
+      if (div) return op(true, lanes_.base);
+      return b.create<mlir::arith::AddIOp>(loc, op(false, lanes_.base), lanes_.lane);
+    }
+    if (div) return b.create<mlir::arith::DivUIOp>(loc, x, index(d));
+    return b.create<mlir::arith::RemUIOp>(loc, x, index(d));
+  }
+
+  // The period the threads of `phase` run in when it runs them all: the x
+  // extent of a grid with y or z threads, else the largest constant the
+  // phase divides the thread id by (a warp, a row of a tile: divRem then
+  // makes its addresses affine in the lane); 0 for none.
+  int64_t periodOf(llvm::ArrayRef<mlir::Operation*> phase) {
+    int64_t n = grid_.numThreads();
+    if (grid_.threads[1] * grid_.threads[2] > 1) return grid_.threads[0];
+    int64_t period = 0;
+    llvm::DenseSet<mlir::Operation*> seen;
+    std::function<void(mlir::Operation*)> visit = [&](mlir::Operation* op) {
+      if (!seen.insert(op).second) return;
+      if (llvm::isa<mlir::arith::DivUIOp, mlir::arith::RemUIOp>(op)) {
+        auto id = op->getOperand(0).getDefiningOp<mlir::gpu::ThreadIdOp>();
+        auto d = mlir::getConstantIntValue(op->getOperand(1));
+        if (id && id.getDimension() == mlir::gpu::Dimension::x && d && *d > 1 && *d < n &&
+            n % *d == 0) {
+          period = std::max(period, *d);
+        }
+      }
+      // Through the ops a phase recomputes (index maps of the ids).
+      for (Value v : op->getOperands()) {
+        if (mlir::Operation* def = v.getDefiningOp(); def && recomputed_.contains(def)) visit(def);
+      }
+    };
+    for (mlir::Operation* op : phase) op->walk([&](mlir::Operation* inner) { visit(inner); });
+    return period;
+  }
+
+  // `shape`, an interval of whole periods, as warps of `period` lanes.
+  static ThreadShape inPeriods(ThreadShape shape, int64_t period) {
+    if (period <= 0 || shape.w1 - shape.w0 != 1 || shape.period <= period) return shape;
+    int64_t lo = shape.w0 * shape.period + shape.l0, hi = shape.w0 * shape.period + shape.l1;
+    if (lo % period != 0 || hi % period != 0 || hi - lo <= period) return shape;
+    return {period, lo / period, hi / period, 0, period};
+  }
+
+  llvm::BitVector bitsOf(const ThreadShape& shape) const {
+    llvm::BitVector bits(grid_.numThreads());
+    for (int64_t w = shape.w0; w < shape.w1; ++w) {
+      bits.set(w * shape.period + shape.l0, w * shape.period + shape.l1);
+    }
+    return bits;
+  }
+
+  // The lanes the threads `ran` of a shuffle read (as shuffleAt does).
+  llvm::BitVector shuffleSources(mlir::gpu::ShuffleOp shuffle, const llvm::BitVector& ran) const {
+    int64_t n = grid_.numThreads();
+    auto offset = mlir::getConstantIntValue(shuffle.getOffset());
+    auto width = mlir::getConstantIntValue(shuffle.getWidth());
+    llvm::BitVector sources(n, !offset || !width || *width <= 0);
+    if (sources.any()) return sources;
+    for (int t : ran.set_bits()) {
+      bool valid = t % *width + *offset < *width && t + *offset < n;
+      sources.set(valid ? t + *offset : t);
+    }
+    return sources;
+  }
+
+  // The threads for which the top-level `op`, which writes memory, may do
+  // so: those whose ids let an scf.if reach its writing branch, when the
+  // condition is a function of the thread ids and constants; else all.
+  llvm::BitVector threadsThatMayWrite(mlir::Operation* op, mlir::ModuleOp module) {
+    int64_t n = grid_.numThreads();
+    auto ifOp = llvm::dyn_cast<mlir::scf::IfOp>(op);
+    if (!ifOp) return llvm::BitVector(n, true);
+    auto regionWrites = [&](mlir::Region& region) {
+      return llvm::any_of(region.getOps(), [&](mlir::Operation& inner) {
+        return writesMemory(&inner, module, callees_);
+      });
+    };
+    bool thenWrites = regionWrites(ifOp.getThenRegion());
+    bool elseWrites = regionWrites(ifOp.getElseRegion());
+    llvm::BitVector threads(n);
+    for (int64_t t = 0; t < n; ++t) {
+      llvm::DenseMap<Value, llvm::APInt> known;
+      std::optional<llvm::APInt> cond = valueAt(ifOp.getCondition(), t, known, 0);
+      if (!cond) return llvm::BitVector(n, true);
+      if (cond->isOne() ? thenWrites : elseWrites) threads.set(t);
+    }
+    return threads;
+  }
+
+  // The integer `v` of the kernel's body at thread `t` of any block, when
+  // thread ids and constants decide it through arith ops (std::nullopt:
+  // a block id, a loaded value, an op foldInteger does not know).
+  std::optional<llvm::APInt> valueAt(Value v, int64_t t, llvm::DenseMap<Value, llvm::APInt>& known,
+                                     int depth) {
+    if (auto it = known.find(v); it != known.end()) return it->second;
+    mlir::Operation* def = v.getDefiningOp();
+    constexpr int kMaxDepth = 64;
+    if (!def || depth > kMaxDepth || def->getNumResults() != 1 ||
+        def->getBlock() != &f_.getBody().front()) {
+      return std::nullopt;
+    }
+    unsigned width = 0;
+    if (v.getType().isIndex()) width = mlir::IndexType::kInternalStorageBitWidth;
+    if (auto integer = llvm::dyn_cast<mlir::IntegerType>(v.getType())) width = integer.getWidth();
+    if (width == 0) return std::nullopt;
+    std::optional<llvm::APInt> value;
+    if (auto id = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(def)) {
+      int d = static_cast<int>(id.getDimension());
+      int64_t below = 1;
+      for (int i = 0; i < d; ++i) below *= grid_.threads[i];
+      value = llvm::APInt(width, (t / below) % grid_.threads[d]);
+    } else if (auto constant = llvm::dyn_cast<mlir::arith::ConstantOp>(def)) {
+      if (auto attr = llvm::dyn_cast<mlir::IntegerAttr>(constant.getValue())) {
+        value = attr.getValue();
+      }
+    } else {
+      SmallVector<llvm::APInt> operands;
+      for (Value operand : def->getOperands()) {
+        std::optional<llvm::APInt> a = valueAt(operand, t, known, depth + 1);
+        if (!a) return std::nullopt;
+        operands.push_back(*a);
+      }
+      value = foldInteger(def, operands, width);
+    }
+    if (!value || value->getBitWidth() != width) return std::nullopt;
+    known[v] = *value;
+    return value;
+  }
+
   // The x, y or z id within a linear id over `counts` (x fastest).
-  static Value idOf(mlir::OpBuilder& b, Value linear, const std::array<int64_t, 3>& counts,
-                    mlir::gpu::Dimension dimension) {
+  Value idOf(mlir::OpBuilder& b, Value linear, const std::array<int64_t, 3>& counts,
+             mlir::gpu::Dimension dimension) {
     int d = static_cast<int>(dimension);
     mlir::Location loc = linear.getLoc();
     if (counts[d] == 1) return b.create<mlir::arith::ConstantIndexOp>(loc, 0);
     int64_t below = 1;
     for (int i = 0; i < d; ++i) below *= counts[i];
     Value id = linear;
-    if (below > 1) {
-      id = b.create<mlir::arith::DivUIOp>(loc, id,
-                                          b.create<mlir::arith::ConstantIndexOp>(loc, below));
-    }
+    if (below > 1) id = divRem(b, id, below, /*div=*/true);
     bool outermost = llvm::all_of(llvm::ArrayRef(counts).drop_front(d + 1),
                                   [](int64_t n) { return n == 1; });
-    if (!outermost) {
-      id = b.create<mlir::arith::RemUIOp>(loc, id,
-                                          b.create<mlir::arith::ConstantIndexOp>(loc, counts[d]));
-    }
+    if (!outermost) id = divRem(b, id, counts[d], /*div=*/false);
     return id;
   }
 
@@ -414,10 +770,13 @@ class KernelLowering {
 
   // Makes every value `op` (and its regions) uses available in `mapping`:
   // arguments, per-thread reloads, or recomputed constants and ids.
+  // With `operandsOnly`, those of `op` itself, not of its regions.
   mlir::LogicalResult provideOperands(mlir::OpBuilder& b, mlir::Operation* op,
-                                      mlir::IRMapping& mapping, Value tid, Value bid) {
+                                      mlir::IRMapping& mapping, Value tid, Value bid,
+                                      bool operandsOnly = false) {
     mlir::LogicalResult result = mlir::success();
     op->walk([&](mlir::Operation* inner) {
+      if (operandsOnly && inner != op) return;
       for (Value v : inner->getOperands()) {
         if (mapping.contains(v)) continue;
         if (argMap_.contains(v)) {
@@ -428,12 +787,40 @@ class KernelLowering {
         if (!def || def->getBlock() != &f_.getBody().front()) continue;  // local to `op`
         if (recomputed_.contains(def)) {
           if (mlir::failed(emitOp(b, def, mapping, tid, bid))) result = mlir::failure();
+        } else if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(def)) {
+          auto results = shuffleAt(b, shuffle, tid, bid);
+          if (mlir::failed(results)) {
+            result = mlir::failure();
+            continue;
+          }
+          mapping.map(shuffle.getShuffleResult(), results->first);
+          mapping.map(shuffle.getValid(), results->second);
         } else if (spilled_.contains(v)) {
           mapping.map(v, reload(b, v, tid));
         }
       }
     });
     return result;
+  }
+
+  // Divisions of the thread id of the loop just emitted by constants (in
+  // index maps, guards, nested regions): divRem's split forms.
+  void splitLaneDivisions() {
+    SmallVector<mlir::Operation*> divisions;
+    lanes_.loop.getBody()->walk([&](mlir::Operation* op) {
+      if (llvm::isa<mlir::arith::DivUIOp, mlir::arith::RemUIOp>(op) &&
+          op->getOperand(0) == lanes_.tid && mlir::getConstantIntValue(op->getOperand(1))) {
+        divisions.push_back(op);
+      }
+    });
+    for (mlir::Operation* op : divisions) {
+      int64_t d = *mlir::getConstantIntValue(op->getOperand(1));
+      if (d <= 0) continue;
+      mlir::OpBuilder b(op);
+      Value split = divRem(b, lanes_.tid, d, llvm::isa<mlir::arith::DivUIOp>(op));
+      op->getResult(0).replaceAllUsesWith(split);
+      op->erase();
+    }
   }
 
   mlir::LogicalResult emitOp(mlir::OpBuilder& b, mlir::Operation* op, mlir::IRMapping& mapping,
@@ -472,30 +859,96 @@ class KernelLowering {
     return mlir::success();
   }
 
-  // Lane l of a segment of `width` lanes reads lane l + offset of the same
-  // segment, or its own value when that lane is past the segment or past
-  // the block's last thread (a partial warp: no such lane, no read).
-  mlir::LogicalResult emitShuffle(mlir::OpBuilder& b, mlir::gpu::ShuffleOp shuffle, Value tid,
-                                  Value bid) {
+  // A per-thread accumulation -- an scf.for with constant bounds carrying
+  // values -- runs interchanged with the threads: each iteration is a loop
+  // over the threads, which LLVM vectorizes (neighbouring threads read
+  // neighbouring elements), where a loop over the threads around each
+  // thread's whole walk is scalar and strided. Threads do not communicate
+  // within a phase, so any interleaving of their steps is one a GPU may run.
+  static bool isInterchangeable(mlir::Operation* op) {
+    auto loop = llvm::dyn_cast<mlir::scf::ForOp>(op);
+    return loop && loop.getNumRegionIterArgs() > 0 &&
+           mlir::getConstantIntValue(loop.getLowerBound()) &&
+           mlir::getConstantIntValue(loop.getUpperBound()) &&
+           mlir::getConstantIntValue(loop.getStep());
+  }
+
+  // `loop` (see isInterchangeable) over the threads of `shape`: the carried
+  // values start in its results' slots, every iteration reads and writes
+  // them there, thread by thread.
+  mlir::LogicalResult emitInterchanged(mlir::OpBuilder& b, mlir::scf::ForOp loop,
+                                       const ThreadShape& shape, Value bid) {
+    mlir::OpBuilder tb(b.getContext());
+    Value tid = emitThreadLoops(b, shape, tb);
+    mlir::IRMapping init;
+    if (mlir::failed(provideOperands(tb, loop, init, tid, bid, /*operandsOnly=*/true))) {
+      return mlir::failure();
+    }
+    for (auto [result, start] : llvm::zip(loop.getResults(), loop.getInitArgs())) {
+      spill(tb, result, init.lookupOrDefault(start), tid);
+    }
+    splitLaneDivisions();
+    auto bound = [&](Value v) -> Value {
+      return b.create<mlir::arith::ConstantIndexOp>(loop.getLoc(), *mlir::getConstantIntValue(v));
+    };
+    auto steps = b.create<mlir::scf::ForOp>(loop.getLoc(), bound(loop.getLowerBound()),
+                                            bound(loop.getUpperBound()), bound(loop.getStep()));
+    mlir::OpBuilder sb(steps.getBody()->getTerminator());
+    tid = emitThreadLoops(sb, shape, tb);
+    mlir::IRMapping mapping;
+    mapping.map(loop.getInductionVar(), steps.getInductionVar());
+    for (auto [result, arg] : llvm::zip(loop.getResults(), loop.getRegionIterArgs())) {
+      mapping.map(arg, reload(tb, result, tid));
+    }
+    for (mlir::Operation& op : loop.getBody()->without_terminator()) {
+      if (mlir::failed(provideOperands(tb, &op, mapping, tid, bid))) return mlir::failure();
+      tb.clone(op, mapping);
+    }
+    auto yield = llvm::cast<mlir::scf::YieldOp>(loop.getBody()->getTerminator());
+    if (mlir::failed(provideOperands(tb, yield, mapping, tid, bid))) return mlir::failure();
+    for (auto [result, next] : llvm::zip(loop.getResults(), yield.getOperands())) {
+      spill(tb, result, mapping.lookupOrDefault(next), tid);
+    }
+    splitLaneDivisions();
+    return mlir::success();
+  }
+
+  mlir::LogicalResult checkShuffle(mlir::gpu::ShuffleOp shuffle) {
     if (shuffle.getMode() != mlir::gpu::ShuffleMode::DOWN) {
       return shuffle.emitOpError() << "only shuffle down is supported by the CPU target";
     }
     auto offset = mlir::getConstantIntValue(shuffle.getOffset());
     auto width = mlir::getConstantIntValue(shuffle.getWidth());
-    if (!offset || !width || *width <= 0) {
-      return shuffle.emitOpError() << "needs constant offset and width on the CPU target";
+    if (!offset || !width || *width <= 0 || *width > kMaxThreadsPerBlock || *offset < 0 ||
+        *offset > kMaxThreadsPerBlock) {
+      return shuffle.emitOpError() << "needs constant offset and width (in [0, "
+                                   << kMaxThreadsPerBlock << "]) on the CPU target";
     }
-    mlir::Location loc = shuffle.getLoc();
     Value value = shuffle.getValue();
-    mlir::Operation* def = value.getDefiningOp();
-    // A value every phase recomputes (a constant: a reduction whose input
-    // folded away; a thread id) is computed again for the source lane.
-    bool recomputed = def && recomputed_.contains(def);
-    if (!spilled_.contains(value) && !argMap_.contains(value) && !recomputed) {
-      return shuffle.emitOpError() << "shuffles a value the CPU target cannot see per thread";
-    }
-    Value cw = b.create<mlir::arith::ConstantIndexOp>(loc, *width);
-    Value co = b.create<mlir::arith::ConstantIndexOp>(loc, *offset);
+    // The shuffled value's slots reach `offset` past the last thread: a
+    // lane past its segment loads there (a value it then does not select),
+    // so that both loads of shuffleAt are contiguous across the threads.
+    padding_[value] = std::max<int64_t>(padding_.lookup(value), *offset);
+    return mlir::success();
+  }
+
+  // The per-thread slots of a spilled value: one a thread, and the padding
+  // its shuffles read past the last one.
+  int64_t slotsOf(Value v) const { return grid_.numThreads() + padding_.lookup(v); }
+
+  // The results of `shuffle` for thread `tid`: lane l of a segment of
+  // `width` lanes reads lane l + offset of the same segment, or its own
+  // value when that lane is past the segment or past the block's last
+  // thread (a partial warp: no such lane) -- exactly `shfl.down`.
+  mlir::FailureOr<std::pair<Value, Value>> shuffleAt(mlir::OpBuilder& b,
+                                                     mlir::gpu::ShuffleOp shuffle, Value tid,
+                                                     Value bid) {
+    mlir::Location loc = shuffle.getLoc();
+    int64_t offset = *mlir::getConstantIntValue(shuffle.getOffset());
+    int64_t width = *mlir::getConstantIntValue(shuffle.getWidth());
+    Value value = shuffle.getValue();
+    Value cw = b.create<mlir::arith::ConstantIndexOp>(loc, width);
+    Value co = b.create<mlir::arith::ConstantIndexOp>(loc, offset);
     Value lane = b.create<mlir::arith::RemUIOp>(loc, tid, cw);
     Value target = b.create<mlir::arith::AddIOp>(loc, lane, co);
     Value other = b.create<mlir::arith::AddIOp>(loc, tid, co);
@@ -504,22 +957,30 @@ class KernelLowering {
         b.create<mlir::arith::CmpIOp>(
             loc, mlir::arith::CmpIPredicate::ult, other,
             b.create<mlir::arith::ConstantIndexOp>(loc, grid_.numThreads())));
-    Value src = b.create<mlir::arith::SelectOp>(loc, valid, other, tid);
+    auto src = [&]() -> Value { return b.create<mlir::arith::SelectOp>(loc, valid, other, tid); };
     Value moved;
+    mlir::Operation* def = value.getDefiningOp();
     if (argMap_.contains(value)) {
       moved = argMap_.lookup(value);
-    } else if (recomputed) {
+    } else if (auto inner = llvm::dyn_cast_or_null<mlir::gpu::ShuffleOp>(def)) {
+      auto innerResults = shuffleAt(b, inner, src(), bid);
+      if (mlir::failed(innerResults)) return mlir::failure();
+      moved = value == inner.getShuffleResult() ? innerResults->first : innerResults->second;
+    } else if (spilled_.contains(value)) {
+      // Both loads are in the slots (see checkShuffle): two contiguous
+      // vector loads and a blend once the thread loop is vectorized.
+      moved = b.create<mlir::arith::SelectOp>(loc, valid, reload(b, value, other),
+                                              reload(b, value, tid));
+    } else if (def && recomputed_.contains(def)) {
+      // A value every phase recomputes (a constant: a reduction whose input
+      // folded away; a thread id) is computed again for the source lane.
       mlir::IRMapping mapping;
-      if (mlir::failed(emitOp(b, def, mapping, src, bid))) return mlir::failure();
+      if (mlir::failed(emitOp(b, def, mapping, src(), bid))) return mlir::failure();
       moved = mapping.lookup(value);
     } else {
-      moved = reload(b, value, src);
+      return shuffle.emitOpError() << "shuffles a value the CPU target cannot see per thread";
     }
-    if (spilled_.contains(shuffle.getShuffleResult())) {
-      spill(b, shuffle.getShuffleResult(), moved, tid);
-    }
-    if (spilled_.contains(shuffle.getValid())) spill(b, shuffle.getValid(), valid, tid);
-    return mlir::success();
+    return std::make_pair(moved, valid);
   }
 
   mlir::func::FuncOp f_;
@@ -531,6 +992,20 @@ class KernelLowering {
   llvm::DenseSet<mlir::Operation*> recomputed_;
   llvm::StringMap<Value> sharedSlots_;
   mlir::IRMapping argMap_;
+  llvm::SetVector<mlir::Operation*> shuffles_;
+  // The thread id of the loop being emitted: base + lane, base a multiple
+  // of period and lane below it (see emitThreadLoops).
+  struct Lanes {
+    Value tid, base, lane;
+    int64_t period = 0;
+    mlir::scf::ForOp loop;
+  } lanes_;
+  // Loops run as steps over all threads (see isInterchangeable).
+  llvm::SetVector<mlir::Operation*> interchanged_;
+  // How far past the last thread a shuffle reads a value's slots.
+  llvm::DenseMap<Value, int64_t> padding_;
+  // Whether a callee writes memory (writesMemory's memo).
+  llvm::DenseMap<mlir::Operation*, bool> callees_;
 };
 
 class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelToCpuPass> {

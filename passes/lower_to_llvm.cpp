@@ -205,6 +205,39 @@ struct Log {
   }
 };
 
+// LLVM's x86 backend (LLVM 22) asserts ("Unexpected illegal type!" in
+// LegalizeDAG) on a reversed vector of bf16 -- what the loop vectorizer
+// makes of a thread loop that reads bf16 backwards (reverse, transpose).
+// On the host, bf16 memory is read and written as i16 (a free bitcast);
+// arithmetic on bf16 is integer code or f32 already (arith-expand).
+void accessBf16AsI16(mlir::ModuleOp module) {
+  auto asInteger = [](mlir::Type t) -> mlir::Type {
+    auto i16 = mlir::IntegerType::get(t.getContext(), 16);
+    if (t.isBF16()) return i16;
+    auto vector = llvm::dyn_cast<mlir::VectorType>(t);
+    if (vector && vector.getElementType().isBF16()) return vector.clone(i16);
+    return {};
+  };
+  module.walk([&](mlir::LLVM::LoadOp load) {
+    mlir::Type integer = asInteger(load.getType());
+    if (!integer) return;
+    mlir::OpBuilder b(load);
+    mlir::Operation* copy = b.clone(*load);
+    copy->getResult(0).setType(integer);
+    mlir::Value value =
+        b.create<mlir::LLVM::BitcastOp>(load.getLoc(), load.getType(), copy->getResult(0));
+    load.getResult().replaceAllUsesWith(value);
+    load.erase();
+  });
+  module.walk([&](mlir::LLVM::StoreOp store) {
+    mlir::Type integer = asInteger(store.getValue().getType());
+    if (!integer) return;
+    mlir::OpBuilder b(store);
+    store.getValueMutable().assign(
+        b.create<mlir::LLVM::BitcastOp>(store.getLoc(), integer, store.getValue()));
+  });
+}
+
 class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
  public:
   using LowerToLlvmPassBase::LowerToLlvmPassBase;
@@ -320,7 +353,10 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
     if (failed(mlir::applyFullConversion(module, legality, std::move(patterns)))) {
       return signalPassFailure();
     }
-    if (cpu) return;
+    if (cpu) {
+      accessBf16AsI16(module);
+      return;
+    }
     for (const std::string& name : kernels) {
       if (auto f = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name)) {
         f->setAttr(mlir::NVVM::NVVMDialect::getKernelFuncAttrName(),

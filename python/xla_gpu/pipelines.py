@@ -46,6 +46,10 @@ class PipelineOptions:
     warp_size: int = 32
     vectorize: bool = True
     unroll: bool = True
+    # Software pipelining of a loop's first load (optimize-loops): a GPU
+    # hides the load's latency behind the loop body; the CPU target, whose
+    # thread loops LLVM vectorizes, gets a branch in every iteration.
+    pipeline_loads: bool = True
     # None: 32 when every tensor of the module is small enough that index
     # arithmetic cannot overflow it (cheaper on GPUs), else 64.
     index_bitwidth: int | None = None
@@ -100,7 +104,8 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
     if opts.vectorize:
         passes += ["func.func(xla-gpu-vectorize-loads-stores)", "canonicalize"]
     if opts.unroll:
-        passes += ["func.func(xla-gpu-optimize-loops)"]
+        pipelining = "" if opts.pipeline_loads else "{pipeline-loads=false}"
+        passes += [f"func.func(xla-gpu-optimize-loops{pipelining})"]
     passes += ["canonicalize", "cse"]
 
 

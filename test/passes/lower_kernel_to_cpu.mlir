@@ -11,11 +11,11 @@
 // CHECK-DAG: %[[SHMEM:.*]] = llvm.alloca %{{.*}} x !llvm.array<64 x f32> {alignment = 16 : i64} : (i64) -> !llvm.ptr
 // CHECK-NOT: llvm.alloca
 // CHECK: scf.for %[[BID:.*]] = %[[FIRST]] to %[[LAST]]
-// CHECK:   scf.for %[[T1:.*]] = %c0 to %c64
+// CHECK:   scf.for %[[T1:.*]] = %c0{{.*}} to %c64{{.*}} step
 // CHECK:     %[[V:.*]] = llvm.load
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:     llvm.store %[[V]], %{{.*}}
-// CHECK:   scf.for %[[T2:.*]] = %c0 to %c64
+// CHECK:   scf.for %[[T2:.*]] = %c0{{.*}} to %c64{{.*}} step
 // CHECK:     %[[I:.*]] = arith.index_cast %[[T2]] : index to i64
 // CHECK:     %[[O:.*]] = llvm.getelementptr %[[OUT]][%[[I]]]
 // CHECK:     %[[W:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
@@ -40,18 +40,29 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
-// A shuffle is a phase of its own: lane l reads lane l + 4 of its 32-lane
-// segment, or itself past the segment or past the block's last thread (a
-// partial warp has no such lane: nothing is read beyond the 64 slots).
+// A shuffle is a cut, and the phase after it reads the shuffled value's
+// slots: lane l reads lane l + 4 of its 32-lane segment, or itself past the
+// segment or past the block's last thread. Both loads are contiguous across
+// the threads (the slots are 4 longer than the block), a select keeps the
+// one the lane reads. The phase before runs only the lanes read: [4, 32) of
+// each warp (lanes 0-3 of a warp are never a source).
 // CHECK-LABEL: func.func @shuffle
-// CHECK: %[[LANE:.*]] = arith.remui %[[T:.*]], %c32
-// CHECK: %[[TARGET:.*]] = arith.addi %[[LANE]], %c4
-// CHECK: %[[OTHER:.*]] = arith.addi %[[T]], %c4
-// CHECK: %[[IN_BLOCK:.*]] = arith.cmpi ult, %[[OTHER]], %c64
-// CHECK: %[[IN_SEGMENT:.*]] = arith.cmpi ult, %[[TARGET]], %c32
-// CHECK: %[[VALID:.*]] = arith.andi %[[IN_SEGMENT]], %[[IN_BLOCK]]
-// CHECK: %[[SRC:.*]] = arith.select %[[VALID]], %[[OTHER]], %[[T]]
-// CHECK: llvm.getelementptr %{{.*}}[%{{.*}}]
+// CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
+// CHECK:     scf.for %[[W:.*]] = %c0 to %c64 step %c32
+// CHECK:       scf.for %{{.*}} = %c4 to %c32
+// CHECK:         llvm.store
+// CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64
+// CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32
+// CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c4
+// CHECK:       %[[OTHER:.*]] = arith.addi %[[T]], %c4
+// CHECK:       %[[IN_BLOCK:.*]] = arith.cmpi ult, %[[OTHER]], %c64
+// CHECK:       %[[IN_SEGMENT:.*]] = arith.cmpi ult, %[[TARGET]], %c32
+// CHECK:       %[[VALID:.*]] = arith.andi %[[IN_SEGMENT]], %[[IN_BLOCK]]
+// CHECK:       %[[OWN:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:       %[[I:.*]] = arith.index_cast %[[OTHER]] : index to i64
+// CHECK:       %[[AT:.*]] = llvm.getelementptr %[[SLOTS]][%[[I]]]
+// CHECK:       %[[READ:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
+// CHECK:       arith.select %[[VALID]], %[[READ]], %[[OWN]] : f32
 func.func @shuffle(%out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
   %c4 = arith.constant 4 : i32
@@ -150,5 +161,135 @@ func.func @huge_shared(%out: !llvm.ptr) {
   %x = llvm.load %p : !llvm.ptr -> f32
   gpu.barrier
   llvm.store %x, %out : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// A shuffle tree whose result only lane 0 stores: each phase runs the lanes
+// the next one reads. The store's guard (lane == 0) is a function of the
+// thread id, so the last phase runs lane 0 of each warp; the one before,
+// lanes 0-1 (lane 0 reads lane 1); the loads, lanes 0-3. A division of the
+// thread id by the warp is the warp loop's base divided by it.
+// CHECK-LABEL: func.func @shuffle_tree
+// CHECK:     scf.for %[[W0:.*]] = %c0 to %c64 step %c32
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c4
+// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:     scf.for %[[W1:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c2
+// CHECK:         arith.addf
+// CHECK:     scf.for %[[W2:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
+// CHECK:       scf.for %[[L2:.*]] = %c0{{.*}} to %c1
+// CHECK:         arith.addf
+// CHECK:         %[[LANE:.*]] = arith.cmpi eq, %[[L2]], %c0
+// CHECK:         scf.if %[[LANE]]
+// CHECK:           %[[WARP:.*]] = arith.divui %[[W2]], %c32
+// CHECK:           arith.index_cast %[[WARP]]
+// CHECK:           llvm.store
+// CHECK-NOT: scf.for
+// CHECK:     return
+func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c1_i32 = arith.constant 1 : i32
+  %c2_i32 = arith.constant 2 : i32
+  %c32_i32 = arith.constant 32 : i32
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %s1, %valid1 = gpu.shuffle down %v, %c2_i32, %c32_i32 : f32
+  %a = arith.addf %v, %s1 : f32
+  %s2, %valid2 = gpu.shuffle down %a, %c1_i32, %c32_i32 : f32
+  %b = arith.addf %a, %s2 : f32
+  %lane = arith.remui %tid, %c32 : index
+  %first = arith.cmpi eq, %lane, %c0 : index
+  scf.if %first {
+    %warp = arith.divui %tid, %c32 : index
+    %w = arith.index_cast %warp : index to i64
+    %o = llvm.getelementptr %out[%w] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %b, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
+// A store whose guard is not a function of the thread id (a loaded flag)
+// runs for every thread; the phase before runs every lane the shuffle
+// reads, [1, 32) of each warp (lane 31 reads its own value).
+// CHECK-LABEL: func.func @data_guard
+// CHECK:     scf.for %{{.*}} = %c0 to %c64 step %c32
+// CHECK:       scf.for %{{.*}} = %c1{{.*}} to %c32
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1
+// CHECK:       scf.if
+func.func @data_guard(%in: !llvm.ptr, %flag: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c1_i32 = arith.constant 1 : i32
+  %c32_i32 = arith.constant 32 : i32
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %s, %valid = gpu.shuffle down %v, %c1_i32, %c32_i32 : f32
+  %f = llvm.load %flag : !llvm.ptr -> i1
+  scf.if %f {
+    %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %s, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
+// A per-thread accumulation (an scf.for with constant bounds carrying a
+// value) runs interchanged: each of its 16 steps is a loop over the threads,
+// which reads and writes the carried value in its result's slots; the
+// threads' loads at one step are neighbours, as LLVM's vectorizer wants.
+// CHECK-LABEL: func.func @accumulate
+// CHECK:     %[[ACC:.*]] = llvm.alloca %{{.*}} x f32
+// CHECK:     scf.for %[[T0:.*]] = %c0{{.*}} to %c64
+// CHECK:       llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
+// CHECK:     scf.for %[[K:.*]] = %c0{{.*}} to %c16{{.*}} step %c1
+// CHECK:       scf.for %[[T:.*]] = %c0{{.*}} to %c64
+// CHECK:         %[[AT:.*]] = llvm.getelementptr %[[ACC]][%{{.*}}]
+// CHECK:         %[[OLD:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
+// CHECK:         %[[ROW:.*]] = arith.muli %[[K]], %c64
+// CHECK:         %[[E:.*]] = arith.addi %[[ROW]], %[[T]]
+// CHECK:         %[[X:.*]] = llvm.load
+// CHECK:         %[[NEW:.*]] = arith.addf %[[OLD]], %[[X]]
+// CHECK:         llvm.store %[[NEW]]
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64
+// CHECK:       llvm.getelementptr %[[ACC]]
+func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %row = arith.muli %k, %c64 : index
+    %e = arith.addi %row, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %next = arith.addf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+func.func @shuffle_offset_unknown(%out: !llvm.ptr, %offset: i32) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %c32 = arith.constant 32 : i32
+  %x = arith.index_cast %tid : index to i32
+  // expected-error@+1 {{'gpu.shuffle' op needs constant offset and width (in [0, 1024]) on the CPU target}}
+  %s, %valid = gpu.shuffle down %x, %offset, %c32 : i32
+  llvm.store %s, %out : i32, !llvm.ptr
   return
 }

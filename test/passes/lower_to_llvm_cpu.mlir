@@ -30,3 +30,22 @@ func.func @host(%p: !llvm.ptr, %x: f32) -> f32 {
   %l = math.log %r : f32
   return %l : f32
 }
+
+// bf16 memory is i16 on the host: LLVM's x86 backend asserts on a reversed
+// vector of bf16 (what the loop vectorizer makes of a thread loop reading
+// bf16 backwards), and a bitcast costs nothing.
+// CPU-LABEL: llvm.func @bf16_memory
+// CPU:       %[[X:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> i16
+// CPU:       llvm.bitcast %[[X]] : i16 to bf16
+// CPU:       %[[V:.*]] = llvm.load %{{.*}} : !llvm.ptr -> vector<8xi16>
+// CPU:       llvm.bitcast %[[V]] : vector<8xi16> to vector<8xbf16>
+// CPU:       llvm.store %{{.*}}, %{{.*}} : i16, !llvm.ptr
+// CPU:       llvm.store %{{.*}}, %{{.*}} : vector<8xi16>, !llvm.ptr
+// CPU-NOT:   bf16, !llvm.ptr
+func.func @bf16_memory(%p: !llvm.ptr, %q: !llvm.ptr) {
+  %x = llvm.load %p invariant : !llvm.ptr -> bf16
+  %v = llvm.load %p : !llvm.ptr -> vector<8xbf16>
+  llvm.store %x, %q : bf16, !llvm.ptr
+  llvm.store %v, %q : vector<8xbf16>, !llvm.ptr
+  return
+}

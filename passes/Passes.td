@@ -148,6 +148,12 @@ def OptimizeLoopsPass : Pass<"xla-gpu-optimize-loops", "mlir::func::FuncOp"> {
            "Loops with more iterations stay loops">,
     Option<"maxUnrolledOps", "max-unrolled-ops", "int64_t", /*default=*/"400",
            "Loops whose unrolled body would exceed this many ops stay loops">,
+    Option<"unrollTopLevelAccumulations", "unroll-top-level-accumulations", "bool",
+           /*default=*/"true",
+           "Unroll loops at the top level of a function that carry a value other "
+           "than a tensor (a thread's accumulator); false for the CPU target, "
+           "which runs such a loop interchanged with the threads "
+           "(-xla-gpu-lower-kernel-to-cpu) so that its steps vectorize">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }
@@ -232,7 +238,9 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
     functions are marked as kernels. With `target=cpu` (after
     `-xla-gpu-lower-kernel-to-cpu`): entry functions get a C interface and
     `noalias` buffers, and `math.tanh` becomes XLA:CPU's rational
-    approximation so that thread loops vectorize. Index arithmetic is i64,
+    approximation so that thread loops vectorize, and bf16 memory is read
+    and written as i16 (LLVM's x86 backend asserts on a reversed vector of
+    bf16). Index arithmetic is i64,
     or i32 with `index-bitwidth=32`.
   }];
   let options = [
@@ -280,13 +288,33 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        the thread id); constants, ids, shared-memory addresses and the
        integer and pointer arithmetic on them (index maps) are recomputed
        instead -- cheaper than a store and a load per thread.
-    3. A `gpu.shuffle` is its own phase: lane `l` reads the value of lane
-       `l + offset` of its segment of `width` lanes, or its own when that lane
-       is outside the segment -- exactly `shfl.down`.
-    4. Shared memory (address-space-3 globals) becomes one buffer per call,
-       reused by the blocks the call runs one after the other.
+    3. A `gpu.shuffle` is a cut too: the phase using its result reads the
+       shuffled value's slots, lane `l` the value of lane `l + offset` of its
+       segment of `width` lanes, or its own when that lane is outside the
+       segment -- exactly `shfl.down` (two contiguous loads and a select;
+       the slots are padded by the offset).
+    4. Shared memory (address-space-3 globals) becomes one buffer per call
+       and block of a batch, reused by the batches the call runs.
+    5. Each phase runs only the threads that matter, computed backwards from
+       the last phase: those for which it writes memory (a top-level
+       `scf.if` whose condition is a function of the thread ids is
+       evaluated per thread) and those whose values a later phase reads (a
+       shuffle reads its source lanes), as an interval or as warps x lanes.
+       After a warp's shuffle tree only lane 0's result is stored, so each
+       round runs half the lanes of the one before.
+    6. A top-level `scf.for` with constant bounds that carries values (a
+       thread's accumulation) runs interchanged with the threads: each
+       iteration is a loop over the threads, the carried values in their
+       slots. Threads do not communicate within a phase, so any interleaving
+       of their steps is one a GPU may run.
+    7. Divisions of the thread id by a constant the phase's period divides
+       (a warp) split into the warp loop's base and the lane, so that
+       addresses are affine in the innermost loop.
+    8. Kernels with barriers but no shuffles run their blocks in batches
+       (up to 16 blocks, slots and shared memory within 512 KiB), phase by
+       phase: neighbouring tiles of a transpose read whole rows.
 
-    5. `arith.truncf` from f64 to f16 or bf16 (compiler-rt calls on the
+    9. `arith.truncf` from f64 to f16 or bf16 (compiler-rt calls on the
        host, which the JIT may not find) becomes a truncation to f32 rounded
        to odd followed by one to the narrow type: correctly rounded, and no
        helper is needed.

@@ -108,6 +108,10 @@ constexpr int64_t kMaxGridDim = int64_t{1} << 31;
 // The storage a call of the lowered kernel needs (see KernelLowering::run).
 constexpr uint64_t kMaxStackStorageBytes = uint64_t{1} << 20;
 constexpr uint64_t kMaxStorageBytes = uint64_t{1} << 30;
+// Blocks run phase by phase in batches of at most kMaxBatch, whose slots and
+// shared memory stay within kBatchStorageBytes (a core's L2 holds them).
+constexpr int64_t kMaxBatch = 16;
+constexpr uint64_t kBatchStorageBytes = uint64_t{512} << 10;
 
 bool isCut(mlir::Operation* op) { return llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op); }
 
@@ -451,6 +455,21 @@ class KernelLowering {
       return f_.emitOpError() << "needs " << storage << " bytes of per-thread and shared "
                               << "storage on the CPU target, more than " << kMaxStorageBytes;
     }
+    // Blocks in batches: each phase runs for a batch of neighbouring blocks
+    // before the next phase (blocks are independent, so any interleaving
+    // is one a GPU may run), each block with its own slots and shared
+    // memory. Neighbouring blocks read neighbouring columns (a column
+    // reduction, a transpose's tiles): a batch reads whole rows where one
+    // block reads a strip of each. A kernel of one phase gains nothing;
+    // measured, reductions (shuffles) lose: a row reduction's block reads
+    // its rows whole already, and the batch's slots crowd the L1.
+    int64_t numPhases = llvm::count_if(phases, [](const auto& phase) { return !phase.empty(); });
+    int64_t numBlocks = grid_.blocks[0] * grid_.blocks[1] * grid_.blocks[2];
+    if ((numPhases > 1 || !interchanged_.empty()) && shuffles_.empty()) {
+      batch_ = std::clamp<int64_t>(kBatchStorageBytes / std::max<uint64_t>(storage, 1), 1,
+                                   std::min(kMaxBatch, numBlocks));
+    }
+    storage *= batch_;
     Value heap;
     mlir::LLVM::LLVMFuncOp freeFn;
     if (storage > kMaxStackStorageBytes) {
@@ -479,26 +498,28 @@ class KernelLowering {
       offset += bytesOf(t, n);
       return at;
     };
+    auto count = [&](int64_t n) -> Value {
+      if (n == grid_.numThreads()) return threads64;
+      if (n == 1) return one64;
+      return b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), n);
+    };
     for (Value v : spilled_) {
-      int64_t slots = slotsOf(v);
-      spillSlots_[v] =
-          slot(storageType(v.getType()), slots,
-               slots == grid_.numThreads()
-                   ? threads64
-                   : b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), slots).getResult());
+      int64_t slots = slotsOf(v) * batch_;
+      spillSlots_[v] = slot(storageType(v.getType()), slots, count(slots));
     }
     for (auto global : shared) {
-      sharedSlots_[global.getSymName()] = slot(global.getType(), 1, one64);
+      sharedSlots_[global.getSymName()] = slot(global.getType(), batch_, count(batch_));
+      sharedTypes_[global.getSymName()] = global.getType();
     }
-    Value c1 = b.create<mlir::arith::ConstantIndexOp>(loc, 1);
-    auto blockLoop = b.create<mlir::scf::ForOp>(loc, first, last, c1);
+    auto blockLoop = b.create<mlir::scf::ForOp>(
+        loc, first, last, b.create<mlir::arith::ConstantIndexOp>(loc, batch_));
     b.setInsertionPointToStart(blockLoop.getBody());
-    Value bid = blockLoop.getInductionVar();
+    batchFirst_ = blockLoop.getInductionVar();
+    batchLast_ = last;
     for (auto [phase, shape] : llvm::zip(phases, shapes)) {
       if (phase.empty() || shape.count() == 0) continue;
       if (interchanged_.contains(phase.front())) {
-        if (mlir::failed(emitInterchanged(b, llvm::cast<mlir::scf::ForOp>(phase.front()), shape,
-                                          bid))) {
+        if (mlir::failed(emitInterchanged(b, llvm::cast<mlir::scf::ForOp>(phase.front()), shape))) {
           return mlir::failure();
         }
         continue;
@@ -507,7 +528,7 @@ class KernelLowering {
       Value tid = emitThreadLoops(b, shape, tb);
       mlir::IRMapping mapping;
       for (mlir::Operation* op : phase) {
-        if (mlir::failed(emitOp(tb, op, mapping, tid, bid))) return mlir::failure();
+        if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
       }
       splitLaneDivisions();
     }
@@ -535,11 +556,24 @@ class KernelLowering {
       return at.create<mlir::arith::ConstantIndexOp>(at.getUnknownLoc(), v);
     };
     mlir::OpBuilder* at = &b;
+    // The blocks of the batch (see run()), each block's threads inside.
+    mlir::OpBuilder blockBuilder(b.getContext());
+    bid_ = batchFirst_;
+    blockInBatch_ = {};
+    if (batch_ > 1) {
+      Value end = b.create<mlir::arith::MinSIOp>(
+          loc, b.create<mlir::arith::AddIOp>(loc, batchFirst_, index(b, batch_)), batchLast_);
+      auto blocks = b.create<mlir::scf::ForOp>(loc, batchFirst_, end, index(b, 1));
+      blockBuilder.setInsertionPoint(blocks.getBody()->getTerminator());
+      at = &blockBuilder;
+      bid_ = blocks.getInductionVar();
+      blockInBatch_ = blockBuilder.create<mlir::arith::SubIOp>(loc, bid_, batchFirst_);
+    }
     mlir::OpBuilder warpBuilder(b.getContext());
-    Value base = index(b, shape.w0 * shape.period);
+    Value base = index(*at, shape.w0 * shape.period);
     if (shape.w1 - shape.w0 > 1) {
-      auto warps = b.create<mlir::scf::ForOp>(loc, base, index(b, shape.w1 * shape.period),
-                                              index(b, shape.period));
+      auto warps = at->create<mlir::scf::ForOp>(loc, base, index(*at, shape.w1 * shape.period),
+                                                index(*at, shape.period));
       warpBuilder.setInsertionPoint(warps.getBody()->getTerminator());
       at = &warpBuilder;
       base = warps.getInductionVar();
@@ -731,10 +765,28 @@ class KernelLowering {
 
   Value slotAt(mlir::OpBuilder& b, Value value, Value tid) {
     mlir::Location loc = value.getLoc();
+    if (blockInBatch_) {
+      // The block's slots within the batch's.
+      tid = b.create<mlir::arith::AddIOp>(
+          loc,
+          b.create<mlir::arith::MulIOp>(
+              loc, blockInBatch_, b.create<mlir::arith::ConstantIndexOp>(loc, slotsOf(value))),
+          tid);
+    }
     Value i = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), tid);
     return b.create<mlir::LLVM::GEPOp>(loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
                                        storageType(value.getType()), spillSlots_[value],
                                        mlir::ValueRange{i});
+  }
+
+  // The current block's copy of the shared buffer `name`.
+  Value sharedAt(mlir::OpBuilder& b, llvm::StringRef name) {
+    Value base = sharedSlots_[name];
+    if (!blockInBatch_) return base;
+    mlir::Location loc = base.getLoc();
+    Value i = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), blockInBatch_);
+    return b.create<mlir::LLVM::GEPOp>(loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
+                                       sharedTypes_[name], base, mlir::ValueRange{i});
   }
 
   Value reload(mlir::OpBuilder& b, Value value, Value tid) {
@@ -834,9 +886,8 @@ class KernelLowering {
       return mlir::success();
     }
     if (auto addr = llvm::dyn_cast<mlir::LLVM::AddressOfOp>(op)) {
-      auto it = sharedSlots_.find(addr.getGlobalName());
-      if (it != sharedSlots_.end()) {
-        mapping.map(addr.getResult(), it->second);
+      if (sharedSlots_.count(addr.getGlobalName())) {
+        mapping.map(addr.getResult(), sharedAt(b, addr.getGlobalName()));
         return mlir::success();
       }
     }
@@ -844,10 +895,9 @@ class KernelLowering {
       // Shared memory is ordinary memory here: no cast.
       if (auto addr = cast.getArg().getDefiningOp<mlir::LLVM::AddressOfOp>();
           addr && sharedSlots_.count(addr.getGlobalName())) {
-        mapping.map(cast.getResult(), sharedSlots_[addr.getGlobalName()]);
-        if (spilled_.contains(cast.getResult())) {
-          spill(b, cast.getResult(), sharedSlots_[addr.getGlobalName()], tid);
-        }
+        Value at = sharedAt(b, addr.getGlobalName());
+        mapping.map(cast.getResult(), at);
+        if (spilled_.contains(cast.getResult())) spill(b, cast.getResult(), at, tid);
         return mlir::success();
       }
     }
@@ -877,11 +927,11 @@ class KernelLowering {
   // values start in its results' slots, every iteration reads and writes
   // them there, thread by thread.
   mlir::LogicalResult emitInterchanged(mlir::OpBuilder& b, mlir::scf::ForOp loop,
-                                       const ThreadShape& shape, Value bid) {
+                                       const ThreadShape& shape) {
     mlir::OpBuilder tb(b.getContext());
     Value tid = emitThreadLoops(b, shape, tb);
     mlir::IRMapping init;
-    if (mlir::failed(provideOperands(tb, loop, init, tid, bid, /*operandsOnly=*/true))) {
+    if (mlir::failed(provideOperands(tb, loop, init, tid, bid_, /*operandsOnly=*/true))) {
       return mlir::failure();
     }
     for (auto [result, start] : llvm::zip(loop.getResults(), loop.getInitArgs())) {
@@ -901,11 +951,11 @@ class KernelLowering {
       mapping.map(arg, reload(tb, result, tid));
     }
     for (mlir::Operation& op : loop.getBody()->without_terminator()) {
-      if (mlir::failed(provideOperands(tb, &op, mapping, tid, bid))) return mlir::failure();
+      if (mlir::failed(provideOperands(tb, &op, mapping, tid, bid_))) return mlir::failure();
       tb.clone(op, mapping);
     }
     auto yield = llvm::cast<mlir::scf::YieldOp>(loop.getBody()->getTerminator());
-    if (mlir::failed(provideOperands(tb, yield, mapping, tid, bid))) return mlir::failure();
+    if (mlir::failed(provideOperands(tb, yield, mapping, tid, bid_))) return mlir::failure();
     for (auto [result, next] : llvm::zip(loop.getResults(), yield.getOperands())) {
       spill(tb, result, mapping.lookupOrDefault(next), tid);
     }
@@ -991,6 +1041,12 @@ class KernelLowering {
   // Ops every phase that uses them emits again (see run(), step 2).
   llvm::DenseSet<mlir::Operation*> recomputed_;
   llvm::StringMap<Value> sharedSlots_;
+  llvm::StringMap<mlir::Type> sharedTypes_;
+  // Blocks per batch (see run()); the batch's first block and the call's
+  // last; the block being emitted and its place in the batch (null for
+  // batches of one).
+  int64_t batch_ = 1;
+  Value batchFirst_, batchLast_, bid_, blockInBatch_;
   mlir::IRMapping argMap_;
   llvm::SetVector<mlir::Operation*> shuffles_;
   // The thread id of the loop being emitted: base + lane, base a multiple

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "passes/Passes.h"
 
 namespace xla::gpu {
@@ -116,6 +117,10 @@ bool pipelineFirstLoad(mlir::scf::ForOp& loop) {
   return true;
 }
 
+// unroll-top-level-accumulations=false keeps loops of at least this many
+// iterations.
+constexpr int64_t kMinAccumulationTrips = 4;
+
 class OptimizeLoopsPass : public impl::OptimizeLoopsPassBase<OptimizeLoopsPass> {
  public:
   using OptimizeLoopsPassBase::OptimizeLoopsPassBase;
@@ -130,13 +135,23 @@ class OptimizeLoopsPass : public impl::OptimizeLoopsPassBase<OptimizeLoopsPass> 
       auto ub = mlir::getConstantIntValue(loop.getUpperBound());
       auto step = mlir::getConstantIntValue(loop.getStep());
       bool unrollable = false;
+      int64_t trips = 0;
       if (lb && ub && step && *step > 0) {
-        int64_t trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
+        trips = *ub > *lb ? (*ub - *lb + *step - 1) / *step : 0;
         int64_t ops = 0;
         loop.getBody()->walk([&](mlir::Operation*) { ++ops; });
         // Unrolling trades code size for fewer branches and more scheduling
         // freedom; past a few hundred ops the instruction cache loses.
         unrollable = trips <= maxTripCount && ops * trips <= maxUnrolledOps;
+      }
+      // A thread's accumulation over a few elements (a vector's two) is
+      // cheaper unrolled on any target.
+      bool accumulates = llvm::any_of(loop.getInitArgs().getTypes(), [](mlir::Type t) {
+        return !llvm::isa<mlir::RankedTensorType>(t);
+      });
+      if (!unrollTopLevelAccumulations && accumulates && trips >= kMinAccumulationTrips &&
+          llvm::isa<mlir::func::FuncOp>(loop->getParentOp())) {
+        unrollable = false;
       }
       if (unrollable) {
         if (mlir::failed(mlir::loopUnrollFull(loop))) {

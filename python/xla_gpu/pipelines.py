@@ -50,6 +50,10 @@ class PipelineOptions:
     # hides the load's latency behind the loop body; the CPU target, whose
     # thread loops LLVM vectorizes, gets a branch in every iteration.
     pipeline_loads: bool = True
+    # Unroll a thread's accumulation loop at the top level of the kernel;
+    # the CPU target keeps it a loop and runs it interchanged with the
+    # threads (each step a vectorized loop over them).
+    unroll_accumulations: bool = True
     # None: 32 when every tensor of the module is small enough that index
     # arithmetic cannot overflow it (cheaper on GPUs), else 64.
     index_bitwidth: int | None = None
@@ -104,8 +108,11 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
     if opts.vectorize:
         passes += ["func.func(xla-gpu-vectorize-loads-stores)", "canonicalize"]
     if opts.unroll:
-        pipelining = "" if opts.pipeline_loads else "{pipeline-loads=false}"
-        passes += [f"func.func(xla-gpu-optimize-loops{pipelining})"]
+        options = [] if opts.pipeline_loads else ["pipeline-loads=false"]
+        if not opts.unroll_accumulations:
+            options.append("unroll-top-level-accumulations=false")
+        suffix = "{" + " ".join(options) + "}" if options else ""
+        passes += [f"func.func(xla-gpu-optimize-loops{suffix})"]
     passes += ["canonicalize", "cse"]
 
 

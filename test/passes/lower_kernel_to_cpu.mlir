@@ -3,16 +3,22 @@
 // A barrier cuts the kernel into two loops over the threads, inside the loop
 // over the blocks of [first, last); a value used across it lives in a
 // per-thread array -- but integer and pointer arithmetic on the ids (the
-// index %i) is computed again after the barrier, not stored; shared memory
-// is a buffer per call.
+// index %i) is computed again after the barrier, not stored. Blocks run in
+// batches (here all 4 of the grid): each phase loops over the batch's
+// blocks, and each block of a batch has its own slots and shared memory.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
 // CHECK-DAG: %[[SPILL:.*]] = llvm.alloca %{{.*}} x f32 {alignment = 16 : i64} : (i64) -> !llvm.ptr
 // CHECK-DAG: %[[SHMEM:.*]] = llvm.alloca %{{.*}} x !llvm.array<64 x f32> {alignment = 16 : i64} : (i64) -> !llvm.ptr
 // CHECK-NOT: llvm.alloca
-// CHECK: scf.for %[[BID:.*]] = %[[FIRST]] to %[[LAST]]
+// CHECK: scf.for %[[B0:.*]] = %[[FIRST]] to %[[LAST]] step %c4
+// CHECK:   %[[END:.*]] = arith.minsi %{{.*}}, %[[LAST]]
+// CHECK:   scf.for %[[BID:.*]] = %[[B0]] to %[[END]]
+// CHECK:     %[[NTH:.*]] = arith.subi %[[BID]], %[[B0]]
 // CHECK:   scf.for %[[T1:.*]] = %c0{{.*}} to %c64{{.*}} step
+// CHECK:     llvm.getelementptr %[[SHMEM]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.array<64 x f32>
 // CHECK:     %[[V:.*]] = llvm.load
+// CHECK:     arith.muli %[[NTH]], %c64
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:   scf.for %[[T2:.*]] = %c0{{.*}} to %c64{{.*}} step

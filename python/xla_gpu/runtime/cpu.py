@@ -98,7 +98,8 @@ _SUB_BYTE = [{ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype},
 # across threads -- the thread loop -- and a loop holding vector-typed loads
 # is one LLVM's loop vectorizer leaves alone: measured on the seed's GELU,
 # 55 ms with the transfers, 20 ms without.
-CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False, pipeline_loads=False)
+CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False, pipeline_loads=False,
+                                               unroll_accumulations=False)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

@@ -309,7 +309,10 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        of their steps is one a GPU may run.
     7. Divisions of the thread id by a constant the phase's period divides
        (a warp) split into the warp loop's base and the lane, so that
-       addresses are affine in the innermost loop.
+       addresses are affine in the innermost loop; a division of an
+       invariant plus the thread id by a constant no lane reaches (the loop
+       emitter's row and column of a linear index) cuts the thread loop in
+       two where the quotient steps, each half affine in the lane.
     8. Kernels with barriers but no shuffles run their blocks in batches
        (up to 16 blocks, slots and shared memory within 512 KiB), phase by
        phase: neighbouring tiles of a transpose read whole rows.

@@ -25,6 +25,7 @@
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "passes/Passes.h"
 
 namespace xla::gpu {
@@ -531,6 +532,7 @@ class KernelLowering {
         if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
       }
       splitLaneDivisions();
+      splitAtQuotientStep();
     }
     b.setInsertionPointToEnd(newBody);
     if (heap) b.create<mlir::LLVM::CallOp>(loc, freeFn, mlir::ValueRange{heap});
@@ -875,6 +877,85 @@ class KernelLowering {
     }
   }
 
+  // Divisions of an invariant plus the thread id by a constant d no lane
+  // reaches (the loop emitter's (bl * 128 + th) / columns): as the lanes run,
+  // the quotient steps up once, at a lane known before the loop. The lane
+  // loop is cut there in two, in each of which quotient and remainder are
+  // affine in the lane -- contiguous accesses, where one loop has a
+  // division per element and gathers.
+  void splitAtQuotientStep() {
+    mlir::scf::ForOp lanes = lanes_.loop;
+    // The block's part of the index (the ids' arithmetic each phase
+    // recomputes) out of the loop first.
+    mlir::moveLoopInvariantCode(llvm::cast<mlir::LoopLikeOpInterface>(lanes.getOperation()));
+    auto lo = mlir::getConstantIntValue(lanes.getLowerBound());
+    auto hi = mlir::getConstantIntValue(lanes.getUpperBound());
+    if (!lo || !hi || *lo < 0) return;
+    auto inside = [&](Value v) { return lanes.getRegion().isAncestor(v.getParentRegion()); };
+    // offset + tid, offset invariant in the loop (tid = base + lane).
+    auto offsetOf = [&](Value x) -> Value {
+      auto add = x.getDefiningOp<mlir::arith::AddIOp>();
+      if (!add) return {};
+      for (int i = 0; i < 2; ++i) {
+        if (add->getOperand(i) == lanes_.tid && !inside(add->getOperand(1 - i))) {
+          return add->getOperand(1 - i);
+        }
+      }
+      return {};
+    };
+    Value x, offset;
+    int64_t d = 0;
+    SmallVector<mlir::Operation*> divisions;
+    lanes.getBody()->walk([&](mlir::Operation* op) {
+      if (!llvm::isa<mlir::arith::DivUIOp, mlir::arith::RemUIOp>(op)) return;
+      auto divisor = mlir::getConstantIntValue(op->getOperand(1));
+      if (!divisor || *divisor < *hi) return;
+      if (!x) {
+        offset = offsetOf(op->getOperand(0));
+        if (!offset) return;
+        x = op->getOperand(0);
+        d = *divisor;
+      }
+      if (op->getOperand(0) == x && *divisor == d) divisions.push_back(op);
+    });
+    if (divisions.empty()) return;
+    mlir::Location loc = lanes.getLoc();
+    mlir::OpBuilder b(lanes);
+    auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
+    // x = start + lane.
+    Value start = offset;
+    if (lanes_.tid != lanes_.lane) start = b.create<mlir::arith::AddIOp>(loc, offset, lanes_.base);
+    Value divisor = index(d);
+    Value q0 = b.create<mlir::arith::DivUIOp>(loc, start, divisor);
+    Value r0 = b.create<mlir::arith::RemUIOp>(loc, start, divisor);
+    Value q1 = b.create<mlir::arith::AddIOp>(loc, q0, index(1));
+    Value cut = b.create<mlir::arith::MaxSIOp>(
+        loc, lanes.getLowerBound(),
+        b.create<mlir::arith::MinSIOp>(loc, lanes.getUpperBound(),
+                                       b.create<mlir::arith::SubIOp>(loc, divisor, r0)));
+    b.setInsertionPointAfter(lanes);
+    mlir::IRMapping copies;
+    auto second = llvm::cast<mlir::scf::ForOp>(b.clone(*lanes, copies));
+    lanes.getUpperBoundMutable().assign(cut);
+    second.getLowerBoundMutable().assign(cut);
+    auto replace = [&](mlir::Operation* op, Value lane, bool stepped) {
+      mlir::OpBuilder at(op);
+      Value result;
+      if (llvm::isa<mlir::arith::DivUIOp>(op)) {
+        result = stepped ? q1 : q0;
+      } else {
+        result = at.create<mlir::arith::AddIOp>(loc, r0, lane);
+        if (stepped) result = at.create<mlir::arith::SubIOp>(loc, result, divisor);
+      }
+      op->getResult(0).replaceAllUsesWith(result);
+      op->erase();
+    };
+    for (mlir::Operation* op : divisions) {
+      replace(copies.lookup(op), second.getInductionVar(), /*stepped=*/true);
+      replace(op, lanes.getInductionVar(), /*stepped=*/false);
+    }
+  }
+
   mlir::LogicalResult emitOp(mlir::OpBuilder& b, mlir::Operation* op, mlir::IRMapping& mapping,
                              Value tid, Value bid) {
     if (auto t = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(op)) {
@@ -938,6 +1019,7 @@ class KernelLowering {
       spill(tb, result, init.lookupOrDefault(start), tid);
     }
     splitLaneDivisions();
+    splitAtQuotientStep();
     auto bound = [&](Value v) -> Value {
       return b.create<mlir::arith::ConstantIndexOp>(loop.getLoc(), *mlir::getConstantIntValue(v));
     };
@@ -960,6 +1042,7 @@ class KernelLowering {
       spill(tb, result, mapping.lookupOrDefault(next), tid);
     }
     splitLaneDivisions();
+    splitAtQuotientStep();
     return mlir::success();
   }
 

@@ -15,10 +15,10 @@
 // CHECK:   %[[END:.*]] = arith.minsi %{{.*}}, %[[LAST]]
 // CHECK:   scf.for %[[BID:.*]] = %[[B0]] to %[[END]]
 // CHECK:     %[[NTH:.*]] = arith.subi %[[BID]], %[[B0]]
-// CHECK:   scf.for %[[T1:.*]] = %c0{{.*}} to %c64{{.*}} step
 // CHECK:     llvm.getelementptr %[[SHMEM]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.array<64 x f32>
-// CHECK:     %[[V:.*]] = llvm.load
 // CHECK:     arith.muli %[[NTH]], %c64
+// CHECK:   scf.for %[[T1:.*]] = %c0{{.*}} to %c64{{.*}} step
+// CHECK:     %[[V:.*]] = llvm.load
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:   scf.for %[[T2:.*]] = %c0{{.*}} to %c64{{.*}} step
@@ -55,14 +55,14 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK-LABEL: func.func @shuffle
 // CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
 // CHECK:     scf.for %[[W:.*]] = %c0 to %c64 step %c32
-// CHECK:       scf.for %{{.*}} = %c4 to %c32
+// CHECK:       scf.for %{{.*}} = %c4{{.*}} to %c32{{.*}}
 // CHECK:         llvm.store
 // CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64
-// CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32
-// CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c4
-// CHECK:       %[[OTHER:.*]] = arith.addi %[[T]], %c4
-// CHECK:       %[[IN_BLOCK:.*]] = arith.cmpi ult, %[[OTHER]], %c64
-// CHECK:       %[[IN_SEGMENT:.*]] = arith.cmpi ult, %[[TARGET]], %c32
+// CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32{{.*}}
+// CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c4{{.*}}
+// CHECK:       %[[OTHER:.*]] = arith.addi %[[T]], %c4{{.*}}
+// CHECK:       %[[IN_BLOCK:.*]] = arith.cmpi ult, %[[OTHER]], %c64{{.*}}
+// CHECK:       %[[IN_SEGMENT:.*]] = arith.cmpi ult, %[[TARGET]], %c32{{.*}}
 // CHECK:       %[[VALID:.*]] = arith.andi %[[IN_SEGMENT]], %[[IN_BLOCK]]
 // CHECK:       %[[OWN:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
 // CHECK:       %[[I:.*]] = arith.index_cast %[[OTHER]] : index to i64
@@ -256,10 +256,10 @@ func.func @data_guard(%in: !llvm.ptr, %flag: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:     scf.for %[[T0:.*]] = %c0{{.*}} to %c64
 // CHECK:       llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
 // CHECK:     scf.for %[[K:.*]] = %c0{{.*}} to %c16{{.*}} step %c1
+// CHECK:       %[[ROW:.*]] = arith.muli %[[K]], %c64
 // CHECK:       scf.for %[[T:.*]] = %c0{{.*}} to %c64
 // CHECK:         %[[AT:.*]] = llvm.getelementptr %[[ACC]][%{{.*}}]
 // CHECK:         %[[OLD:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
-// CHECK:         %[[ROW:.*]] = arith.muli %[[K]], %c64
 // CHECK:         %[[E:.*]] = arith.addi %[[ROW]], %[[T]]
 // CHECK:         %[[X:.*]] = llvm.load
 // CHECK:         %[[NEW:.*]] = arith.addf %[[OLD]], %[[X]]

@@ -1,0 +1,49 @@
+// RUN: xla-gpu-opt %s -xla-gpu-lower-kernel-to-cpu -canonicalize -cse | FileCheck %s
+
+// A division of the block's first element plus the thread id by a constant
+// no lane reaches (the loop emitter's row and column of a linear index):
+// the quotient steps up once while the lanes run, at a lane known before
+// the loop. The loop is cut there; in each half the row is a constant and
+// the column the lane plus one, so the accesses are contiguous.
+// CHECK-LABEL: func.func @row_col
+// CHECK:     scf.for %[[BID:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK:       %[[FIRST:.*]] = arith.muli %[[BID]], %c128
+// CHECK:       %[[Q0:.*]] = arith.divui %[[FIRST]], %c200
+// CHECK:       %[[R0:.*]] = arith.remui %[[FIRST]], %c200
+// CHECK:       %[[Q1:.*]] = arith.addi %[[Q0]], %c1
+// CHECK:       %[[LEFT:.*]] = arith.subi %c200, %[[R0]]
+// CHECK:       %[[LOW:.*]] = arith.minsi %[[LEFT]], %c128
+// CHECK:       %[[CUT:.*]] = arith.maxsi %[[LOW]], %c0
+// CHECK:       scf.for %[[L:.*]] = %c0 to %[[CUT]] step %c1
+// CHECK-NOT:     arith.divui
+// CHECK-NOT:     arith.remui
+// CHECK:         %[[COL:.*]] = arith.addi %[[R0]], %[[L]]
+// CHECK:         %[[ROW:.*]] = arith.muli %[[Q0]], %c328
+// CHECK:         arith.addi %[[ROW]], %[[COL]]
+// CHECK:       scf.for %[[L2:.*]] = %[[CUT]] to %c128 step %c1
+// CHECK-NOT:     arith.divui
+// CHECK-NOT:     arith.remui
+// CHECK:         %[[COL2:.*]] = arith.addi %[[R0]], %[[L2]]
+// CHECK:         %[[NEXT:.*]] = arith.subi %[[COL2]], %c200
+// CHECK:         %[[ROW2:.*]] = arith.muli %[[Q1]], %c328
+// CHECK:         arith.addi %[[ROW2]], %[[NEXT]]
+func.func @row_col(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 99 : index]}
+  %c128 = arith.constant 128 : index
+  %c200 = arith.constant 200 : index
+  %c328 = arith.constant 328 : index
+  %first = arith.muli %bid, %c128 : index
+  %e = arith.addi %first, %tid : index
+  %row = arith.divui %e, %c200 : index
+  %col = arith.remui %e, %c200 : index
+  %i = arith.index_cast %e : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %r = arith.muli %row, %c328 : index
+  %o = arith.addi %r, %col : index
+  %j = arith.index_cast %o : index to i64
+  %q = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  return
+}

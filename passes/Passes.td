@@ -285,7 +285,8 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        `gpu.shuffle`; each phase is a loop over the threads of the block, so
        every thread finishes a phase before any starts the next.
     2. Values that live across a cut are kept per thread (an array indexed by
-       the thread id); constants, ids, shared-memory addresses and the
+       the thread id; a small vector one array per element, so that thread
+       loops are scalar code LLVM widens across the threads); constants, ids, shared-memory addresses and the
        integer and pointer arithmetic on them (index maps) are recomputed
        instead -- cheaper than a store and a load per thread.
     3. A `gpu.shuffle` is a cut too: the phase using its result reads the
@@ -333,7 +334,7 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-                           "::mlir::complex::ComplexDialect"];
+                           "::mlir::complex::ComplexDialect", "::mlir::vector::VectorDialect"];
 }
 
 #endif  // XLA_GPU_PASSES_TD

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/APInt.h"
 #include "llvm/ADT/BitVector.h"
 #include "mlir/IR/IRMapping.h"
@@ -112,6 +113,8 @@ constexpr uint64_t kMaxStorageBytes = uint64_t{1} << 30;
 // Blocks run phase by phase in batches of at most kMaxBatch, whose slots and
 // shared memory stay within kBatchStorageBytes (a core's L2 holds them).
 constexpr int64_t kMaxBatch = 16;
+// Vectors of at most this many elements are spilled one array per element.
+constexpr int64_t kMaxComponents = 16;
 constexpr uint64_t kBatchStorageBytes = uint64_t{512} << 10;
 
 bool isCut(mlir::Operation* op) { return llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op); }
@@ -450,7 +453,9 @@ class KernelLowering {
       return llvm::alignTo(layout.getTypeSize(t).getFixedValue() * uint64_t(n), 16);
     };
     uint64_t storage = 0;
-    for (Value v : spilled_) storage += bytesOf(storageType(v.getType()), slotsOf(v));
+    for (Value v : spilled_) {
+      storage += bytesOf(storageType(v.getType()), slotsOf(v) * componentsOf(v.getType()));
+    }
     for (auto global : shared) storage += bytesOf(global.getType(), 1);
     if (storage > kMaxStorageBytes) {
       return f_.emitOpError() << "needs " << storage << " bytes of per-thread and shared "
@@ -505,7 +510,7 @@ class KernelLowering {
       return b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), n);
     };
     for (Value v : spilled_) {
-      int64_t slots = slotsOf(v) * batch_;
+      int64_t slots = slotsOf(v) * batch_ * componentsOf(v.getType());
       spillSlots_[v] = slot(storageType(v.getType()), slots, count(slots));
     }
     for (auto global : shared) {
@@ -756,24 +761,42 @@ class KernelLowering {
     return id;
   }
 
+  // A small vector of integers or floats is kept as one array per element
+  // (structure of arrays): a thread loop then reads and writes scalars,
+  // which LLVM's loop vectorizer widens across the threads (it leaves
+  // loops on vector-typed values alone).
+  static int64_t componentsOf(mlir::Type t) {
+    auto vector = llvm::dyn_cast<mlir::VectorType>(t);
+    if (!vector || vector.getRank() != 1 || vector.isScalable() ||
+        !(vector.getElementType().isIntOrFloat() && !vector.getElementType().isIndex()) ||
+        vector.getNumElements() > kMaxComponents) {
+      return 1;
+    }
+    return vector.getNumElements();
+  }
+
   // Spilled values are stored as LLVM-compatible types (index as i64, a
-  // complex value as an array of its two parts).
+  // complex value as an array of its two parts, a vector's elements apart).
   static mlir::Type storageType(mlir::Type t) {
     if (auto complex = llvm::dyn_cast<mlir::ComplexType>(t)) {
       return mlir::LLVM::LLVMArrayType::get(complex.getElementType(), 2);
     }
+    if (componentsOf(t) > 1) return llvm::cast<mlir::VectorType>(t).getElementType();
     return t.isIndex() ? mlir::IntegerType::get(t.getContext(), 64) : t;
   }
 
-  Value slotAt(mlir::OpBuilder& b, Value value, Value tid) {
+  // Element `component` of `value` for thread `tid`: slots [component]
+  // [block in the batch][thread].
+  Value slotAt(mlir::OpBuilder& b, Value value, Value tid, int64_t component = 0) {
     mlir::Location loc = value.getLoc();
+    auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
     if (blockInBatch_) {
       // The block's slots within the batch's.
       tid = b.create<mlir::arith::AddIOp>(
-          loc,
-          b.create<mlir::arith::MulIOp>(
-              loc, blockInBatch_, b.create<mlir::arith::ConstantIndexOp>(loc, slotsOf(value))),
-          tid);
+          loc, b.create<mlir::arith::MulIOp>(loc, blockInBatch_, index(slotsOf(value))), tid);
+    }
+    if (component > 0) {
+      tid = b.create<mlir::arith::AddIOp>(loc, tid, index(component * slotsOf(value) * batch_));
     }
     Value i = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), tid);
     return b.create<mlir::LLVM::GEPOp>(loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
@@ -793,6 +816,15 @@ class KernelLowering {
 
   Value reload(mlir::OpBuilder& b, Value value, Value tid) {
     mlir::Location loc = value.getLoc();
+    if (int64_t n = componentsOf(value.getType()); n > 1) {
+      SmallVector<Value> elements;
+      for (int64_t i = 0; i < n; ++i) {
+        elements.push_back(b.create<mlir::LLVM::LoadOp>(loc, storageType(value.getType()),
+                                                        slotAt(b, value, tid, i)));
+      }
+      return b.create<mlir::vector::FromElementsOp>(
+          loc, llvm::cast<mlir::VectorType>(value.getType()), elements);
+    }
     Value loaded = b.create<mlir::LLVM::LoadOp>(loc, storageType(value.getType()),
                                                 slotAt(b, value, tid));
     if (value.getType().isIndex()) {
@@ -808,6 +840,13 @@ class KernelLowering {
 
   void spill(mlir::OpBuilder& b, Value original, Value computed, Value tid) {
     mlir::Location loc = original.getLoc();
+    if (int64_t n = componentsOf(original.getType()); n > 1) {
+      for (int64_t i = 0; i < n; ++i) {
+        Value element = b.create<mlir::vector::ExtractOp>(loc, computed, llvm::ArrayRef<int64_t>{i});
+        b.create<mlir::LLVM::StoreOp>(loc, element, slotAt(b, original, tid, i));
+      }
+      return;
+    }
     Value stored = computed;
     if (computed.getType().isIndex()) {
       stored = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), computed);

@@ -299,3 +299,31 @@ func.func @shuffle_offset_unknown(%out: !llvm.ptr, %offset: i32) {
   llvm.store %s, %out : i32, !llvm.ptr
   return
 }
+
+// -----
+
+// A vector<2xf32> kept across a barrier is two arrays of f32, one per
+// element (structure of arrays): the thread loops read and write scalars,
+// which LLVM vectorizes across the threads.
+// CHECK-LABEL: func.func @vector_spill
+// CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
+// CHECK:     scf.for
+// CHECK:       %[[E0:.*]] = vector.extract %{{.*}}[0] : f32 from vector<2xf32>
+// CHECK:       llvm.store %[[E0]]
+// CHECK:       %[[E1:.*]] = vector.extract %{{.*}}[1] : f32 from vector<2xf32>
+// CHECK:       %[[SECOND:.*]] = arith.addi %{{.*}}, %c32
+// CHECK:       llvm.store %[[E1]]
+// CHECK:     scf.for
+// CHECK:       %[[L0:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:       %[[L1:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:       vector.from_elements %[[L0]], %[[L1]] : vector<2xf32>
+func.func @vector_spill(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, vector<2xf32>
+  %v = llvm.load %p : !llvm.ptr -> vector<2xf32>
+  gpu.barrier
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, vector<2xf32>
+  llvm.store %v, %o : vector<2xf32>, !llvm.ptr
+  return
+}

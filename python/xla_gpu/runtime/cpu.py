@@ -132,6 +132,21 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _pools[workers]
 
 
+def _copy(dst: np.ndarray, src: np.ndarray, workers: int) -> None:
+    """dst[:] = src for flat arrays, split over `workers` threads when large
+    (numpy lets go of the GIL while it copies; one core does not saturate
+    the memory bandwidth)."""
+    if workers == 1 or dst.nbytes < MIN_BYTES_FOR_WORKERS:
+        np.copyto(dst, src)
+        return
+    bounds = np.linspace(0, dst.size, workers + 1).astype(np.int64).tolist()
+    others = [_pool(workers - 1).submit(np.copyto, dst[lo:hi], src[lo:hi])
+              for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    np.copyto(dst[:bounds[1]], src[:bounds[1]])
+    for other in others:
+        other.result()
+
+
 def _entry_function(module: ir.Module, entry: str | None):
     """The function named `entry`, or the module's one public function."""
     funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
@@ -316,7 +331,8 @@ class CpuKernel:
             if k < first_output:
                 continue
             if buffers[k].ctypes.data != buffers[v].ctypes.data:
-                np.copyto(buffers[k].reshape(-1), buffers[v].reshape(-1).view(buffers[k].dtype))
+                _copy(buffers[k].reshape(-1), buffers[v].reshape(-1).view(buffers[k].dtype),
+                      workers)
             buffers[v] = buffers[k]
         addresses = [b.ctypes.data for i, b in enumerate(buffers) if i not in self.aliases]
         count = len(addresses) + 2
@@ -331,8 +347,13 @@ class CpuKernel:
         if workers == 1:
             run(0, self.num_blocks)
         else:
+            # The caller runs the first share itself (one hand-off fewer).
             bounds = np.linspace(0, self.num_blocks, workers + 1).astype(np.int64).tolist()
-            list(_pool(workers).map(run, bounds[:-1], bounds[1:]))
+            others = [_pool(workers - 1).submit(run, lo, hi)
+                      for lo, hi in zip(bounds[1:-1], bounds[2:])]
+            run(bounds[0], bounds[1])
+            for other in others:
+                other.result()
         for i in range(len(arrays) - self.num_results, len(arrays)):
             if self.params[i].packed_bits:
                 _unpack(buffers[i], self.params[i].packed_bits, arrays[i])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
@@ -141,7 +142,14 @@ def xla_parser_error(hlo_text: str) -> str | None:
     if r.returncode < 0:
         return (f"XLA's HLO parser crashed ({signal.Signals(-r.returncode).name}) on the "
                 "module: it is malformed in a way the checks here do not catch")
+    # XLA's message: "... was parsing L:C: error: WHAT", the source line and
+    # a caret under column C (the last line: a caret alone says nothing).
     lines = [line for line in r.stderr.strip().splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        found = re.search(r"(\d+:\d+: error: .*)", line)
+        if found:
+            source = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            return f"XLA's HLO parser: {found.group(1)}" + (f" (in '{source}')" if source else "")
     return lines[-1] if lines else f"XLA's HLO parser failed (exit status {r.returncode})"
 
 

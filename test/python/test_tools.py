@@ -380,6 +380,21 @@ def test_run_hlo_survives_what_crashes_xlas_parser(tmp_path, name):
     assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+def test_run_hlo_reports_xlas_parser_message(tmp_path):
+    """A module our parser takes and XLA's does not (a module named like a
+    type: XLA lexes `s4` as one): the error is XLA's message with its place
+    and source line, not the caret line alone that ends XLA's output."""
+    path = tmp_path / "m.hlo"
+    path.write_text("HloModule s4\n\nfused {\n  a = s4[8] parameter(0)\n"
+                    "  ROOT n = s4[8] negate(a)\n}\n\nENTRY e {\n  p = s4[8] parameter(0)\n"
+                    "  ROOT f = s4[8] fusion(p), kind=kLoop, calls=fused\n}\n")
+    proc = subprocess.run([sys.executable, "-m", "xla_gpu.tools.run_hlo", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc
+    assert "XLA's HLO parser: 1:10: error: expects name (in 'HloModule s4')" in proc.stderr, \
+        proc.stderr
+
+
 # Found by fuzz/fuzz.py (hlo harness, seeds 0 and 1): each was an internal
 # error; minimized by hand. (text of the module, line, message)
 FUZZ_FINDINGS = {

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <optional>
+
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
@@ -129,9 +131,71 @@ struct PackedElement {
   Value shift;  // i8: where the element starts in it
 };
 
+// `v` / `d` without a division when `v` is a sum of multiples of `d`
+// (constants, products with a constant multiple of d, their sums and
+// differences); std::nullopt otherwise.
+std::optional<Value> exactQuotient(mlir::OpBuilder& b, mlir::Location loc, Value v, int64_t d,
+                                   int depth = 0) {
+  if (depth > 16) return std::nullopt;
+  if (auto c = mlir::getConstantIntValue(v)) {
+    if (*c % d != 0) return std::nullopt;
+    return b.create<mlir::arith::ConstantIndexOp>(loc, *c / d).getResult();
+  }
+  mlir::Operation* def = v.getDefiningOp();
+  if (auto mul = llvm::dyn_cast_or_null<mlir::arith::MulIOp>(def)) {
+    for (int i = 0; i < 2; ++i) {
+      auto c = mlir::getConstantIntValue(mul->getOperand(i));
+      if (c && *c % d == 0) {
+        return b.create<mlir::arith::MulIOp>(
+                    loc, mul->getOperand(1 - i),
+                    b.create<mlir::arith::ConstantIndexOp>(loc, *c / d))
+            .getResult();
+      }
+    }
+    return std::nullopt;
+  }
+  if (llvm::isa_and_nonnull<mlir::arith::AddIOp, mlir::arith::SubIOp>(def)) {
+    auto x = exactQuotient(b, loc, def->getOperand(0), d, depth + 1);
+    auto y = x ? exactQuotient(b, loc, def->getOperand(1), d, depth + 1) : std::nullopt;
+    if (!y) return std::nullopt;
+    if (llvm::isa<mlir::arith::AddIOp>(def)) {
+      return b.create<mlir::arith::AddIOp>(loc, *x, *y).getResult();
+    }
+    return b.create<mlir::arith::SubIOp>(loc, *x, *y).getResult();
+  }
+  return std::nullopt;
+}
+
 PackedElement packedElement(mlir::OpBuilder& b, mlir::Location loc, Value base, Value index,
                             unsigned width) {
-  Value perByte = b.create<mlir::arith::ConstantIndexOp>(loc, 8 / width);
+  int64_t perByteCount = 8 / width;
+  Value perByte = b.create<mlir::arith::ConstantIndexOp>(loc, perByteCount);
+  // index = a multiple of the elements a byte holds + a constant (an
+  // unrolled thread's k-th element): the byte is the multiple's quotient
+  // plus the constant's, the position in it a constant -- so a thread's
+  // elements in one byte share its load and store (floor division: a
+  // valid index is not negative).
+  if (auto add = index.getDefiningOp<mlir::arith::AddIOp>()) {
+    for (int i = 0; i < 2; ++i) {
+      auto c = mlir::getConstantIntValue(add->getOperand(i));
+      if (!c) continue;
+      if (auto q = exactQuotient(b, loc, add->getOperand(1 - i), perByteCount)) {
+        int64_t position = ((*c % perByteCount) + perByteCount) % perByteCount;
+        int64_t carry = (*c - position) / perByteCount;
+        Value byteIndex = *q;
+        if (carry != 0) {
+          byteIndex = b.create<mlir::arith::AddIOp>(
+              loc, *q, b.create<mlir::arith::ConstantIndexOp>(loc, carry));
+        }
+        Value shift = b.create<mlir::arith::ConstantIntOp>(loc, b.getI8Type(), position * width);
+        return {gep(b, loc, base, b.getI8Type(), byteIndex), shift};
+      }
+    }
+  }
+  if (auto q = exactQuotient(b, loc, index, perByteCount)) {
+    return {gep(b, loc, base, b.getI8Type(), *q),
+            b.create<mlir::arith::ConstantIntOp>(loc, b.getI8Type(), 0)};
+  }
   Value byteIndex = b.create<mlir::arith::DivUIOp>(loc, index, perByte);
   Value position = b.create<mlir::arith::RemUIOp>(loc, index, perByte);
   Value bit = b.create<mlir::arith::MulIOp>(

@@ -108,6 +108,30 @@ func.func @int4(%in: tensor<6xi4>, %out: tensor<6xi4>, %i: index) -> tensor<6xi4
 
 // -----
 
+// An index that is a multiple of the elements a byte holds plus a constant
+// (a thread's k-th of several unrolled elements, 4 * t + 1 here): the byte
+// is the multiple's quotient plus the constant's, the shift a constant --
+// no division, and a thread's two elements of one byte share its load.
+// CHECK-LABEL: func.func @int4_known_position
+// CHECK-SAME: (%[[IN:.*]]: !llvm.ptr, %[[T:.*]]: index)
+// CHECK-NOT: arith.divui
+// CHECK-NOT: arith.remui
+// CHECK: %[[HALF:.*]] = arith.muli %[[T]], %c2
+// CHECK: %[[BI:.*]] = arith.index_cast %[[HALF]] : index to i64
+// CHECK: %[[P:.*]] = llvm.getelementptr inbounds %[[IN]][%[[BI]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK: %[[BYTE:.*]] = llvm.load %[[P]] invariant : !llvm.ptr -> i8
+// CHECK: arith.shrui %[[BYTE]], %c4_i8 : i8
+func.func @int4_known_position(%in: tensor<64xi4>, %t: index) -> i4 {
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %base = arith.muli %t, %c4 : index
+  %i = arith.addi %base, %c1 : index
+  %v = tensor.extract %in[%i] : tensor<64xi4>
+  return %v : i4
+}
+
+// -----
+
 // Shared memory is a global in address space 3; sync_threads a barrier.
 // CHECK: llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
 // CHECK-LABEL: func.func @shared

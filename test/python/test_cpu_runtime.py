@@ -6,6 +6,7 @@ import pytest
 
 from xla_gpu import examples, pipelines
 from xla_gpu.runtime import CpuKernel, KernelArgumentError
+from xla_gpu.runtime.packing import pack, unpack
 
 rng = np.random.RandomState(0)
 
@@ -421,3 +422,23 @@ func.func @main(%in: tensor<128xf32>, %out: tensor<128xf32>) -> tensor<128xf32> 
 """
     with pytest.raises(JitError, match="cannot resolve xla_gpu_no_such_helper .needed by @main"):
         CpuKernel(source)
+
+
+@pytest.mark.parametrize("bits,dtype", [(4, "int4"), (4, "uint4"), (2, "int2"), (2, "uint2")])
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 1001])
+def test_packing_matches_xlas_layout(bits, dtype, size):
+    """pack/unpack (the packed buffers of sub-byte parameters) against the
+    layout element by element: 8 / bits a byte, the first in the low bits,
+    the last byte padded with zeros; unpack gives the values back."""
+    dt = getattr(ml_dtypes, dtype)
+    lo = 0 if dtype.startswith("u") else -(1 << (bits - 1))
+    a = np.random.RandomState(size).randint(lo, lo + (1 << bits), size).astype(dt)
+    per, mask = 8 // bits, (1 << bits) - 1
+    want = np.zeros(-(-size // per), np.uint8)
+    for i, v in enumerate(a.view(np.uint8)):
+        want[i // per] |= (int(v) & mask) << (i % per * bits)
+    packed = pack(a, bits)
+    assert packed.dtype == np.uint8 and np.array_equal(packed, want)
+    back = np.zeros_like(a)
+    unpack(packed, bits, back)
+    assert np.array_equal(back.astype(np.int32), a.astype(np.int32))

@@ -318,10 +318,13 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        (up to 16 blocks, slots and shared memory within 512 KiB), phase by
        phase: neighbouring tiles of a transpose read whole rows.
 
-    9. `arith.truncf` from f64 to f16 or bf16 (compiler-rt calls on the
-       host, which the JIT may not find) becomes a truncation to f32 rounded
-       to odd followed by one to the narrow type: correctly rounded, and no
-       helper is needed.
+    9. i8 and i16 division and remainder go through f32 (x86 has no vector
+       integer division; in f32 the quotient of such integers truncates
+       exactly), so that thread loops dividing them vectorize.
+    10. `arith.truncf` from f64 to f16 or bf16 (compiler-rt calls on the
+        host, which the JIT may not find) becomes a truncation to f32 rounded
+        to odd followed by one to the narrow type: correctly rounded, and no
+        helper is needed.
 
     Barriers and shuffles inside control flow are not supported (the
     emitters place them at the top level) and are reported. Threads and

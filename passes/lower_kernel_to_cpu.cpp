@@ -9,6 +9,7 @@
 #include <array>
 #include <functional>
 #include <optional>
+#include <type_traits>
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -91,6 +92,51 @@ struct TruncF64ThroughF32 : public mlir::OpRewritePattern<mlir::arith::TruncFOp>
         loc, fix, rewriter.create<mlir::arith::AddIOp>(loc, bits, step), bits);
     Value f = rewriter.create<mlir::arith::BitcastOp>(loc, f32, odd);
     rewriter.replaceOpWithNewOp<mlir::arith::TruncFOp>(op, op.getType(), f);
+    return mlir::success();
+  }
+};
+
+// x86 has no vector integer division: LLVM divides i8 and i16 elements one
+// at a time (idiv). Through f32 instead, which vectorizes (vdivps): for
+// |a|, |b| < 2^16 the quotient a / b is exact in f32 when it is an integer,
+// and otherwise at least 1 / |b| from the next integer while f32's error
+// is below |a / b| * 2^-24 <= 2^-8 / |b| -- so truncating it is the integer
+// quotient. The remainder is a - b * q. (Division by zero and the i8/i16
+// minimum by -1 are undefined in arith as in LLVM; the emitters guard them
+// with selects before the division.)
+template <typename Op>
+struct SmallIntDivisionThroughF32 : public mlir::OpRewritePattern<Op> {
+  using mlir::OpRewritePattern<Op>::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
+    auto integer = llvm::dyn_cast<mlir::IntegerType>(mlir::getElementTypeOrSelf(op.getType()));
+    if (!integer || (integer.getWidth() != 8 && integer.getWidth() != 16)) {
+      return rewriter.notifyMatchFailure(op, "not i8 or i16");
+    }
+    constexpr bool isSigned = std::is_same_v<Op, mlir::arith::DivSIOp> ||
+                              std::is_same_v<Op, mlir::arith::RemSIOp>;
+    constexpr bool isRemainder = std::is_same_v<Op, mlir::arith::RemSIOp> ||
+                                 std::is_same_v<Op, mlir::arith::RemUIOp>;
+    mlir::Location loc = op.getLoc();
+    mlir::Type f32 = rewriter.getF32Type();
+    if (auto vector = llvm::dyn_cast<mlir::VectorType>(op.getType())) f32 = vector.clone(f32);
+    auto toFloat = [&](Value v) -> Value {
+      if (isSigned) return rewriter.create<mlir::arith::SIToFPOp>(loc, f32, v);
+      return rewriter.create<mlir::arith::UIToFPOp>(loc, f32, v);
+    };
+    Value a = op.getLhs(), b = op.getRhs();
+    Value fa = toFloat(a);
+    Value fb = toFloat(b);
+    Value quotient = rewriter.create<mlir::arith::DivFOp>(loc, fa, fb);
+    Value q;
+    if (isSigned) {
+      q = rewriter.create<mlir::arith::FPToSIOp>(loc, op.getType(), quotient);
+    } else {
+      q = rewriter.create<mlir::arith::FPToUIOp>(loc, op.getType(), quotient);
+    }
+    if (isRemainder) {
+      q = rewriter.create<mlir::arith::SubIOp>(loc, a, rewriter.create<mlir::arith::MulIOp>(loc, b, q));
+    }
+    rewriter.replaceOp(op, q);
     return mlir::success();
   }
 };
@@ -1197,9 +1243,17 @@ class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelTo
       if (mlir::failed(KernelLowering(f, *grid).run())) return signalPassFailure();
     }
     SmallVector<mlir::Operation*> truncations;
-    module.walk([&](mlir::arith::TruncFOp op) { truncations.push_back(op); });
+    module.walk([&](mlir::Operation* op) {
+      if (llvm::isa<mlir::arith::TruncFOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp,
+                    mlir::arith::RemSIOp, mlir::arith::RemUIOp>(op)) {
+        truncations.push_back(op);
+      }
+    });
     mlir::RewritePatternSet conversions(&getContext());
-    conversions.add<TruncF64ThroughF32>(&getContext());
+    conversions.add<TruncF64ThroughF32, SmallIntDivisionThroughF32<mlir::arith::DivSIOp>,
+                    SmallIntDivisionThroughF32<mlir::arith::DivUIOp>,
+                    SmallIntDivisionThroughF32<mlir::arith::RemSIOp>,
+                    SmallIntDivisionThroughF32<mlir::arith::RemUIOp>>(&getContext());
     if (!truncations.empty() &&
         mlir::failed(mlir::applyOpPatternsGreedily(truncations, std::move(conversions)))) {
       return signalPassFailure();

@@ -327,3 +327,29 @@ func.func @vector_spill(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %v, %o : vector<2xf32>, !llvm.ptr
   return
 }
+
+// -----
+
+// i8 and i16 division (x86 has no vector integer division: LLVM would
+// divide element by element) goes through f32, exact at these widths; the
+// remainder is a - b * q. i32 division stays as it is.
+// CHECK-LABEL: func.func private @small_division
+// CHECK-SAME: (%[[A:.*]]: i8, %[[B:.*]]: i8, %[[C:.*]]: vector<4xi16>, %[[D:.*]]: vector<4xi16>, %[[E:.*]]: i32, %[[F:.*]]: i32)
+// CHECK:      %[[FA:.*]] = arith.sitofp %[[A]] : i8 to f32
+// CHECK:      %[[FB:.*]] = arith.sitofp %[[B]] : i8 to f32
+// CHECK:      %[[Q:.*]] = arith.divf %[[FA]], %[[FB]] : f32
+// CHECK:      arith.fptosi %[[Q]] : f32 to i8
+// CHECK:      %[[FC:.*]] = arith.uitofp %[[C]] : vector<4xi16> to vector<4xf32>
+// CHECK:      %[[FD:.*]] = arith.uitofp %[[D]] : vector<4xi16> to vector<4xf32>
+// CHECK:      %[[QV:.*]] = arith.divf %[[FC]], %[[FD]] : vector<4xf32>
+// CHECK:      %[[QI:.*]] = arith.fptoui %[[QV]] : vector<4xf32> to vector<4xi16>
+// CHECK:      %[[BQ:.*]] = arith.muli %[[D]], %[[QI]] : vector<4xi16>
+// CHECK:      arith.subi %[[C]], %[[BQ]] : vector<4xi16>
+// CHECK:      arith.divsi %[[E]], %[[F]] : i32
+func.func private @small_division(%a: i8, %b: i8, %c: vector<4xi16>, %d: vector<4xi16>,
+                                  %e: i32, %f: i32) -> (i8, vector<4xi16>, i32) {
+  %q = arith.divsi %a, %b : i8
+  %r = arith.remui %c, %d : vector<4xi16>
+  %s = arith.divsi %e, %f : i32
+  return %q, %r, %s : i8, vector<4xi16>, i32
+}

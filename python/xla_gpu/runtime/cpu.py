@@ -315,7 +315,7 @@ class CpuKernel:
         """Runs the whole grid; outputs (the last arrays) are written in place."""
         self.check(arrays)
         workers = max(1, min(num_threads or _CPUS, self.num_blocks))
-        # Handing blocks to the pool costs ~0.15 ms: kernels over little
+        # Handing blocks to the pool costs ~0.05-0.1 ms: kernels over little
         # data run on the caller alone, unless the caller asks for threads.
         if num_threads is None and self.num_bytes < MIN_BYTES_FOR_WORKERS:
             workers = 1

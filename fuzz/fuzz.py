@@ -2,7 +2,7 @@
 
     python fuzz/fuzz.py hlo --seconds 60           # HLO parser, verifier, emitters
     python fuzz/fuzz.py indexing_map --seconds 60  # the #xla_gpu.indexing_map parser
-    python fuzz/fuzz.py mlir --seconds 60          # MLIR parsing + xla_gpu passes
+    python fuzz/fuzz.py mlir --seconds 60          # MLIR parsing + xla_gpu passes (to CPU LLVM)
 
 Inputs are the corpus files (test/**/*.hlo, test/**/*.mlir) mutated a few
 times each: bytes flipped, lines dropped or duplicated, numbers replaced by
@@ -112,7 +112,9 @@ def _worker(harness: str, seed: int, start: int) -> None:
                 "func.func(xla-gpu-lower-xla-gpu-to-scf),func.func(xla-gpu-lower-xla-gpu-loops-to-scf),"
                 "func.func(xla-gpu-lower-tile-copies),func.func(xla-gpu-unswitch-loops),"
                 "xla-gpu-flatten-tensors,func.func(xla-gpu-vectorize-loads-stores),"
-                "xla-gpu-propagate-slice-indices,xla-gpu-lower-tensors)")
+                "xla-gpu-propagate-slice-indices,xla-gpu-lower-tensors,"
+                # The CPU target's lowering of what got this far.
+                "xla-gpu-lower-kernel-to-cpu,canonicalize,xla-gpu-lower-to-llvm{target=cpu})")
     k = start
     out = sys.stdout
     while True:

@@ -386,7 +386,6 @@ class KernelLowering {
         continue;
       }
       phases.back().push_back(&op);
-      phaseOf_[&op] = phases.size() - 1;
     }
     for (auto [i, phase] : llvm::enumerate(phases)) {
       for (mlir::Operation* op : phase) phaseOf_[op] = i;
@@ -582,8 +581,7 @@ class KernelLowering {
       for (mlir::Operation* op : phase) {
         if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
       }
-      splitLaneDivisions();
-      splitAtQuotientStep();
+      simplifyLaneLoop();
     }
     b.setInsertionPointToEnd(newBody);
     if (heap) b.create<mlir::LLVM::CallOp>(loc, freeFn, mlir::ValueRange{heap});
@@ -602,7 +600,7 @@ class KernelLowering {
  private:
   // The loop, or the loop over warps around the loop over their lanes, that
   // runs the threads of `shape`; `inner` is set inside, at the thread id
-  // (base + lane, which lanes_ keeps for divRem).
+  // (base + lane, which lanes_ keeps for splitDivision).
   Value emitThreadLoops(mlir::OpBuilder& b, const ThreadShape& shape, mlir::OpBuilder& inner) {
     mlir::Location loc = b.getUnknownLoc();
     auto index = [](mlir::OpBuilder& at, int64_t v) -> Value {
@@ -643,35 +641,34 @@ class KernelLowering {
     return tid;
   }
 
-  // `x` divided by (or modulo) `d`; for the thread id of the loop being
-  // emitted, split into its base (invariant in the loop over the lanes)
-  // and its lane, so that LLVM sees addresses affine in the lane.
-  Value divRem(mlir::OpBuilder& b, Value x, int64_t d, bool div) {
-    mlir::Location loc = x.getLoc();
-    auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
+  // The thread id of the loop being emitted divided by (or modulo) `d`,
+  // split into its base (invariant in the loop over the lanes) and its
+  // lane, so that LLVM sees addresses affine in the lane; std::nullopt
+  // when the period and d do not divide one another.
+  std::optional<Value> splitDivision(mlir::OpBuilder& b, int64_t d, bool div) {
     int64_t p = lanes_.period;
-    if (x == lanes_.tid && d > 0 && p > 0 && (p % d == 0 || d % p == 0)) {
-      auto op = [&](bool quotient, Value v) -> Value {
-        if (quotient) return b.create<mlir::arith::DivUIOp>(loc, v, index(d));
-        return b.create<mlir::arith::RemUIOp>(loc, v, index(d));
-      };
-      if (p % d == 0) {
-        // base is a multiple of d: the remainder is the lane's.
-        if (!div) return d == p ? lanes_.lane : op(false, lanes_.lane);
-        if (d == p) return op(true, lanes_.base);
-        return b.create<mlir::arith::AddIOp>(loc, op(true, lanes_.base), op(true, lanes_.lane));
-      }
-      // base % d + lane < d: the lane adds to the remainder alone.
-      if (div) return op(true, lanes_.base);
-      return b.create<mlir::arith::AddIOp>(loc, op(false, lanes_.base), lanes_.lane);
+    if (d <= 0 || p <= 0 || (p % d != 0 && d % p != 0)) return std::nullopt;
+    mlir::Location loc = lanes_.tid.getLoc();
+    auto op = [&](bool quotient, Value v) -> Value {
+      Value divisor = b.create<mlir::arith::ConstantIndexOp>(loc, d);
+      if (quotient) return b.create<mlir::arith::DivUIOp>(loc, v, divisor);
+      return b.create<mlir::arith::RemUIOp>(loc, v, divisor);
+    };
+    if (p % d == 0) {
+      // base is a multiple of d: the remainder is the lane's.
+      if (!div) return d == p ? lanes_.lane : op(false, lanes_.lane);
+      if (d == p) return op(true, lanes_.base);
+      return b.create<mlir::arith::AddIOp>(loc, op(true, lanes_.base), op(true, lanes_.lane))
+          .getResult();
     }
-    if (div) return b.create<mlir::arith::DivUIOp>(loc, x, index(d));
-    return b.create<mlir::arith::RemUIOp>(loc, x, index(d));
+    // base % d + lane < d: the lane adds to the remainder alone.
+    if (div) return op(true, lanes_.base);
+    return b.create<mlir::arith::AddIOp>(loc, op(false, lanes_.base), lanes_.lane).getResult();
   }
 
   // The period the threads of `phase` run in when it runs them all: the x
   // extent of a grid with y or z threads, else the largest constant the
-  // phase divides the thread id by (a warp, a row of a tile: divRem then
+  // phase divides the thread id by (a warp, a row of a tile: splitDivision
   // makes its addresses affine in the lane); 0 for none.
   int64_t periodOf(llvm::ArrayRef<mlir::Operation*> phase) {
     int64_t n = grid_.numThreads();
@@ -716,13 +713,13 @@ class KernelLowering {
   // The lanes the threads `ran` of a shuffle read (as shuffleAt does).
   llvm::BitVector shuffleSources(mlir::gpu::ShuffleOp shuffle, const llvm::BitVector& ran) const {
     int64_t n = grid_.numThreads();
-    auto offset = mlir::getConstantIntValue(shuffle.getOffset());
-    auto width = mlir::getConstantIntValue(shuffle.getWidth());
-    llvm::BitVector sources(n, !offset || !width || *width <= 0);
-    if (sources.any()) return sources;
+    // Constants in range: checkShuffle refused the others.
+    int64_t offset = *mlir::getConstantIntValue(shuffle.getOffset());
+    int64_t width = *mlir::getConstantIntValue(shuffle.getWidth());
+    llvm::BitVector sources(n);
     for (int t : ran.set_bits()) {
-      bool valid = t % *width + *offset < *width && t + *offset < n;
-      sources.set(valid ? t + *offset : t);
+      bool valid = t % width + offset < width && t + offset < n;
+      sources.set(valid ? t + offset : t);
     }
     return sources;
   }
@@ -791,19 +788,26 @@ class KernelLowering {
     return value;
   }
 
-  // The x, y or z id within a linear id over `counts` (x fastest).
-  Value idOf(mlir::OpBuilder& b, Value linear, const std::array<int64_t, 3>& counts,
-             mlir::gpu::Dimension dimension) {
+  // The x, y or z id within a linear id over `counts` (x fastest); for the
+  // thread id, simplifyLaneLoop splits the divisions afterwards.
+  static Value idOf(mlir::OpBuilder& b, Value linear, const std::array<int64_t, 3>& counts,
+                    mlir::gpu::Dimension dimension) {
     int d = static_cast<int>(dimension);
     mlir::Location loc = linear.getLoc();
     if (counts[d] == 1) return b.create<mlir::arith::ConstantIndexOp>(loc, 0);
     int64_t below = 1;
     for (int i = 0; i < d; ++i) below *= counts[i];
     Value id = linear;
-    if (below > 1) id = divRem(b, id, below, /*div=*/true);
+    if (below > 1) {
+      id = b.create<mlir::arith::DivUIOp>(loc, id,
+                                          b.create<mlir::arith::ConstantIndexOp>(loc, below));
+    }
     bool outermost = llvm::all_of(llvm::ArrayRef(counts).drop_front(d + 1),
                                   [](int64_t n) { return n == 1; });
-    if (!outermost) id = divRem(b, id, counts[d], /*div=*/false);
+    if (!outermost) {
+      id = b.create<mlir::arith::RemUIOp>(loc, id,
+                                          b.create<mlir::arith::ConstantIndexOp>(loc, counts[d]));
+    }
     return id;
   }
 
@@ -942,8 +946,14 @@ class KernelLowering {
     return result;
   }
 
-  // Divisions of the thread id of the loop just emitted by constants (in
-  // index maps, guards, nested regions): divRem's split forms.
+  // The divisions in the thread loop just emitted, once its body is in
+  // place: those of the thread id by constants (index maps, guards, nested
+  // regions) split by the period, then the quotient-step cut.
+  void simplifyLaneLoop() {
+    splitLaneDivisions();
+    splitAtQuotientStep();
+  }
+
   void splitLaneDivisions() {
     SmallVector<mlir::Operation*> divisions;
     lanes_.loop.getBody()->walk([&](mlir::Operation* op) {
@@ -953,11 +963,11 @@ class KernelLowering {
       }
     });
     for (mlir::Operation* op : divisions) {
-      int64_t d = *mlir::getConstantIntValue(op->getOperand(1));
-      if (d <= 0) continue;
       mlir::OpBuilder b(op);
-      Value split = divRem(b, lanes_.tid, d, llvm::isa<mlir::arith::DivUIOp>(op));
-      op->getResult(0).replaceAllUsesWith(split);
+      std::optional<Value> split = splitDivision(b, *mlir::getConstantIntValue(op->getOperand(1)),
+                                                 llvm::isa<mlir::arith::DivUIOp>(op));
+      if (!split) continue;
+      op->getResult(0).replaceAllUsesWith(*split);
       op->erase();
     }
   }
@@ -1103,8 +1113,7 @@ class KernelLowering {
     for (auto [result, start] : llvm::zip(loop.getResults(), loop.getInitArgs())) {
       spill(tb, result, init.lookupOrDefault(start), tid);
     }
-    splitLaneDivisions();
-    splitAtQuotientStep();
+    simplifyLaneLoop();
     auto bound = [&](Value v) -> Value {
       return b.create<mlir::arith::ConstantIndexOp>(loop.getLoc(), *mlir::getConstantIntValue(v));
     };
@@ -1126,8 +1135,7 @@ class KernelLowering {
     for (auto [result, next] : llvm::zip(loop.getResults(), yield.getOperands())) {
       spill(tb, result, mapping.lookupOrDefault(next), tid);
     }
-    splitLaneDivisions();
-    splitAtQuotientStep();
+    simplifyLaneLoop();
     return mlir::success();
   }
 

@@ -24,6 +24,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from math import prod
+from typing import Callable
 
 import numpy as np
 from mlir import ir
@@ -132,19 +133,26 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _pools[workers]
 
 
+def _in_shares(run: Callable[[int, int], None], n: int, workers: int) -> None:
+    """run(lo, hi) over [0, n) cut in `workers` shares; the caller runs the
+    first itself (one hand-off to the pool fewer)."""
+    if workers == 1:
+        run(0, n)
+        return
+    bounds = np.linspace(0, n, workers + 1).astype(np.int64).tolist()
+    others = [_pool(workers - 1).submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    run(bounds[0], bounds[1])
+    for other in others:
+        other.result()
+
+
 def _copy(dst: np.ndarray, src: np.ndarray, workers: int) -> None:
     """dst[:] = src for flat arrays, split over `workers` threads when large
     (numpy lets go of the GIL while it copies; one core does not saturate
     the memory bandwidth)."""
-    if workers == 1 or dst.nbytes < MIN_BYTES_FOR_WORKERS:
-        np.copyto(dst, src)
-        return
-    bounds = np.linspace(0, dst.size, workers + 1).astype(np.int64).tolist()
-    others = [_pool(workers - 1).submit(np.copyto, dst[lo:hi], src[lo:hi])
-              for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    np.copyto(dst[:bounds[1]], src[:bounds[1]])
-    for other in others:
-        other.result()
+    if dst.nbytes < MIN_BYTES_FOR_WORKERS:
+        workers = 1
+    _in_shares(lambda lo, hi: np.copyto(dst[lo:hi], src[lo:hi]), dst.size, workers)
 
 
 def _entry_function(module: ir.Module, entry: str | None):
@@ -344,16 +352,7 @@ class CpuKernel:
             base = ctypes.addressof(values)
             self._fn((ctypes.c_void_p * count)(*range(base, base + 8 * count, 8)))
 
-        if workers == 1:
-            run(0, self.num_blocks)
-        else:
-            # The caller runs the first share itself (one hand-off fewer).
-            bounds = np.linspace(0, self.num_blocks, workers + 1).astype(np.int64).tolist()
-            others = [_pool(workers - 1).submit(run, lo, hi)
-                      for lo, hi in zip(bounds[1:-1], bounds[2:])]
-            run(bounds[0], bounds[1])
-            for other in others:
-                other.result()
+        _in_shares(run, self.num_blocks, workers)
         for i in range(len(arrays) - self.num_results, len(arrays)):
             if self.params[i].packed_bits:
                 _unpack(buffers[i], self.params[i].packed_bits, arrays[i])

@@ -104,15 +104,17 @@ def _worker(harness: str, seed: int, start: int) -> None:
     from xla_gpu.emitters import EmitterError, find_fusion, make_emitter
     from xla_gpu.hlo import HloParseError, parse_hlo
     from xla_gpu.indexing import IndexingError
-    from xla_gpu.pipelines import parse_module
+    from xla_gpu.pipelines import parse_module, verify
 
     expected = (HloParseError, EmitterError, IndexingError, IndexingMapError, ir.MLIRError)
     texts = corpus(harness)
     pipeline = ("builtin.module(inline,xla-erase-dead-functions,canonicalize,"
-                "func.func(xla-gpu-lower-xla-gpu-to-scf),func.func(xla-gpu-lower-xla-gpu-loops-to-scf),"
+                "func.func(xla-gpu-lower-xla-gpu-to-scf),func.func(xla-gpu-fuse-loops),"
+                "func.func(xla-gpu-lower-xla-gpu-loops-to-scf),"
                 "func.func(xla-gpu-lower-tile-copies),func.func(xla-gpu-unswitch-loops),"
                 "xla-gpu-flatten-tensors,func.func(xla-gpu-vectorize-loads-stores),"
-                "xla-gpu-propagate-slice-indices,xla-gpu-lower-tensors,"
+                "xla-gpu-propagate-slice-indices,func.func(xla-gpu-expand-float-ops),"
+                "xla-gpu-lower-tensors,"
                 # The CPU target's lowering of what got this far.
                 "xla-gpu-lower-kernel-to-cpu,canonicalize,xla-gpu-lower-to-llvm{target=cpu})")
     k = start
@@ -131,7 +133,7 @@ def _worker(harness: str, seed: int, start: int) -> None:
                     IndexingMap.parse(text).simplify()
                 else:
                     module = parse_module(text)
-                    module.operation.verify()
+                    verify(module)
                     PassManager.parse(pipeline).run(module.operation)
         except expected:
             outcome = "error"

@@ -93,6 +93,39 @@ def PeelLoopsPass : Pass<"xla-gpu-peel-loops", "mlir::func::FuncOp"> {
   }];
 }
 
+def FuseLoopsPass : Pass<"xla-gpu-fuse-loops", "mlir::func::FuncOp"> {
+  let summary = "Fuses a loop that builds a vector with the loop that reads it back.";
+  let description = [{
+    XLA's loop fuser: an `xla_gpu.loop` that inserts into a vector
+    (`vector.insert %v, %iter[%s0, %s1]`, yielded) and a later
+    `xla_gpu.loop` over the same dimensions and domain that extracts from
+    its result at the same position (`vector.extract %vec[%s0, %s1]`)
+    become one loop: the first body, then the second, each extract reading
+    the vector the same iteration inserted into. The fused loop's map has
+    both maps' results; its iteration arguments are both loops'. Loops
+    whose domains, dimensions or positions differ, or whose vector is read
+    otherwise, stay as they are.
+  }];
+  let dependentDialects = ["::mlir::vector::VectorDialect"];
+}
+
+def ConvertFloatNvidiaPass : Pass<"xla-gpu-convert-float-nvidia", "mlir::func::FuncOp"> {
+  let summary = "Converts to and from f8E4M3FN and f8E5M2 with NVIDIA's cvt instructions.";
+  let description = [{
+    `arith.truncf` to and `arith.extf` from f8E4M3FN and f8E5M2 become
+    `nvvm.convert.f32x2.to.f8x2` (`nvvm.convert.f16x2.to.f8x2` from f16) and
+    `nvvm.convert.f8x2.to.f16x2`: one instruction instead of the bit code
+    -xla-gpu-expand-float-ops emits. Other sources go through f32 (f64
+    truncated to f32 first, as XLA does), bf16 results through f32. The
+    hardware saturates; overflowing inputs are fixed up to XLA's result (the
+    signed infinity, or f8E4M3FN's NaN). The instructions exist from sm_89
+    with PTX 8.1 and sm_90 with PTX 7.8: the GPU pipeline adds the pass for
+    compute capability 9.0 and above (its PTX is 7.8).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 def FlattenTensorsPass : Pass<"xla-gpu-flatten-tensors", "mlir::ModuleOp"> {
   let summary = "Flattens statically shaped tensors to one dimension.";
   let description = [{
@@ -185,17 +218,20 @@ def LowerXlaGpuToScfPass : Pass<"xla-gpu-lower-xla-gpu-to-scf", "mlir::func::Fun
     `xla_gpu.predicated_insert` and `predicated_extract` become `scf.if`;
     `xla_gpu.shuffle_reduce` becomes a butterfly of `gpu.shuffle down` and
     calls to the combiner, for a warp of `warp_size` lanes; an
-    `xla_gpu.materialize` with the `xla_gpu.insert` that consumes it becomes
-    one `xla_gpu.loop` calling the callee per element; `xla_gpu.reduce`
-    becomes a loop nest over the output with an inner one over the reduced
-    dimensions.
+    `xla_gpu.materialize` becomes an `xla_gpu.loop` over its map that calls
+    the callee for every element and builds a vector (positions: the range
+    variables), and the `xla_gpu.insert` consuming it a loop over the
+    indexed vector's map that writes each element to the destination at the
+    insert's map of the element's indices (XLA's forms; -xla-gpu-fuse-loops
+    makes the two one loop); `xla_gpu.reduce` becomes a loop nest over the
+    output with an inner one over the reduced dimensions.
   }];
   let options = [
     Option<"warpSize", "warp_size", "int64_t", /*default=*/"32", "Lanes per warp">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::complex::ComplexDialect"];
+                           "::mlir::complex::ComplexDialect", "::mlir::vector::VectorDialect"];
 }
 
 def ConvertPureCallOpsPass
@@ -205,11 +241,15 @@ def ConvertPureCallOpsPass
 }
 
 def ExpandFloatOpsPass : Pass<"xla-gpu-expand-float-ops", "mlir::func::FuncOp"> {
-  let summary = "Computes bf16, f16 and f8 arithmetic in f32.";
+  let summary = "Computes bf16, f16 and f8 arithmetic in f32; f8 conversions as integer code.";
   let description = [{
     Every arith and math op on bf16, f16 or an f8 type is computed in f32:
     the operands are extended, the op runs in f32, and the result is rounded
-    back to the narrow type after every op, as XLA does.
+    back to the narrow type after every op, as XLA does. Then `arith.extf`
+    from and `arith.truncf` to the signed 8-bit float types (which LLVM
+    does not have) become integer code on their bits: exact to f32, and
+    from f32 rounded to nearest even with XLA's overflow (infinity, or NaN
+    where the format has no infinity); other types go through f32.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }

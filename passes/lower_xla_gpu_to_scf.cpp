@@ -8,6 +8,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "passes/Passes.h"
@@ -135,52 +136,93 @@ struct LowerShuffleReduce : public mlir::OpRewritePattern<ShuffleReduceOp> {
   int64_t warpSize;
 };
 
-// materialize + insert: every element of the indexed vector is computed by
-// the callee and written to the destination, so the pair becomes one
-// xla_gpu.loop over the vector's symbols (with the insert's map, whose
-// domain and constraints decide which elements exist).
-struct LowerMaterializeInsert : public mlir::OpRewritePattern<InsertOp> {
+// materialize, as XLA lowers it: an xla_gpu.loop over its map that calls
+// the callee for every element (with the inputs and the map's results) and
+// puts the value into a vector at the element's position, the loop's
+// induction variables. The vector stands for the indexed vector (an
+// unrealized_conversion_cast between them) until the insert that consumes
+// it is lowered; -xla-gpu-fuse-loops then makes the two loops one.
+struct LowerMaterialize : public mlir::OpRewritePattern<MaterializeOp> {
   using OpRewritePattern::OpRewritePattern;
-  mlir::LogicalResult matchAndRewrite(InsertOp insert,
+  mlir::LogicalResult matchAndRewrite(MaterializeOp op,
                                       mlir::PatternRewriter& rewriter) const override {
-    auto materialize = insert.getSource().getDefiningOp<MaterializeOp>();
-    if (!materialize) {
-      return insert.emitOpError() << "can only be lowered with the xla_gpu.materialize "
-                                     "that produces its source";
+    auto type = llvm::cast<IndexedVectorType>(op.getType());
+    const IndexingMap& map = op.getMap().getIndexingMap();
+    if (map.getNumRangeVars() != type.getShape().size()) {
+      return op.emitOpError() << "can only be lowered with one range variable per dimension "
+                                 "of the indexed vector";
     }
-    if (!materialize->hasOneUse()) {
-      return materialize.emitOpError() << "can only be lowered when its one user is an "
-                                          "xla_gpu.insert";
-    }
-    const IndexingMap& read = materialize.getMap().getIndexingMap();
-    const IndexingMap& write = insert.getMap().getIndexingMap();
-    if (!read.getConstraints().empty() || read.getNumRuntimeVars() != 0 ||
-        write.getNumRuntimeVars() != 0 ||
-        read.getNumRangeVars() != write.getNumRangeVars()) {
-      return materialize.emitOpError()
-             << "lowering needs maps with the same range variables, no runtime "
-                "variables, and no constraints on the read map";
+    for (auto [var, size] : llvm::zip(map.getRangeVars(), type.getShape())) {
+      if (var.bounds.lower < 0 || var.bounds.upper >= size) {
+        return op.emitOpError() << "range variable " << var.name << " in ["
+                                << var.bounds.lower << ", " << var.bounds.upper
+                                << "] is not a position in the indexed vector of shape "
+                                << mlir::VectorType::get(type.getShape(),
+                                                         type.getElementType());
+      }
     }
     auto callee = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
-        materialize, materialize.getCalleeAttr());
-    if (!callee) return rewriter.notifyMatchFailure(insert, "callee not found");
-    auto loop = rewriter.create<LoopOp>(insert.getLoc(), insert.getMap(), insert.getIndices(),
-                                        mlir::ValueRange{insert.getDest()});
+        op, op.getCalleeAttr());
+    if (!callee) return rewriter.notifyMatchFailure(op, "callee not found");
+    auto vectorType = mlir::VectorType::get(type.getShape(), type.getElementType());
+    auto zero = llvm::dyn_cast_or_null<mlir::TypedAttr>(rewriter.getZeroAttr(vectorType));
+    if (!zero) {
+      return op.emitOpError() << "cannot build a vector of " << type.getElementType();
+    }
+    mlir::Location loc = op.getLoc();
+    Value init = rewriter.create<mlir::arith::ConstantOp>(loc, zero);
+    auto loop = rewriter.create<LoopOp>(loc, op.getMap(), op.getIndices(), mlir::ValueRange{init});
     {
       mlir::OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(loop.getBody());
-      SmallVector<Value> symbols(loop.getInductionVars());
-      auto indices = rewriter.create<ApplyIndexingOp>(
-          insert.getLoc(), materialize.getIndices(), symbols, materialize.getMap());
-      SmallVector<Value> args(materialize.getInput());
-      args.append(indices->result_begin(), indices->result_end());
-      Value v = rewriter.create<PureCallOp>(insert.getLoc(), callee, args).getResult(0);
-      Value updated = rewriter.create<mlir::tensor::InsertOp>(
-          insert.getLoc(), v, loop.getRegionIterArgs()[0], loop.getIndexingMapResults());
-      rewriter.create<YieldOp>(insert.getLoc(), updated);
+      SmallVector<Value> args(op.getInput());
+      llvm::append_range(args, loop.getIndexingMapResults());
+      Value v = rewriter.create<PureCallOp>(loc, callee, args).getResult(0);
+      SmallVector<mlir::OpFoldResult> position(loop.getInductionVars());
+      Value updated = rewriter.create<mlir::vector::InsertOp>(
+          loc, v, loop.getRegionIterArgs()[0], position);
+      rewriter.create<YieldOp>(loc, updated);
     }
-    rewriter.replaceOp(insert, loop.getResults());
-    rewriter.eraseOp(materialize);
+    rewriter.replaceOpWithNewOp<mlir::UnrealizedConversionCastOp>(op, type, loop.getResults());
+    return mlir::success();
+  }
+};
+
+// insert, as XLA lowers it: an xla_gpu.loop over the source's map (the
+// indexed vector's) that takes each element from the vector at its
+// position and writes it to the destination at the insert's map of the
+// source map's results.
+struct LowerInsert : public mlir::OpRewritePattern<InsertOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(InsertOp op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    if (op.getSource().getDefiningOp<MaterializeOp>()) {
+      return rewriter.notifyMatchFailure(op, "the materialize is lowered first");
+    }
+    auto cast = op.getSource().getDefiningOp<mlir::UnrealizedConversionCastOp>();
+    if (!cast || cast.getInputs().size() != 1 ||
+        !llvm::isa<mlir::VectorType>(cast.getInputs()[0].getType())) {
+      return op.emitOpError() << "can only be lowered with the xla_gpu.materialize "
+                                 "that produces its source";
+    }
+    Value vector = cast.getInputs()[0];
+    auto type = llvm::cast<IndexedVectorType>(op.getSource().getType());
+    mlir::Location loc = op.getLoc();
+    auto loop = rewriter.create<LoopOp>(loc, type.getIndexingMapAttr(), op.getIndices(),
+                                        mlir::ValueRange{op.getDest()});
+    {
+      mlir::OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      SmallVector<mlir::OpFoldResult> position(loop.getInductionVars());
+      Value element = rewriter.create<mlir::vector::ExtractOp>(loc, vector, position);
+      auto indices = rewriter.create<ApplyIndexingOp>(
+          loc, loop.getIndexingMapResults(), mlir::ValueRange{}, op.getMap());
+      Value updated = rewriter.create<mlir::tensor::InsertOp>(
+          loc, element, loop.getRegionIterArgs()[0], indices->getResults());
+      rewriter.create<YieldOp>(loc, updated);
+    }
+    rewriter.replaceOp(op, loop.getResults());
+    if (cast->use_empty()) rewriter.eraseOp(cast);
     return mlir::success();
   }
 };
@@ -256,7 +298,7 @@ class LowerXlaGpuToScfPass : public impl::LowerXlaGpuToScfPassBase<LowerXlaGpuTo
     }
     mlir::MLIRContext* ctx = &getContext();
     mlir::RewritePatternSet patterns(ctx);
-    patterns.add<LowerPredicatedInsert, LowerPredicatedExtract, LowerMaterializeInsert,
+    patterns.add<LowerPredicatedInsert, LowerPredicatedExtract, LowerMaterialize, LowerInsert,
                  LowerReduce>(ctx);
     patterns.add<LowerShuffleReduce>(ctx, warpSize);
     bool failedOp = false;
@@ -265,12 +307,15 @@ class LowerXlaGpuToScfPass : public impl::LowerXlaGpuToScfPassBase<LowerXlaGpuTo
       failedOp = true;
     }
     // Whatever is left could not be lowered. The patterns say why for
-    // inserts, shuffles and reductions; a materialize without its insert
-    // has no pattern to say it (the pass used to fail silently).
+    // inserts, shuffles and reductions; an indexed vector that no insert
+    // consumed is still a cast, which nothing after this pass lowers.
     getOperation().walk([&](mlir::Operation* op) {
-      if (llvm::isa<MaterializeOp>(op)) {
-        op->emitOpError() << "is lowered only together with the xla_gpu.insert that "
-                             "consumes it, and has none";
+      auto cast = llvm::dyn_cast<mlir::UnrealizedConversionCastOp>(op);
+      if (cast && cast->getNumResults() == 1 &&
+          llvm::isa<IndexedVectorType>(cast->getResult(0).getType())) {
+        op->emitError() << "the indexed vector of this xla_gpu.materialize is used by "
+                           "something other than an xla_gpu.insert; it cannot be lowered";
+        failedOp = true;
       }
       if (llvm::isa<ShuffleReduceOp, MaterializeOp, InsertOp, ReduceOp>(op)) failedOp = true;
     });

@@ -872,40 +872,120 @@ void PredicatedExtractOp::getCanonicalizationPatterns(
 // MaterializeOp / InsertOp
 //===----------------------------------------------------------------------===//
 
+// The constraints of `map` that mention each variable: dimensions first,
+// then symbols (XLA's GetConstraintsForVariables), in canonical order.
+struct VariableConstraints {
+  SmallVector<SmallVector<IndexingMap::Constraint>> dims;
+  SmallVector<SmallVector<IndexingMap::Constraint>> symbols;
+};
+
+static VariableConstraints constraintsByVariable(const IndexingMap& map) {
+  VariableConstraints result;
+  result.dims.resize(map.getNumDims());
+  result.symbols.resize(map.getNumSymbols());
+  for (const IndexingMap::Constraint& constraint : map.getConstraints()) {
+    for (unsigned d = 0; d < map.getNumDims(); ++d) {
+      if (constraint.first.isFunctionOfDim(d)) result.dims[d].push_back(constraint);
+    }
+    for (unsigned s = 0; s < map.getNumSymbols(); ++s) {
+      if (constraint.first.isFunctionOfSymbol(s)) result.symbols[s].push_back(constraint);
+    }
+  }
+  return result;
+}
+
+// The materialize's map (thread and block id -> the callee's indices) and
+// the indexed vector's (thread and block id -> the element's indices) run
+// over the same elements: the thread dimension (d0) has the same bounds and
+// constraints in both, the range variables (the element's position in the
+// vector) the same bounds and constraints; the vector's map does not depend
+// on the block id (d1), whose constraints are the same in both. XLA's
+// checks.
 LogicalResult MaterializeOp::verify() {
-  const IndexingMap& map = getMap().getIndexingMap();
-  if (getIndices().size() != map.getNumDims()) {
-    return emitOpError() << "the indexing map takes " << map.getNumDims()
+  const IndexingMap& in = getMap().getIndexingMap();
+  const IndexingMap& out =
+      llvm::cast<IndexedVectorType>(getResult().getType()).getIndexingMapAttr().getIndexingMap();
+  if (getIndices().size() != in.getNumDims()) {
+    return emitOpError() << "the indexing map takes " << in.getNumDims()
                          << " dimensions, got " << getIndices().size()
                          << " indices";
+  }
+  if (in.getNumDims() == 0 || out.getNumDims() == 0) {
+    return emitOpError() << "must have a thread id dimension (d0) in both indexing maps";
+  }
+  if (in.getDimVars()[0].bounds != out.getDimVars()[0].bounds) {
+    return emitOpError() << "the thread id dimension (d0) must have the same bounds in "
+                            "both indexing maps";
+  }
+  VariableConstraints inConstraints = constraintsByVariable(in);
+  VariableConstraints outConstraints = constraintsByVariable(out);
+  if (inConstraints.dims[0] != outConstraints.dims[0]) {
+    return emitOpError() << "the constraints on the thread id dimension (d0) must be "
+                            "the same in both indexing maps";
+  }
+  if (in.getNumRangeVars() != out.getNumRangeVars()) {
+    return emitOpError() << "the indexing maps must have the same number of range "
+                            "variables, got "
+                         << in.getNumRangeVars() << " and " << out.getNumRangeVars();
+  }
+  for (unsigned i = 0; i < in.getNumRangeVars(); ++i) {
+    if (in.getRangeVars()[i].bounds != out.getRangeVars()[i].bounds) {
+      return emitOpError() << "range variable s" << i
+                           << " must have the same bounds in both indexing maps";
+    }
+  }
+  if (inConstraints.symbols != outConstraints.symbols) {
+    return emitOpError() << "the constraints on the range variables must be the same in "
+                            "both indexing maps";
+  }
+  if (out.getNumDims() > 1) {
+    for (mlir::AffineExpr expr : out.getAffineMap().getResults()) {
+      if (expr.isFunctionOfDim(1)) {
+        return emitOpError() << "the indexed vector's map must not depend on the block id "
+                                "dimension (d1)";
+      }
+    }
+  }
+  auto blockConstraints = [](const IndexingMap& map, const VariableConstraints& c) {
+    return map.getNumDims() > 1 ? c.dims[1] : SmallVector<IndexingMap::Constraint>{};
+  };
+  if (blockConstraints(in, inConstraints) != blockConstraints(out, outConstraints)) {
+    return emitOpError() << "the constraints on the block id dimension (d1) must be the "
+                            "same in both indexing maps";
   }
   return success();
 }
 
+// The callee computes one element from the inputs and the element's
+// indices (the map's results).
 LogicalResult MaterializeOp::verifySymbolUses(
     mlir::SymbolTableCollection& symbolTable) {
-  auto func = symbolTable.lookupNearestSymbolFrom<mlir::func::FuncOp>(
-      *this, getCalleeAttr());
-  if (!func) {
-    return emitOpError() << "'" << getCallee()
-                         << "' does not reference a valid function";
-  }
+  SmallVector<mlir::Type> inputs(getInput().getTypes());
+  inputs.append(getMap().getIndexingMap().getNumResults(),
+                mlir::IndexType::get(getContext()));
   auto vec = llvm::cast<IndexedVectorType>(getResult().getType());
-  if (func.getFunctionType().getNumResults() != 1 ||
-      func.getFunctionType().getResult(0) != vec.getElementType()) {
-    return emitOpError() << "callee '" << getCallee()
-                         << "' must return one value of type "
-                         << vec.getElementType();
-  }
-  return success();
+  return verifyCallee(*this, symbolTable, getCalleeAttr(), inputs,
+                      mlir::TypeRange{vec.getElementType()}, "callee");
 }
 
+// The insert's map takes the indexed vector's map's results (the element's
+// indices) to the destination's indices; the vector's map takes `indices`.
 LogicalResult InsertOp::verify() {
   const IndexingMap& map = getMap().getIndexingMap();
-  if (getIndices().size() != map.getNumDims()) {
+  auto vec = llvm::cast<IndexedVectorType>(getSource().getType());
+  const IndexingMap& source = vec.getIndexingMapAttr().getIndexingMap();
+  if (map.getNumSymbols() != 0) {
+    return emitOpError() << "the indexing map must not have symbols, got "
+                         << map.getNumSymbols();
+  }
+  if (source.getNumResults() != map.getNumDims()) {
     return emitOpError() << "the indexing map takes " << map.getNumDims()
-                         << " dimensions, got " << getIndices().size()
-                         << " indices";
+                         << " dimensions, but the source's map has "
+                         << source.getNumResults() << " results";
+  }
+  if (getIndices().size() != source.getNumDims()) {
+    return emitOpError() << "the source's indexing map takes " << source.getNumDims()
+                         << " dimensions, got " << getIndices().size() << " indices";
   }
   auto dest = llvm::cast<mlir::RankedTensorType>(getDest().getType());
   if (map.getNumResults() != static_cast<unsigned>(dest.getRank())) {
@@ -913,7 +993,6 @@ LogicalResult InsertOp::verify() {
                          << " results but the destination has rank "
                          << dest.getRank();
   }
-  auto vec = llvm::cast<IndexedVectorType>(getSource().getType());
   if (vec.getElementType() != dest.getElementType()) {
     return emitOpError() << "element types differ: " << vec.getElementType()
                          << " vs " << dest.getElementType();

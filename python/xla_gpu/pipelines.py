@@ -17,6 +17,7 @@ the NVPTX backend.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import glob
 import os
@@ -35,7 +36,7 @@ import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 from . import ptx as _ptx
 
 __all__ = ["PipelineOptions", "STAGES", "compile_kernel_to_ptx", "compile_to_ptx", "pipeline_passes",
-           "pipeline_string", "run_pipeline"]
+           "parse_module", "pipeline_string", "run_pipeline", "verify"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,13 @@ class PipelineOptions:
             raise ValueError(f"index_bitwidth must be 32 or 64, got {self.index_bitwidth}")
 
     @property
+    def has_f8_conversions(self) -> bool:
+        """Whether the GPU converts f8E4M3FN and f8E5M2 with one `cvt`: sm_90
+        with the PTX 7.8 the NVPTX backend emits for it (sm_89 has the
+        instructions only from PTX 8.1), XLA's condition."""
+        return self.compute_capability >= (9, 0)
+
+    @property
     def chip(self) -> str:
         major, minor = self.compute_capability
         return f"sm_{major}{minor}"
@@ -88,6 +96,8 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         "cse",
         "canonicalize",
         f"func.func(xla-gpu-lower-xla-gpu-to-scf{{warp_size={opts.warp_size}}})",
+        # A vector a loop builds and the next one reads back (XLA's place).
+        "func.func(xla-gpu-fuse-loops)",
         # XLA's place for it: before the loops become scf, so that a loop
         # whose last iteration alone needs a bounds check is split.
         "func.func(xla-gpu-peel-loops)",
@@ -136,11 +146,14 @@ def choose_index_bitwidth(module: ir.Module) -> int:
     return 32
 
 
-def _add_tensor_lowering(passes: list[str]) -> None:
-    """What both targets share: calls, narrow floats, index maps, tensors."""
+def _add_tensor_lowering(passes: list[str], f8_conversions: bool = False) -> None:
+    """What both targets share: calls, narrow floats, index maps, tensors.
+    With `f8_conversions`, f8 conversions go to the GPU's cvt instructions
+    first (what is left of narrow floats is expanded as on the host)."""
     passes += [
         "xla-gpu-propagate-slice-indices",
         "func.func(xla-gpu-convert-pure-call-ops)",
+        *(["func.func(xla-gpu-convert-float-nvidia)"] if f8_conversions else []),
         "func.func(xla-gpu-expand-float-ops)",
         "xla-gpu-simplify-affine",
         "canonicalize",
@@ -161,7 +174,7 @@ def _add_llvm_lowering(passes: list[str], opts: PipelineOptions, target: str) ->
 
 
 def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
-    _add_tensor_lowering(passes)
+    _add_tensor_lowering(passes, f8_conversions=opts.has_f8_conversions)
     _add_llvm_lowering(passes, opts, "gpu")
 
 
@@ -231,6 +244,28 @@ def _located(text: str, source: str, pos: int, message: str) -> ValueError:
     return ValueError(f"{source}:{line}:{column}: error: {message}")
 
 
+@contextlib.contextmanager
+def _serial_verification():
+    """MLIR verifies the functions of a module on worker threads when the
+    context allows threads, and a verifier error raised on one reaches the
+    bindings' Python diagnostic capture without the GIL: the process
+    aborts (found by fuzzing: a module of several functions, one invalid).
+    Parsing (which verifies) and verifying run on this thread; pass
+    pipelines gather their threads' diagnostics themselves."""
+    context = ir.Context.current
+    context.enable_multithreading(False)
+    try:
+        yield
+    finally:
+        context.enable_multithreading(True)
+
+
+def verify(module: ir.Module) -> None:
+    """`module.operation.verify()`, raising ir.MLIRError, on one thread."""
+    with _serial_verification():
+        module.operation.verify()
+
+
 def parse_module(text: str, source: str = "<input>") -> ir.Module:
     """`ir.Module.parse` (in the current context), refusing first what the
     upstream parser would abort or overflow its stack on; raises ValueError
@@ -248,7 +283,8 @@ def parse_module(text: str, source: str = "<input>") -> ir.Module:
                                f"are nested deeper than {_MAX_NESTING} levels")
         elif m.group(0) == "}":
             depth -= 1
-    return ir.Module.parse(text)
+    with _serial_verification():
+        return ir.Module.parse(text)
 
 
 def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
@@ -261,7 +297,7 @@ def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
         opts = dataclasses.replace(opts, index_bitwidth=choose_index_bitwidth(module))
     passes = pipeline_passes(opts, stages)
     try:
-        module.operation.verify()
+        verify(module)
     except ir.MLIRError as e:
         raise PipelineError(f"the input does not verify: {e}") from None
     if dump_to is None:

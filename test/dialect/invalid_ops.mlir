@@ -273,12 +273,12 @@ func.func @materialize_index_count(%in: tensor<32x32xf32>, %tid: index) {
 
 // -----
 
-#map = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 * 2 + s0, d1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1]">
-#vmap = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (s0), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1]">
-func.func @insert_element_type(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<32x32xi32>, %tid: index) -> tensor<32x32xi32> {
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#imap = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 15], d1 in [0, 1]">
+func.func @insert_element_type(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xi32>, %tid: index) -> tensor<16x2xi32> {
   // expected-error@+1 {{element types differ: 'f32' vs 'i32'}}
-  %r = xla_gpu.insert %v(%tid, %tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<32x32xi32>
-  return %r : tensor<32x32xi32>
+  %r = xla_gpu.insert %v(%tid) into %out at #imap : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xi32>
+  return %r : tensor<16x2xi32>
 }
 
 // -----
@@ -494,7 +494,7 @@ func.func @loop_terminator(%a: index) {
 // -----
 
 #map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
 func.func @materialize_missing_callee(%in: tensor<16x2xf32>, %tid: index) {
   // expected-error@+1 {{'nope' does not reference a valid function}}
   %v = xla_gpu.materialize @nope(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
@@ -504,34 +504,143 @@ func.func @materialize_missing_callee(%in: tensor<16x2xf32>, %tid: index) {
 // -----
 
 #map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
 func.func private @as_int(%t: tensor<16x2xf32>, %i: index, %j: index) -> i32 {
   %c = arith.constant 0 : i32
   return %c : i32
 }
 func.func @materialize_callee_type(%in: tensor<16x2xf32>, %tid: index) {
-  // expected-error@+1 {{callee 'as_int' must return one value of type 'f32'}}
+  // expected-error@+1 {{callee 'as_int' has type '(tensor<16x2xf32>, index, index) -> i32', expected '(tensor<16x2xf32>, index, index) -> f32'}}
   %v = xla_gpu.materialize @as_int(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
   return
 }
 
 // -----
 
+// The callee takes the inputs and one index per result of the map.
 #map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
-func.func @insert_index_count(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>, %tid: index) {
-  // expected-error@+1 {{the indexing map takes 1 dimensions, got 2 indices}}
-  %r = xla_gpu.insert %v(%tid, %tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func private @one_index(%t: tensor<16x2xf32>, %i: index) -> f32 {
+  %c = arith.constant 0.0 : f32
+  return %c : f32
+}
+func.func @materialize_callee_arguments(%in: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{callee 'one_index' has type '(tensor<16x2xf32>, index) -> f32', expected '(tensor<16x2xf32>, index, index) -> f32'}}
+  %v = xla_gpu.materialize @one_index(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
+  return
+}
+
+// -----
+
+// XLA's checks that the materialize's map and the indexed vector's run
+// over the same elements.
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 31], s0 in [0, 1]">
+func.func private @f(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
+  return %v : f32
+}
+func.func @materialize_thread_bounds(%in: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{the thread id dimension (d0) must have the same bounds in both indexing maps}}
+  %v = xla_gpu.materialize @f(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1], d0 + s0 in [0, 15]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func private @f(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
+  return %v : f32
+}
+func.func @materialize_thread_constraints(%in: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{the constraints on the thread id dimension (d0) must be the same in both indexing maps}}
+  %v = xla_gpu.materialize @f(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
   return
 }
 
 // -----
 
 #map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0, s1] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1], s1 in [0, 1]">
+func.func private @f(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
+  return %v : f32
+}
+func.func @materialize_symbol_count(%in: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{the indexing maps must have the same number of range variables, got 1 and 2}}
+  %v = xla_gpu.materialize @f(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2x2xf32, #vmap>
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 3]">
+func.func private @f(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
+  return %v : f32
+}
+func.func @materialize_symbol_bounds(%in: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{range variable s0 must have the same bounds in both indexing maps}}
+  %v = xla_gpu.materialize @f(%in) at #map(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<4xf32, #vmap>
+  return
+}
+
+// -----
+
+#map = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0, s0), domain: d0 in [0, 15], d1 in [0, 3], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d1, s0), domain: d0 in [0, 15], d1 in [0, 3], s0 in [0, 1]">
+func.func private @f(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
+  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
+  return %v : f32
+}
+func.func @materialize_vector_map_uses_block(%in: tensor<16x2xf32>, %tid: index, %bid: index) {
+  // expected-error@+1 {{the indexed vector's map must not depend on the block id dimension (d1)}}
+  %v = xla_gpu.materialize @f(%in) at #map(%tid, %bid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap>
+  return
+}
+
+// -----
+
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#imap = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 15], d1 in [0, 1]">
+func.func @insert_index_count(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{the source's indexing map takes 1 dimensions, got 2 indices}}
+  %r = xla_gpu.insert %v(%tid, %tid) into %out at #imap : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+  return
+}
+
+// -----
+
+// XLA's form: the insert's map takes the element's indices (the source
+// map's results), it has no symbols of its own.
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+func.func @insert_map_symbols(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{the indexing map must not have symbols, got 1}}
+  %r = xla_gpu.insert %v(%tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+  return
+}
+
+// -----
+
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#imap1 = #xla_gpu.indexing_map<"(d0) -> (d0, 0), domain: d0 in [0, 15]">
+func.func @insert_map_dimensions(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>, %tid: index) {
+  // expected-error@+1 {{the indexing map takes 1 dimensions, but the source's map has 2 results}}
+  %r = xla_gpu.insert %v(%tid) into %out at #imap1 : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+  return
+}
+
+// -----
+
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#imap = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 15], d1 in [0, 1]">
 func.func @insert_rank(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<32xf32>, %tid: index) {
   // expected-error@+1 {{the indexing map has 2 results but the destination has rank 1}}
-  %r = xla_gpu.insert %v(%tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<32xf32>
+  %r = xla_gpu.insert %v(%tid) into %out at #imap : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<32xf32>
   return
 }
 

@@ -162,25 +162,29 @@ func.func @predicated_extract(%f: f32, %t: tensor<2x3xf32>, %i: index, %j: index
 // -----
 
 // The maps go through aliases: an inline map right before `:` would take the
-// type as its own (see the op's description).
+// type as its own (see the op's description). XLA's forms: the materialize's
+// map gives the callee's indices, the indexed vector's the element's, and
+// the insert's map takes those to the destination's indices.
 #map = #xla_gpu.indexing_map<"(d0, d1)[s0, s1] -> (d0 * 2 + s0, d1 * 2 + s1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1], s1 in [0, 1]">
-#vmap = #xla_gpu.indexing_map<"(d0, d1)[s0, s1] -> (s0, s1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1], s1 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0, d1)[s0, s1] -> (d0 * 2 + s0, s1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1], s1 in [0, 1]">
+#imap = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 31], d1 in [0, 1]">
 // CHECK-DAG: #[[$MAP:.*]] = #xla_gpu.indexing_map<"(d0, d1)[s0, s1] -> (d0 * 2 + s0, d1 * 2 + s1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1], s1 in [0, 1]">
-// CHECK-DAG: #[[$VMAP:.*]] = #xla_gpu.indexing_map<"(d0, d1)[s0, s1] -> (s0, s1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1], s1 in [0, 1]">
+// CHECK-DAG: #[[$VMAP:.*]] = #xla_gpu.indexing_map<"(d0, d1)[s0, s1] -> (d0 * 2 + s0, s1), domain: d0 in [0, 15], d1 in [0, 31], s0 in [0, 1], s1 in [0, 1]">
+// CHECK-DAG: #[[$IMAP:.*]] = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 31], d1 in [0, 1]">
 // CHECK-LABEL: func.func @materialize_and_insert
 // CHECK: %[[V:.*]] = xla_gpu.materialize @exp(%{{.*}}) at #[[$MAP]](%{{.*}}, %{{.*}}) : (tensor<32x64xf32>) -> !xla_gpu.indexed_vector<2x2xf32, #[[$VMAP]]>
-// CHECK: xla_gpu.insert %[[V]](%{{.*}}, %{{.*}}) into %{{.*}} at #[[$MAP]] : !xla_gpu.indexed_vector<2x2xf32, #[[$VMAP]]> -> tensor<32x64xf32>
+// CHECK: xla_gpu.insert %[[V]](%{{.*}}, %{{.*}}) into %{{.*}} at #[[$IMAP]] : !xla_gpu.indexed_vector<2x2xf32, #[[$VMAP]]> -> tensor<32x2xf32>
 func.func private @exp(%t: tensor<32x64xf32>, %i: index, %j: index) -> f32 {
   %v = tensor.extract %t[%i, %j] : tensor<32x64xf32>
   %e = math.exp %v : f32
   return %e : f32
 }
-func.func @materialize_and_insert(%in: tensor<32x64xf32>, %out: tensor<32x64xf32>, %tid: index, %bid: index) -> tensor<32x64xf32> {
+func.func @materialize_and_insert(%in: tensor<32x64xf32>, %out: tensor<32x2xf32>, %tid: index, %bid: index) -> tensor<32x2xf32> {
   %v = xla_gpu.materialize @exp(%in) at #map(%tid, %bid)
     : (tensor<32x64xf32>) -> !xla_gpu.indexed_vector<2x2xf32, #vmap>
-  %r = xla_gpu.insert %v(%tid, %bid) into %out at #map
-    : !xla_gpu.indexed_vector<2x2xf32, #vmap> -> tensor<32x64xf32>
-  return %r : tensor<32x64xf32>
+  %r = xla_gpu.insert %v(%tid, %bid) into %out at #imap
+    : !xla_gpu.indexed_vector<2x2xf32, #vmap> -> tensor<32x2xf32>
+  return %r : tensor<32x2xf32>
 }
 
 // -----

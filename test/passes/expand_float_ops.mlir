@@ -35,3 +35,73 @@ func.func @mixed(%a: f32, %b: f16, %c: f16) -> (f32, i1) {
   %1 = arith.cmpf olt, %b, %c : f16
   return %0, %1 : f32, i1
 }
+
+// -----
+
+// f32 to f8E4M3FN as integer code: the mantissa rounded to nearest even
+// on the bits (normal range), roundeven on a multiple of the smallest
+// subnormal (2^-9), overflow to NaN (0x7F: the format has no infinity),
+// the sign put back, NaN for NaN; the byte bitcast to the f8 type.
+// CHECK-LABEL: func.func @trunc_to_e4m3fn
+// CHECK-SAME:    (%[[X:.*]]: f32)
+// CHECK-DAG:   %[[BITS:.*]] = arith.bitcast %[[X]] : f32 to i32
+// CHECK-DAG:   arith.constant 5.120000e+02 : f32
+// CHECK-DAG:   math.roundeven
+// CHECK-DAG:   arith.constant 126 : i32
+// CHECK-DAG:   arith.constant 127 : i32
+// CHECK-DAG:   arith.cmpf uno, %[[X]], %[[X]] : f32
+// CHECK:       %[[BYTE:.*]] = arith.trunci %{{.*}} : i32 to i8
+// CHECK:       %[[R:.*]] = arith.bitcast %[[BYTE]] : i8 to f8E4M3FN
+// CHECK:       return %[[R]]
+// CHECK-NOT:   arith.truncf
+func.func @trunc_to_e4m3fn(%x: f32) -> f8E4M3FN {
+  %0 = arith.truncf %x : f32 to f8E4M3FN
+  return %0 : f8E4M3FN
+}
+
+// -----
+
+// From f64 through f32 (as XLA), from f16 extended to f32 (exact).
+// CHECK-LABEL: func.func @trunc_from_other_types
+// CHECK:       arith.truncf %{{.*}} : f64 to f32
+// CHECK:       arith.bitcast %{{.*}} : i8 to f8E5M2
+// CHECK:       arith.extf %{{.*}} : f16 to f32
+// CHECK:       arith.bitcast %{{.*}} : i8 to f8E4M3FNUZ
+// CHECK-NOT:   arith.truncf %{{.*}} to f8
+func.func @trunc_from_other_types(%x: f64, %y: f16) -> (f8E5M2, f8E4M3FNUZ) {
+  %0 = arith.truncf %x : f64 to f8E5M2
+  %1 = arith.truncf %y : f16 to f8E4M3FNUZ
+  return %0, %1 : f8E5M2, f8E4M3FNUZ
+}
+
+// -----
+
+// f8E5M2 to bf16: the exact f32 (exponent rebiased by 127 - 15 = 112,
+// subnormals as mantissa * 2^-16, infinities and NaN where the exponent is
+// all ones), then truncated to bf16 (exact). f8E4M3B11FNUZ: NaN is 0x80.
+// CHECK-LABEL: func.func @ext_from_f8
+// CHECK-DAG:   %[[BYTE:.*]] = arith.bitcast %{{.*}} : f8E5M2 to i8
+// CHECK-DAG:   arith.constant 112 : i32
+// CHECK-DAG:   arith.constant 1.52587891E-5 : f32
+// CHECK-DAG:   arith.constant 0x7F800000 : f32
+// CHECK-DAG:   arith.constant 128 : i32
+// CHECK:       arith.truncf %{{.*}} : f32 to bf16
+// CHECK:       arith.bitcast %{{.*}} : f8E4M3B11FNUZ to i8
+// CHECK-NOT:   arith.extf %{{.*}} : f8
+func.func @ext_from_f8(%x: f8E5M2, %y: f8E4M3B11FNUZ) -> (bf16, f32) {
+  %0 = arith.extf %x : f8E5M2 to bf16
+  %1 = arith.extf %y : f8E4M3B11FNUZ to f32
+  return %0, %1 : bf16, f32
+}
+
+// -----
+
+// Arithmetic on f8 runs in f32 (emulation) and its casts are expanded too.
+// CHECK-LABEL: func.func @f8_arith
+// CHECK:       arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK:       arith.bitcast %{{.*}} : i8 to f8E4M3FN
+// CHECK-NOT:   arith.extf %{{.*}} : f8E4M3FN
+func.func @f8_arith(%x: f8E4M3FN) -> f8E4M3FN {
+  %0 = arith.addf %x, %x : f8E4M3FN
+  return %0 : f8E4M3FN
+}

@@ -44,19 +44,28 @@ func.func @shuffle_reduce(%a: f32, %b: f16) -> (f32, f16) {
 
 // -----
 
-// materialize + insert: one loop over the vector's symbols, with the insert's
-// map; the callee's indices come from the materialize's map.
+// materialize + insert, XLA's forms: a loop over the materialize's map
+// that calls the callee at the map's results and builds a vector at the
+// range variables, then a loop over the indexed vector's map that takes
+// each element at the same position and writes it at the insert's map of
+// the vector map's results (here (d0, s0) -> (s0, d0): transposed).
 #read = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-#write = #xla_gpu.indexing_map<"(d0)[s0] -> (s0, d0), domain: d0 in [0, 15], s0 in [0, 1]">
-#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#write = #xla_gpu.indexing_map<"(d0, d1) -> (d1, d0), domain: d0 in [0, 15], d1 in [0, 1]">
 // CHECK-LABEL: func.func @materialize_insert
 // CHECK-SAME: (%[[IN:.*]]: tensor<16x2xf32>, %[[OUT:.*]]: tensor<2x16xf32>, %[[TID:.*]]: index)
-// CHECK: %[[R:.*]] = xla_gpu.loop (%[[TID]])[%[[S:.*]]] -> (%[[A:.*]], %[[B:.*]]) in #{{.*}} iter_args(%[[T:.*]] = %[[OUT]])
-// The read map (d0)[s0] -> (d0, s0) folds to the loop's own variables.
-// CHECK: %[[V:.*]] = xla_gpu.pure_call @f(%[[IN]], %[[TID]], %[[S]])
-// CHECK: tensor.insert %[[V]] into %[[T]][%[[A]], %[[B]]]
-// CHECK-NOT: xla_gpu.materialize
-// CHECK: return %[[R]]
+// CHECK:      %[[ZERO:.*]] = arith.constant dense<0.0{{.*}}> : vector<2xf32>
+// CHECK:      %[[VEC:.*]] = xla_gpu.loop (%[[TID]])[%[[S:.*]]] -> (%[[A:.*]], %[[B:.*]]) in #{{.*}} iter_args(%[[ITER:.*]] = %[[ZERO]]) -> (vector<2xf32>)
+// CHECK:        %[[V:.*]] = xla_gpu.pure_call @f(%[[IN]], %[[A]], %[[B]])
+// CHECK:        %[[NEW:.*]] = vector.insert %[[V]], %[[ITER]] [%[[S]]] : f32 into vector<2xf32>
+// CHECK:        xla_gpu.yield %[[NEW]]
+// CHECK:      %[[R:.*]] = xla_gpu.loop (%[[TID]])[%[[S2:.*]]] -> (%[[C:.*]], %[[D:.*]]) in #{{.*}} iter_args(%[[T:.*]] = %[[OUT]])
+// CHECK:        %[[E:.*]] = vector.extract %[[VEC]][%[[S2]]] : f32 from vector<2xf32>
+// The insert's map of (d0, s0), a permutation, folds to the operands.
+// CHECK:        tensor.insert %[[E]] into %[[T]][%[[D]], %[[C]]]
+// CHECK-NOT:  xla_gpu.materialize
+// CHECK-NOT:  unrealized_conversion_cast
+// CHECK:      return %[[R]]
 func.func private @f(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
   %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
   return %v : f32
@@ -91,30 +100,26 @@ func.func @reduce(%in: tensor<4x8x2xf32>, %init: f32) -> tensor<8xf32> {
 
 // -----
 
-#map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
-func.func private @g(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
-  %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
-  return %v : f32
-}
+#vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#imap = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 15], d1 in [0, 1]">
 func.func @insert_of_an_argument(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>, %tid: index) -> tensor<16x2xf32> {
   // expected-error@+1 {{can only be lowered with the xla_gpu.materialize that produces its source}}
-  %r = xla_gpu.insert %v(%tid) into %out at #map : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+  %r = xla_gpu.insert %v(%tid) into %out at #imap : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
   return %r : tensor<16x2xf32>
 }
 
 // -----
 
-// A materialize that no insert consumes cannot be lowered: an error that
-// says so (the pass used to fail with no message).
+// A materialize whose indexed vector goes elsewhere than to an insert
+// cannot be lowered: an error that says so.
 #read2 = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-#vmap2 = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+#vmap2 = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
 func.func private @g(%t: tensor<16x2xf32>, %i: index, %j: index) -> f32 {
   %v = tensor.extract %t[%i, %j] : tensor<16x2xf32>
   return %v : f32
 }
 func.func @stray_materialize(%in: tensor<16x2xf32>, %tid: index) -> !xla_gpu.indexed_vector<2xf32, #vmap2> {
-  // expected-error@+1 {{is lowered only together with the xla_gpu.insert that consumes it, and has none}}
+  // expected-error@+1 {{the indexed vector of this xla_gpu.materialize is used by something other than an xla_gpu.insert; it cannot be lowered}}
   %v = xla_gpu.materialize @g(%in) at #read2(%tid) : (tensor<16x2xf32>) -> !xla_gpu.indexed_vector<2xf32, #vmap2>
   return %v : !xla_gpu.indexed_vector<2xf32, #vmap2>
 }

@@ -157,10 +157,10 @@ def test_generated_classes_build_every_op(ctx):
             assert red.type == tensor_of(2)
             rmw = xla_gpu.atomic_rmw(t, [i, i], lambda cur: arith.AddFOp(cur, shuffled).result)
             m = IndexingMap.parse("(d0)[s0] -> (d0, s0), domain: d0 in [0, 1], s0 in [0, 2]")
-            vmap = IndexingMap.parse("(d0)[s0] -> (s0), domain: d0 in [0, 1], s0 in [0, 2]")
-            vec_type = ir.Type.parse(f'!xla_gpu.indexed_vector<3xf32, {vmap.attr}>')
+            vec_type = ir.Type.parse(f'!xla_gpu.indexed_vector<3xf32, {m.attr}>')
             vec = xla_gpu.MaterializeOp(vec_type, [t], [i], "exp", m.attr).result
-            xla_gpu.InsertOp(vec, rmw, [i], m.attr)
+            identity = IndexingMap.parse("(d0, d1) -> (d0, d1), domain: d0 in [0, 1], d1 in [0, 2]")
+            xla_gpu.InsertOp(vec, rmw, [i], identity.attr)
             func.ReturnOp([])
     assert module.operation.verify(), str(module)
     text = str(module)
@@ -174,9 +174,9 @@ def test_generated_classes_build_every_op(ctx):
         "xla_gpu.reduce(%arg0) inits(%2) dimensions=[1] combiner=@reducer : tensor<2x3xf32> to tensor<2xf32>",
         "xla_gpu.atomic_rmw %arg0[%arg1, %arg1] : tensor<2x3xf32> {",
         "xla_gpu.materialize @exp(%arg0) at #indexing_map(%arg1) : (tensor<2x3xf32>) -> "
-        "!xla_gpu.indexed_vector<3xf32, #indexing_map1>",
-        "xla_gpu.insert %5(%arg1) into %atomic_rmw at #indexing_map : "
-        "!xla_gpu.indexed_vector<3xf32, #indexing_map1> -> tensor<2x3xf32>",
+        "!xla_gpu.indexed_vector<3xf32, #indexing_map>",
+        "xla_gpu.insert %5(%arg1) into %atomic_rmw at #indexing_map1 : "
+        "!xla_gpu.indexed_vector<3xf32, #indexing_map> -> tensor<2x3xf32>",
     ]:
         assert expected in text, (expected, text)
     assert str(ir.Module.parse(text)) == text

@@ -3,6 +3,7 @@ ptxas, and clean failures on IR it cannot lower."""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from mlir import ir
@@ -29,7 +30,8 @@ def test_options_validate(kwargs, message):
 
 def test_stages_in_xla_order():
     passes = pipelines.pipeline_passes()
-    order = ["inline", "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
+    order = ["inline", "func.func(xla-gpu-fuse-loops)",
+             "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
              "xla-gpu-flatten-tensors", "func.func(xla-gpu-vectorize-loads-stores)",
              "func.func(xla-gpu-optimize-loops)", "xla-gpu-lower-tensors",
              "xla-gpu-lower-to-llvm{index-bitwidth=64 target=gpu}"]
@@ -121,8 +123,8 @@ def test_unlowerable_op_is_named(ctx):
     """An xla_gpu.insert of an indexed vector that no materialize produced
     cannot be lowered: the failure names the op and its location."""
     module = ir.Module.parse("""
-      #map = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-      #vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (s0), domain: d0 in [0, 15], s0 in [0, 1]">
+      #map = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 15], d1 in [0, 1]">
+      #vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
       func.func @main(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>)
           -> tensor<16x2xf32> {
         %tid = gpu.thread_id x {xla.range = [0 : index, 15 : index]}
@@ -149,3 +151,58 @@ def test_cli_prints_the_pipeline():
                            "--stage", "loop-transformation"], capture_output=True, text=True)
     assert proc.returncode == 0
     assert proc.stdout.strip() == pipelines.pipeline_string(stages=["loop-transformation"])
+
+
+@requires_ptxas
+@requires_libdevice
+@pytest.mark.parametrize("sm", [80, 90])
+def test_f8_conversions_use_cvt_on_sm90(ctx, sm):
+    """f8E4M3FN and f8E5M2 conversions are one cvt each where the GPU has
+    it (sm_90 and PTX 7.8, -xla-gpu-convert-float-nvidia), integer code
+    elsewhere; ptxas accepts both."""
+    from xla_gpu.emitters import emit_fusion, find_fusion
+    from xla_gpu.hlo import parse_hlo
+    hlo = Path(__file__).resolve().parents[1] / "emitters" / "loop" / "float8.hlo"
+    module = emit_fusion(find_fusion(parse_hlo(hlo.read_text())))
+    opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
+    assert opts.has_f8_conversions == (sm >= 90)
+    passes = pipelines.pipeline_passes(opts)
+    assert ("func.func(xla-gpu-convert-float-nvidia)" in passes) == (sm >= 90)
+    code = pipelines.compile_to_ptx(ir.Module.parse(str(module)), opts)
+    cvts = {"cvt.rn.satfinite.e4m3x2.f32", "cvt.rn.satfinite.e5m2x2.f32",
+            "cvt.rn.f16x2.e4m3x2", "cvt.rn.f16x2.e5m2x2"}
+    found = {c for c in cvts if c in code}
+    assert found == (cvts if sm >= 90 else set())
+    result = ptx.ptxas_check(code, opts.chip)
+    assert result.ok, result.log
+
+
+def test_invalid_function_among_many_is_a_clean_error():
+    """Two modules of several functions in one text (as a file of `// -----`
+    chunks read whole), one function invalid: MLIR verifies them on worker
+    threads, and an error raised there used to reach the Python diagnostic
+    capture without the GIL and abort the process (found by fuzzing; nearly
+    every try). Parsing and verifying are single-threaded now: every try is
+    a clean error."""
+    functions = "\n".join(f"func.func @f{i}(%a: f32) -> f32 {{ return %a : f32 }}"
+                          for i in range(4))
+    bad = "func.func @bad(%a: f32) -> f32 {\n  return %a : f32\n  return %a : f32\n}"
+    text = f"module {{\n{functions}\n{bad}\n}}\nmodule {{\n{functions}\n}}"
+    script = f"""
+from mlir import ir
+import xla_gpu
+from xla_gpu.pipelines import parse_module
+errors = 0
+for _ in range(40):
+    with ir.Context(), ir.Location.unknown():
+        try:
+            parse_module({text!r})
+        except ir.MLIRError as e:
+            assert "must be the last operation" in str(e), e
+            errors += 1
+print(errors, "errors")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "40 errors"

@@ -27,6 +27,7 @@ from ..dialects import xla_gpu
 from ..hlo import HloComputation, HloInstruction, Shape
 from ..indexing import delinearize
 from ..indexing_map import IndexingMap
+from ..pipelines import verify
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import ElementalEmitter, EmitterError, mlir_type
 from .fusion_analysis import FusionAnalysis
@@ -271,7 +272,7 @@ class EmitterBase:
                     entry.add_entry_block()
                     self.emit_entry_function(entry, self.call_targets)
                 self._emit_called_subgraphs()
-        module.operation.verify()
+        verify(module)
         return EmittedKernel(module, name, launch, [p.shape for p in self.params],
                              [r.shape for r in roots], aliases=self.output_aliases())
 

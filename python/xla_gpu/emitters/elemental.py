@@ -22,9 +22,16 @@ from ..dialects import xla_gpu
 from ..indexing import IndexingError, output_to_input_indexing
 from ..indexing_map import IndexingMap
 from .complex_ops import convert_complex, emit_complex, emit_complex_create
-from .float8 import FLOAT8, f8_to_f32, f32_to_f8
 
 __all__ = ["DISPATCH", "EmitterError", "EmitterNotBuiltError", "mlir_type", "register_elemental", "ELEMENTAL"]
+
+# The signed 8-bit floats. LLVM has none: their values are only moved
+# (loaded, stored, selected) as bytes; ops on them are computed widened to
+# f16 (XLA's rule), and their conversions, emitted as arith.extf/truncf,
+# become integer code in -xla-gpu-expand-float-ops (the format table is
+# there) or one cvt in -xla-gpu-convert-float-nvidia.
+FLOAT8 = frozenset({"f8e3m4", "f8e4m3", "f8e4m3fn", "f8e4m3fnuz", "f8e4m3b11fnuz", "f8e5m2",
+                    "f8e5m2fnuz"})
 
 
 class EmitterError(ValueError):
@@ -337,13 +344,17 @@ def _convert(inst, a):
     if src.name == dst.name:
         return x
     if src.name in FLOAT8 or dst.name in FLOAT8:
-        # Through f32, which holds every f8 value exactly.
+        # Through f32, which holds every f8 value exactly; the f8 side is an
+        # extf/truncf that -xla-gpu-expand-float-ops turns into integer code
+        # (or -xla-gpu-convert-float-nvidia into one cvt).
         f32 = ELEMENT_TYPES["f32"]
         if src.name in FLOAT8:
-            x, src = f8_to_f32(FLOAT8[src.name], x), f32
+            x, src = arith.extf(mlir_type(f32), x), f32
         if dst.name in FLOAT8:
-            wide = _convert_types(x, src, f32) if src.name != "f32" else x
-            return f32_to_f8(FLOAT8[dst.name], wide)
+            # From a wider float directly (the GPU's cvt takes f16 as it is).
+            if src.name not in ("f16", "bf16", "f32", "f64"):
+                x = _convert_types(x, src, f32)
+            return arith.truncf(mlir_type(dst), x)
     return _convert_types(x, src, dst)
 
 
@@ -604,18 +615,12 @@ class ElementalEmitter:
         if inst.opcode == "reduce-precision":
             raise EmitterError(inst, "reduce-precision of 8-bit floats is not supported")
         wide = ir.F32Type.get() if inst.opcode == "compare" else ir.F16Type.get()
-        widened = []
-        for o, v in zip(inst.operands, args):
-            fmt = FLOAT8.get(o.shape.element_type.name)
-            if fmt is not None:
-                v = f8_to_f32(fmt, v)
-                v = v if wide == ir.F32Type.get() else arith.truncf(wide, v)
-            widened.append(v)
+        widened = [arith.extf(wide, v) if o.shape.element_type.name in FLOAT8 else v
+                   for o, v in zip(inst.operands, args)]
         result = ELEMENTAL[inst.opcode](inst, widened)
-        fmt = FLOAT8.get(inst.shape.element_type.name)
-        if fmt is None:
+        if inst.shape.element_type.name not in FLOAT8:
             return result
-        return f32_to_f8(fmt, arith.extf(ir.F32Type.get(), result))
+        return arith.truncf(mlir_type(inst.shape.element_type), result)
 
     def _constant(self, inst, index):
         value = inst.literal.value if inst.literal else None

@@ -165,7 +165,9 @@ def OptimizeLoopsPass : Pass<"xla-gpu-optimize-loops", "mlir::func::FuncOp"> {
     An `scf.for` with constant bounds and at most `max-unroll-trip-count`
     iterations, whose body is small enough that the unrolled loop stays under
     `max-unrolled-ops` operations, is unrolled completely (the spec's loop
-    over the vector elements disappears).
+    over the vector elements disappears). A longer loop from 0 by 1 is
+    unrolled by the largest factor that divides its trip count and keeps the
+    body under `max-unrolled-ops` (256 iterations of a 50-op body: by 8).
 
     A loop that stays a loop and starts its body with a `tensor.extract`
     whose index depends only on the induction variable and loop-invariant
@@ -178,7 +180,11 @@ def OptimizeLoopsPass : Pass<"xla-gpu-optimize-loops", "mlir::func::FuncOp"> {
     Option<"pipelineLoads", "pipeline-loads", "bool", /*default=*/"true",
            "Software-pipeline the first load of loops that are not unrolled">,
     Option<"maxTripCount", "max-unroll-trip-count", "int64_t", /*default=*/"8",
-           "Loops with more iterations stay loops">,
+           "Loops with more iterations are not unrolled completely">,
+    Option<"partialUnroll", "partial-unroll", "bool", /*default=*/"true",
+           "Unroll a loop from 0 by 1 that is not unrolled completely by the largest "
+           "factor that divides its trip count and keeps the body within "
+           "max-unrolled-ops (XLA's); false for the CPU target, whose loops LLVM unrolls">,
     Option<"maxUnrolledOps", "max-unrolled-ops", "int64_t", /*default=*/"400",
            "Loops whose unrolled body would exceed this many ops stay loops">,
     Option<"unrollTopLevelAccumulations", "unroll-top-level-accumulations", "bool",
@@ -217,7 +223,7 @@ def LowerXlaGpuToScfPass : Pass<"xla-gpu-lower-xla-gpu-to-scf", "mlir::func::Fun
   let description = [{
     `xla_gpu.predicated_insert` and `predicated_extract` become `scf.if`;
     `xla_gpu.shuffle_reduce` becomes a butterfly of `gpu.shuffle down` and
-    calls to the combiner, for a warp of `warp_size` lanes; an
+    `xla_gpu.pure_call`s of the combiner, for a warp of `warp_size` lanes; an
     `xla_gpu.materialize` becomes an `xla_gpu.loop` over its map that calls
     the callee for every element and builds a vector (positions: the range
     variables), and the `xla_gpu.insert` consuming it a loop over the
@@ -299,8 +305,11 @@ def PropagateSliceIndicesPass
   let description = [{
     The buffer assignment tells which buffer slice each argument of the
     entry function lives in (`xla.slice_index`). A function called with an
-    entry argument receives the same annotation on its parameter, so that
-    every function knows which of its pointers alias.
+    entry argument receives the same annotation on its parameter (and
+    `xla.invariant`), so that every function knows which of its pointers
+    alias. What no call shows is copied by position, XLA's rule: a
+    function's leading tensor parameters, of the entry's types, get the
+    attributes of the entry's arguments at the same positions.
   }];
 }
 

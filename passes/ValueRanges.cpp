@@ -5,9 +5,11 @@
 #include <algorithm>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace xla::gpu {
 
@@ -18,6 +20,15 @@ namespace {
 constexpr int kMaxDepth = 32;
 
 std::optional<Interval> rangeOf(mlir::Value v, int depth);
+
+// An `xla.range = [lo, hi]`; an empty one ([5, 2]) says nothing usable.
+std::optional<Interval> intervalOf(mlir::ArrayAttr range) {
+  if (range.size() != 2) return std::nullopt;
+  auto lo = llvm::dyn_cast<mlir::IntegerAttr>(range[0]);
+  auto hi = llvm::dyn_cast<mlir::IntegerAttr>(range[1]);
+  if (!lo || !hi || lo.getInt() > hi.getInt()) return std::nullopt;
+  return Interval{lo.getInt(), hi.getInt()};
+}
 
 std::optional<Interval> binary(mlir::Operation* op, int depth,
                                Interval (*fn)(Interval, Interval)) {
@@ -39,21 +50,45 @@ std::optional<Interval> rangeOf(mlir::Value v, int depth) {
     return Interval{x, x};
   }
   if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+    // A function argument's `xla.range` (XLA's convention for values the
+    // caller bounds).
+    if (auto f = llvm::dyn_cast<mlir::FunctionOpInterface>(arg.getOwner()->getParentOp());
+        f && arg.getOwner()->isEntryBlock()) {
+      if (auto range = f.getArgAttrOfType<mlir::ArrayAttr>(arg.getArgNumber(), "xla.range")) {
+        return intervalOf(range);
+      }
+      return std::nullopt;
+    }
+    // An xla_gpu.loop's induction variables and map results.
+    if (auto loop = llvm::dyn_cast<LoopOp>(arg.getOwner()->getParentOp())) {
+      const IndexingMap& map = loop.getIndexingMap();
+      unsigned n = arg.getArgNumber();
+      if (n < map.getNumRangeVars()) return map.getRangeVars()[n].bounds;
+      n -= map.getNumRangeVars();
+      if (n < map.getNumResults()) return map.getRange(map.getAffineMap().getResult(n));
+      return std::nullopt;
+    }
     auto forOp = llvm::dyn_cast<mlir::scf::ForOp>(arg.getOwner()->getParentOp());
     if (forOp && arg == forOp.getInductionVar()) {
       auto lb = rangeOf(forOp.getLowerBound(), depth + 1);
       auto ub = rangeOf(forOp.getUpperBound(), depth + 1);
-      if (lb && ub && ub->upper > lb->lower) return Interval{lb->lower, ub->upper - 1};
+      if (lb && ub && ub->upper > lb->lower) {
+        // With a constant lower bound and step, the last value is the last
+        // step below the upper bound (a loop unrolled by 16 steps by 16).
+        llvm::APInt step;
+        if (lb->isPoint() && mlir::matchPattern(forOp.getStep(), mlir::m_ConstantInt(&step)) &&
+            step.isStrictlyPositive()) {
+          int64_t s = step.getSExtValue();
+          return Interval{lb->lower, lb->lower + (ub->upper - 1 - lb->lower) / s * s};
+        }
+        return Interval{lb->lower, ub->upper - 1};
+      }
     }
     return std::nullopt;
   }
   mlir::Operation* op = v.getDefiningOp();
-  if (auto range = op->getAttrOfType<mlir::ArrayAttr>("xla.range");
-      range && range.size() == 2) {
-    auto lo = llvm::dyn_cast<mlir::IntegerAttr>(range[0]);
-    auto hi = llvm::dyn_cast<mlir::IntegerAttr>(range[1]);
-    // An empty range ([5, 2]) says nothing usable.
-    if (lo && hi && lo.getInt() <= hi.getInt()) return Interval{lo.getInt(), hi.getInt()};
+  if (auto range = op->getAttrOfType<mlir::ArrayAttr>("xla.range")) {
+    if (std::optional<Interval> r = intervalOf(range)) return r;
   }
   if (auto apply = llvm::dyn_cast<ApplyIndexingOp>(op)) {
     IndexingMap map = narrowToOperandRanges(apply.getIndexingMap(), apply.getOperands());
@@ -62,6 +97,26 @@ std::optional<Interval> rangeOf(mlir::Value v, int depth) {
   }
   if (llvm::isa<mlir::arith::IndexCastOp, mlir::arith::IndexCastUIOp, mlir::arith::ExtSIOp>(op)) {
     return rangeOf(op->getOperand(0), depth + 1);
+  }
+  // An i1 widened without its sign is 0 or 1; so are the bitwise and/or of
+  // such values and a lane's shuffle of one (every lane's value is in it).
+  if (auto ext = llvm::dyn_cast<mlir::arith::ExtUIOp>(op)) {
+    if (ext.getIn().getType().isInteger(1)) return Interval{0, 1};
+    auto r = rangeOf(ext.getIn(), depth + 1);
+    if (r && r->lower >= 0) return r;
+    return std::nullopt;
+  }
+  if (llvm::isa<mlir::arith::AndIOp, mlir::arith::OrIOp>(op)) {
+    auto a = rangeOf(op->getOperand(0), depth + 1);
+    auto b = rangeOf(op->getOperand(1), depth + 1);
+    if (a && b && a->lower >= 0 && b->lower >= 0 && a->upper <= 1 && b->upper <= 1) {
+      return Interval{0, 1};
+    }
+    return std::nullopt;
+  }
+  if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(op)) {
+    if (v == shuffle.getShuffleResult()) return rangeOf(shuffle.getValue(), depth + 1);
+    return std::nullopt;
   }
   if (llvm::isa<mlir::arith::AddIOp>(op)) {
     return binary(op, depth, [](Interval a, Interval b) {
@@ -77,6 +132,16 @@ std::optional<Interval> rangeOf(mlir::Value v, int depth) {
       if (!fits(lo) || !fits(hi)) return Interval{std::numeric_limits<int64_t>::min(),
                                                   std::numeric_limits<int64_t>::max()};
       return Interval{(int64_t)lo, (int64_t)hi};
+    });
+  }
+  if (llvm::isa<mlir::arith::MinSIOp>(op)) {
+    return binary(op, depth, [](Interval a, Interval b) {
+      return Interval{std::min(a.lower, b.lower), std::min(a.upper, b.upper)};
+    });
+  }
+  if (llvm::isa<mlir::arith::MaxSIOp>(op)) {
+    return binary(op, depth, [](Interval a, Interval b) {
+      return Interval{std::max(a.lower, b.lower), std::max(a.upper, b.upper)};
     });
   }
   if (llvm::isa<mlir::arith::MulIOp>(op)) {

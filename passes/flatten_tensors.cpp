@@ -249,6 +249,8 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
     mlir::RewritePatternSet folds(ctx);
     ApplyIndexingOp::getCanonicalizationPatterns(folds, ctx);
     if (failed(mlir::applyPatternsGreedily(getOperation(), std::move(folds)))) {
+      getOperation().emitError() << "xla-gpu-flatten-tensors: folding the index maps "
+                                    "failed to converge";
       signalPassFailure();
     }
   }

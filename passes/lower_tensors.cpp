@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/IR/Matchers.h"
 #include "passes/Passes.h"
 #include "passes/ValueRanges.h"
 
@@ -88,16 +89,29 @@ llvm::DenseSet<Value> findReadOnlyArguments(mlir::ModuleOp module) {
 Value gep(mlir::OpBuilder& b, mlir::Location loc, Value base, mlir::Type elementType,
           Value index) {
   auto ptrType = mlir::LLVM::LLVMPointerType::get(b.getContext());
+  // A constant index goes into the GEP itself (as XLA's lower-tensors).
+  llvm::APInt constant;
+  if (mlir::matchPattern(index, mlir::m_ConstantInt(&constant)) &&
+      constant.getSignificantBits() <= mlir::LLVM::kGEPConstantBitWidth) {
+    return b.create<mlir::LLVM::GEPOp>(
+        loc, ptrType, elementType, base,
+        llvm::ArrayRef<mlir::LLVM::GEPArg>{static_cast<int32_t>(constant.getSExtValue())},
+        mlir::LLVM::GEPNoWrapFlags::inbounds);
+  }
   Value i64 = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), index);
   return b.create<mlir::LLVM::GEPOp>(loc, ptrType, elementType, base,
                                      mlir::ValueRange{i64},
                                      mlir::LLVM::GEPNoWrapFlags::inbounds);
 }
 
-// LLVM has no type for some element types (the 8-bit floats): they are
-// loaded and stored as integers of their width and bitcast.
+// How a value is kept in memory: floats LLVM lacks (f8) as integers of
+// their width; vectors of pred a byte an element, as XLA stores pred (LLVM
+// would pack them into bits). A scalar i1 LLVM already stores as a byte.
 mlir::Type storageType(mlir::Type type) {
   if (auto vec = llvm::dyn_cast<mlir::VectorType>(type)) {
+    if (vec.getElementType().isInteger(1)) {
+      return vec.clone(mlir::IntegerType::get(type.getContext(), 8));
+    }
     return vec.clone(storageType(vec.getElementType()));
   }
   auto flt = llvm::dyn_cast<mlir::FloatType>(type);
@@ -107,14 +121,25 @@ mlir::Type storageType(mlir::Type type) {
   return type;
 }
 
+bool isPredVector(mlir::Type type) {
+  auto vec = llvm::dyn_cast<mlir::VectorType>(type);
+  return vec && vec.getElementType().isInteger(1);
+}
+
 Value toStorage(mlir::OpBuilder& b, mlir::Location loc, Value value) {
   mlir::Type storage = storageType(value.getType());
   if (storage == value.getType()) return value;
+  if (isPredVector(value.getType())) return b.create<mlir::arith::ExtUIOp>(loc, storage, value);
   return b.create<mlir::arith::BitcastOp>(loc, storage, value);
 }
 
 Value fromStorage(mlir::OpBuilder& b, mlir::Location loc, mlir::Type type, Value value) {
   if (value.getType() == type) return value;
+  if (isPredVector(type)) {
+    // Any nonzero byte is true.
+    Value zeros = b.create<mlir::arith::ConstantOp>(loc, b.getZeroAttr(value.getType()));
+    return b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ne, value, zeros);
+  }
   return b.create<mlir::arith::BitcastOp>(loc, type, value);
 }
 

@@ -127,7 +127,9 @@ struct LowerShuffleReduce : public mlir::OpRewritePattern<ShuffleReduceOp> {
     for (int64_t d = op.getMaxDistance(); d >= 1; d /= 2) {
       SmallVector<Value> args(values);
       for (Value v : values) args.push_back(shuffleDown(rewriter, op.getLoc(), v, d));
-      values = rewriter.create<mlir::func::CallOp>(op.getLoc(), func, args).getResults();
+      // XLA calls the combiner with a pure call (the inliner after this
+      // pass folds it in).
+      values = rewriter.create<PureCallOp>(op.getLoc(), func, args).getResults();
     }
     rewriter.replaceOp(op, values);
     return mlir::success();

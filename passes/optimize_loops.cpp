@@ -8,6 +8,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "passes/Passes.h"
 
 namespace xla::gpu {
@@ -117,6 +119,36 @@ bool pipelineFirstLoad(mlir::scf::ForOp& loop) {
   return true;
 }
 
+// XLA's estimate of a loop body's size for partial unrolling: a call or a
+// loop counts as the whole budget, a transcendental float math op as 20
+// (they expand to many instructions; abs, ceil, copysign, floor, fma,
+// round, rsqrt, sqrt, trunc are cheap), a vector op once per element.
+int64_t estimatedSize(mlir::Block* body, int64_t budget) {
+  int64_t size = 0;
+  body->walk([&](mlir::Operation* op) {
+    if (llvm::isa<mlir::func::CallOp, PureCallOp, mlir::scf::ForOp>(op)) {
+      size += budget;
+      return;
+    }
+    int64_t opSize = 1;
+    if (llvm::isa<mlir::math::MathDialect>(op->getDialect()) && op->getNumResults() > 0 &&
+        !op->getResultTypes().front().isIntOrIndex() &&
+        !llvm::isa<mlir::math::AbsFOp, mlir::math::CeilOp, mlir::math::CopySignOp,
+                   mlir::math::FloorOp, mlir::math::FmaOp, mlir::math::RoundEvenOp,
+                   mlir::math::RoundOp, mlir::math::RsqrtOp, mlir::math::SqrtOp,
+                   mlir::math::TruncOp>(op)) {
+      opSize = 20;
+    }
+    if (op->getNumResults() > 0) {
+      if (auto vec = llvm::dyn_cast<mlir::VectorType>(op->getResultTypes().front())) {
+        opSize *= vec.getNumElements();
+      }
+    }
+    size += opSize;
+  });
+  return size;
+}
+
 // unroll-top-level-accumulations=false keeps loops of at least this many
 // iterations.
 constexpr int64_t kMinAccumulationTrips = 4;
@@ -159,6 +191,24 @@ class OptimizeLoopsPass : public impl::OptimizeLoopsPassBase<OptimizeLoopsPass> 
           return signalPassFailure();
         }
         continue;
+      }
+      // XLA's partial unrolling of a loop from 0 by 1 too long to unroll:
+      // by the largest factor that divides the trip count and keeps the
+      // unrolled body within max-unrolled-ops.
+      bool keptForInterchange = !unrollTopLevelAccumulations && accumulates &&
+                                trips >= kMinAccumulationTrips &&
+                                llvm::isa<mlir::func::FuncOp>(loop->getParentOp());
+      if (partialUnroll && lb == 0 && step == 1 && trips > 1 && !keptForInterchange) {
+        int64_t size = estimatedSize(loop.getBody(), maxUnrolledOps);
+        int64_t factor = std::min(trips, maxUnrolledOps / std::max<int64_t>(size, 1));
+        while (factor > 1 && trips % factor != 0) --factor;
+        if (factor > 1) {
+          if (mlir::failed(mlir::loopUnrollByFactor(loop, factor))) {
+            loop.emitError("xla-gpu-optimize-loops: could not unroll the loop by ") << factor;
+            return signalPassFailure();
+          }
+          continue;
+        }
       }
       if (pipelineLoads) pipelineFirstLoad(loop);
     }

@@ -13,6 +13,7 @@ namespace xla::gpu {
 namespace {
 
 constexpr llvm::StringLiteral kSliceIndex = "xla.slice_index";
+constexpr llvm::StringLiteral kInvariant = "xla.invariant";
 
 class PropagateSliceIndicesPass
     : public impl::PropagateSliceIndicesPassBase<PropagateSliceIndicesPass> {
@@ -39,12 +40,37 @@ class PropagateSliceIndicesPass
         for (auto [i, operand] : llvm::enumerate(call.getArgOperands())) {
           auto arg = llvm::dyn_cast<mlir::BlockArgument>(operand);
           if (!arg || arg.getOwner() != &f.getBody().front()) continue;
-          if (auto index = f.getArgAttr(arg.getArgNumber(), kSliceIndex)) {
-            callee.setArgAttr(i, kSliceIndex, index);
+          for (llvm::StringLiteral name : {kSliceIndex, kInvariant}) {
+            if (auto attr = f.getArgAttr(arg.getArgNumber(), name)) {
+              callee.setArgAttr(i, name, attr);
+            }
           }
         }
         work.push_back(callee);
       });
+    }
+    // XLA's rule for what no call shows (a function whose calls were
+    // inlined, or one called with values): the subgraph functions take the
+    // entry's tensor arguments first, in its order, so a function's leading
+    // tensor parameters get the entry's attributes by position.
+    mlir::func::FuncOp entry;
+    for (auto f : module.getOps<mlir::func::FuncOp>()) {
+      if (f->hasAttr("xla.entry") || (!entry && f.isPublic() && !f.isExternal())) entry = f;
+    }
+    if (!entry) return;
+    for (auto f : module.getOps<mlir::func::FuncOp>()) {
+      if (f == entry || f.isExternal()) continue;
+      unsigned n = std::min(f.getNumArguments(), entry.getNumArguments());
+      for (unsigned i = 0; i < n; ++i) {
+        if (!llvm::isa<mlir::RankedTensorType>(f.getArgument(i).getType()) ||
+            f.getArgument(i).getType() != entry.getArgument(i).getType()) {
+          break;
+        }
+        for (llvm::StringLiteral name : {kSliceIndex, kInvariant}) {
+          auto attr = entry.getArgAttr(i, name);
+          if (attr && !f.getArgAttr(i, name)) f.setArgAttr(i, name, attr);
+        }
+      }
     }
   }
 };

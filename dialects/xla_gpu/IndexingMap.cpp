@@ -32,9 +32,21 @@ std::string getDefaultVarName(VarKind kind, unsigned index) {
   return "?";
 }
 
+// Whether `name` is a default name of `kind` (d3, s0, rt1), for any index.
+static bool isDefaultName(llvm::StringRef name, VarKind kind) {
+  llvm::StringRef prefix = kind == VarKind::kDimension ? "d" : kind == VarKind::kRange ? "s" : "rt";
+  if (!name.consume_front(prefix) || name.empty()) return false;
+  return llvm::all_of(name, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Unnamed variables, and those with a default name of another position
+// (what is left after a variable before them was removed: d1 becomes d0),
+// get the default name of their position, as in XLA; other names stay.
 static void nameUnnamed(SmallVector<IndexingVar>& vars, VarKind kind) {
   for (auto [i, var] : llvm::enumerate(vars)) {
-    if (var.name.empty()) var.name = getDefaultVarName(kind, i);
+    if (var.name.empty() || isDefaultName(var.name, kind)) {
+      var.name = getDefaultVarName(kind, i);
+    }
   }
 }
 

@@ -796,8 +796,15 @@ IndexingMap IndexingMap::convertSymbolsToDims() const {
   SmallVector<AffineExpr> results;
   for (AffineExpr e : map_.getResults()) results.push_back(convert(e));
   SmallVector<IndexingVar> dims(dims_.begin(), dims_.end());
-  dims.append(range_.begin(), range_.end());
-  dims.append(runtime_.begin(), runtime_.end());
+  // Symbols with their default names (s0, rt1) become dimensions with
+  // theirs (d2, d3), as in XLA; names of their own stay.
+  for (auto [kind, vars] : {std::pair{VarKind::kRange, &range_},
+                            std::pair{VarKind::kRuntime, &runtime_}}) {
+    for (auto [i, var] : llvm::enumerate(*vars)) {
+      dims.push_back(var);
+      if (var.name == getDefaultVarName(kind, i)) dims.back().name.clear();
+    }
+  }
   SmallVector<Constraint> constraints;
   for (const auto& [e, interval] : constraints_) constraints.push_back({convert(e), interval});
   return IndexingMap(mlir::AffineMap::get(total, 0, results, ctx), std::move(dims), {}, {},

@@ -553,11 +553,102 @@ struct FoldApplyIndexingChains : public mlir::OpRewritePattern<ApplyIndexingOp> 
   }
 };
 
+// XLA's SimplifyIndexingMap: the map simplified by its variables' ranges
+// (`d0 mod 16` with d0 in [0, 9] is d0; the fold then takes it).
+struct SimplifyApplyIndexingMap : public mlir::OpRewritePattern<ApplyIndexingOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ApplyIndexingOp op,
+                                mlir::PatternRewriter& rewriter) const override {
+    const IndexingMap& map = op.getIndexingMap();
+    IndexingMap simplified = map.simplify();
+    if (simplified == map || simplified.isKnownEmpty()) {
+      return rewriter.notifyMatchFailure(op, "already simplified");
+    }
+    rewriter.modifyOpInPlace(op, [&] {
+      op.setIndexingMapAttrAttr(IndexingMapAttr::get(op.getContext(), simplified));
+    });
+    return success();
+  }
+};
+
+// XLA's FoldApplyIndexingResults, and unused results dropped: results that
+// are a constant or one of the operands are replaced by it; the op keeps
+// the other results that have uses.
+struct FoldApplyIndexingResults : public mlir::OpRewritePattern<ApplyIndexingOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ApplyIndexingOp op,
+                                mlir::PatternRewriter& rewriter) const override {
+    if (op->use_empty()) return rewriter.notifyMatchFailure(op, "dead: left to DCE");
+    const IndexingMap& map = op.getIndexingMap();
+    mlir::AffineMap affine = map.getAffineMap();
+    SmallVector<Value> replacements(op.getNumResults());
+    SmallVector<mlir::AffineExpr> kept;
+    SmallVector<unsigned> keptIndices;
+    for (auto [i, expr] : llvm::enumerate(affine.getResults())) {
+      if (op.getResult(i).use_empty()) continue;
+      if (auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(expr)) {
+        replacements[i] =
+            rewriter.create<mlir::arith::ConstantIndexOp>(op.getLoc(), c.getValue());
+      } else if (auto d = llvm::dyn_cast<mlir::AffineDimExpr>(expr)) {
+        replacements[i] = op.getOperand(d.getPosition());
+      } else if (auto sym = llvm::dyn_cast<mlir::AffineSymbolExpr>(expr)) {
+        replacements[i] = op.getOperand(map.getNumDims() + sym.getPosition());
+      } else {
+        kept.push_back(expr);
+        keptIndices.push_back(i);
+      }
+    }
+    if (kept.size() == op.getNumResults()) {
+      return rewriter.notifyMatchFailure(op, "every result is an expression in use");
+    }
+    if (!kept.empty()) {
+      IndexingMap narrowed(
+          mlir::AffineMap::get(map.getNumDims(), map.getNumSymbols(), kept, op.getContext()),
+          SmallVector<IndexingVar>(map.getDimVars()),
+          SmallVector<IndexingVar>(map.getRangeVars()),
+          SmallVector<IndexingVar>(map.getRuntimeVars()),
+          SmallVector<IndexingMap::Constraint>(map.getConstraints()));
+      mlir::ValueRange operands = op.getOperands();
+      auto newOp = rewriter.create<ApplyIndexingOp>(
+          op.getLoc(), operands.take_front(map.getNumDims()),
+          operands.drop_front(map.getNumDims()), IndexingMapAttr::get(op.getContext(), narrowed));
+      for (auto [k, i] : llvm::enumerate(keptIndices)) replacements[i] = newOp.getResult(k);
+    }
+    // Results without uses keep a placeholder nobody reads.
+    for (auto [i, v] : llvm::enumerate(replacements)) {
+      if (!v) replacements[i] = rewriter.create<mlir::arith::ConstantIndexOp>(op.getLoc(), 0);
+    }
+    rewriter.replaceOp(op, replacements);
+    return success();
+  }
+};
+
+// XLA's MoveSymbolsToDims: an apply_indexing has no use for the
+// difference between dimensions and symbols; all become dimensions (the
+// operands stay in order), which lets more maps fold and CSE together.
+struct MoveSymbolsToDims : public mlir::OpRewritePattern<ApplyIndexingOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ApplyIndexingOp op,
+                                mlir::PatternRewriter& rewriter) const override {
+    const IndexingMap& map = op.getIndexingMap();
+    if (map.getNumSymbols() == 0) return rewriter.notifyMatchFailure(op, "no symbols");
+    IndexingMap dims = map.convertSymbolsToDims();
+    mlir::ValueRange operands = op.getOperands();
+    rewriter.replaceOpWithNewOp<ApplyIndexingOp>(op, operands, mlir::ValueRange{},
+                                                 IndexingMapAttr::get(op.getContext(), dims));
+    return success();
+  }
+};
+
 }  // namespace
 
 void ApplyIndexingOp::getCanonicalizationPatterns(
     mlir::RewritePatternSet& results, mlir::MLIRContext* context) {
-  results.add<FoldApplyIndexingOperands, FoldApplyIndexingChains>(context);
+  results.add<FoldApplyIndexingOperands, FoldApplyIndexingChains, SimplifyApplyIndexingMap,
+              FoldApplyIndexingResults, MoveSymbolsToDims>(context);
 }
 
 //===----------------------------------------------------------------------===//

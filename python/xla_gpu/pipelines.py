@@ -55,6 +55,10 @@ class PipelineOptions:
     # the CPU target keeps it a loop and runs it interchanged with the
     # threads (each step a vectorized loop over them).
     unroll_accumulations: bool = True
+    # XLA's partial unrolling of long loops (by the largest factor that
+    # divides the trip count and keeps the body small); the CPU target
+    # leaves that to LLVM's unroller.
+    partial_unroll: bool = True
     # None: 32 when every tensor of the module is small enough that index
     # arithmetic cannot overflow it (cheaper on GPUs), else 64.
     index_bitwidth: int | None = None
@@ -96,8 +100,10 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         "cse",
         "canonicalize",
         f"func.func(xla-gpu-lower-xla-gpu-to-scf{{warp_size={opts.warp_size}}})",
-        # A vector a loop builds and the next one reads back (XLA's place).
+        # A vector a loop builds and the next one reads back (XLA's place),
+        # then the combiners the shuffles call are inlined.
         "func.func(xla-gpu-fuse-loops)",
+        "inline",
         # XLA's place for it: before the loops become scf, so that a loop
         # whose last iteration alone needs a bounds check is split.
         "func.func(xla-gpu-peel-loops)",
@@ -121,6 +127,8 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
         options = [] if opts.pipeline_loads else ["pipeline-loads=false"]
         if not opts.unroll_accumulations:
             options.append("unroll-top-level-accumulations=false")
+        if not opts.partial_unroll:
+            options.append("partial-unroll=false")
         suffix = "{" + " ".join(options) + "}" if options else ""
         passes += [f"func.func(xla-gpu-optimize-loops{suffix})"]
     passes += ["canonicalize", "cse"]

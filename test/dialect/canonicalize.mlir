@@ -18,11 +18,12 @@ func.func @apply_indexing_constants() -> index {
 // -----
 
 #map = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d0 * 4 + d1 floordiv 2 + s0), domain: d0 in [0, 127], d1 in [0, 7], s0 in [0, 3]">
-// Some constant operands move into the map; the others stay.
-// CHECK: #[[$MAP:.*]] = #xla_gpu.indexing_map<"(d0)[s0] -> (d0 * 4 + s0 + 2), domain: d0 in [0, 127], s0 in [0, 3]">
+// Some constant operands move into the map; the others stay (the symbol
+// becomes a dimension).
+// CHECK: #[[$MAP:.*]] = #xla_gpu.indexing_map<"(d0, d1) -> (d0 * 4 + d1 + 2), domain: d0 in [0, 127], d1 in [0, 3]">
 // CHECK-LABEL: func.func @apply_indexing_some_constants
 // CHECK-SAME: (%[[A:.*]]: index, %[[S:.*]]: index)
-// CHECK: xla_gpu.apply_indexing #[[$MAP]](%[[A]])[%[[S]]]
+// CHECK: xla_gpu.apply_indexing #[[$MAP]](%[[A]], %[[S]])
 func.func @apply_indexing_some_constants(%a: index, %s: index) -> index {
   %c5 = arith.constant 5 : index
   %0 = xla_gpu.apply_indexing #map(%a, %c5)[%s]
@@ -32,12 +33,14 @@ func.func @apply_indexing_some_constants(%a: index, %s: index) -> index {
 // -----
 
 #map = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1 * 2), domain: d0 in [0, 127], d1 in [0, 7]">
-// A result that is one of the operands folds to it -- but only when all
-// results fold; the other result keeps the op.
+// A result that is one of the operands folds to it (XLA's
+// FoldApplyIndexingResults); the op keeps the other result, and the operand
+// only the folded result used goes.
+// CHECK: #[[$TWICE:.*]] = #xla_gpu.indexing_map<"(d0) -> (d0 * 2), domain: d0 in [0, 7]">
 // CHECK-LABEL: func.func @apply_indexing_identity
 // CHECK-SAME: (%[[A:.*]]: index, %[[B:.*]]: index)
-// CHECK: %[[R:.*]]:2 = xla_gpu.apply_indexing
-// CHECK: return %[[R]]#0, %[[R]]#1
+// CHECK: %[[R:.*]] = xla_gpu.apply_indexing #[[$TWICE]](%[[B]])
+// CHECK: return %[[A]], %[[R]]
 func.func @apply_indexing_identity(%a: index, %b: index) -> (index, index) {
   %0:2 = xla_gpu.apply_indexing #map(%a, %b)
   return %0#0, %0#1 : index, index
@@ -123,4 +126,22 @@ func.func @pure_call_cse(%t: tensor<4xf32>, %i: index) -> f32 {
   %unused = xla_gpu.pure_call @callee(%t, %i) : (tensor<4xf32>, index) -> f32
   %s = arith.addf %a, %b : f32
   return %s : f32
+}
+
+// -----
+
+// XLA's canonicalization of apply_indexing: the map simplified by its
+// ranges (d0 mod 16 with d0 in [0, 9] is d0, which folds to the operand), a
+// constant result becomes a constant, results nobody uses go, and symbols
+// become dimensions.
+#m = #xla_gpu.indexing_map<"(d0)[s0] -> (d0 + s0, 42, d0 * 3, d0 mod 16), domain: d0 in [0, 9], s0 in [0, 3]">
+// CHECK: #[[$SUM:.*]] = #xla_gpu.indexing_map<"(d0, d1) -> (d0 + d1), domain: d0 in [0, 9], d1 in [0, 3]">
+// CHECK-LABEL: func.func @apply_indexing_results(
+// CHECK-SAME:    %[[A:.*]]: index, %[[B:.*]]: index)
+// CHECK-DAG:   %[[C42:.*]] = arith.constant 42 : index
+// CHECK-DAG:   %[[SUM:.*]] = xla_gpu.apply_indexing #[[$SUM]](%[[A]], %[[B]])
+// CHECK:       return %[[SUM]], %[[C42]], %[[A]]
+func.func @apply_indexing_results(%a: index, %b: index) -> (index, index, index) {
+  %0:4 = xla_gpu.apply_indexing #m(%a)[%b]
+  return %0#0, %0#1, %0#3 : index, index, index
 }

@@ -346,3 +346,39 @@ func.func @insert_past_the_tensor(%out: tensor<16xf32>, %v: f32) -> tensor<16xf3
   %w = tensor.insert %v into %out[%n] : tensor<16xf32>
   return %w : tensor<16xf32>
 }
+
+// -----
+
+// A constant index goes into the GEP (XLA's form): no index arithmetic.
+// CHECK-LABEL: func.func @constant_index(
+// CHECK-SAME:    %[[IN:.*]]: !llvm.ptr
+// CHECK-NOT:   arith.index_cast
+// CHECK:       %[[P:.*]] = llvm.getelementptr inbounds %[[IN]][5] : (!llvm.ptr) -> !llvm.ptr, f32
+// CHECK:       llvm.load %[[P]]
+func.func @constant_index(%in: tensor<16xf32>) -> f32 {
+  %c5 = arith.constant 5 : index
+  %x = tensor.extract %in[%c5] : tensor<16xf32>
+  return %x : f32
+}
+
+// -----
+
+// A vector of pred is a byte an element in memory, as XLA stores pred (an
+// LLVM store of vector<4xi1> would pack it into 4 bits): widened to i8 on
+// the way out, any nonzero byte true on the way in.
+// CHECK-LABEL: func.func @pred_vectors(
+// CHECK-SAME:    %[[A:.*]]: !llvm.ptr, %[[B:.*]]: !llvm.ptr
+// CHECK:       %[[LOADED:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> vector<4xi8>
+// CHECK:       %[[ZERO:.*]] = arith.constant dense<0> : vector<4xi8>
+// CHECK:       %[[V:.*]] = arith.cmpi ne, %[[LOADED]], %[[ZERO]] : vector<4xi8>
+// CHECK:       %[[N:.*]] = arith.xori %[[V]]
+// CHECK:       %[[BYTES:.*]] = arith.extui %[[N]] : vector<4xi1> to vector<4xi8>
+// CHECK:       llvm.store %[[BYTES]], %{{.*}} : vector<4xi8>, !llvm.ptr
+func.func @pred_vectors(%a: tensor<16xi1>, %b: tensor<16xi1>, %i: index) -> tensor<16xi1> {
+  %false = arith.constant false
+  %ones = arith.constant dense<true> : vector<4xi1>
+  %v = vector.transfer_read %a[%i], %false {in_bounds = [true]} : tensor<16xi1>, vector<4xi1>
+  %n = arith.xori %v, %ones : vector<4xi1>
+  %w = vector.transfer_write %n, %b[%i] {in_bounds = [true]} : vector<4xi1>, tensor<16xi1>
+  return %w : tensor<16xi1>
+}

@@ -22,16 +22,16 @@ func.func @predicated(%v: f32, %t: tensor<4xf32>, %i: index, %c: i1) -> f32 {
 // -----
 
 // A butterfly over the warp: distances 4, 2, 1, each a shuffle down and a
-// call of the combiner; a 16-bit value travels in an i32.
+// pure call of the combiner (as XLA); a 16-bit value travels in an i32.
 // CHECK-LABEL: func.func @shuffle_reduce
 // CHECK: %[[S4:.*]], %{{.*}} = gpu.shuffle down %{{.*}}, %c4_i32, %c32_i32 : f32
 // CHECK: %[[H4:.*]], %{{.*}} = gpu.shuffle down %{{.*}}, %c4_i32, %c32_i32 : i32
-// CHECK: %[[R4:.*]]:2 = call @reducer
-// CHECK: gpu.shuffle down %[[R4]]#0, %c2_i32
-// CHECK: %[[R2:.*]]:2 = call @reducer
-// CHECK: gpu.shuffle down %[[R2]]#0, %c1_i32
-// CHECK: %[[R1:.*]]:2 = call @reducer
-// CHECK: return %[[R1]]#0, %[[R1]]#1
+// CHECK: %[[R4:[a-z_0-9]+]], %{{.*}} = xla_gpu.pure_call @reducer
+// CHECK: gpu.shuffle down %[[R4]], %c2_i32
+// CHECK: %[[R2:[a-z_0-9]+]], %{{.*}} = xla_gpu.pure_call @reducer
+// CHECK: gpu.shuffle down %[[R2]], %c1_i32
+// CHECK: %[[R1A:[a-z_0-9]+]], %[[R1B:[a-z_0-9]+]] = xla_gpu.pure_call @reducer
+// CHECK: return %[[R1A]], %[[R1B]]
 func.func private @reducer(%a: f32, %b: f16, %c: f32, %d: f16) -> (f32, f16) {
   %0 = arith.addf %a, %c : f32
   %1 = arith.addf %b, %d : f16

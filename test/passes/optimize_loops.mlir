@@ -1,4 +1,7 @@
-// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-optimize-loops | FileCheck %s
+// The full unrolling and load pipelining (CHECK) are checked without
+// XLA's partial unrolling, which the PARTIAL cases check on its own.
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-optimize-loops=partial-unroll=false | FileCheck %s
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-optimize-loops | FileCheck %s --check-prefix=PARTIAL
 
 // CHECK-LABEL: func.func @unroll
 // CHECK-NOT: scf.for
@@ -16,9 +19,14 @@ func.func @unroll(%x: f32) -> f32 {
 
 // -----
 
-// A long loop stays a loop.
+// A long loop stays a loop; with partial unrolling, 100 iterations of a
+// 2-op body fit in the budget and it is unrolled completely.
 // CHECK-LABEL: func.func @do_not_unroll_long
 // CHECK: scf.for
+// PARTIAL-LABEL: func.func @do_not_unroll_long
+// PARTIAL-NOT: scf.for
+// PARTIAL-COUNT-100: arith.addf
+// PARTIAL-NEXT: return
 func.func @do_not_unroll_long(%x: f32) -> f32 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -142,4 +150,56 @@ func.func @do_not_pipeline_dependent_index(%t: tensor<1024xindex>, %x: index) ->
     scf.yield %v : index
   }
   return %r : index
+}
+
+// -----
+
+// XLA's partial unrolling: 256 iterations of a body XLA sizes at 23 (an
+// exp counts 20) is unrolled by 16, the largest factor that divides 256 and
+// keeps the body within 400; the loop steps by 16.
+// PARTIAL-LABEL: func.func @partial_unroll(
+// PARTIAL:       %[[C16:.*]] = arith.constant 16 : index
+// PARTIAL:       scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C16]]
+// PARTIAL-COUNT-16: math.exp
+// PARTIAL-NOT:   math.exp
+// PARTIAL:       scf.yield
+// CHECK-LABEL: func.func @partial_unroll(
+// CHECK:       scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// CHECK-COUNT-1: math.exp
+// CHECK-NOT:   math.exp
+func.func @partial_unroll(%in: tensor<2048xf32>, %init: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %r = scf.for %i = %c0 to %c256 step %c1 iter_args(%acc = %init) -> f32 {
+    %x = tensor.extract %in[%i] : tensor<2048xf32>
+    %e = math.exp %x : f32
+    %s = arith.addf %acc, %e : f32
+    scf.yield %s : f32
+  }
+  return %r : f32
+}
+
+// -----
+
+// 257 iterations: no factor within the budget divides a prime; the loop
+// stays as it is.
+// CHECK-LABEL: func.func @prime_trip_count(
+// CHECK-COUNT-1: math.exp
+// CHECK-NOT:   math.exp
+// PARTIAL-LABEL: func.func @prime_trip_count(
+// PARTIAL:       scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// PARTIAL-COUNT-1: math.exp
+// PARTIAL-NOT:   math.exp
+func.func @prime_trip_count(%in: tensor<2048xf32>, %init: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c257 = arith.constant 257 : index
+  %r = scf.for %i = %c0 to %c257 step %c1 iter_args(%acc = %init) -> f32 {
+    %x = tensor.extract %in[%i] : tensor<2048xf32>
+    %e = math.exp %x : f32
+    %s = arith.addf %acc, %e : f32
+    scf.yield %s : f32
+  }
+  return %r : f32
 }

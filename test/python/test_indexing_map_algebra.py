@@ -91,12 +91,19 @@ def test_remove_unused_variables(ctx):
     m = IndexingMap.parse("(d0, d1, d2)[s0, s1]{rt0, rt1} -> (d1 + s1 + rt1), domain: "
                           "d0 in [0, 1], d1 in [0, 2], d2 in [0, 3], s0 in [0, 4], "
                           "s1 in [0, 5], rt0 in [0, 6], rt1 in [0, 7]")
+    # The variables left get the default names of their new positions (s1
+    # becomes s0), as in XLA.
     assert str(m.remove_unused_symbols()) == (
-        "(d0, d1, d2)[s1]{rt1} -> (d1 + s1 + rt1), domain: d0 in [0, 1], d1 in [0, 2], "
-        "d2 in [0, 3], s1 in [0, 5], rt1 in [0, 7]")
+        "(d0, d1, d2)[s0]{rt0} -> (d1 + s0 + rt0), domain: d0 in [0, 1], d1 in [0, 2], "
+        "d2 in [0, 3], s0 in [0, 5], rt0 in [0, 7]")
     assert str(m.remove_unused_dimensions()) == (
-        "(d1)[s0, s1]{rt0, rt1} -> (d1 + s1 + rt1), domain: d1 in [0, 2], s0 in [0, 4], "
+        "(d0)[s0, s1]{rt0, rt1} -> (d0 + s1 + rt1), domain: d0 in [0, 2], s0 in [0, 4], "
         "s1 in [0, 5], rt0 in [0, 6], rt1 in [0, 7]")
+    # Names of their own stay.
+    named = IndexingMap.parse("(th_x, bl_x)[s0, vec] -> (bl_x + vec), domain: th_x in [0, 1], "
+                              "bl_x in [0, 2], s0 in [0, 3], vec in [0, 4]")
+    assert str(named.remove_unused_dimensions().remove_unused_symbols()) == (
+        "(bl_x)[vec] -> (bl_x + vec), domain: bl_x in [0, 2], vec in [0, 4]")
     # A variable used only by a constraint stays.
     c = IndexingMap.parse("(d0)[s0] -> (d0), domain: d0 in [0, 9], s0 in [0, 9], "
                           "d0 + s0 in [0, 9]")
@@ -257,8 +264,9 @@ def test_derived_maps_for_emitters(ctx):
     assert str(m.submap(1)) == ("(d0, d1)[s0] -> (d1), domain: d0 in [0, 31], d1 in [0, 7], "
                                 "s0 in [0, 3]")
     flat = m.convert_symbols_to_dims()
-    assert str(flat) == ("(d0, d1, s0) -> (d0 * 4 + s0, d1), domain: d0 in [0, 31], "
-                         "d1 in [0, 7], s0 in [0, 3]")
+    # The symbol with its default name becomes a dimension with its own (XLA).
+    assert str(flat) == ("(d0, d1, d2) -> (d0 * 4 + d2, d1), domain: d0 in [0, 31], "
+                         "d1 in [0, 7], d2 in [0, 3]")
     assert flat.evaluate([3, 2, 1]) == m.evaluate([3, 2], [1]) == [13, 2]
     for bad in (lambda: m.with_constraint(ir.AffineDimExpr.get(5), (0, 1)),
                 lambda: m.with_constraint(d0, (3, 2)),

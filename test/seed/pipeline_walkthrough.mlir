@@ -32,11 +32,12 @@
 
 // The bounds checks are gone (xla.range), the tensors are flat and one map
 // computes th_x * 4 + bl_x * 512 + vector_index.
-// FLAT: #[[$FMAP:.*]] = #xla_gpu.indexing_map<"(d0, d1)[s0] -> (d1 * 4 + s0 + d0 * 512), domain: d0 in [0, 24575], d1 in [0, 127], s0 in [0, 3]">
+// (XLA's canonicalization makes the symbol a dimension.)
+// FLAT: #[[$FMAP:.*]] = #xla_gpu.indexing_map<"(d0, d1, d2) -> (d1 * 4 + d2 + d0 * 512), domain: d0 in [0, 24575], d1 in [0, 127], d2 in [0, 3]">
 // FLAT-LABEL: func.func @main(%{{.*}}: tensor<12582912xbf16>, %{{.*}}: tensor<12582912xbf16>) -> tensor<12582912xbf16>
 // FLAT-NOT: arith.cmpi
 // FLAT: scf.for %[[VI:[^ ]+]] =
-// FLAT: %[[I:.*]] = xla_gpu.apply_indexing #[[$FMAP]](%block_id_x, %thread_id_x)[%[[VI]]]
+// FLAT: %[[I:.*]] = xla_gpu.apply_indexing #[[$FMAP]](%block_id_x, %thread_id_x, %[[VI]])
 // FLAT: tensor.extract %{{.*}}[%[[I]]] : tensor<12582912xbf16>
 // FLAT: tensor.insert %{{.*}}[%[[I]]] : tensor<12582912xbf16>
 

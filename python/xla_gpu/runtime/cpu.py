@@ -102,7 +102,8 @@ _SUB_BYTE = [{ELEMENT_TYPES["s4"].dtype, ELEMENT_TYPES["u4"].dtype},
 _CPUS = os.cpu_count() or 1
 
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False, pipeline_loads=False,
-                                               unroll_accumulations=False)
+                                               unroll_accumulations=False,
+                                               partial_unroll=False)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

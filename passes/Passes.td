@@ -316,9 +316,12 @@ def PropagateSliceIndicesPass
 def MergePointersPass : Pass<"xla-gpu-merge-pointers", "mlir::ModuleOp"> {
   let summary = "Passes an argument once when several share one buffer slice.";
   let description = [{
-    Arguments of an entry (public) function with the same `xla.slice_index`
-    are the same buffer: the later ones are replaced by the first and
-    removed from the signature, as XLA's ABI passes each slice once.
+    Arguments with the same `xla.slice_index` are the same buffer: the
+    later ones are replaced by the first and removed from the signature, as
+    XLA's ABI passes each slice once -- in entry functions, and in private
+    functions whose every use is a call (the calls drop the same operands).
+    The pointer arguments left with a slice index are distinct buffers and
+    get `llvm.noalias`, as in XLA.
   }];
 }
 

@@ -22,10 +22,30 @@ namespace {
 using llvm::SmallVector;
 using mlir::Value;
 
-// The ops of `loop`'s body that compute `extract`'s indices, in order, if
+// A load the loop can software-pipeline: a tensor.extract, or (XLA's
+// PipelineLoad on transfers) an unmasked vector.transfer_read with an
+// invariant padding value.
+struct PipelinedLoad {
+  mlir::Operation* op = nullptr;
+  Value source;
+  mlir::ValueRange indices;
+};
+
+std::optional<PipelinedLoad> asLoad(mlir::Operation* op, mlir::scf::ForOp loop) {
+  if (auto extract = llvm::dyn_cast<mlir::tensor::ExtractOp>(op)) {
+    return PipelinedLoad{op, extract.getTensor(), extract.getIndices()};
+  }
+  if (auto read = llvm::dyn_cast<mlir::vector::TransferReadOp>(op)) {
+    if (read.getMask() || !loop.isDefinedOutsideOfLoop(read.getPadding())) return std::nullopt;
+    return PipelinedLoad{op, read.getBase(), read.getIndices()};
+  }
+  return std::nullopt;
+}
+
+// The ops of `loop`'s body that compute the load's indices, in order, if
 // they use nothing but the induction variable and values from outside.
 std::optional<SmallVector<mlir::Operation*>> indexSlice(mlir::scf::ForOp loop,
-                                                        mlir::tensor::ExtractOp extract) {
+                                                        const PipelinedLoad& extract) {
   SmallVector<mlir::Operation*> slice;
   llvm::SmallPtrSet<mlir::Operation*, 8> inSlice;
   std::function<bool(Value)> visit = [&](Value v) -> bool {
@@ -43,16 +63,16 @@ std::optional<SmallVector<mlir::Operation*>> indexSlice(mlir::scf::ForOp loop,
     slice.push_back(def);
     return true;
   };
-  if (!loop.isDefinedOutsideOfLoop(extract.getTensor())) return std::nullopt;
-  for (Value index : extract.getIndices()) {
+  if (!loop.isDefinedOutsideOfLoop(extract.source)) return std::nullopt;
+  for (Value index : extract.indices) {
     if (!visit(index)) return std::nullopt;
   }
   return slice;
 }
 
-// `extract` at induction variable `iv`, if `iv < ub`, else `fallback`.
+// The load at induction variable `iv`, if `iv < ub`, else `fallback`.
 Value guardedLoad(mlir::OpBuilder& b, mlir::Location loc, mlir::scf::ForOp loop,
-                  mlir::tensor::ExtractOp extract, llvm::ArrayRef<mlir::Operation*> slice,
+                  mlir::Operation* extract, llvm::ArrayRef<mlir::Operation*> slice,
                   Value iv, Value fallback) {
   Value inRange = b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::slt, iv,
                                                 loop.getUpperBound());
@@ -62,8 +82,8 @@ Value guardedLoad(mlir::OpBuilder& b, mlir::Location loc, mlir::scf::ForOp loop,
         mlir::IRMapping mapping;
         mapping.map(loop.getInductionVar(), iv);
         for (mlir::Operation* op : slice) tb.clone(*op, mapping);
-        auto load = llvm::cast<mlir::tensor::ExtractOp>(tb.clone(*extract, mapping));
-        tb.create<mlir::scf::YieldOp>(l, load.getResult());
+        mlir::Operation* load = tb.clone(*extract, mapping);
+        tb.create<mlir::scf::YieldOp>(l, load->getResult(0));
       },
       [&](mlir::OpBuilder& eb, mlir::Location l) {
         eb.create<mlir::scf::YieldOp>(l, fallback);
@@ -71,26 +91,32 @@ Value guardedLoad(mlir::OpBuilder& b, mlir::Location loc, mlir::scf::ForOp loop,
   return ifOp.getResult(0);
 }
 
-// 1. Find the first tensor.extract of the body with a loop-invariant tensor
-//    and indices computed from the induction variable and invariants only.
+// 1. Find the first load of the body (tensor.extract or vector.transfer_read)
+//    from a loop-invariant tensor with indices computed from the induction
+//    variable and invariants only.
 // 2. Load it for the lower bound before the loop (guarded: the loop may not
 //    run), and carry it as a new iteration argument.
 // 3. In the body, use the carried value; at the end, load the next
 //    iteration's element (guarded by the upper bound) and yield it.
 bool pipelineFirstLoad(mlir::scf::ForOp& loop) {
-  mlir::tensor::ExtractOp extract;
+  mlir::Operation* extract = nullptr;
   std::optional<SmallVector<mlir::Operation*>> slice;
-  for (auto candidate : loop.getBody()->getOps<mlir::tensor::ExtractOp>()) {
-    slice = indexSlice(loop, candidate);
+  for (mlir::Operation& candidate : loop.getBody()->getOperations()) {
+    std::optional<PipelinedLoad> load = asLoad(&candidate, loop);
+    if (!load) continue;
+    slice = indexSlice(loop, *load);
     if (slice) {
-      extract = candidate;
+      extract = &candidate;
       break;
     }
   }
   if (!extract) return false;
-  mlir::Location loc = extract.getLoc();
+  mlir::Location loc = extract->getLoc();
   mlir::OpBuilder b(loop);
-  Value zero = b.create<mlir::arith::ConstantOp>(loc, b.getZeroAttr(extract.getType()));
+  auto zeroAttr = llvm::dyn_cast_or_null<mlir::TypedAttr>(
+      b.getZeroAttr(extract->getResult(0).getType()));
+  if (!zeroAttr) return false;
+  Value zero = b.create<mlir::arith::ConstantOp>(loc, zeroAttr);
   Value first = guardedLoad(b, loc, loop, extract, *slice, loop.getLowerBound(), zero);
   SmallVector<Value> inits(loop.getInitArgs());
   inits.push_back(first);
@@ -111,8 +137,8 @@ bool pipelineFirstLoad(mlir::scf::ForOp& loop) {
   yielded.push_back(prefetched);
   b.create<mlir::scf::YieldOp>(yield.getLoc(), yielded);
   yield.erase();
-  extract.replaceAllUsesWith(current);
-  extract.erase();
+  extract->getResult(0).replaceAllUsesWith(current);
+  extract->erase();
   loop.replaceAllUsesWith(newLoop.getResults().drop_back());
   loop.erase();
   loop = newLoop;

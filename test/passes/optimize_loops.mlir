@@ -203,3 +203,36 @@ func.func @prime_trip_count(%in: tensor<2048xf32>, %init: f32) -> f32 {
   }
   return %r : f32
 }
+
+// -----
+
+// XLA's PipelineLoad on transfers: a vector.transfer_read at the top of a
+// long loop, its index from the induction variable through apply_indexing,
+// is loaded for the first iteration before the loop and for the next one
+// at the end of each (guarded), the vector carried.
+#map4 = #xla_gpu.indexing_map<"(d0) -> (d0 * 4), domain: d0 in [0, 255]">
+// CHECK-LABEL: func.func @pipeline_transfer_reads
+// CHECK-SAME: (%[[T:.*]]: tensor<1024xf32>
+// CHECK:       %[[FIRST:.*]] = scf.if %{{.*}} -> (vector<4xf32>) {
+// CHECK:         vector.transfer_read %[[T]]
+// CHECK:       scf.for %[[IV:.*]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[CUR:.*]] = %[[FIRST]]) -> (vector<4xf32>, vector<4xf32>)
+// CHECK:         arith.addf %[[ACC]], %[[CUR]] : vector<4xf32>
+// CHECK:         %[[NEXT:.*]] = arith.addi %[[IV]], %c1
+// CHECK:         scf.if %{{.*}} -> (vector<4xf32>) {
+// CHECK:           xla_gpu.apply_indexing #{{.*}}(%[[NEXT]])
+// CHECK:           vector.transfer_read %[[T]]
+// CHECK:         } else {
+// CHECK:           scf.yield %[[CUR]]
+func.func @pipeline_transfer_reads(%t: tensor<1024xf32>, %x: vector<4xf32>) -> vector<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %pad = arith.constant 0.0 : f32
+  %r = scf.for %i = %c0 to %c256 step %c1 iter_args(%acc = %x) -> (vector<4xf32>) {
+    %idx = xla_gpu.apply_indexing #map4(%i)
+    %v = vector.transfer_read %t[%idx], %pad {in_bounds = [true]} : tensor<1024xf32>, vector<4xf32>
+    %s = arith.addf %acc, %v : vector<4xf32>
+    scf.yield %s : vector<4xf32>
+  }
+  return %r : vector<4xf32>
+}

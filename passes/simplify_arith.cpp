@@ -3,8 +3,8 @@
 // XLA's arithmetic simplifier, on the ranges of ValueRanges.h (xla.range of
 // ids and function arguments, loop bounds, constants, index maps):
 //
-//   1. Annotate: minsi, maxsi, addi and muli results get their range as
-//      `xla.range` (what later passes and readers of the IR see).
+//   1. Annotate: minsi, maxsi, addi and muli index results get their range
+//      as `xla.range` (what later passes and readers of the IR see).
 //   2. A cmpi the ranges decide becomes a constant; a minsi/maxsi one of
 //      whose operands is always the smaller/larger becomes that operand.
 //   3. An apply_indexing whose operands are narrower than its map's domain
@@ -212,14 +212,16 @@ struct FoldBoolRoundTrip : public mlir::OpRewritePattern<mlir::arith::ExtUIOp> {
   }
 };
 
-// 1. xla.range on the results of minsi, maxsi, addi and muli whose range is
-// known (and not all of int64).
+// 1. xla.range on the index results of minsi, maxsi, addi and muli whose
+// range is known (and not all of int64).
 void annotateRanges(mlir::func::FuncOp func) {
   mlir::Builder b(func.getContext());
   func.walk([&](mlir::Operation* op) {
+    // Index values only: the ranges are computed in 64 bits, and a
+    // narrower integer could wrap where they do not.
     if (!llvm::isa<mlir::arith::MinSIOp, mlir::arith::MaxSIOp, mlir::arith::AddIOp,
                    mlir::arith::MulIOp>(op) ||
-        op->hasAttr("xla.range")) {
+        !op->getResult(0).getType().isIndex() || op->hasAttr("xla.range")) {
       return;
     }
     std::optional<Interval> range = getValueRange(op->getResult(0));

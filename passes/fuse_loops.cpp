@@ -48,16 +48,7 @@ namespace {
 using mlir::Value;
 
 bool haveSameDomain(const IndexingMap& a, const IndexingMap& b) {
-  auto sameBounds = [](llvm::ArrayRef<IndexingVar> x, llvm::ArrayRef<IndexingVar> y) {
-    return x.size() == y.size() &&
-           llvm::all_of(llvm::zip(x, y), [](auto pair) {
-             return std::get<0>(pair).bounds == std::get<1>(pair).bounds;
-           });
-  };
-  return a.getNumRuntimeVars() == 0 && b.getNumRuntimeVars() == 0 &&
-         sameBounds(a.getDimVars(), b.getDimVars()) &&
-         sameBounds(a.getRangeVars(), b.getRangeVars()) &&
-         a.getConstraints() == b.getConstraints();
+  return a.getNumRuntimeVars() == 0 && b.getNumRuntimeVars() == 0 && a.hasSameDomain(b);
 }
 
 // The induction variable `v` is of `loop`, or -1.
@@ -168,12 +159,7 @@ void fuse(Fusion fusion) {
   // 3. The maps' results side by side over the (shared) domain.
   llvm::SmallVector<mlir::AffineExpr> results(insertMap.getAffineMap().getResults());
   llvm::append_range(results, extractMap.getAffineMap().getResults());
-  IndexingMap map(mlir::AffineMap::get(insertMap.getNumDims(), insertMap.getNumSymbols(),
-                                       results, ctx),
-                  llvm::SmallVector<IndexingVar>(insertMap.getDimVars()),
-                  llvm::SmallVector<IndexingVar>(insertMap.getRangeVars()),
-                  /*runtime=*/{},
-                  llvm::SmallVector<IndexingMap::Constraint>(insertMap.getConstraints()));
+  IndexingMap map = insertMap.withResults(results);
   llvm::SmallVector<Value> inits(insertLoop.getInits());
   llvm::append_range(inits, extractLoop.getInits());
 

@@ -375,7 +375,7 @@ class KernelLowering {
       if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(op)) {
         if (mlir::failed(checkShuffle(shuffle))) return mlir::failure();
         phases.emplace_back();
-        shuffles_.insert(shuffle);
+        hasShuffles_ = true;
         phaseOf_[&op] = phases.size() - 1;
         continue;
       }
@@ -516,7 +516,7 @@ class KernelLowering {
     // its rows whole already, and the batch's slots crowd the L1.
     int64_t numPhases = llvm::count_if(phases, [](const auto& phase) { return !phase.empty(); });
     int64_t numBlocks = grid_.blocks[0] * grid_.blocks[1] * grid_.blocks[2];
-    if ((numPhases > 1 || !interchanged_.empty()) && shuffles_.empty()) {
+    if ((numPhases > 1 || !interchanged_.empty()) && !hasShuffles_) {
       batch_ = std::clamp<int64_t>(kBatchStorageBytes / std::max<uint64_t>(storage, 1), 1,
                                    std::min(kMaxBatch, numBlocks));
     }
@@ -1224,7 +1224,7 @@ class KernelLowering {
   int64_t batch_ = 1;
   Value batchFirst_, batchLast_, bid_, blockInBatch_;
   mlir::IRMapping argMap_;
-  llvm::SetVector<mlir::Operation*> shuffles_;
+  bool hasShuffles_ = false;  // whether a phase ends at a shuffle
   // The thread id of the loop being emitted: base + lane, base a multiple
   // of period and lane below it (see emitThreadLoops).
   struct Lanes {

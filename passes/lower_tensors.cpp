@@ -107,11 +107,14 @@ Value gep(mlir::OpBuilder& b, mlir::Location loc, Value base, mlir::Type element
 // How a value is kept in memory: floats LLVM lacks (f8) as integers of
 // their width; vectors of pred a byte an element, as XLA stores pred (LLVM
 // would pack them into bits). A scalar i1 LLVM already stores as a byte.
+bool isPredVector(mlir::Type type) {
+  auto vec = llvm::dyn_cast<mlir::VectorType>(type);
+  return vec && vec.getElementType().isInteger(1);
+}
+
 mlir::Type storageType(mlir::Type type) {
   if (auto vec = llvm::dyn_cast<mlir::VectorType>(type)) {
-    if (vec.getElementType().isInteger(1)) {
-      return vec.clone(mlir::IntegerType::get(type.getContext(), 8));
-    }
+    if (isPredVector(vec)) return vec.clone(mlir::IntegerType::get(type.getContext(), 8));
     return vec.clone(storageType(vec.getElementType()));
   }
   auto flt = llvm::dyn_cast<mlir::FloatType>(type);
@@ -119,11 +122,6 @@ mlir::Type storageType(mlir::Type type) {
     return mlir::IntegerType::get(type.getContext(), flt.getWidth());
   }
   return type;
-}
-
-bool isPredVector(mlir::Type type) {
-  auto vec = llvm::dyn_cast<mlir::VectorType>(type);
-  return vec && vec.getElementType().isInteger(1);
 }
 
 Value toStorage(mlir::OpBuilder& b, mlir::Location loc, Value value) {

@@ -149,6 +149,7 @@ struct LowerMaterialize : public mlir::OpRewritePattern<MaterializeOp> {
   mlir::LogicalResult matchAndRewrite(MaterializeOp op,
                                       mlir::PatternRewriter& rewriter) const override {
     auto type = llvm::cast<IndexedVectorType>(op.getType());
+    auto vectorType = mlir::VectorType::get(type.getShape(), type.getElementType());
     const IndexingMap& map = op.getMap().getIndexingMap();
     if (map.getNumRangeVars() != type.getShape().size()) {
       return op.emitOpError() << "can only be lowered with one range variable per dimension "
@@ -159,14 +160,12 @@ struct LowerMaterialize : public mlir::OpRewritePattern<MaterializeOp> {
         return op.emitOpError() << "range variable " << var.name << " in ["
                                 << var.bounds.lower << ", " << var.bounds.upper
                                 << "] is not a position in the indexed vector of shape "
-                                << mlir::VectorType::get(type.getShape(),
-                                                         type.getElementType());
+                                << vectorType;
       }
     }
     auto callee = mlir::SymbolTable::lookupNearestSymbolFrom<mlir::func::FuncOp>(
         op, op.getCalleeAttr());
     if (!callee) return rewriter.notifyMatchFailure(op, "callee not found");
-    auto vectorType = mlir::VectorType::get(type.getShape(), type.getElementType());
     auto zero = llvm::dyn_cast_or_null<mlir::TypedAttr>(rewriter.getZeroAttr(vectorType));
     if (!zero) {
       return op.emitOpError() << "cannot build a vector of " << type.getElementType();

@@ -207,10 +207,12 @@ class OptimizeLoopsPass : public impl::OptimizeLoopsPassBase<OptimizeLoopsPass> 
       bool accumulates = llvm::any_of(loop.getInitArgs().getTypes(), [](mlir::Type t) {
         return !llvm::isa<mlir::RankedTensorType>(t);
       });
-      if (!unrollTopLevelAccumulations && accumulates && trips >= kMinAccumulationTrips &&
-          llvm::isa<mlir::func::FuncOp>(loop->getParentOp())) {
-        unrollable = false;
-      }
+      // Such a loop at the top level stays whole for the CPU target, which
+      // runs it interchanged with the threads: neither unrolling applies.
+      bool keptForInterchange = !unrollTopLevelAccumulations && accumulates &&
+                                trips >= kMinAccumulationTrips &&
+                                llvm::isa<mlir::func::FuncOp>(loop->getParentOp());
+      if (keptForInterchange) unrollable = false;
       if (unrollable) {
         if (mlir::failed(mlir::loopUnrollFull(loop))) {
           loop.emitError("xla-gpu-optimize-loops: could not unroll the loop");
@@ -221,9 +223,6 @@ class OptimizeLoopsPass : public impl::OptimizeLoopsPassBase<OptimizeLoopsPass> 
       // XLA's partial unrolling of a loop from 0 by 1 too long to unroll:
       // by the largest factor that divides the trip count and keeps the
       // unrolled body within max-unrolled-ops.
-      bool keptForInterchange = !unrollTopLevelAccumulations && accumulates &&
-                                trips >= kMinAccumulationTrips &&
-                                llvm::isa<mlir::func::FuncOp>(loop->getParentOp());
       if (partialUnroll && lb == 0 && step == 1 && trips > 1 && !keptForInterchange) {
         int64_t size = estimatedSize(loop.getBody(), maxUnrolledOps);
         int64_t factor = std::min(trips, maxUnrolledOps / std::max<int64_t>(size, 1));

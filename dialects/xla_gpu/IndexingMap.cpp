@@ -282,9 +282,8 @@ static bool sameNames(llvm::ArrayRef<IndexingVar> a,
          });
 }
 
-bool IndexingMap::operator==(const IndexingMap& other) const {
-  if (map_ != other.map_ || !sameBounds(dims_, other.dims_) ||
-      !sameBounds(range_, other.range_) ||
+bool IndexingMap::hasSameDomain(const IndexingMap& other) const {
+  if (!sameBounds(dims_, other.dims_) || !sameBounds(range_, other.range_) ||
       !sameBounds(runtime_, other.runtime_) ||
       constraints_.size() != other.constraints_.size()) {
     return false;
@@ -294,6 +293,10 @@ bool IndexingMap::operator==(const IndexingMap& other) const {
   return llvm::all_of(constraints_, [&](const Constraint& c) {
     return llvm::is_contained(other.constraints_, c);
   });
+}
+
+bool IndexingMap::operator==(const IndexingMap& other) const {
+  return map_ == other.map_ && hasSameDomain(other);
 }
 
 bool IndexingMap::isIdenticalTo(const IndexingMap& other) const {

@@ -102,6 +102,9 @@ class IndexingMap {
   /// The variable of kind `kind` at `index`, e.g. (kRange, 0) is s0.
   const IndexingVar& getVar(VarKind kind, unsigned index) const;
 
+  /// The same variables with the same bounds and the same constraints (the
+  /// results may differ); names are ignored.
+  bool hasSameDomain(const IndexingMap& other) const;
   /// Semantic equality: map, ranges and constraints; names are ignored.
   bool operator==(const IndexingMap& other) const;
   bool operator!=(const IndexingMap& other) const { return !(*this == other); }
@@ -135,6 +138,8 @@ class IndexingMap {
                                               Interval interval) const;
   /// The map with dimension `dim`'s range replaced by `bounds`.
   mlir::FailureOr<IndexingMap> withDimBounds(unsigned dim, Interval bounds) const;
+  /// The map of `results` over the same domain and constraints.
+  IndexingMap withResults(llvm::ArrayRef<mlir::AffineExpr> results) const;
   /// The map of result `result` alone (same domain and constraints).
   mlir::FailureOr<IndexingMap> getSubMap(unsigned result) const;
   /// The map whose dimensions are this map's dimensions, then its range

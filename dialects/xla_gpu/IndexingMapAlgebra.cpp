@@ -777,11 +777,15 @@ mlir::FailureOr<IndexingMap> IndexingMap::withDimBounds(unsigned dim, Interval b
   return result;
 }
 
+IndexingMap IndexingMap::withResults(llvm::ArrayRef<AffineExpr> results) const {
+  IndexingMap copy = *this;
+  copy.map_ = mlir::AffineMap::get(getNumDims(), getNumSymbols(), results, getContext());
+  return copy;
+}
+
 mlir::FailureOr<IndexingMap> IndexingMap::getSubMap(unsigned result) const {
   if (result >= getNumResults()) return mlir::failure();
-  IndexingMap sub = *this;
-  sub.map_ = map_.getSubMap({result});
-  return sub;
+  return withResults(map_.getResult(result));
 }
 
 IndexingMap IndexingMap::convertSymbolsToDims() const {

@@ -582,11 +582,10 @@ struct FoldApplyIndexingResults : public mlir::OpRewritePattern<ApplyIndexingOp>
                                 mlir::PatternRewriter& rewriter) const override {
     if (op->use_empty()) return rewriter.notifyMatchFailure(op, "dead: left to DCE");
     const IndexingMap& map = op.getIndexingMap();
-    mlir::AffineMap affine = map.getAffineMap();
     SmallVector<Value> replacements(op.getNumResults());
     SmallVector<mlir::AffineExpr> kept;
     SmallVector<unsigned> keptIndices;
-    for (auto [i, expr] : llvm::enumerate(affine.getResults())) {
+    for (auto [i, expr] : llvm::enumerate(map.getAffineMap().getResults())) {
       if (op.getResult(i).use_empty()) continue;
       if (auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(expr)) {
         replacements[i] =
@@ -604,12 +603,7 @@ struct FoldApplyIndexingResults : public mlir::OpRewritePattern<ApplyIndexingOp>
       return rewriter.notifyMatchFailure(op, "every result is an expression in use");
     }
     if (!kept.empty()) {
-      IndexingMap narrowed(
-          mlir::AffineMap::get(map.getNumDims(), map.getNumSymbols(), kept, op.getContext()),
-          SmallVector<IndexingVar>(map.getDimVars()),
-          SmallVector<IndexingVar>(map.getRangeVars()),
-          SmallVector<IndexingVar>(map.getRuntimeVars()),
-          SmallVector<IndexingMap::Constraint>(map.getConstraints()));
+      IndexingMap narrowed = map.withResults(kept);
       mlir::ValueRange operands = op.getOperands();
       auto newOp = rewriter.create<ApplyIndexingOp>(
           op.getLoc(), operands.take_front(map.getNumDims()),

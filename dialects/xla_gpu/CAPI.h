@@ -113,6 +113,32 @@ MLIR_CAPI_EXPORTED int xlaGpuIndexingMapAttrIsBijection(
     MlirAttribute attr, const int64_t* shape, intptr_t rank, char* reason,
     size_t reasonCapacity);
 
+/// Host code for CPU-target kernels (HostJit.cpp). Each call may run on any
+/// thread; the Python GIL is not needed.
+///
+/// Translates `module` (LLVM dialect only) to LLVM IR, adds the packed
+/// wrapper `_mlir_<f>` of every public function f (ExecutionEngine's
+/// `lookupPacked` interface), optimizes at `optLevel` (0-3) and compiles it
+/// for this host. Returns the ELF object (free it with xlaGpuFreeBuffer) and
+/// writes its size, or returns null and writes the message.
+MLIR_CAPI_EXPORTED void* xlaGpuCompileToHostObject(MlirModule module, int optLevel,
+                                                   size_t* size, char* error,
+                                                   size_t capacity);
+MLIR_CAPI_EXPORTED void xlaGpuFreeBuffer(void* buffer);
+/// What the objects are compiled for: "<triple> <cpu> <features>" (written
+/// truncated to `capacity`; returns the whole length).
+MLIR_CAPI_EXPORTED size_t xlaGpuHostTarget(char* description, size_t capacity);
+/// Loads an object from xlaGpuCompileToHostObject into a new JIT whose
+/// undefined symbols resolve to the process's. Null (and the message) if
+/// it does not load.
+MLIR_CAPI_EXPORTED void* xlaGpuHostJitLoad(const void* object, size_t size, char* error,
+                                           size_t capacity);
+/// The address of `name` in the JIT (compiled on first lookup), or 0 and the
+/// message (which names any symbol the process does not define).
+MLIR_CAPI_EXPORTED uint64_t xlaGpuHostJitLookup(void* jit, const char* name, char* error,
+                                                size_t capacity);
+MLIR_CAPI_EXPORTED void xlaGpuHostJitDestroy(void* jit);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,6 +40,7 @@ _PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_c
 # Capsule names must outlive the capsules: keep them as module constants.
 _CAPSULE_NAMES = {
     "Context": b"mlir.ir.Context._CAPIPtr",
+    "Module": b"mlir.ir.Module._CAPIPtr",
     "Attribute": b"mlir.ir.Attribute._CAPIPtr",
     "AffineMap": b"mlir.ir.AffineMap._CAPIPtr",
     "AffineExpr": b"mlir.ir.AffineExpr._CAPIPtr",
@@ -102,6 +103,19 @@ def _load() -> ctypes.CDLL:
         "xlaGpuIndexingMapAttrContains": ([H, i64p, i64p], ctypes.c_bool),
         "xlaGpuIndexingMapAttrIsBijection": (
             [H, i64p, ctypes.c_ssize_t, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int),
+        # HostJit.cpp (ctypes releases the GIL for these calls).
+        "xlaGpuCompileToHostObject": (
+            [H, ctypes.c_int, P(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t],
+            ctypes.c_void_p),
+        "xlaGpuFreeBuffer": ([ctypes.c_void_p], None),
+        "xlaGpuHostTarget": ([ctypes.c_char_p, ctypes.c_size_t], ctypes.c_size_t),
+        "xlaGpuHostJitLoad": (
+            [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t],
+            ctypes.c_void_p),
+        "xlaGpuHostJitLookup": (
+            [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t],
+            ctypes.c_uint64),
+        "xlaGpuHostJitDestroy": ([ctypes.c_void_p], None),
     }
     for name, (argtypes, restype) in signatures.items():
         fn = getattr(lib, name)

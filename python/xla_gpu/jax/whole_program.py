@@ -34,6 +34,7 @@ from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.module import Attribute
 from ..reference import XlaCpuExecutable, as_xla_takes_it, kernel_row_major
+from ..runtime.cpu import compile_kernels
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["FusionDecision", "jit"]
@@ -104,6 +105,7 @@ def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
 def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[FusionDecision]:
     """Step 2 on `module` (in place); the decision for every entry fusion."""
     decisions = []
+    emitted = []
     for inst in module.entry.instructions:
         if inst.opcode != "fusion":
             continue
@@ -120,12 +122,15 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
             continue
         try:
             with ir.Context():
-                call = prepare(emit_kernel(inst, device), "cpu", device)
+                emitted.append((inst, emit_kernel(inst, device)))
         except EmitterError as e:
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))
             continue
-        _as_custom_call(inst, call)
         decisions.append(FusionDecision(inst.name, kind, True))
+    # Compiled on several threads first; prepare() then finds them compiled.
+    compile_kernels([kernel for _, kernel in emitted])
+    for inst, kernel in emitted:
+        _as_custom_call(inst, prepare(kernel, "cpu", device))
     # Computations nothing calls any more (the replaced fusions' bodies).
     called = {id(c) for i in module.instructions() for c in i.called_computations}
     module.computations = [c for c in module.computations

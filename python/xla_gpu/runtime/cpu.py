@@ -4,9 +4,10 @@ The kernel IR is what the GPU path takes (an entry function over
 `gpu.thread_id`/`gpu.block_id` with `xla.range`, xla_gpu loops, shared
 memory, barriers, shuffles, atomics). The CPU pipeline turns the grid into
 loops (`-xla-gpu-lower-kernel-to-cpu`), LLVM JIT-compiles the result
-(MLIR's ExecutionEngine), and the blocks are spread over the cores: each
-worker thread calls the compiled function for a range of blocks (ctypes
-releases the GIL during the call).
+(host_code.py: an object, kept on disk with $XLA_GPU_CACHE_DIR), and the
+blocks are spread over the cores: each worker thread calls the compiled
+function for a range of blocks (ctypes releases the GIL during the call).
+`compile_kernels` compiles several kernels on several threads.
 
     kernel = CpuKernel(open("kernel.mlir").read())
     kernel(x, out)                    # numpy arrays, outputs written in place
@@ -17,9 +18,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import re
-import sys
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,7 +26,6 @@ from typing import Callable
 
 import numpy as np
 from mlir import ir
-from mlir.execution_engine import ExecutionEngine
 
 import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
@@ -36,46 +33,15 @@ from .. import pipelines
 from ..emitters.device import DeviceDescription
 from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
 from ..hlo.types import BY_MLIR, ELEMENT_TYPES
+from .host_code import HostCode, JitError, cached_object, compile_object, store_object
 from .packing import pack as _pack, unpack as _unpack
 
-__all__ = ["CpuKernel", "JitError", "KernelArgumentError", "run_on_cpu"]
+__all__ = ["CpuKernel", "JitError", "KernelArgumentError", "compile_kernels", "run_on_cpu"]
 
 
 class KernelArgumentError(ValueError):
     """Wrong number, shape or type of arrays for a kernel (raised before
     anything runs)."""
-
-
-class JitError(RuntimeError):
-    """The JIT could not produce the kernel's code (a symbol it cannot
-    resolve, e.g. a compiler-rt helper no library of the process exports)."""
-
-
-def _jit_lookup(engine: ExecutionEngine, name: str) -> int:
-    """The address of `name`'s packed wrapper. LLVM reports an unresolved
-    symbol on stderr and gives address 0 (calling it would jump to null):
-    that report is captured and raised as a JitError naming the symbols."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as log:
-        try:
-            os.dup2(log.fileno(), 2)
-            address = engine.raw_lookup(name)
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        log.seek(0)
-        report = log.read().decode(errors="replace")
-    if address:
-        if report:
-            sys.stderr.write(report)
-        return address
-    missing = re.findall(r"Symbols not found: \[ (.*?) \]", report)
-    if missing:
-        raise JitError(f"the JIT cannot resolve {', '.join(missing)} (needed by @{name}); "
-                       "no library loaded in this process defines it")
-    detail = report.strip() or "no symbol of that name"
-    raise JitError(f"the JIT could not compile @{name}: {detail}")
 
 
 @dataclass(frozen=True)
@@ -120,6 +86,7 @@ MIN_BYTES_FOR_WORKERS = 2 << 20
 
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
+_compiling: dict[str, threading.Lock] = {}
 
 # The host threads that run a launch's blocks, started once: starting them
 # per launch cost more than a small kernel (a 500 x 16 scatter) runs.
@@ -268,17 +235,29 @@ class CpuKernel:
         key = hashlib.sha256(f"{source}\0{opts}\0{entry}".encode()).hexdigest()
         with _cache_lock:
             cached = _cache.get(key)
+            if cached is not None:
+                return cached
+            # One lock a key: other kernels compile meanwhile (the LLVM part
+            # of a compile runs without the GIL).
+            lock = _compiling.setdefault(key, threading.Lock())
+        with lock:
+            with _cache_lock:
+                cached = _cache.get(key)
             if cached is None:
                 cached = super().__new__(cls)
-                cached._compile(source, opts, entry)
-                _cache[key] = cached
+                cached._compile(source, opts, entry, key)
+                with _cache_lock:
+                    _cache[key] = cached
+                    _compiling.pop(key, None)
         return cached
 
     def __init__(self, source: "str | EmittedKernel",
                  opts: pipelines.PipelineOptions | None = None, entry: str | None = None):
         pass  # everything happens once, in __new__ -> _compile
 
-    def _compile(self, source: str, opts: pipelines.PipelineOptions, entry: str | None) -> None:
+    def _compile(self, source: str, opts: pipelines.PipelineOptions, entry: str | None,
+                 key: str) -> None:
+        self._source, self._opts, self._llvm_ir = source, opts, None
         self.context = ir.Context()
         with self.context:
             module = pipelines.parse_module(source)
@@ -288,12 +267,33 @@ class CpuKernel:
             self.num_bytes = sum(
                 -(-prod(p.shape) * (p.packed_bits or 8 * p.dtype.itemsize) // 8)
                 for p in self.params)
-            pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
-            self.llvm_ir = str(module)
-            self._engine = ExecutionEngine(module, opt_level=3)
+            self.entry = entry
+            obj = cached_object(key)
+            if obj is not None:
+                try:
+                    self._code = HostCode(obj)
+                except JitError:  # a damaged cache file: compile anew
+                    obj = None
+            if obj is None:
+                pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
+                self._llvm_ir = str(module)
+                obj = compile_object(module, opt_level=3)
+                self._code = HostCode(obj)
+                store_object(key, obj)
         self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(
-            _jit_lookup(self._engine, entry))
-        self.entry = entry
+            self._code.lookup(f"_mlir_{entry}", needed_by=entry))
+
+    @property
+    def llvm_ir(self) -> str:
+        """The kernel after the CPU pipeline (LLVM dialect), as compiled (run
+        again here when the object came from the disk cache)."""
+        if self._llvm_ir is None:
+            with self.context:
+                module = pipelines.parse_module(self._source)
+                _signature(module, self.entry)  # records the grid, as _compile did
+                pipelines.run_pipeline(module, self._opts, stages=pipelines.CPU_STAGES)
+                self._llvm_ir = str(module)
+        return self._llvm_ir
 
     def check(self, arrays) -> None:
         """Raises KernelArgumentError unless `arrays` fit the parameters."""
@@ -357,6 +357,20 @@ class CpuKernel:
         for i in range(len(arrays) - self.num_results, len(arrays)):
             if self.params[i].packed_bits:
                 _unpack(buffers[i], self.params[i].packed_bits, arrays[i])
+
+
+def compile_kernels(sources: "list[str | EmittedKernel]",
+                    opts: pipelines.PipelineOptions | None = None,
+                    workers: int | None = None) -> list[CpuKernel]:
+    """CpuKernel of each source, compiled on up to `workers` threads (the
+    cores, by default): LLVM's share of a compile -- most of it -- runs
+    without the GIL. Raises the first source's error, in order."""
+    workers = max(1, min(workers or _CPUS, len(sources)))
+    if workers == 1:
+        return [CpuKernel(s, opts) for s in sources]
+    with ThreadPoolExecutor(workers, thread_name_prefix="xla-gpu-compile") as pool:
+        futures = [pool.submit(CpuKernel, s, opts) for s in sources]
+    return [f.result() for f in futures]
 
 
 def run_on_cpu(source: "str | EmittedKernel", *arrays: np.ndarray,

@@ -50,7 +50,9 @@ from ..emitters.partitioner import sanitize_function_name
 from ..hlo import HloComputation, HloInstruction, HloModule
 from ..hlo.module import computations_called_by
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major, xla_parser_error
+from ..emitters.kernel import EmittedKernel
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
+from ..runtime.cpu import compile_kernels
 from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
                    enable_remarks, platform_arg, read_hlo, require_platform, run_tool)
 from .test_correctness import random_input, report
@@ -159,8 +161,10 @@ def _verify_fusions(module, device) -> None:
 def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
              platform: str = "cpu") -> list[_Step]:
     """A step per entry instruction that is a kernel: our emitters' for the
-    fusions they own, XLA's (one instruction each) for the rest."""
-    steps = []
+    fusions they own, XLA's (one instruction each) for the rest. The CPU
+    kernels compile on several threads (compile_kernels)."""
+    steps: list = []
+    on_cpu: list[tuple[int, HloInstruction, EmittedKernel]] = []
     for inst in module.entry.instructions:
         if _on_host(inst):
             continue
@@ -191,7 +195,11 @@ def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
                 steps.append(_ours_on_gpu(inst, CudaKernel(make_bundle(kernel, device,
                                                                        name=inst.name))))
                 continue
-        steps.append(_ours(inst, CpuKernel(kernel)))
+        on_cpu.append((len(steps), inst, kernel))
+        steps.append(None)
+    compiled = compile_kernels([kernel for _, _, kernel in on_cpu])
+    for (at, inst, _), cpu_kernel in zip(on_cpu, compiled):
+        steps[at] = _ours(inst, cpu_kernel)
     return steps
 
 

@@ -1,0 +1,200 @@
+//===- HostJit.cpp - host code for CPU-target kernels, in two steps -------===//
+//
+// What mlir::ExecutionEngine does in one call, split where a cache and
+// threads want it split:
+//
+//   xlaGpuCompileToHostObject: LLVM-dialect module -> LLVM IR -> the O<n>
+//     pipeline -> an ELF object for this host (with the packed `_mlir_<f>`
+//     wrapper of every public function, the calling convention
+//     ExecutionEngine::lookupPacked gives);
+//   xlaGpuHostJitLoad: an object (just compiled, or read from a cache)
+//     -> a JIT whose unresolved symbols come from the process.
+//
+// Both run without the Python GIL (ctypes releases it), so the kernels of
+// one module compile on several threads, and errors come back as text
+// instead of on stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "dialects/xla_gpu/CAPI.h"
+#include "llvm/ExecutionEngine/Orc/CompileUtils.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "mlir-c/RegisterEverything.h"
+#include "mlir/CAPI/IR.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+namespace {
+
+void writeError(const std::string& message, char* error, size_t capacity) {
+  if (!error || capacity == 0) return;
+  size_t n = std::min(message.size(), capacity - 1);
+  std::memcpy(error, message.data(), n);
+  error[n] = '\0';
+}
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+// `void _mlir_<name>(void **args)`: args[i] points at the i-th argument
+// (and, for a function with a result, args[n] at where it goes) -- the
+// interface of ExecutionEngine::lookupPacked, which the runtime calls.
+void addPackedWrapper(llvm::Module& module, llvm::Function& fn) {
+  llvm::LLVMContext& ctx = module.getContext();
+  auto* ptr = llvm::PointerType::getUnqual(ctx);
+  auto* type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
+  auto* wrapper = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                                         "_mlir_" + fn.getName(), module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
+  llvm::Value* packed = wrapper->getArg(0);
+  llvm::SmallVector<llvm::Value*> args;
+  for (auto [i, arg] : llvm::enumerate(fn.args())) {
+    llvm::Value* slot = b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, packed, i));
+    args.push_back(b.CreateLoad(arg.getType(), slot));
+  }
+  llvm::Value* result = b.CreateCall(&fn, args);
+  if (!fn.getReturnType()->isVoidTy()) {
+    llvm::Value* slot = b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, packed, args.size()));
+    b.CreateStore(result, slot);
+  }
+  b.CreateRetVoid();
+}
+
+
+struct HostJit {
+  // Declared first, destroyed last: the JIT's reporter writes into them.
+  std::mutex mutex;
+  std::string reported;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+};
+
+}  // namespace
+
+extern "C" {
+
+void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
+                                char* error, size_t capacity) {
+  initializeNativeTarget();
+  mlir::ModuleOp op = unwrap(module);
+  mlirRegisterAllLLVMTranslations(wrap(op.getContext()));
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    writeError(llvm::toString(builder.takeError()), error, capacity);
+    return nullptr;
+  }
+  builder->setCodeGenOptLevel(static_cast<llvm::CodeGenOptLevel>(optLevel));
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    writeError(llvm::toString(machine.takeError()), error, capacity);
+    return nullptr;
+  }
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(op, context);
+  if (!llvmModule) {
+    writeError("the module does not translate to LLVM IR (is it all LLVM dialect?)", error,
+               capacity);
+    return nullptr;
+  }
+  mlir::ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), machine->get());
+  llvm::SmallVector<llvm::Function*> publics;
+  for (llvm::Function& fn : *llvmModule)
+    if (!fn.isDeclaration() && fn.hasExternalLinkage() &&
+        !fn.getName().starts_with("_mlir_ciface_"))
+      publics.push_back(&fn);
+  for (llvm::Function* fn : publics) addPackedWrapper(*llvmModule, *fn);
+  auto optimize = mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine->get());
+  if (llvm::Error e = optimize(llvmModule.get())) {
+    writeError("LLVM's optimization pipeline failed: " + llvm::toString(std::move(e)), error,
+               capacity);
+    return nullptr;
+  }
+  llvm::orc::SimpleCompiler compile(**machine);
+  auto object = compile(*llvmModule);
+  if (!object) {
+    writeError("code generation failed: " + llvm::toString(object.takeError()), error, capacity);
+    return nullptr;
+  }
+  *size = (*object)->getBufferSize();
+  void* bytes = std::malloc(*size);
+  std::memcpy(bytes, (*object)->getBufferStart(), *size);
+  return bytes;
+}
+
+void xlaGpuFreeBuffer(void* buffer) { std::free(buffer); }
+
+size_t xlaGpuHostTarget(char* description, size_t capacity) {
+  initializeNativeTarget();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  std::string text = builder ? builder->getTargetTriple().str() + " " + builder->getCPU() +
+                                   " " + builder->getFeatures().getString()
+                             : "unknown: " + llvm::toString(builder.takeError());
+  writeError(text, description, capacity);
+  return text.size();
+}
+
+void* xlaGpuHostJitLoad(const void* object, size_t size, char* error, size_t capacity) {
+  initializeNativeTarget();
+  auto built = llvm::orc::LLJITBuilder().create();
+  if (!built) {
+    writeError(llvm::toString(built.takeError()), error, capacity);
+    return nullptr;
+  }
+  auto jit = std::make_unique<HostJit>();
+  jit->jit = std::move(*built);
+  // Linking errors (the symbols not found) go to the session's reporter,
+  // not to the lookup's error: keep them for the lookup to return.
+  jit->jit->getExecutionSession().setErrorReporter([state = jit.get()](llvm::Error e) {
+    std::lock_guard<std::mutex> hold(state->mutex);
+    state->reported += llvm::toString(std::move(e)) + "\n";
+  });
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      jit->jit->getDataLayout().getGlobalPrefix());
+  if (!process) {
+    writeError(llvm::toString(process.takeError()), error, capacity);
+    return nullptr;
+  }
+  jit->jit->getMainJITDylib().addGenerator(std::move(*process));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(static_cast<const char*>(object), size), "xla_gpu_kernel");
+  if (llvm::Error e = jit->jit->addObjectFile(std::move(buffer))) {
+    writeError("the object does not load: " + llvm::toString(std::move(e)), error, capacity);
+    return nullptr;
+  }
+  return jit.release();
+}
+
+uint64_t xlaGpuHostJitLookup(void* handle, const char* name, char* error, size_t capacity) {
+  auto* jit = static_cast<HostJit*>(handle);
+  auto address = jit->jit->lookup(name);
+  if (!address) {
+    std::string message = llvm::toString(address.takeError());
+    std::lock_guard<std::mutex> hold(jit->mutex);
+    writeError(jit->reported + message, error, capacity);
+    return 0;
+  }
+  return address->getValue();
+}
+
+void xlaGpuHostJitDestroy(void* jit) { delete static_cast<HostJit*>(jit); }
+
+}  // extern "C"

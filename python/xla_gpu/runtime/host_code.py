@@ -1,0 +1,136 @@
+"""Host code of CPU-target kernels: compiled to an object, loaded into a
+JIT, and kept on disk by content hash.
+
+Two steps of the plugin's C API (dialects/xla_gpu/HostJit.cpp), each
+called through ctypes, which releases the GIL -- so the kernels of one
+module compile on several threads at once:
+
+    obj = compile_object(module)      # LLVM-dialect module -> O3 -> ELF object
+    code = HostCode(obj)              # the object in a JIT; process symbols
+    address = code.lookup("_mlir_f")  # f's packed wrapper
+
+With $XLA_GPU_CACHE_DIR set, `cached_object(key)` / `store_object(key, obj)`
+keep objects in `$XLA_GPU_CACHE_DIR/cpu/`, keyed by the kernel's content
+hash and `fingerprint()` (the host CPU and features the object is
+compiled for, and the plugin library holding the passes that produced
+it): a second run of a tool or a test on the same machine compiles no
+kernel it has seen.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from mlir import ir
+
+from .. import _capi
+
+__all__ = ["HostCode", "JitError", "cached_object", "compile_object", "fingerprint",
+           "store_object"]
+
+_ERROR_CAPACITY = 8192
+
+# Objects compiled and objects read from the disk cache in this process.
+counts = {"compiled": 0, "from_cache": 0}
+
+
+class JitError(RuntimeError):
+    """The JIT could not produce the kernel's code (a symbol it cannot
+    resolve, e.g. a compiler-rt helper no library of the process exports)."""
+
+
+def compile_object(module: ir.Module, opt_level: int = 3) -> bytes:
+    """The host object of `module` (LLVM dialect only, the CPU pipeline's
+    output) at LLVM's -O`opt_level`, with the packed wrapper `_mlir_<f>` of
+    each public function f."""
+    size = ctypes.c_size_t()
+    error = ctypes.create_string_buffer(_ERROR_CAPACITY)
+    data = _capi.lib.xlaGpuCompileToHostObject(_capi.unwrap(module, "Module"), opt_level,
+                                               ctypes.byref(size), error, len(error))
+    if not data:
+        raise JitError(f"the JIT could not compile the kernel: {error.value.decode()}")
+    try:
+        counts["compiled"] += 1
+        return ctypes.string_at(data, size.value)
+    finally:
+        _capi.lib.xlaGpuFreeBuffer(data)
+
+
+class HostCode:
+    """An object loaded into its own JIT; undefined symbols resolve to the
+    process's (libm, and whatever else is loaded)."""
+
+    def __init__(self, obj: bytes):
+        error = ctypes.create_string_buffer(_ERROR_CAPACITY)
+        self._jit = _capi.lib.xlaGpuHostJitLoad(obj, len(obj), error, len(error))
+        if not self._jit:
+            raise JitError(error.value.decode())
+
+    def lookup(self, name: str, needed_by: str) -> int:
+        """The address of `name` (linked now). A symbol left undefined is a
+        JitError naming it, never an address of 0."""
+        error = ctypes.create_string_buffer(_ERROR_CAPACITY)
+        address = _capi.lib.xlaGpuHostJitLookup(self._jit, name.encode(), error, len(error))
+        if address:
+            return address
+        report = error.value.decode()
+        missing = re.findall(r"Symbols not found: \[ (.*?) \]", report)
+        if missing:
+            raise JitError(f"the JIT cannot resolve {', '.join(missing)} (needed by "
+                           f"@{needed_by}); no library loaded in this process defines it")
+        raise JitError(f"the JIT could not link @{needed_by}: {report or 'no such symbol'}")
+
+    def __del__(self):
+        if getattr(self, "_jit", None):
+            _capi.lib.xlaGpuHostJitDestroy(self._jit)
+            self._jit = None
+
+
+@functools.cache
+def fingerprint() -> str:
+    """What an object depends on besides the kernel text and the pipeline
+    options: the host target it is compiled for and the build of the
+    passes (the plugin library's content)."""
+    text = ctypes.create_string_buffer(4096)
+    _capi.lib.xlaGpuHostTarget(text, len(text))
+    digest = hashlib.sha256(text.value)
+    with open(_capi.LIB_PATH, "rb") as lib:
+        for block in iter(lambda: lib.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _cache_file(key: str) -> Path | None:
+    folder = os.environ.get("XLA_GPU_CACHE_DIR")
+    if not folder:
+        return None
+    name = hashlib.sha256(f"{key}\0{fingerprint()}".encode()).hexdigest()
+    return Path(folder) / "cpu" / f"{name}.o"
+
+
+def cached_object(key: str) -> bytes | None:
+    """The object stored under `key` on this machine's build, if any."""
+    path = _cache_file(key)
+    try:
+        obj = path.read_bytes() if path is not None else None
+    except OSError:
+        return None
+    counts["from_cache"] += obj is not None
+    return obj
+
+
+def store_object(key: str, obj: bytes) -> None:
+    """Keeps `obj` under `key` (when $XLA_GPU_CACHE_DIR is set). Written to
+    a temporary name and renamed: readers see a whole object or none."""
+    path = _cache_file(key)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.{id(obj)}.tmp")
+    partial.write_bytes(obj)
+    partial.replace(path)

@@ -1,0 +1,167 @@
+"""The CPU target's host code (runtime/host_code.py, HostJit.cpp): objects
+compiled without the GIL, loaded into a JIT, kept on disk by content hash
+($XLA_GPU_CACHE_DIR), and the kernels of a module compiled on several
+threads (compile_kernels)."""
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from xla_gpu import pipelines
+from xla_gpu.runtime import CPU_DEFAULT_OPTIONS, CpuKernel, JitError, cpu, host_code
+
+# out[i] = in[i] * scale + i, over 4 blocks of 64 threads.
+KERNEL = """
+#id = #xla_gpu.indexing_map<"(d0, d1) -> (d1 * 64 + d0), domain: d0 in [0, 63], d1 in [0, 3]">
+func.func @main(%in: tensor<256xf32>, %out: tensor<256xf32>) -> tensor<256xf32> {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %i = xla_gpu.apply_indexing #id(%tid, %bid)
+  %v = tensor.extract %in[%i] : tensor<256xf32>
+  %s = arith.constant SCALE : f32
+  %m = arith.mulf %v, %s : f32
+  %ii = arith.index_cast %i : index to i32
+  %f = arith.sitofp %ii : i32 to f32
+  %r = arith.addf %m, %f : f32
+  %w = tensor.insert %r into %out[%i] : tensor<256xf32>
+  return %w : tensor<256xf32>
+}
+"""
+
+
+def kernel_text(scale: float) -> str:
+    return KERNEL.replace("SCALE", f"{scale:e}")
+
+
+def run(kernel: CpuKernel, scale: float) -> None:
+    x = np.random.RandomState(1).randn(256).astype(np.float32)
+    out = np.zeros(256, np.float32)
+    kernel(x, out)
+    np.testing.assert_array_equal(out, x * np.float32(scale) + np.arange(256, dtype=np.float32))
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A fresh disk cache, and no kernel compiled in memory yet."""
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cpu, "_cache", {})
+    return tmp_path
+
+
+def lowered(text: str) -> ir.Module:
+    module = pipelines.parse_module(text)
+    pipelines.run_pipeline(module, CPU_DEFAULT_OPTIONS, stages=pipelines.CPU_STAGES)
+    return module
+
+
+def test_object_is_elf_with_the_packed_wrapper():
+    with ir.Context():
+        obj = host_code.compile_object(lowered(kernel_text(2.0)))
+    assert obj[:4] == b"\x7fELF"
+    code = host_code.HostCode(obj)
+    assert code.lookup("_mlir_main", needed_by="main") != 0
+    with pytest.raises(JitError, match="no_such_function"):
+        code.lookup("no_such_function", needed_by="main")
+
+
+def test_a_module_that_is_not_llvm_is_an_error():
+    with ir.Context():
+        module = pipelines.parse_module(kernel_text(2.0))
+        with pytest.raises(JitError, match="does not translate to LLVM IR"):
+            host_code.compile_object(module)
+
+
+def test_garbage_is_not_an_object():
+    with pytest.raises(JitError, match="does not load"):
+        host_code.HostCode(b"not an object file at all")
+
+
+def test_second_compile_reads_the_disk_cache(cache_dir):
+    before = dict(host_code.counts)
+    first = CpuKernel(kernel_text(3.0))
+    run(first, 3.0)
+    assert host_code.counts["compiled"] == before["compiled"] + 1
+    assert len(list((cache_dir / "cpu").glob("*.o"))) == 1
+    cpu._cache.clear()
+    second = CpuKernel(kernel_text(3.0))
+    assert second is not first
+    assert host_code.counts["compiled"] == before["compiled"] + 1
+    assert host_code.counts["from_cache"] == before["from_cache"] + 1
+    run(second, 3.0)
+    # What the pipeline made is still there to read (lowered again).
+    assert second.llvm_ir == first.llvm_ir
+
+
+def test_other_kernels_and_options_are_other_files(cache_dir):
+    CpuKernel(kernel_text(3.0))
+    CpuKernel(kernel_text(4.0))
+    CpuKernel(kernel_text(4.0), pipelines.PipelineOptions(vectorize=True))
+    assert len(list((cache_dir / "cpu").glob("*.o"))) == 3
+
+
+def test_a_damaged_cache_file_is_compiled_anew(cache_dir):
+    CpuKernel(kernel_text(5.0))
+    (path,) = (cache_dir / "cpu").glob("*.o")
+    path.write_bytes(b"\x7fELF truncated")
+    cpu._cache.clear()
+    compiled = host_code.counts["compiled"]
+    kernel = CpuKernel(kernel_text(5.0))
+    assert host_code.counts["compiled"] == compiled + 1
+    run(kernel, 5.0)
+
+
+def test_an_object_of_another_host_or_build_is_not_loaded(cache_dir, monkeypatch):
+    CpuKernel(kernel_text(6.0))
+    cpu._cache.clear()
+    monkeypatch.setattr(host_code, "fingerprint", lambda: "another cpu, another build")
+    compiled = host_code.counts["compiled"]
+    run(CpuKernel(kernel_text(6.0)), 6.0)
+    assert host_code.counts["compiled"] == compiled + 1
+    assert len(list((cache_dir / "cpu").glob("*.o"))) == 2
+
+
+def test_a_second_process_compiles_nothing(tmp_path):
+    """What a second run of a tool or a test sees."""
+    script = ("import sys; from xla_gpu.runtime import CpuKernel, host_code\n"
+              "CpuKernel(sys.stdin.read())\n"
+              "print(host_code.counts['compiled'], host_code.counts['from_cache'])\n")
+    env = dict(os.environ, XLA_GPU_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", script], input=kernel_text(7.0), env=env,
+                           capture_output=True, text=True, check=True).stdout.split()
+            for _ in range(2)]
+    assert runs == [["1", "0"], ["0", "1"]]
+
+
+def test_compile_kernels_keeps_the_order(monkeypatch):
+    monkeypatch.setattr(cpu, "_cache", {})
+    scales = [8.0, 9.0, 10.0, 8.0]
+    kernels = cpu.compile_kernels([kernel_text(s) for s in scales], workers=2)
+    for kernel, scale in zip(kernels, scales):
+        run(kernel, scale)
+    assert kernels[0] is kernels[3]
+
+
+def test_compile_kernels_raises_the_error(monkeypatch):
+    monkeypatch.setattr(cpu, "_cache", {})
+    bad = kernel_text(1.0).replace("arith.mulf %v, %s", "arith.mulf %v, %nowhere")
+    with pytest.raises(ir.MLIRError, match="undeclared SSA value"):
+        cpu.compile_kernels([kernel_text(11.0), bad], workers=2)
+
+
+def test_one_kernel_from_many_threads_is_compiled_once(monkeypatch):
+    monkeypatch.setattr(cpu, "_cache", {})
+    compiled = host_code.counts["compiled"]
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(CpuKernel(kernel_text(12.0))))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 4 and all(k is got[0] for k in got)
+    assert host_code.counts["compiled"] == compiled + 1

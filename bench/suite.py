@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 # The files whose CASES run, in the order they are reported.
-BENCH_FILES = ["loop_fusions_cpu", "reductions_cpu", "transposes_cpu", "scatter_cpu"]
+BENCH_FILES = ["loop_fusions_cpu", "reductions_cpu", "transposes_cpu", "scatter_cpu", "programs_cpu"]
 RECORD_FIELDS = ("name", "ours_ms", "xla_ms", "ratio", "compile_ours_ms", "compile_xla_ms",
                  "max_abs_error")
 

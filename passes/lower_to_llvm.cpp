@@ -23,6 +23,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "passes/Passes.h"
 
 namespace xla::gpu {
@@ -341,6 +342,9 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       mlir::populateGpuToNVVMConversionPatterns(converter, patterns);
     }
     mlir::populateFuncToLLVMConversionPatterns(converter, patterns);
+    // Signed floor/ceil divisions (index maps of possibly negative values:
+    // a pad's shifted index) have no LLVM op: expanded, as XLA's pass does.
+    mlir::arith::populateCeilFloorDivExpandOpsPatterns(patterns);
     mlir::arith::populateArithToLLVMConversionPatterns(converter, patterns);
     mlir::populateComplexToLLVMConversionPatterns(converter, patterns);
     mlir::populateMathToLLVMConversionPatterns(converter, patterns);

@@ -120,10 +120,12 @@ MLIR_CAPI_EXPORTED int xlaGpuIndexingMapAttrIsBijection(
 /// wrapper `_mlir_<f>` of every public function f (ExecutionEngine's
 /// `lookupPacked` interface), optimizes at `optLevel` (0-3) and compiles it
 /// for this host. Returns the ELF object (free it with xlaGpuFreeBuffer) and
-/// writes its size, or returns null and writes the message.
+/// writes its size, or returns null and writes the message. `seconds`, when
+/// not null, receives the time of the three steps: translation, the O<n>
+/// pipeline, code generation.
 MLIR_CAPI_EXPORTED void* xlaGpuCompileToHostObject(MlirModule module, int optLevel,
-                                                   size_t* size, char* error,
-                                                   size_t capacity);
+                                                   size_t* size, double* seconds,
+                                                   char* error, size_t capacity);
 MLIR_CAPI_EXPORTED void xlaGpuFreeBuffer(void* buffer);
 /// What the objects are compiled for: "<triple> <cpu> <features>" (written
 /// truncated to `capacity`; returns the whole length).

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -81,6 +82,21 @@ void addPackedWrapper(llvm::Module& module, llvm::Function& fn) {
 }
 
 
+// Seconds since the last lap into seconds[i] (when seconds is not null).
+class Stopwatch {
+ public:
+  explicit Stopwatch(double* seconds) : seconds_(seconds) {}
+  void lap(int i) {
+    auto now = std::chrono::steady_clock::now();
+    if (seconds_) seconds_[i] = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  double* seconds_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 struct HostJit {
   // Declared first, destroyed last: the JIT's reporter writes into them.
   std::mutex mutex;
@@ -93,8 +109,9 @@ struct HostJit {
 extern "C" {
 
 void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
-                                char* error, size_t capacity) {
+                                double* seconds, char* error, size_t capacity) {
   initializeNativeTarget();
+  Stopwatch clock(seconds);
   mlir::ModuleOp op = unwrap(module);
   mlirRegisterAllLLVMTranslations(wrap(op.getContext()));
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -115,6 +132,7 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
                capacity);
     return nullptr;
   }
+  clock.lap(0);
   mlir::ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), machine->get());
   llvm::SmallVector<llvm::Function*> publics;
   for (llvm::Function& fn : *llvmModule)
@@ -128,12 +146,14 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
                capacity);
     return nullptr;
   }
+  clock.lap(1);
   llvm::orc::SimpleCompiler compile(**machine);
   auto object = compile(*llvmModule);
   if (!object) {
     writeError("code generation failed: " + llvm::toString(object.takeError()), error, capacity);
     return nullptr;
   }
+  clock.lap(2);
   *size = (*object)->getBufferSize();
   void* bytes = std::malloc(*size);
   std::memcpy(bytes, (*object)->getBufferStart(), *size);

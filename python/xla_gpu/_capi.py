@@ -105,7 +105,8 @@ def _load() -> ctypes.CDLL:
             [H, i64p, ctypes.c_ssize_t, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_int),
         # HostJit.cpp (ctypes releases the GIL for these calls).
         "xlaGpuCompileToHostObject": (
-            [H, ctypes.c_int, P(ctypes.c_size_t), ctypes.c_char_p, ctypes.c_size_t],
+            [H, ctypes.c_int, P(ctypes.c_size_t), P(ctypes.c_double), ctypes.c_char_p,
+             ctypes.c_size_t],
             ctypes.c_void_p),
         "xlaGpuFreeBuffer": ([ctypes.c_void_p], None),
         "xlaGpuHostTarget": ([ctypes.c_char_p, ctypes.c_size_t], ctypes.c_size_t),

@@ -35,8 +35,9 @@ import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
 from . import ptx as _ptx
 
-__all__ = ["PipelineOptions", "STAGES", "compile_kernel_to_ptx", "compile_to_ptx", "pipeline_passes",
-           "parse_module", "pipeline_string", "run_pipeline", "verify"]
+__all__ = ["PipelineOptions", "STAGES", "compile_kernel_to_ptx", "compile_to_ptx",
+           "lowered_to_ptx", "pipeline_passes", "parse_module", "pipeline_string", "run_pipeline",
+           "verify"]
 
 
 @dataclass(frozen=True)
@@ -349,6 +350,13 @@ def compile_to_ptx(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
     """Runs every stage, then the NVPTX backend: the PTX of the module's
     kernels (its public functions). `module` may be an EmittedKernel's."""
     run_pipeline(module, opts, dump_to=dump_to)
+    return lowered_to_ptx(module, opts, dump_to)
+
+
+def lowered_to_ptx(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
+                   dump_to: str | os.PathLike | None = None) -> str:
+    """The NVPTX backend alone, on a module the stages have lowered (in
+    place): convert-gpu-to-nvvm, translation, LLVM's O3, PTX."""
     needs_libdevice = any(
         op.operation.name == "llvm.func" and
         ir.StringAttr(op.attributes["sym_name"]).value.startswith("__nv_")

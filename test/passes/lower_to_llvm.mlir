@@ -44,3 +44,22 @@ func.func private @helper(%c: i1, %a: f32, %b: f32) -> f32 {
   return %r : f32
 }
 
+
+// -----
+
+// A pad's shifted index divided with floor semantics (it may be negative):
+// arith.floordivsi / ceildivsi have no LLVM op and are expanded.
+// CHECK-LABEL: llvm.func @floor_and_ceil_division
+// CHECK-NOT: arith.
+// CHECK: llvm.sdiv
+// CHECK: llvm.select
+// CHECK: llvm.sdiv
+func.func @floor_and_ceil_division(%p: !llvm.ptr, %x: index) {
+  %c16 = arith.constant 16 : index
+  %f = arith.floordivsi %x, %c16 : index
+  %c = arith.ceildivsi %x, %c16 : index
+  %s = arith.addi %f, %c : index
+  %i = arith.index_cast %s : index to i64
+  llvm.store %i, %p : i64, !llvm.ptr
+  return
+}

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,3 +166,27 @@ def test_one_kernel_from_many_threads_is_compiled_once(monkeypatch):
         t.join()
     assert len(got) == 4 and all(k is got[0] for k in got)
     assert host_code.counts["compiled"] == compiled + 1
+
+
+def test_compile_object_times_its_three_steps():
+    seconds = {}
+    with ir.Context():
+        host_code.compile_object(lowered(kernel_text(13.0)), seconds=seconds)
+    assert list(seconds) == list(host_code.COMPILE_STEPS) == ["translate", "O3", "codegen"]
+    assert all(0 < s < 60 for s in seconds.values())
+
+
+def test_compile_profile_accounts_for_every_stage():
+    """bench/compile_profile.py's columns: every CPU stage ran (a positive
+    time), the total is their sum, and the GPU path and XLA's compile are
+    timed beside it."""
+    if pipelines.find_libdevice() is None:
+        pytest.skip("libdevice (CUDA) is not installed: the PTX path's columns need it")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import compile_profile
+    from loop_fusions_cpu import _module
+    text = _module("  ROOT e = f32[4096] exponential(a0)", ["f32[4096]"], "f32[4096]")
+    row = compile_profile.profile_once(text)
+    assert set(row) == set(compile_profile.COLUMNS)
+    assert all(row[c] > 0 for c in compile_profile.COLUMNS)
+    assert row["cpu total"] == pytest.approx(sum(row[c] for c in compile_profile.CPU_COLUMNS))

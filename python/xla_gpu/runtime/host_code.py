@@ -30,7 +30,7 @@ from mlir import ir
 
 from .. import _capi
 
-__all__ = ["HostCode", "JitError", "cached_object", "compile_object", "fingerprint",
+__all__ = ["COMPILE_STEPS", "HostCode", "JitError", "cached_object", "compile_object", "fingerprint",
            "store_object"]
 
 _ERROR_CAPACITY = 8192
@@ -44,14 +44,23 @@ class JitError(RuntimeError):
     resolve, e.g. a compiler-rt helper no library of the process exports)."""
 
 
-def compile_object(module: ir.Module, opt_level: int = 3) -> bytes:
+# The steps of compile_object, as `seconds` reports them.
+COMPILE_STEPS = ("translate", "O3", "codegen")
+
+
+def compile_object(module: ir.Module, opt_level: int = 3,
+                   seconds: dict[str, float] | None = None) -> bytes:
     """The host object of `module` (LLVM dialect only, the CPU pipeline's
     output) at LLVM's -O`opt_level`, with the packed wrapper `_mlir_<f>` of
-    each public function f."""
+    each public function f. With `seconds`, the time of each of
+    COMPILE_STEPS goes there."""
     size = ctypes.c_size_t()
+    times = (ctypes.c_double * len(COMPILE_STEPS))()
     error = ctypes.create_string_buffer(_ERROR_CAPACITY)
     data = _capi.lib.xlaGpuCompileToHostObject(_capi.unwrap(module, "Module"), opt_level,
-                                               ctypes.byref(size), error, len(error))
+                                               ctypes.byref(size), times, error, len(error))
+    if seconds is not None:
+        seconds.update(zip(COMPILE_STEPS, times))
     if not data:
         raise JitError(f"the JIT could not compile the kernel: {error.value.decode()}")
     try:

@@ -951,7 +951,140 @@ class KernelLowering {
   // regions) split by the period, then the quotient-step cut.
   void simplifyLaneLoop() {
     splitLaneDivisions();
-    splitAtQuotientStep();
+    mlir::scf::ForOp stepped = splitAtQuotientStep();
+    splitAtGuards(lanes_.loop);
+    if (stepped) splitAtGuards(stepped);
+  }
+
+  // Comparisons of the lane with constant bounds (a concatenate's operand
+  // ranges, a pad's edges, a partial tile's end): in a lane loop,
+  // `lane + offset <cmp> K`, the offset invariant, is true on one side of a
+  // lane known before the loop. The loop is cut at those lanes (those of
+  // one offset, ordered by K), and in each piece each such comparison is a
+  // constant: the branches leave the loop body, which LLVM then
+  // vectorizes. At most kMaxGuardCuts cuts (the body is copied per piece).
+  static constexpr int kMaxGuardCuts = 3;
+
+  void splitAtGuards(mlir::scf::ForOp loop) {
+    auto step = mlir::getConstantIntValue(loop.getStep());
+    if (!step || *step != 1 || loop.getNumRegionIterArgs() != 0) return;
+    Value iv = loop.getInductionVar();
+    auto inside = [&](Value v) { return loop.getRegion().isAncestor(v.getParentRegion()); };
+    // v = iv + base + c: base invariant (or none), c a constant.
+    struct Affine {
+      Value base;
+      int64_t c = 0;
+    };
+    std::function<std::optional<Affine>(Value, int)> match =
+        [&](Value v, int depth) -> std::optional<Affine> {
+      if (v == iv) return Affine{};
+      if (depth == 0) return std::nullopt;
+      if (auto add = v.getDefiningOp<mlir::arith::AddIOp>()) {
+        for (int i = 0; i < 2; ++i) {
+          Value other = add->getOperand(1 - i);
+          auto k = mlir::getConstantIntValue(other);
+          if (!k && inside(other)) continue;
+          auto a = match(add->getOperand(i), depth - 1);
+          if (!a) continue;
+          if (k) return Affine{a->base, a->c + *k};
+          if (!a->base) return Affine{other, a->c};
+        }
+        return std::nullopt;
+      }
+      if (auto sub = v.getDefiningOp<mlir::arith::SubIOp>()) {
+        auto k = mlir::getConstantIntValue(sub.getRhs());
+        auto a = k ? match(sub.getLhs(), depth - 1) : std::nullopt;
+        if (a) return Affine{a->base, a->c - *k};
+      }
+      return std::nullopt;
+    };
+    // Each guard: true below `t - base` (or from it on).
+    struct Guard {
+      mlir::arith::CmpIOp cmp;
+      int64_t t;
+      bool below;
+    };
+    SmallVector<Guard> guards;
+    Value base;
+    bool chosen = false;
+    loop.getBody()->walk([&](mlir::arith::CmpIOp cmp) {
+      if (!cmp.getLhs().getType().isIndex()) return;
+      auto pred = cmp.getPredicate();
+      Value x = cmp.getLhs();
+      auto k = mlir::getConstantIntValue(cmp.getRhs());
+      using P = mlir::arith::CmpIPredicate;
+      if (!k) {  // K <cmp> x  <=>  x <swapped cmp> K
+        k = mlir::getConstantIntValue(cmp.getLhs());
+        x = cmp.getRhs();
+        switch (pred) {
+          case P::slt: pred = P::sgt; break;
+          case P::sle: pred = P::sge; break;
+          case P::sgt: pred = P::slt; break;
+          case P::sge: pred = P::sle; break;
+          default: return;
+        }
+      }
+      if (!k) return;
+      auto a = match(x, 6);
+      if (!a) return;
+      if (!chosen) {
+        base = a->base;
+        chosen = true;
+      }
+      if (a->base != base) return;
+      switch (pred) {
+        case P::slt: guards.push_back({cmp, *k - a->c, true}); break;
+        case P::sle: guards.push_back({cmp, *k - a->c + 1, true}); break;
+        case P::sgt: guards.push_back({cmp, *k - a->c + 1, false}); break;
+        case P::sge: guards.push_back({cmp, *k - a->c, false}); break;
+        default: break;
+      }
+    });
+    if (guards.empty()) return;
+    SmallVector<int64_t> cuts;
+    for (const Guard& g : guards) cuts.push_back(g.t);
+    llvm::sort(cuts);
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    if (static_cast<int>(cuts.size()) > kMaxGuardCuts) return;
+    mlir::Location loc = loop.getLoc();
+    mlir::OpBuilder b(loop);
+    // The cut lanes, clamped into the loop's range (ascending: one base).
+    SmallVector<Value> bounds = {loop.getLowerBound()};
+    for (int64_t t : cuts) {
+      Value at = b.create<mlir::arith::ConstantIndexOp>(loc, t);
+      if (base) at = b.create<mlir::arith::SubIOp>(loc, at, base);
+      at = b.create<mlir::arith::MinSIOp>(loc, loop.getUpperBound(), at);
+      bounds.push_back(b.create<mlir::arith::MaxSIOp>(loc, bounds.back(), at));
+    }
+    bounds.push_back(loop.getUpperBound());
+    SmallVector<std::pair<mlir::scf::ForOp, mlir::IRMapping>> pieces;
+    b.setInsertionPointAfter(loop);
+    for (size_t p = 1; p <= cuts.size(); ++p) {
+      mlir::IRMapping copies;
+      auto piece = llvm::cast<mlir::scf::ForOp>(b.clone(*loop, copies));
+      piece.getLowerBoundMutable().assign(bounds[p]);
+      piece.getUpperBoundMutable().assign(bounds[p + 1]);
+      pieces.push_back({piece, std::move(copies)});
+      b.setInsertionPointAfter(piece);
+    }
+    loop.getUpperBoundMutable().assign(bounds[1]);
+    auto fold = [&](mlir::arith::CmpIOp cmp, bool value) {
+      mlir::OpBuilder at(cmp);
+      cmp.getResult().replaceAllUsesWith(
+          at.create<mlir::arith::ConstantIntOp>(cmp.getLoc(), value, 1).getResult());
+      cmp.erase();
+    };
+    for (Guard& g : guards) {
+      size_t rank = llvm::find(cuts, g.t) - cuts.begin();
+      // Piece p runs the lanes between cut p - 1 and cut p: below cut
+      // `rank` exactly when p <= rank.
+      for (size_t p = 1; p <= cuts.size(); ++p) {
+        auto copy = llvm::cast<mlir::arith::CmpIOp>(
+            pieces[p - 1].second.lookup(g.cmp.getOperation()));
+        fold(copy, (p <= rank) == g.below);
+      }
+      fold(g.cmp, g.below);
+    }
   }
 
   void splitLaneDivisions() {
@@ -978,14 +1111,15 @@ class KernelLowering {
   // loop is cut there in two, in each of which quotient and remainder are
   // affine in the lane -- contiguous accesses, where one loop has a
   // division per element and gathers.
-  void splitAtQuotientStep() {
+  // Returns the second loop (none when there is no such division).
+  mlir::scf::ForOp splitAtQuotientStep() {
     mlir::scf::ForOp lanes = lanes_.loop;
     // The block's part of the index (the ids' arithmetic each phase
     // recomputes) out of the loop first.
     mlir::moveLoopInvariantCode(llvm::cast<mlir::LoopLikeOpInterface>(lanes.getOperation()));
     auto lo = mlir::getConstantIntValue(lanes.getLowerBound());
     auto hi = mlir::getConstantIntValue(lanes.getUpperBound());
-    if (!lo || !hi || *lo < 0) return;
+    if (!lo || !hi || *lo < 0) return {};
     auto inside = [&](Value v) { return lanes.getRegion().isAncestor(v.getParentRegion()); };
     // offset + tid, offset invariant in the loop (tid = base + lane).
     auto offsetOf = [&](Value x) -> Value {
@@ -1013,7 +1147,7 @@ class KernelLowering {
       }
       if (op->getOperand(0) == x && *divisor == d) divisions.push_back(op);
     });
-    if (divisions.empty()) return;
+    if (divisions.empty()) return {};
     mlir::Location loc = lanes.getLoc();
     mlir::OpBuilder b(lanes);
     auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
@@ -1049,6 +1183,7 @@ class KernelLowering {
       replace(copies.lookup(op), second.getInductionVar(), /*stepped=*/true);
       replace(op, lanes.getInductionVar(), /*stepped=*/false);
     }
+    return second;
   }
 
   mlir::LogicalResult emitOp(mlir::OpBuilder& b, mlir::Operation* op, mlir::IRMapping& mapping,

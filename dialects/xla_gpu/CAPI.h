@@ -127,6 +127,12 @@ MLIR_CAPI_EXPORTED void* xlaGpuCompileToHostObject(MlirModule module, int optLev
                                                    size_t* size, double* seconds,
                                                    char* error, size_t capacity);
 MLIR_CAPI_EXPORTED void xlaGpuFreeBuffer(void* buffer);
+/// Host code is generated without LLVM's loop strength reduction, a
+/// process-wide flag: code generation for the device (the NVPTX backend)
+/// goes between these two calls, which wait for host compiles to finish
+/// and keep new ones waiting (the flag is the LLVM default meanwhile).
+MLIR_CAPI_EXPORTED void xlaGpuBeginDeviceCodegen(void);
+MLIR_CAPI_EXPORTED void xlaGpuEndDeviceCodegen(void);
 /// What the objects are compiled for: "<triple> <cpu> <features>" (written
 /// truncated to `capacity`; returns the whole length).
 MLIR_CAPI_EXPORTED size_t xlaGpuHostTarget(char* description, size_t capacity);

@@ -109,6 +109,8 @@ def _load() -> ctypes.CDLL:
              ctypes.c_size_t],
             ctypes.c_void_p),
         "xlaGpuFreeBuffer": ([ctypes.c_void_p], None),
+        "xlaGpuBeginDeviceCodegen": ([], None),
+        "xlaGpuEndDeviceCodegen": ([], None),
         "xlaGpuHostTarget": ([ctypes.c_char_p, ctypes.c_size_t], ctypes.c_size_t),
         "xlaGpuHostJitLoad": (
             [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t],

@@ -17,6 +17,8 @@ from mlir import ir
 from mlir.dialects import gpu
 from mlir.passmanager import PassManager
 
+from . import _capi
+
 __all__ = ["PtxError", "find_ptxas", "gpu_module_to_ptx", "ptxas_check"]
 
 # Where CUDA puts ptxas when it is not on PATH.
@@ -43,11 +45,16 @@ def gpu_module_to_ptx(module: ir.Module, chip: str = "sm_90",
     diagnostics when a pass fails."""
     if not chip.startswith("sm_"):
         raise ValueError(f"chip must look like 'sm_90', got {chip!r}")
+    pipeline = PassManager.parse(_pipeline(chip, opt_level, libdevice), module.context)
+    # LLVM's code generation flags are the process's: the host JIT's
+    # (host_code.py) wait while the NVPTX backend runs with LLVM's defaults.
+    _capi.lib.xlaGpuBeginDeviceCodegen()
     try:
-        PassManager.parse(_pipeline(chip, opt_level, libdevice),
-                          module.context).run(module.operation)
+        pipeline.run(module.operation)
     except ir.MLIRError as e:
         raise PtxError(f"lowering to PTX for {chip} failed: {e}") from None
+    finally:
+        _capi.lib.xlaGpuEndDeviceCodegen()
     ptx = binary_objects(module)
     if not ptx:
         raise PtxError("the module holds no gpu.module to lower")

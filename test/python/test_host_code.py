@@ -190,3 +190,71 @@ def test_compile_profile_accounts_for_every_stage():
     assert set(row) == set(compile_profile.COLUMNS)
     assert all(row[c] > 0 for c in compile_profile.COLUMNS)
     assert row["cpu total"] == pytest.approx(sum(row[c] for c in compile_profile.CPU_COLUMNS))
+
+
+COLUMN_SUM = """HloModule column_sum
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+fused {
+  p = f32[4096,1024] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[1024] reduce(p, z), dimensions={0}, to_apply=add
+}
+ENTRY main {
+  p = f32[4096,1024] parameter(0)
+  ROOT f = f32[1024] fusion(p), kind=kInput, calls=fused
+}
+"""
+
+PTX_OF_COLUMN_SUM = """
+import sys
+from mlir import ir
+from xla_gpu import pipelines
+from xla_gpu.emitters import DEFAULT_DEVICE, emit_kernel, find_fusion
+from xla_gpu.hlo import parse_hlo
+with ir.Context():
+    kernel = emit_kernel(find_fusion(parse_hlo(sys.stdin.read())), DEFAULT_DEVICE)
+    sys.stdout.write(pipelines.compile_kernel_to_ptx(kernel, DEFAULT_DEVICE))
+"""
+
+
+def test_device_code_keeps_loop_strength_reduction(monkeypatch):
+    """Host code is generated without LLVM's loop strength reduction, a
+    process-wide flag; the NVPTX backend runs between xlaGpuBegin/
+    EndDeviceCodegen with LLVM's default. After host compiles, the column
+    sum's PTX is the PTX of a process that compiled nothing for the host;
+    without the bracket it is not (the flag matters for this kernel)."""
+    from xla_gpu import _capi, ptx
+    from xla_gpu.emitters import DEFAULT_DEVICE, emit_kernel, find_fusion
+    from xla_gpu.hlo import parse_hlo
+    if pipelines.find_libdevice() is None:
+        pytest.skip("libdevice (CUDA) is not installed")
+    monkeypatch.setattr(cpu, "_cache", {})
+
+    def column_sum_ptx(bracket=True) -> str:
+        with ir.Context():
+            kernel = emit_kernel(find_fusion(parse_hlo(COLUMN_SUM)), DEFAULT_DEVICE)
+            lib = _capi.lib
+            if not bracket:  # only the PTX step sees the no-op bracket
+                ptx._capi.lib = NoBracket()
+            try:
+                return pipelines.compile_kernel_to_ptx(kernel, DEFAULT_DEVICE)
+            finally:
+                ptx._capi.lib = lib
+
+    class NoBracket:
+        def xlaGpuBeginDeviceCodegen(self):
+            pass
+
+        def xlaGpuEndDeviceCodegen(self):
+            pass
+
+    fresh = subprocess.run([sys.executable, "-c", PTX_OF_COLUMN_SUM], input=COLUMN_SUM,
+                           capture_output=True, text=True, check=True).stdout
+    CpuKernel(kernel_text(14.0))
+    assert column_sum_ptx() == fresh
+    CpuKernel(kernel_text(15.0))
+    assert column_sum_ptx(bracket=False) != fresh

@@ -1,0 +1,104 @@
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-kernel-to-cpu -canonicalize -cse | FileCheck %s
+
+// A concatenate's operand ranges: the lane plus the block's offset compared
+// with constant bounds. Each comparison is true below a lane known before
+// the loop (28 - offset, 100 - offset); the lane loop is cut there, and in
+// each piece the comparisons are constants: no branch is left in a loop.
+// The `28 > x` form (constant first) is the same bound.
+// CHECK-LABEL: func.func @concat_like
+// CHECK:     %[[OFF:.*]] = arith.muli %{{.*}}, %c3
+// CHECK:     %[[T28:.*]] = arith.subi %c28, %[[OFF]]
+// CHECK:     %[[C1:.*]] = arith.maxsi
+// CHECK:     %[[T100:.*]] = arith.subi %c100, %[[OFF]]
+// CHECK:     %[[C2:.*]] = arith.maxsi
+// CHECK:     scf.for %{{.*}} = %c0 to %[[C1]] step %c1 {
+// CHECK-NOT:   scf.if
+// CHECK:       llvm.store
+// CHECK:       llvm.store
+// CHECK:     }
+// CHECK:     scf.for %{{.*}} = %[[C1]] to %[[C2]] step %c1 {
+// CHECK-NOT:   scf.if
+// CHECK:       llvm.store
+// CHECK-NEXT: }
+// CHECK-NOT: scf.if
+func.func @concat_like(%out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 9 : index]}
+  %c3 = arith.constant 3 : index
+  %c99 = arith.constant 99 : index
+  %c28 = arith.constant 28 : index
+  %c200 = arith.constant 200 : index
+  %one = arith.constant 1.0 : f32
+  %two = arith.constant 2.0 : f32
+  %off = arith.muli %bid, %c3 : index
+  %x = arith.addi %off, %tid : index
+  %first = arith.cmpi sle, %x, %c99 : index
+  scf.if %first {
+    %i = arith.index_cast %x : index to i64
+    %p = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %one, %p : f32, !llvm.ptr
+  }
+  %second = arith.cmpi sgt, %c28, %x : index
+  scf.if %second {
+    %y = arith.addi %x, %c200 : index
+    %i = arith.index_cast %y : index to i64
+    %p = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %two, %p : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
+// A pad's two edges (x - 3 >= 0 and x - 3 < 100, combined with andi): the
+// lower edge is a bound from which the comparison holds. Three pieces:
+// below the pad (nothing stored), inside (stored), above (nothing).
+// CHECK-LABEL: func.func @pad_edges
+// CHECK-COUNT-1: llvm.store
+// CHECK-NOT: scf.if
+// CHECK-NOT: llvm.store
+func.func @pad_edges(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %c100 = arith.constant 100 : index
+  %s = arith.subi %tid, %c3 : index
+  %lo = arith.cmpi sge, %s, %c0 : index
+  %hi = arith.cmpi slt, %s, %c100 : index
+  %in_pad = arith.andi %lo, %hi : i1
+  scf.if %in_pad {
+    %i = arith.index_cast %s : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %j = arith.index_cast %tid : index to i64
+    %q = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %q : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
+// Bounds of four different constants would copy the body five times: the
+// loop is left whole, its branches in place.
+// CHECK-LABEL: func.func @too_many_bounds
+// CHECK-COUNT-4: scf.if
+func.func @too_many_bounds(%out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %one = arith.constant 1.0 : f32
+  %c10 = arith.constant 10 : index
+  %c20 = arith.constant 20 : index
+  %c30 = arith.constant 30 : index
+  %c40 = arith.constant 40 : index
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %a = arith.cmpi slt, %tid, %c10 : index
+  scf.if %a { llvm.store %one, %p : f32, !llvm.ptr }
+  %b = arith.cmpi slt, %tid, %c20 : index
+  scf.if %b { llvm.store %one, %p : f32, !llvm.ptr }
+  %c = arith.cmpi slt, %tid, %c30 : index
+  scf.if %c { llvm.store %one, %p : f32, !llvm.ptr }
+  %d = arith.cmpi slt, %tid, %c40 : index
+  scf.if %d { llvm.store %one, %p : f32, !llvm.ptr }
+  return
+}

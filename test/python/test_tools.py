@@ -452,3 +452,30 @@ def test_fuzz_findings_are_located_errors(tmp_path, name):
     assert proc.returncode == 1, proc
     assert proc.stderr.startswith(f"{path}:{line}:3: error: "), proc.stderr
     assert message in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_test_correctness_outputs_start_as_garbage():
+    """test-correctness's output arrays start as device memory does (bytes
+    0xA5), not as zeros: an element a kernel leaves unwritten differs from
+    XLA's (here: a kernel that writes the even elements only)."""
+    import numpy as np
+    from xla_gpu.runtime import CpuKernel
+    from xla_gpu.tools.test_correctness import errors, unwritten
+
+    out = unwritten((8,), np.float32)
+    assert out.view(np.uint32).tolist() == [0xA5A5A5A5] * 8
+    assert unwritten((2, 3), np.bool_).all() and unwritten((), np.int8).view(np.uint8) == 0xA5
+    kernel = CpuKernel("""
+#even = #xla_gpu.indexing_map<"(d0) -> (d0 * 2), domain: d0 in [0, 3]">
+func.func @main(%in: tensor<8xf32>, %out: tensor<8xf32>) -> tensor<8xf32> {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 3 : index]}
+  %i = xla_gpu.apply_indexing #even(%tid)
+  %v = tensor.extract %in[%i] : tensor<8xf32>
+  %w = tensor.insert %v into %out[%i] : tensor<8xf32>
+  return %w : tensor<8xf32>
+}
+""")
+    x = np.zeros(8, np.float32)
+    kernel(x, out)
+    abs_err = errors(out, x)[0]
+    assert (abs_err[0::2] == 0).all() and (abs_err[1::2] > 0).all()

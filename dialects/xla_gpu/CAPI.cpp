@@ -1,6 +1,7 @@
 //===- CAPI.cpp - the C API of the xla_gpu plugin -------------------------===//
 
 #include "dialects/xla_gpu/CAPI.h"
+#include "dialects/xla_gpu/CAPIMessages.h"
 
 #include <algorithm>
 #include <cstring>
@@ -16,19 +17,12 @@
 #include "passes/Passes.h"
 
 using xla::gpu::IndexingMap;
+using xla::gpu::writeMessage;
 using xla::gpu::IndexingMapAttr;
 using xla::gpu::IndexingVar;
 using xla::gpu::VarKind;
 
 MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(XlaGpu, xla_gpu, xla::gpu::XlaGpuDialect)
-
-static void writeError(const std::string& message, char* error,
-                       size_t capacity) {
-  if (!error || capacity == 0) return;
-  size_t n = std::min(message.size(), capacity - 1);
-  std::memcpy(error, message.data(), n);
-  error[n] = '\0';
-}
 
 static IndexingMapAttr asIndexingMap(MlirAttribute attr) {
   return llvm::cast<IndexingMapAttr>(unwrap(attr));
@@ -56,13 +50,13 @@ MlirAttribute xlaGpuIndexingMapAttrParse(MlirContext context,
   ctx->getOrLoadDialect<xla::gpu::XlaGpuDialect>();
   std::optional<IndexingMap> map = IndexingMap::parse(
       unwrap(text), ctx, [&](size_t offset, const llvm::Twine& msg) {
-        writeError(msg.str(), error, errorCapacity);
+        writeMessage(msg.str(), error, errorCapacity);
         if (errorOffset) *errorOffset = offset;
       });
   if (!map) return MlirAttribute{nullptr};
   std::string verifyError;
   if (failed(map->verify([&](const llvm::Twine& msg) { verifyError = msg.str(); }))) {
-    writeError(verifyError, error, errorCapacity);
+    writeMessage(verifyError, error, errorCapacity);
     if (errorOffset) *errorOffset = 0;
     return MlirAttribute{nullptr};
   }
@@ -77,7 +71,7 @@ MlirAttribute xlaGpuIndexingMapAttrGet(
   mlir::AffineMap map = unwrap(affineMap);
   if (numRangeVars < 0 ||
       numRangeVars > static_cast<intptr_t>(map.getNumSymbols())) {
-    writeError("the number of range variables must be between 0 and the "
+    writeMessage("the number of range variables must be between 0 and the "
                "number of symbols of the map (" +
                    std::to_string(map.getNumSymbols()) + ")",
                error, errorCapacity);
@@ -105,7 +99,7 @@ MlirAttribute xlaGpuIndexingMapAttrGet(
   IndexingMap result(map, dims, range, runtime, constraints);
   std::string verifyError;
   if (failed(result.verify([&](const llvm::Twine& msg) { verifyError = msg.str(); }))) {
-    writeError(verifyError, error, errorCapacity);
+    writeMessage(verifyError, error, errorCapacity);
     return MlirAttribute{nullptr};
   }
   return wrap(IndexingMapAttr::get(map.getContext(), result));
@@ -248,7 +242,7 @@ int xlaGpuIndexingMapAttrIsBijection(MlirAttribute attr, const int64_t* shape,
   std::string why;
   mlir::FailureOr<bool> result = asIndexingMap(attr).getIndexingMap().isBijection(
       llvm::ArrayRef(shape, rank), why);
-  writeError(why, reason, reasonCapacity);
+  writeMessage(why, reason, reasonCapacity);
   if (failed(result)) return -1;
   return *result ? 1 : 0;
 }

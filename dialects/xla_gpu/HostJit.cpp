@@ -25,6 +25,7 @@
 #include <string>
 
 #include "dialects/xla_gpu/CAPI.h"
+#include "dialects/xla_gpu/CAPIMessages.h"
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -44,12 +45,7 @@
 
 namespace {
 
-void writeError(const std::string& message, char* error, size_t capacity) {
-  if (!error || capacity == 0) return;
-  size_t n = std::min(message.size(), capacity - 1);
-  std::memcpy(error, message.data(), n);
-  error[n] = '\0';
-}
+using xla::gpu::writeMessage;
 
 void initializeNativeTarget() {
   static std::once_flag once;
@@ -82,7 +78,6 @@ void addPackedWrapper(llvm::Module& module, llvm::Function& fn) {
   }
   b.CreateRetVoid();
 }
-
 
 // Seconds since the last lap into seconds[i] (when seconds is not null).
 class Stopwatch {
@@ -142,45 +137,47 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   mlirRegisterAllLLVMTranslations(wrap(op.getContext()));
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder) {
-    writeError(llvm::toString(builder.takeError()), error, capacity);
+    writeMessage(llvm::toString(builder.takeError()), error, capacity);
     return nullptr;
   }
   builder->setCodeGenOptLevel(static_cast<llvm::CodeGenOptLevel>(optLevel));
   auto machine = builder->createTargetMachine();
   if (!machine) {
-    writeError(llvm::toString(machine.takeError()), error, capacity);
+    writeMessage(llvm::toString(machine.takeError()), error, capacity);
     return nullptr;
   }
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(op, context);
   if (!llvmModule) {
-    writeError("the module does not translate to LLVM IR (is it all LLVM dialect?)", error,
-               capacity);
+    writeMessage("the module does not translate to LLVM IR (is it all LLVM dialect?)", error,
+                 capacity);
     return nullptr;
   }
   clock.lap(0);
   mlir::ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), machine->get());
   llvm::SmallVector<llvm::Function*> publics;
-  for (llvm::Function& fn : *llvmModule)
+  for (llvm::Function& fn : *llvmModule) {
     if (!fn.isDeclaration() && fn.hasExternalLinkage() &&
-        !fn.getName().starts_with("_mlir_ciface_"))
+        !fn.getName().starts_with("_mlir_ciface_")) {
       publics.push_back(&fn);
+    }
+  }
   for (llvm::Function* fn : publics) addPackedWrapper(*llvmModule, *fn);
   auto optimize = mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine->get());
   if (llvm::Error e = optimize(llvmModule.get())) {
-    writeError("LLVM's optimization pipeline failed: " + llvm::toString(std::move(e)), error,
-               capacity);
+    writeMessage("LLVM's optimization pipeline failed: " + llvm::toString(std::move(e)), error,
+                 capacity);
     return nullptr;
   }
   clock.lap(1);
   // Host code generation without loop strength reduction (see
-  // hostCodegenFlags); device code generation waits meanwhile.
+  // codegenFlagsMutex); device code generation waits meanwhile.
   std::shared_lock<std::shared_mutex> hostCodegen(codegenFlagsMutex());
   setDisableLsr(true);
   llvm::orc::SimpleCompiler compile(**machine);
   auto object = compile(*llvmModule);
   if (!object) {
-    writeError("code generation failed: " + llvm::toString(object.takeError()), error, capacity);
+    writeMessage("code generation failed: " + llvm::toString(object.takeError()), error, capacity);
     return nullptr;
   }
   clock.lap(2);
@@ -205,7 +202,7 @@ size_t xlaGpuHostTarget(char* description, size_t capacity) {
   std::string text = builder ? builder->getTargetTriple().str() + " " + builder->getCPU() +
                                    " " + builder->getFeatures().getString()
                              : "unknown: " + llvm::toString(builder.takeError());
-  writeError(text, description, capacity);
+  writeMessage(text, description, capacity);
   return text.size();
 }
 
@@ -213,7 +210,7 @@ void* xlaGpuHostJitLoad(const void* object, size_t size, char* error, size_t cap
   initializeNativeTarget();
   auto built = llvm::orc::LLJITBuilder().create();
   if (!built) {
-    writeError(llvm::toString(built.takeError()), error, capacity);
+    writeMessage(llvm::toString(built.takeError()), error, capacity);
     return nullptr;
   }
   auto jit = std::make_unique<HostJit>();
@@ -227,14 +224,14 @@ void* xlaGpuHostJitLoad(const void* object, size_t size, char* error, size_t cap
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
       jit->jit->getDataLayout().getGlobalPrefix());
   if (!process) {
-    writeError(llvm::toString(process.takeError()), error, capacity);
+    writeMessage(llvm::toString(process.takeError()), error, capacity);
     return nullptr;
   }
   jit->jit->getMainJITDylib().addGenerator(std::move(*process));
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(static_cast<const char*>(object), size), "xla_gpu_kernel");
   if (llvm::Error e = jit->jit->addObjectFile(std::move(buffer))) {
-    writeError("the object does not load: " + llvm::toString(std::move(e)), error, capacity);
+    writeMessage("the object does not load: " + llvm::toString(std::move(e)), error, capacity);
     return nullptr;
   }
   return jit.release();
@@ -246,7 +243,7 @@ uint64_t xlaGpuHostJitLookup(void* handle, const char* name, char* error, size_t
   if (!address) {
     std::string message = llvm::toString(address.takeError());
     std::lock_guard<std::mutex> hold(jit->mutex);
-    writeError(jit->reported + message, error, capacity);
+    writeMessage(jit->reported + message, error, capacity);
     return 0;
   }
   return address->getValue();

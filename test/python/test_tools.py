@@ -479,3 +479,28 @@ func.func @main(%in: tensor<8xf32>, %out: tensor<8xf32>) -> tensor<8xf32> {
     kernel(x, out)
     abs_err = errors(out, x)[0]
     assert (abs_err[0::2] == 0).all() and (abs_err[1::2] > 0).all()
+
+
+def test_run_hlo_reuses_only_outputs_nothing_holds():
+    """run-hlo's output pool (an allocator's free list): a kernel's output
+    arrays come back for a later launch only once nothing else holds them
+    -- not while a caller keeps the array, its list, or a view of it."""
+    from xla_gpu.hlo import parse_hlo
+    from xla_gpu.tools.run_hlo import _OutputPool
+    module = parse_hlo("HloModule m\nfused {\n  a = f32[4] parameter(0)\n"
+                       "  ROOT e = f32[4] exponential(a)\n}\nENTRY e {\n"
+                       "  p = f32[4] parameter(0)\n"
+                       "  ROOT f = f32[4] fusion(p), kind=kLoop, calls=fused\n}\n")
+    pool = _OutputPool(module.entry.root)
+    first = pool.take()
+    array = id(first[0])
+    assert id(pool.take()[0]) != array          # the list is held
+    view = first[0].reshape(2, 2)
+    del first
+    assert id(pool.take()[0]) != array          # a view of it is held
+    del view
+    again = pool.take()
+    assert id(again[0]) == array and again[0].shape == (4,)
+    for _ in range(10):
+        pool.take()
+    assert len(pool._sets) <= _OutputPool.KEPT

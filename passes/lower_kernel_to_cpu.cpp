@@ -970,6 +970,8 @@ class KernelLowering {
     if (!step || *step != 1 || loop.getNumRegionIterArgs() != 0) return;
     Value iv = loop.getInductionVar();
     auto inside = [&](Value v) { return loop.getRegion().isAncestor(v.getParentRegion()); };
+    // Constants of index arithmetic far from overflow in what follows.
+    auto small = [](std::optional<int64_t> k) { return k && std::abs(*k) < (int64_t{1} << 40); };
     // v = iv + base + c: base invariant (or none), c a constant.
     struct Affine {
       Value base;
@@ -983,6 +985,7 @@ class KernelLowering {
         for (int i = 0; i < 2; ++i) {
           Value other = add->getOperand(1 - i);
           auto k = mlir::getConstantIntValue(other);
+          if (k && !small(k)) continue;
           if (!k && inside(other)) continue;
           auto a = match(add->getOperand(i), depth - 1);
           if (!a) continue;
@@ -993,7 +996,7 @@ class KernelLowering {
       }
       if (auto sub = v.getDefiningOp<mlir::arith::SubIOp>()) {
         auto k = mlir::getConstantIntValue(sub.getRhs());
-        auto a = k ? match(sub.getLhs(), depth - 1) : std::nullopt;
+        auto a = small(k) ? match(sub.getLhs(), depth - 1) : std::nullopt;
         if (a) return Affine{a->base, a->c - *k};
       }
       return std::nullopt;
@@ -1024,7 +1027,7 @@ class KernelLowering {
           default: return;
         }
       }
-      if (!k) return;
+      if (!small(k)) return;
       auto a = match(x, 6);
       if (!a) return;
       if (!chosen) {

@@ -102,3 +102,24 @@ func.func @too_many_bounds(%out: !llvm.ptr) {
   scf.if %d { llvm.store %one, %p : f32, !llvm.ptr }
   return
 }
+
+// -----
+
+// A bound near the end of the index range is left alone (the cut lane would
+// overflow): the branch stays.
+// CHECK-LABEL: func.func @huge_bound
+// CHECK: scf.if
+func.func @huge_bound(%out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %one = arith.constant 1.0 : f32
+  %big = arith.constant 9223372036854775807 : index
+  %x = arith.addi %tid, %big : index
+  %c5 = arith.constant 5 : index
+  %a = arith.cmpi sle, %x, %c5 : index
+  scf.if %a {
+    %i = arith.index_cast %tid : index to i64
+    %p = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %one, %p : f32, !llvm.ptr
+  }
+  return
+}

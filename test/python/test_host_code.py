@@ -258,3 +258,12 @@ def test_device_code_keeps_loop_strength_reduction(monkeypatch):
     assert column_sum_ptx() == fresh
     CpuKernel(kernel_text(15.0))
     assert column_sum_ptx(bracket=False) != fresh
+
+
+def test_a_kernel_that_fails_leaves_no_lock_behind(monkeypatch):
+    monkeypatch.setattr(cpu, "_cache", {})
+    bad = kernel_text(16.0).replace("arith.mulf %v, %s", "arith.mulf %v, %nowhere")
+    for _ in range(2):  # and fails again the same way
+        with pytest.raises(ir.MLIRError, match="undeclared SSA value"):
+            CpuKernel(bad)
+    assert cpu._compiling == {}

@@ -244,11 +244,14 @@ class CpuKernel:
             with _cache_lock:
                 cached = _cache.get(key)
             if cached is None:
-                cached = super().__new__(cls)
-                cached._compile(source, opts, entry, key)
-                with _cache_lock:
-                    _cache[key] = cached
-                    _compiling.pop(key, None)
+                try:
+                    cached = super().__new__(cls)
+                    cached._compile(source, opts, entry, key)
+                    with _cache_lock:
+                        _cache[key] = cached
+                finally:
+                    with _cache_lock:
+                        _compiling.pop(key, None)
         return cached
 
     def __init__(self, source: "str | EmittedKernel",

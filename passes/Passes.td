@@ -214,6 +214,8 @@ def SimplifyAffinePass : Pass<"xla-gpu-simplify-affine", "mlir::ModuleOp"> {
     Each map is first narrowed to the ranges of its operands and simplified
     with the indexing-map algebra; then it is expanded into arith ops, using
     unsigned division and remainder where the dividend cannot be negative.
+    `affine.apply` is lowered the same way (simplified only when the ranges
+    of all its operands are known; otherwise expanded with signed ops).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::xla::gpu::XlaGpuDialect"];
 }

@@ -1,6 +1,7 @@
 //===- simplify_affine.cpp - -xla-gpu-simplify-affine ---------------------===//
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "passes/Passes.h"
 #include "passes/ValueRanges.h"
@@ -14,12 +15,13 @@ namespace {
 
 using mlir::Value;
 
-// Expands `expr` into arith ops over the map's operands.
+// Expands `expr` into arith ops over the map's operands. Without
+// `ranges` (an operand of unknown range) every division is signed.
 class Expander {
  public:
   Expander(mlir::OpBuilder& b, mlir::Location loc, const IndexingMap& map,
-           mlir::ValueRange operands)
-      : b_(b), loc_(loc), map_(map), operands_(operands) {}
+           mlir::ValueRange operands, bool ranges = true)
+      : b_(b), loc_(loc), map_(map), operands_(operands), ranges_(ranges) {}
 
   Value expand(mlir::AffineExpr e) {
     switch (e.getKind()) {
@@ -37,7 +39,7 @@ class Expander {
     auto bin = llvm::cast<mlir::AffineBinaryOpExpr>(e);
     Value l = expand(bin.getLHS());
     Value r = expand(bin.getRHS());
-    bool nonNegative = map_.getRange(bin.getLHS()).lower >= 0;
+    bool nonNegative = ranges_ && map_.getRange(bin.getLHS()).lower >= 0;
     switch (e.getKind()) {
       case mlir::AffineExprKind::Add:
         return b_.create<mlir::arith::AddIOp>(loc_, l, r);
@@ -66,6 +68,7 @@ class Expander {
   mlir::Location loc_;
   const IndexingMap& map_;
   mlir::ValueRange operands_;
+  bool ranges_;
 };
 
 class SimplifyAffinePass : public impl::SimplifyAffinePassBase<SimplifyAffinePass> {
@@ -86,6 +89,31 @@ class SimplifyAffinePass : public impl::SimplifyAffinePassBase<SimplifyAffinePas
         results.push_back(expander.expand(e));
       }
       op->replaceAllUsesWith(results);
+      op.erase();
+    }
+    // affine.apply, as XLA's pass lowers it: by the same expansion, its
+    // map narrowed to and simplified by the operands' ranges when all are
+    // known (xla.range, constants, loop bounds), else expanded as it is.
+    llvm::SmallVector<mlir::affine::AffineApplyOp> applies;
+    getOperation().walk([&](mlir::affine::AffineApplyOp op) { applies.push_back(op); });
+    for (mlir::affine::AffineApplyOp op : applies) {
+      mlir::AffineMap affine = op.getAffineMap();
+      llvm::SmallVector<IndexingVar> vars;
+      for (Value v : op.getMapOperands()) {
+        std::optional<Interval> r = getValueRange(v);
+        if (!r) break;
+        vars.push_back(IndexingVar{"", *r});
+      }
+      bool known = vars.size() == op.getMapOperands().size();
+      if (!known) vars.assign(op.getMapOperands().size(), IndexingVar{"", Interval{0, 0}});
+      llvm::SmallVector<IndexingVar> dims(vars.begin(), vars.begin() + affine.getNumDims());
+      llvm::SmallVector<IndexingVar> symbols(vars.begin() + affine.getNumDims(), vars.end());
+      IndexingMap map(affine, dims, symbols, {});
+      if (known) map = map.simplify();
+      mlir::OpBuilder b(op);
+      Expander expander(b, op.getLoc(), map, op.getMapOperands(), known);
+      op->replaceAllUsesWith(
+          mlir::ValueRange{expander.expand(map.getAffineMap().getResult(0))});
       op.erase();
     }
   }

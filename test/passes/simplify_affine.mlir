@@ -25,3 +25,37 @@ func.func @signed(%i: index) -> (index, index) {
   %r:2 = xla_gpu.apply_indexing #xla_gpu.indexing_map<"(d0) -> ((d0 - 3) floordiv 4, (d0 - 3) mod 4), domain: d0 in [0, 15]">(%i)
   return %r#0, %r#1 : index, index
 }
+
+// -----
+
+// affine.apply, as XLA's pass lowers it: with every operand's range known
+// (the thread id's xla.range, a loop's bounds) the map is simplified and
+// divides unsigned; `d0 floordiv 128` of a thread id below 128 is 0.
+// CHECK-LABEL: func.func @affine_apply_known
+// CHECK-NOT:   affine.apply
+// CHECK:       arith.divui %{{.*}}, %c32
+// CHECK:       arith.remui %{{.*}}, %c32
+// CHECK-NOT:   arith.floordivsi
+// CHECK-NOT:   %c128
+func.func @affine_apply_known(%out: tensor<64xindex>) -> tensor<64xindex> {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %a = affine.apply affine_map<(d0) -> (d0 floordiv 32 + d0 mod 32 + d0 floordiv 128)>(%tid)
+  %c0 = arith.constant 0 : index
+  %r = tensor.insert %a into %out[%c0] : tensor<64xindex>
+  return %r : tensor<64xindex>
+}
+
+// -----
+
+// An operand of unknown range (a function argument): expanded as it is,
+// with signed floor division and modulo.
+// CHECK-LABEL: func.func @affine_apply_unknown
+// CHECK-NOT:   affine.apply
+// CHECK:       arith.floordivsi %{{.*}}, %c32
+// CHECK-NOT:   arith.divui
+func.func @affine_apply_unknown(%x: index, %out: tensor<64xindex>) -> tensor<64xindex> {
+  %a = affine.apply affine_map<(d0)[s0] -> (d0 floordiv 32 + s0)>(%x)[%x]
+  %c0 = arith.constant 0 : index
+  %r = tensor.insert %a into %out[%c0] : tensor<64xindex>
+  return %r : tensor<64xindex>
+}

@@ -71,6 +71,19 @@ class Expander {
   bool ranges_;
 };
 
+// Replaces `op` by the expansion of every result of `map` over `operands`.
+void expandInPlace(mlir::Operation* op, const IndexingMap& map, mlir::ValueRange operands,
+                   bool ranges) {
+  mlir::OpBuilder b(op);
+  Expander expander(b, op->getLoc(), map, operands, ranges);
+  llvm::SmallVector<Value> results;
+  for (mlir::AffineExpr e : map.getAffineMap().getResults()) {
+    results.push_back(expander.expand(e));
+  }
+  op->replaceAllUsesWith(results);
+  op->erase();
+}
+
 class SimplifyAffinePass : public impl::SimplifyAffinePassBase<SimplifyAffinePass> {
  public:
   void runOnOperation() override {
@@ -80,16 +93,8 @@ class SimplifyAffinePass : public impl::SimplifyAffinePassBase<SimplifyAffinePas
     llvm::SmallVector<ApplyIndexingOp> ops;
     getOperation().walk([&](ApplyIndexingOp op) { ops.push_back(op); });
     for (ApplyIndexingOp op : ops) {
-      IndexingMap map =
-          narrowToOperandRanges(op.getIndexingMap(), op.getOperands()).simplify();
-      mlir::OpBuilder b(op);
-      Expander expander(b, op.getLoc(), map, op.getOperands());
-      llvm::SmallVector<Value> results;
-      for (mlir::AffineExpr e : map.getAffineMap().getResults()) {
-        results.push_back(expander.expand(e));
-      }
-      op->replaceAllUsesWith(results);
-      op.erase();
+      expandInPlace(op, narrowToOperandRanges(op.getIndexingMap(), op.getOperands()).simplify(),
+                    op.getOperands(), /*ranges=*/true);
     }
     // affine.apply, as XLA's pass lowers it: by the same expansion, its
     // map narrowed to and simplified by the operands' ranges when all are
@@ -109,12 +114,7 @@ class SimplifyAffinePass : public impl::SimplifyAffinePassBase<SimplifyAffinePas
       llvm::SmallVector<IndexingVar> dims(vars.begin(), vars.begin() + affine.getNumDims());
       llvm::SmallVector<IndexingVar> symbols(vars.begin() + affine.getNumDims(), vars.end());
       IndexingMap map(affine, dims, symbols, {});
-      if (known) map = map.simplify();
-      mlir::OpBuilder b(op);
-      Expander expander(b, op.getLoc(), map, op.getMapOperands(), known);
-      op->replaceAllUsesWith(
-          mlir::ValueRange{expander.expand(map.getAffineMap().getResult(0))});
-      op.erase();
+      expandInPlace(op, known ? map.simplify() : map, op.getMapOperands(), known);
     }
   }
 };

@@ -127,16 +127,26 @@ def ConvertFloatNvidiaPass : Pass<"xla-gpu-convert-float-nvidia", "mlir::func::F
 }
 
 def FlattenTensorsPass : Pass<"xla-gpu-flatten-tensors", "mlir::ModuleOp"> {
-  let summary = "Flattens statically shaped tensors to one dimension.";
+  let summary = "Flattens statically shaped tensors and vectors to one dimension.";
   let description = [{
     Every N-d tensor (function arguments and results, loop-carried values,
-    shared memory) becomes 1-d in row-major order; `tensor.extract`,
-    `tensor.insert` and `xla_gpu.atomic_rmw` take one index, the
+    shared memory, constants) becomes 1-d in the order of its layout: the
+    encoding `dense<[minor-to-major]> : tensor<Nxi64>` when it has one,
+    row-major otherwise. `tensor.extract`, `tensor.insert`,
+    `xla_gpu.atomic_rmw` and 1-d vector transfers take one index, the
     linearization of the old ones through an `xla_gpu.apply_indexing` (which
     folds into the apply_indexing that computed the indices, if any).
+
+    N-d vectors become 1-d the same way (row-major): function arguments and
+    results, loop-carried values, constants, and `vector.extract` /
+    `vector.insert` of a scalar. Any other op on an N-d vector keeps its
+    type and gets a `vector.shape_cast` of its operands and results.
+
+    Fails ("failed to converge") when the folding does not settle or an
+    `unrealized_conversion_cast` is left.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect", "::mlir::scf::SCFDialect",
-                           "::xla::gpu::XlaGpuDialect"];
+                           "::mlir::vector::VectorDialect", "::xla::gpu::XlaGpuDialect"];
 }
 
 def VectorizeLoadsStoresPass
@@ -249,7 +259,7 @@ def ConvertPureCallOpsPass
 }
 
 def ExpandFloatOpsPass : Pass<"xla-gpu-expand-float-ops", "mlir::func::FuncOp"> {
-  let summary = "Computes bf16, f16 and f8 arithmetic in f32; f8 conversions as integer code.";
+  let summary = "Computes bf16, f16 and f8 arithmetic in f32; f8 conversions as integer code; f32 tanh and erf as polynomials.";
   let description = [{
     Every arith and math op on bf16, f16 or an f8 type is computed in f32:
     the operands are extended, the op runs in f32, and the result is rounded
@@ -258,7 +268,19 @@ def ExpandFloatOpsPass : Pass<"xla-gpu-expand-float-ops", "mlir::func::FuncOp"> 
     does not have) become integer code on their bits: exact to f32, and
     from f32 rounded to nearest even with XLA's overflow (infinity, or NaN
     where the format has no infinity); other types go through f32.
+
+    f32 `math.tanh` and `math.erf` (including those of narrow floats, now
+    in f32) become XLA:GPU's rational approximations: tanh as upstream
+    MLIR's (Eigen's with FMA: x P(x^2) / Q(x^2) on x clamped to +-7.9988,
+    x itself below 4e-4), erf as XLA's (x P(x^2) / Q(x^2) on x clamped to
+    +-3.7439). `gpu-approximations=false` leaves them to
+    -xla-gpu-lower-to-llvm, as the pipelines do: libdevice on the GPU (the
+    spec's walk-through calls `__nv_tanhf`), XLA:CPU's forms on the host.
   }];
+  let options = [
+    Option<"gpuApproximations", "gpu-approximations", "bool", /*default=*/"true",
+           "f32 tanh and erf as XLA:GPU's rational approximations">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }
 
@@ -272,7 +294,25 @@ def LowerTensorsPass : Pass<"xla-gpu-lower-tensors", "mlir::ModuleOp"> {
     `xla_gpu.allocate_shared` becomes a shared-memory global,
     `xla_gpu.sync_threads` a barrier, `xla_gpu.atomic_rmw` an
     `llvm.atomicrmw` where one exists and a compare-and-swap loop otherwise.
+
+    `gpu_device_info` (a text proto, as XLA's: `cuda_compute_capability
+    { major: 8 minor: 0 }` or `rocm_compute_capability { gcn_arch_name:
+    "gfx90a" }`) selects the atomics the device has: f16 `fadd` from sm_70,
+    bf16 `fadd` from sm_90, f64 `fadd` from sm_60 (f32 everywhere); on
+    ROCm f32 `fadd` everywhere and f16 from gfx90a, through the global
+    address space at agent scope. The others are compare-and-swap loops.
+    Without it every atomic LLVM has is used (the host target). Index arithmetic is cast (`index_castui`) to
+    the data layout's index width (`dlti.dl_spec`, 64 without one), i64
+    for a tensor too large for it. Complex values are loaded and stored as
+    `!llvm.struct<(fN, fN)>`. Tensor iteration arguments and results of
+    `scf.for`, `scf.if` and `scf.index_switch` are removed (the pointer is
+    the same on every path); unused `scf.index_switch` results are dropped
+    first.
   }];
+  let options = [
+    Option<"gpuDeviceInfo", "gpu_device_info", "std::string", /*default=*/"\"\"",
+           "The device, as a text proto (XLA's GpuDeviceInfoProto subset)">,
+  ];
   let dependentDialects = ["::mlir::complex::ComplexDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::scf::SCFDialect"];

@@ -14,6 +14,8 @@
 //      as XLA does; every f8 value is exact in f16, bf16 and f32). On GPUs
 //      with f8 `cvt` instructions, -xla-gpu-convert-float-nvidia takes
 //      f8E4M3FN and f8E5M2 first.
+//   3. f32 tanh and erf (those of step 1's included) become XLA:GPU's
+//      rational approximations (see tanhRational and Erf below).
 //
 // The f8 formats, as ml_dtypes and XLA define them:
 //
@@ -38,6 +40,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "passes/F32Approximations.h"
 #include "passes/Passes.h"
 
 namespace xla::gpu {
@@ -226,8 +229,35 @@ struct ExpandExtFromFloat8 : public mlir::OpRewritePattern<arith::ExtFOp> {
   }
 };
 
+// tanh as upstream MLIR's approximation, which XLA:GPU uses (Eigen's with
+// FMA).
+struct GpuTanh {
+  static Value build(const F32Builder& f32, Value a) {
+    return tanhRational(f32, a, 7.99881172180175781);
+  }
+};
+
+// erf as XLA:GPU's: x P(x^2) / Q(x^2), a 9/12-degree rational interpolant
+// (Eigen's coefficients), on x clamped to +-3.7439211627767994 (beyond
+// which erf rounds to +-1 in f32).
+struct GpuErf {
+  static Value build(const F32Builder& f32, Value a) {
+    Value x = f32.clamp(a, -3.7439211627767994, 3.7439211627767994);
+    Value x2 = f32.rewriter.create<arith::MulFOp>(f32.loc, x, x);
+    Value p = f32.horner(x2, {0.00022905065861350646, 0.0034082910107109506,
+                              0.050955695062380861, 0.18520832239976145, 1.128379143519084});
+    Value q = f32.horner(x2, {-1.1791602954361697e-7, 0.000023547966471313185,
+                              0.0010179625278914885, 0.014070470171167667,
+                              0.11098505178285362, 0.49746925110067538, 1.0});
+    return f32.rewriter.create<arith::DivFOp>(
+        f32.loc, f32.rewriter.create<arith::MulFOp>(f32.loc, x, p), q);
+  }
+};
+
 class ExpandFloatOpsPass : public impl::ExpandFloatOpsPassBase<ExpandFloatOpsPass> {
  public:
+  using ExpandFloatOpsPassBase::ExpandFloatOpsPassBase;
+
   void runOnOperation() override {
     // 1. Upstream's float emulation extends the operands of an op on a
     // narrow type, runs the op in f32 and truncates the result: exactly
@@ -259,9 +289,13 @@ class ExpandFloatOpsPass : public impl::ExpandFloatOpsPassBase<ExpandFloatOpsPas
     getOperation().walk([&](arith::ExtFOp op) { op.setFastmathAttr(nullptr); });
     getOperation().walk([&](arith::TruncFOp op) { op.setFastmathAttr(nullptr); });
 
-    // 2. The f8 conversions, the emulation's included.
+    // 2. The f8 conversions, the emulation's included; 3. tanh and erf.
     mlir::RewritePatternSet f8(ctx);
     f8.add<ExpandTruncToFloat8, ExpandExtFromFloat8>(ctx);
+    if (gpuApproximations) {
+      f8.add<ApproximateF32<mlir::math::TanhOp, GpuTanh>,
+             ApproximateF32<mlir::math::ErfOp, GpuErf>>(ctx);
+    }
     if (failed(mlir::applyPatternsGreedily(getOperation(), std::move(f8)))) {
       signalPassFailure();
     }

@@ -24,10 +24,39 @@ namespace {
 using llvm::SmallVector;
 using mlir::Value;
 
-// Statically shaped tensors of rank != 1 need flattening.
+// The layout of a tensor: its encoding `dense<[minor-to-major]>` (XLA's
+// layout), row-major without one. Dimensions from major to minor; empty
+// when the encoding is not a permutation of the dimensions.
+SmallVector<int64_t> majorToMinor(mlir::RankedTensorType type) {
+  SmallVector<int64_t> order;
+  auto encoding = llvm::dyn_cast_or_null<mlir::DenseIntElementsAttr>(type.getEncoding());
+  if (!encoding) {
+    for (int64_t i = 0; i < type.getRank(); ++i) order.push_back(i);
+    return order;
+  }
+  if (encoding.getNumElements() != type.getRank()) return {};
+  for (const llvm::APInt& d : encoding.getValues<llvm::APInt>()) order.push_back(d.getSExtValue());
+  std::reverse(order.begin(), order.end());
+  SmallVector<int64_t> sorted(order);
+  llvm::sort(sorted);
+  for (auto [i, d] : llvm::enumerate(sorted)) {
+    if (d != static_cast<int64_t>(i)) return {};
+  }
+  return order;
+}
+
+// Statically shaped tensors of rank != 1 or with a layout, and N-d vectors
+// (not scalable), need flattening.
 bool needsFlattening(mlir::Type type) {
-  auto t = llvm::dyn_cast<mlir::RankedTensorType>(type);
-  return t && t.hasStaticShape() && t.getRank() != 1;
+  if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(type)) {
+    return t.hasStaticShape() && (t.getRank() != 1 || t.getEncoding());
+  }
+  auto v = llvm::dyn_cast<mlir::VectorType>(type);
+  return v && v.getRank() > 1 && !v.isScalable();
+}
+
+bool isNdVector(mlir::Type type) {
+  return llvm::isa<mlir::VectorType>(type) && needsFlattening(type);
 }
 
 // Whether a static tensor's element count overflows 64 bits (flattening
@@ -50,24 +79,43 @@ class FlattenTypeConverter : public mlir::TypeConverter {
       if (!t.hasStaticShape()) return t;
       return mlir::RankedTensorType::get({t.getNumElements()}, t.getElementType());
     });
+    addConversion([](mlir::VectorType t) -> mlir::Type {
+      if (!needsFlattening(t)) return t;
+      return mlir::VectorType::get({t.getNumElements()}, t.getElementType());
+    });
+    // An op left with an N-d vector gets it through a shape_cast.
+    auto shapeCast = [](mlir::OpBuilder& b, mlir::Type type, mlir::ValueRange inputs,
+                        mlir::Location loc) -> Value {
+      if (inputs.size() != 1 || !llvm::isa<mlir::VectorType>(type) ||
+          !llvm::isa<mlir::VectorType>(inputs[0].getType())) {
+        return nullptr;
+      }
+      return b.create<mlir::vector::ShapeCastOp>(loc, type, inputs[0]);
+    };
+    addSourceMaterialization(shapeCast);
+    addTargetMaterialization(shapeCast);
   }
 };
 
-// The row-major linear index of `indices` in `type`, as an apply_indexing.
-Value linearize(mlir::OpBuilder& b, mlir::Location loc, mlir::RankedTensorType type,
-                mlir::ValueRange indices) {
+// The linear index of `indices` in a `shape` laid out from major to minor
+// dimension as `order`, as an apply_indexing.
+Value linearize(mlir::OpBuilder& b, mlir::Location loc, llvm::ArrayRef<int64_t> shape,
+                llvm::ArrayRef<int64_t> order, mlir::ValueRange indices) {
   mlir::MLIRContext* ctx = b.getContext();
   mlir::AffineExpr linear = b.getAffineConstantExpr(0);
   SmallVector<IndexingVar> dims;
-  for (auto [i, size] : llvm::enumerate(type.getShape())) {
-    linear = linear * size + b.getAffineDimExpr(i);
-    dims.push_back({"", {0, size - 1}});
-  }
+  for (int64_t size : shape) dims.push_back({"", {0, size - 1}});
+  for (int64_t d : order) linear = linear * shape[d] + b.getAffineDimExpr(d);
   auto map = mlir::AffineMap::get(dims.size(), 0, linear, ctx);
   IndexingMap indexing(map, dims, {}, {});
   return b.create<ApplyIndexingOp>(loc, indices, mlir::ValueRange{},
                                    IndexingMapAttr::get(ctx, indexing.simplify()))
       .getResult(0);
+}
+
+Value linearize(mlir::OpBuilder& b, mlir::Location loc, mlir::RankedTensorType type,
+                mlir::ValueRange indices) {
+  return linearize(b, loc, type.getShape(), majorToMinor(type), indices);
 }
 
 struct FlattenExtract : public mlir::OpConversionPattern<mlir::tensor::ExtractOp> {
@@ -118,10 +166,12 @@ bool isFlattenableTransfer(mlir::VectorTransferOpInterface op) {
   }
   auto dim = llvm::dyn_cast<mlir::AffineDimExpr>(op.getPermutationMap().getResult(0));
   if (!dim) return false;
-  for (int64_t i = dim.getPosition() + 1; i < type.getRank(); ++i) {
-    if (type.getDimSize(i) != 1) return false;
-  }
-  return true;
+  // Every dimension more minor than the transfer's has one element.
+  SmallVector<int64_t> order = majorToMinor(type);
+  auto at = llvm::find(order, static_cast<int64_t>(dim.getPosition()));
+  if (at == order.end()) return false;
+  return llvm::all_of(llvm::make_range(std::next(at), order.end()),
+                      [&](int64_t d) { return type.getDimSize(d) == 1; });
 }
 
 // The linear index of a flattenable transfer's first element; null (and a
@@ -165,6 +215,61 @@ struct FlattenTransferWrite : public mlir::OpConversionPattern<mlir::vector::Tra
   }
 };
 
+// The positions of a vector.extract / vector.insert as index values.
+SmallVector<Value> positionValues(mlir::OpBuilder& b, mlir::Location loc,
+                                  llvm::ArrayRef<mlir::OpFoldResult> positions) {
+  SmallVector<Value> values;
+  for (mlir::OpFoldResult p : positions) {
+    if (auto v = llvm::dyn_cast<Value>(p)) {
+      values.push_back(v);
+    } else {
+      values.push_back(b.create<mlir::arith::ConstantIndexOp>(
+          loc, llvm::cast<mlir::IntegerAttr>(llvm::cast<mlir::Attribute>(p)).getInt()));
+    }
+  }
+  return values;
+}
+
+// The row-major position of a scalar in an N-d vector.
+Value vectorPosition(mlir::OpBuilder& b, mlir::Location loc, mlir::VectorType type,
+                     llvm::ArrayRef<mlir::OpFoldResult> positions) {
+  SmallVector<int64_t> order;
+  for (int64_t i = 0; i < type.getRank(); ++i) order.push_back(i);
+  return linearize(b, loc, type.getShape(), order, positionValues(b, loc, positions));
+}
+
+// A scalar of an N-d vector (every position given); other extracts keep
+// their N-d source through a shape_cast.
+struct FlattenVectorExtract : public mlir::OpConversionPattern<mlir::vector::ExtractOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::vector::ExtractOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    mlir::VectorType type = op.getSourceVectorType();
+    if (!isNdVector(type) || llvm::isa<mlir::VectorType>(op.getType())) {
+      return rewriter.notifyMatchFailure(op, "not a scalar of an N-d vector");
+    }
+    Value position = vectorPosition(rewriter, op.getLoc(), type, op.getMixedPosition());
+    rewriter.replaceOpWithNewOp<mlir::vector::ExtractOp>(op, adaptor.getSource(),
+                                                         mlir::OpFoldResult(position));
+    return mlir::success();
+  }
+};
+
+struct FlattenVectorInsert : public mlir::OpConversionPattern<mlir::vector::InsertOp> {
+  using OpConversionPattern::OpConversionPattern;
+  mlir::LogicalResult matchAndRewrite(mlir::vector::InsertOp op, OpAdaptor adaptor,
+                                      mlir::ConversionPatternRewriter& rewriter) const override {
+    mlir::VectorType type = op.getDestVectorType();
+    if (!isNdVector(type) || llvm::isa<mlir::VectorType>(op.getValueToStore().getType())) {
+      return rewriter.notifyMatchFailure(op, "not a scalar into an N-d vector");
+    }
+    Value position = vectorPosition(rewriter, op.getLoc(), type, op.getMixedPosition());
+    rewriter.replaceOpWithNewOp<mlir::vector::InsertOp>(
+        op, adaptor.getValueToStore(), adaptor.getDest(), mlir::OpFoldResult(position));
+    return mlir::success();
+  }
+};
+
 // Ops whose only change is the types of their operands and results.
 struct RetypeOp : public mlir::ConversionPattern {
   RetypeOp(const mlir::TypeConverter& converter, mlir::MLIRContext* ctx)
@@ -184,15 +289,42 @@ struct RetypeOp : public mlir::ConversionPattern {
   }
 };
 
-// An N-d constant array: the same elements, row-major, in one dimension.
+// An N-d constant array or vector: the same elements in one dimension, in
+// the order of the tensor's layout.
 struct FlattenConstant : public mlir::OpConversionPattern<mlir::arith::ConstantOp> {
   using OpConversionPattern::OpConversionPattern;
   mlir::LogicalResult matchAndRewrite(mlir::arith::ConstantOp op, OpAdaptor,
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(op.getValue());
     if (!dense || !needsFlattening(op.getType())) return mlir::failure();
-    auto flat = llvm::cast<mlir::RankedTensorType>(getTypeConverter()->convertType(op.getType()));
-    rewriter.replaceOpWithNewOp<mlir::arith::ConstantOp>(op, flat, dense.reshape(flat));
+    auto flat = llvm::cast<mlir::ShapedType>(getTypeConverter()->convertType(op.getType()));
+    auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(op.getType());
+    SmallVector<int64_t> order = tensor ? majorToMinor(tensor) : SmallVector<int64_t>();
+    if (!tensor || dense.isSplat() || llvm::is_sorted(order)) {
+      rewriter.replaceOpWithNewOp<mlir::arith::ConstantOp>(
+          op, flat, dense.reshape(flat));
+      return mlir::success();
+    }
+    // Another layout: element i (row-major) goes to its place in it.
+    llvm::ArrayRef<int64_t> shape = tensor.getShape();
+    SmallVector<int64_t> strides(shape.size());
+    int64_t stride = 1;
+    for (int64_t d : llvm::reverse(order)) {
+      strides[d] = stride;
+      stride *= shape[d];
+    }
+    SmallVector<mlir::Attribute> values(dense.getValues<mlir::Attribute>());
+    SmallVector<mlir::Attribute> placed(values.size());
+    for (auto [i, v] : llvm::enumerate(values)) {
+      int64_t rest = i, at = 0;
+      for (int64_t d = shape.size() - 1; d >= 0; --d) {
+        at += rest % shape[d] * strides[d];
+        rest /= shape[d];
+      }
+      placed[at] = v;
+    }
+    rewriter.replaceOpWithNewOp<mlir::arith::ConstantOp>(
+        op, flat, mlir::DenseElementsAttr::get(flat, placed));
     return mlir::success();
   }
 };
@@ -201,10 +333,24 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
  public:
   void runOnOperation() override {
     // 1. Convert every statically shaped N-d tensor type to 1-d: function
-    //    signatures, scf structure, and the ops that index tensors.
+    //    signatures, scf structure, and the ops that index tensors; N-d
+    //    vectors where they are carried, made and indexed.
     // 2. Fold the linearizing apply_indexing ops into the ones that produced
     //    the indices, so each access has one simplified index map.
     mlir::MLIRContext* ctx = &getContext();
+    bool badLayout = getOperation().walk([&](mlir::Operation* op) {
+      auto check = [&](mlir::Type t) {
+        auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(t);
+        if (!tensor || !tensor.getEncoding() || !majorToMinor(tensor).empty()) return true;
+        op->emitOpError() << "uses " << t << ", whose encoding is not a layout (a "
+                          << "permutation of its dimensions, minor to major)";
+        return false;
+      };
+      bool ok = llvm::all_of(op->getOperandTypes(), check) &&
+                llvm::all_of(op->getResultTypes(), check);
+      return ok ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+    }).wasInterrupted();
+    if (badLayout) return signalPassFailure();
     bool overflow = getOperation().walk([&](mlir::Operation* op) {
       llvm::SmallVector<mlir::Type> types(op->getOperandTypes());
       llvm::append_range(types, op->getResultTypes());
@@ -227,12 +373,30 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
       return converter.isSignatureLegal(f.getFunctionType()) &&
              converter.isLegal(&f.getBody());
     });
-    target.markUnknownOpDynamicallyLegal([&](mlir::Operation* op) {
-      auto legal = [](mlir::Type t) { return !needsFlattening(t); };
+    // Tensors are flattened everywhere. N-d vectors where functions, calls,
+    // control flow and constants carry them and where a scalar is read or
+    // written; any other op on one keeps it (through a shape_cast).
+    auto flatTensors = [](mlir::Operation* op) {
+      auto legal = [](mlir::Type t) {
+        return !llvm::isa<mlir::RankedTensorType>(t) || !needsFlattening(t);
+      };
       return llvm::all_of(op->getOperandTypes(), legal) &&
              llvm::all_of(op->getResultTypes(), legal);
+    };
+    auto flatTypes = [&](mlir::Operation* op) { return converter.isLegal(op); };
+    target.markUnknownOpDynamicallyLegal(flatTensors);
+    target.addDynamicallyLegalOp<mlir::func::ReturnOp, mlir::func::CallOp, PureCallOp,
+                                 mlir::scf::ForOp, mlir::scf::IfOp, mlir::scf::WhileOp,
+                                 mlir::scf::ConditionOp, mlir::scf::YieldOp,
+                                 mlir::scf::IndexSwitchOp, mlir::arith::ConstantOp>(flatTypes);
+    target.addDynamicallyLegalOp<mlir::vector::ExtractOp>([](mlir::vector::ExtractOp op) {
+      return llvm::isa<mlir::VectorType>(op.getType()) || !isNdVector(op.getSourceVectorType());
     });
-    target.addLegalOp<mlir::ModuleOp>();
+    target.addDynamicallyLegalOp<mlir::vector::InsertOp>([](mlir::vector::InsertOp op) {
+      return llvm::isa<mlir::VectorType>(op.getValueToStore().getType()) ||
+             !isNdVector(op.getDestVectorType());
+    });
+    target.addLegalOp<mlir::ModuleOp, mlir::vector::ShapeCastOp>();
     mlir::RewritePatternSet patterns(ctx);
     mlir::populateFunctionOpInterfaceTypeConversionPattern<mlir::func::FuncOp>(patterns,
                                                                                converter);
@@ -240,7 +404,8 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
     mlir::populateCallOpTypeConversionPattern(patterns, converter);
     mlir::scf::populateSCFStructuralTypeConversions(converter, patterns);
     patterns.add<FlattenExtract, FlattenInsert, FlattenAtomicRMW, FlattenConstant,
-                 FlattenTransferRead, FlattenTransferWrite>(converter, ctx);
+                 FlattenTransferRead, FlattenTransferWrite, FlattenVectorExtract,
+                 FlattenVectorInsert>(converter, ctx);
     patterns.add<RetypeOp>(converter, ctx);
     if (failed(mlir::applyPartialConversion(getOperation(), target, std::move(patterns)))) {
       signalPassFailure();
@@ -251,8 +416,13 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
     if (failed(mlir::applyPatternsGreedily(getOperation(), std::move(folds)))) {
       getOperation().emitError() << "xla-gpu-flatten-tensors: folding the index maps "
                                     "failed to converge";
-      signalPassFailure();
+      return signalPassFailure();
     }
+    // XLA's check: a cast left over is a value the pass could not flatten.
+    getOperation().walk([&](mlir::UnrealizedConversionCastOp cast) {
+      cast.emitOpError() << "is left over: xla-gpu-flatten-tensors failed to converge";
+      signalPassFailure();
+    });
   }
 };
 

@@ -23,6 +23,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+#include "llvm/ADT/BitVector.h"
 #include "passes/Passes.h"
 #include "passes/ValueRanges.h"
 
@@ -86,10 +88,33 @@ llvm::DenseSet<Value> findReadOnlyArguments(mlir::ModuleOp module) {
   return readOnly;
 }
 
+// What the pass knows of the module: the arguments nothing writes (their
+// loads are invariant), the data layout's index width and the device.
+struct Device {
+  enum Kind { kHost, kCuda, kRocm } kind = kHost;
+  int major = 0;          // CUDA compute capability
+  std::string gcnArch;    // ROCm, e.g. "gfx90a"
+};
+
+struct Lowering {
+  llvm::DenseSet<Value> readOnly;
+  unsigned indexBits = 64;
+  Device device;
+
+  // The width of the element indices into `tensorType`: the data layout's,
+  // or 64 bits when the tensor has more elements than that reaches.
+  unsigned indexBitsFor(mlir::Type tensorType) const {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(tensorType);
+    if (indexBits >= 64 || !type || !type.hasStaticShape()) return 64;
+    return type.getNumElements() < (int64_t{1} << (indexBits - 1)) ? indexBits : 64;
+  }
+};
+
+// The element `index` of `base` (an index of `bits` bits; a constant one
+// goes into the GEP itself, as in XLA's lower-tensors).
 Value gep(mlir::OpBuilder& b, mlir::Location loc, Value base, mlir::Type elementType,
-          Value index) {
+          Value index, unsigned bits) {
   auto ptrType = mlir::LLVM::LLVMPointerType::get(b.getContext());
-  // A constant index goes into the GEP itself (as XLA's lower-tensors).
   llvm::APInt constant;
   if (mlir::matchPattern(index, mlir::m_ConstantInt(&constant)) &&
       constant.getSignificantBits() <= mlir::LLVM::kGEPConstantBitWidth) {
@@ -98,9 +123,10 @@ Value gep(mlir::OpBuilder& b, mlir::Location loc, Value base, mlir::Type element
         llvm::ArrayRef<mlir::LLVM::GEPArg>{static_cast<int32_t>(constant.getSExtValue())},
         mlir::LLVM::GEPNoWrapFlags::inbounds);
   }
-  Value i64 = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), index);
+  // Unsigned: a valid index is not negative.
+  Value cast = b.create<mlir::arith::IndexCastUIOp>(loc, b.getIntegerType(bits), index);
   return b.create<mlir::LLVM::GEPOp>(loc, ptrType, elementType, base,
-                                     mlir::ValueRange{i64},
+                                     mlir::ValueRange{cast},
                                      mlir::LLVM::GEPNoWrapFlags::inbounds);
 }
 
@@ -190,7 +216,7 @@ std::optional<Value> exactQuotient(mlir::OpBuilder& b, mlir::Location loc, Value
 }
 
 PackedElement packedElement(mlir::OpBuilder& b, mlir::Location loc, Value base, Value index,
-                            unsigned width) {
+                            unsigned width, unsigned bits) {
   int64_t perByteCount = 8 / width;
   Value perByte = b.create<mlir::arith::ConstantIndexOp>(loc, perByteCount);
   // index = a multiple of the elements a byte holds + a constant (an
@@ -211,12 +237,12 @@ PackedElement packedElement(mlir::OpBuilder& b, mlir::Location loc, Value base, 
               loc, *q, b.create<mlir::arith::ConstantIndexOp>(loc, carry));
         }
         Value shift = b.create<mlir::arith::ConstantIntOp>(loc, b.getI8Type(), position * width);
-        return {gep(b, loc, base, b.getI8Type(), byteIndex), shift};
+        return {gep(b, loc, base, b.getI8Type(), byteIndex, bits), shift};
       }
     }
   }
   if (auto q = exactQuotient(b, loc, index, perByteCount)) {
-    return {gep(b, loc, base, b.getI8Type(), *q),
+    return {gep(b, loc, base, b.getI8Type(), *q, bits),
             b.create<mlir::arith::ConstantIntOp>(loc, b.getI8Type(), 0)};
   }
   Value byteIndex = b.create<mlir::arith::DivUIOp>(loc, index, perByte);
@@ -224,16 +250,14 @@ PackedElement packedElement(mlir::OpBuilder& b, mlir::Location loc, Value base, 
   Value bit = b.create<mlir::arith::MulIOp>(
       loc, position, b.create<mlir::arith::ConstantIndexOp>(loc, width));
   Value shift = b.create<mlir::arith::IndexCastOp>(loc, b.getI8Type(), bit);
-  return {gep(b, loc, base, b.getI8Type(), byteIndex), shift};
+  return {gep(b, loc, base, b.getI8Type(), byteIndex, bits), shift};
 }
 
-// A complex element is its (re, im) pair: the indices of the two parts.
-std::pair<Value, Value> complexParts(mlir::OpBuilder& b, mlir::Location loc, Value index) {
-  Value two = b.create<mlir::arith::ConstantIndexOp>(loc, 2);
-  Value re = b.create<mlir::arith::MulIOp>(loc, index, two);
-  Value im = b.create<mlir::arith::AddIOp>(loc, re,
-                                           b.create<mlir::arith::ConstantIndexOp>(loc, 1));
-  return {re, im};
+// A complex element in memory: the LLVM struct of its (re, im) parts, as
+// XLA stores it (and as -xla-gpu-lower-to-llvm lowers the complex type).
+mlir::Type complexStruct(mlir::ComplexType type) {
+  mlir::Type part = type.getElementType();
+  return mlir::LLVM::LLVMStructType::getLiteral(type.getContext(), {part, part});
 }
 
 Value singleIndex(mlir::Operation* op, mlir::ValueRange indices,
@@ -249,9 +273,9 @@ Value singleIndex(mlir::Operation* op, mlir::ValueRange indices,
 template <typename OpT>
 struct TensorPattern : public mlir::OpConversionPattern<OpT> {
   TensorPattern(const mlir::TypeConverter& converter, mlir::MLIRContext* ctx,
-                const llvm::DenseSet<Value>& readOnly)
-      : mlir::OpConversionPattern<OpT>(converter, ctx), readOnly(readOnly) {}
-  const llvm::DenseSet<Value>& readOnly;
+                const Lowering& lowering)
+      : mlir::OpConversionPattern<OpT>(converter, ctx), lowering(lowering) {}
+  const Lowering& lowering;
 };
 
 struct LowerExtract : public TensorPattern<mlir::tensor::ExtractOp> {
@@ -260,24 +284,22 @@ struct LowerExtract : public TensorPattern<mlir::tensor::ExtractOp> {
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
-    bool invariant = readOnly.contains(op.getTensor());
+    bool invariant = lowering.readOnly.contains(op.getTensor());
+    unsigned bits = lowering.indexBitsFor(op.getTensor().getType());
     if (auto complex = llvm::dyn_cast<mlir::ComplexType>(op.getType())) {
-      // (re, im) pairs: two loads.
+      // One load of the (re, im) struct.
       mlir::Location loc = op.getLoc();
-      mlir::Type part = complex.getElementType();
-      auto [re, im] = complexParts(rewriter, loc, index);
-      auto load = [&](Value i) -> Value {
-        Value ptr = gep(rewriter, loc, adaptor.getTensor(), part, i);
-        return rewriter.create<mlir::LLVM::LoadOp>(loc, part, ptr, /*alignment=*/0,
-                                                   /*isVolatile=*/false,
-                                                   /*isNonTemporal=*/false, invariant);
-      };
-      rewriter.replaceOpWithNewOp<mlir::complex::CreateOp>(op, complex, load(re), load(im));
+      mlir::Type pair = complexStruct(complex);
+      Value ptr = gep(rewriter, loc, adaptor.getTensor(), pair, index, bits);
+      Value loaded = rewriter.create<mlir::LLVM::LoadOp>(loc, pair, ptr, /*alignment=*/0,
+                                                         /*isVolatile=*/false,
+                                                         /*isNonTemporal=*/false, invariant);
+      rewriter.replaceOpWithNewOp<mlir::UnrealizedConversionCastOp>(op, complex, loaded);
       return mlir::success();
     }
     if (unsigned width = subByteWidth(op.getType())) {
       mlir::Location loc = op.getLoc();
-      auto [ptr, shift] = packedElement(rewriter, loc, adaptor.getTensor(), index, width);
+      auto [ptr, shift] = packedElement(rewriter, loc, adaptor.getTensor(), index, width, bits);
       Value byte = rewriter.create<mlir::LLVM::LoadOp>(loc, rewriter.getI8Type(), ptr,
                                                        /*alignment=*/0, /*isVolatile=*/false,
                                                        /*isNonTemporal=*/false, invariant);
@@ -286,7 +308,7 @@ struct LowerExtract : public TensorPattern<mlir::tensor::ExtractOp> {
       return mlir::success();
     }
     mlir::Type elt = storageType(op.getType());
-    Value ptr = gep(rewriter, op.getLoc(), adaptor.getTensor(), elt, index);
+    Value ptr = gep(rewriter, op.getLoc(), adaptor.getTensor(), elt, index, bits);
     Value loaded = rewriter.create<mlir::LLVM::LoadOp>(op.getLoc(), elt, ptr, /*alignment=*/0,
                                                        /*isVolatile=*/false,
                                                        /*isNonTemporal=*/false, invariant);
@@ -301,16 +323,16 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
                                       mlir::ConversionPatternRewriter& rewriter) const override {
     Value index = singleIndex(op, adaptor.getIndices(), rewriter);
     if (!index) return mlir::failure();
+    unsigned bits = lowering.indexBitsFor(op.getDest().getType());
     if (auto complex = llvm::dyn_cast<mlir::ComplexType>(op.getScalar().getType())) {
+      // One store of the (re, im) struct.
       mlir::Location loc = op.getLoc();
-      mlir::Type part = complex.getElementType();
-      auto [re, im] = complexParts(rewriter, loc, index);
+      mlir::Type pair = complexStruct(complex);
+      Value value =
+          rewriter.create<mlir::UnrealizedConversionCastOp>(loc, pair, adaptor.getScalar())
+              .getResult(0);
       rewriter.create<mlir::LLVM::StoreOp>(
-          loc, rewriter.create<mlir::complex::ReOp>(loc, adaptor.getScalar()),
-          gep(rewriter, loc, adaptor.getDest(), part, re));
-      rewriter.create<mlir::LLVM::StoreOp>(
-          loc, rewriter.create<mlir::complex::ImOp>(loc, adaptor.getScalar()),
-          gep(rewriter, loc, adaptor.getDest(), part, im));
+          loc, value, gep(rewriter, loc, adaptor.getDest(), pair, index, bits));
       rewriter.replaceOp(op, adaptor.getDest());
       return mlir::success();
     }
@@ -319,7 +341,7 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
       // one thread write every element of a byte, so no other writes it.
       mlir::Location loc = op.getLoc();
       auto i8 = rewriter.getI8Type();
-      auto [ptr, shift] = packedElement(rewriter, loc, adaptor.getDest(), index, width);
+      auto [ptr, shift] = packedElement(rewriter, loc, adaptor.getDest(), index, width, bits);
       Value byte = rewriter.create<mlir::LLVM::LoadOp>(loc, i8, ptr);
       Value ones = rewriter.create<mlir::arith::ConstantIntOp>(loc, (1 << width) - 1, 8);
       Value mask = rewriter.create<mlir::arith::ShLIOp>(loc, ones, shift);
@@ -334,7 +356,7 @@ struct LowerInsert : public TensorPattern<mlir::tensor::InsertOp> {
       return mlir::success();
     }
     Value scalar = toStorage(rewriter, op.getLoc(), adaptor.getScalar());
-    Value ptr = gep(rewriter, op.getLoc(), adaptor.getDest(), scalar.getType(), index);
+    Value ptr = gep(rewriter, op.getLoc(), adaptor.getDest(), scalar.getType(), index, bits);
     rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), scalar, ptr);
     rewriter.replaceOp(op, adaptor.getDest());
     return mlir::success();
@@ -360,8 +382,9 @@ struct LowerTransferRead : public TensorPattern<mlir::vector::TransferReadOp> {
     Value index = transferIndex(op, adaptor, rewriter);
     if (!index) return mlir::failure();
     auto vecType = llvm::cast<mlir::VectorType>(storageType(op.getVectorType()));
-    Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(), vecType.getElementType(), index);
-    bool invariant = readOnly.contains(op.getBase());
+    Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(), vecType.getElementType(), index,
+                    lowering.indexBitsFor(op.getBase().getType()));
+    bool invariant = lowering.readOnly.contains(op.getBase());
     Value loaded = rewriter.create<mlir::LLVM::LoadOp>(op.getLoc(), vecType, ptr,
                                                        /*alignment=*/0, /*isVolatile=*/false,
                                                        /*isNonTemporal=*/false, invariant);
@@ -378,7 +401,8 @@ struct LowerTransferWrite : public TensorPattern<mlir::vector::TransferWriteOp> 
     if (!index) return mlir::failure();
     Value value = toStorage(rewriter, op.getLoc(), adaptor.getValueToStore());
     Value ptr = gep(rewriter, op.getLoc(), adaptor.getBase(),
-                    llvm::cast<mlir::VectorType>(value.getType()).getElementType(), index);
+                    llvm::cast<mlir::VectorType>(value.getType()).getElementType(), index,
+                    lowering.indexBitsFor(op.getBase().getType()));
     rewriter.create<mlir::LLVM::StoreOp>(op.getLoc(), value, ptr);
     rewriter.replaceOp(op, adaptor.getBase());
     return mlir::success();
@@ -457,10 +481,9 @@ struct LowerAllocateShared : public mlir::OpConversionPattern<AllocateSharedOp> 
       arrayType = mlir::LLVM::LLVMArrayType::get(
           rewriter.getI8Type(), (type.getNumElements() * width + 7) / 8);
     }
-    // A complex element is its (re, im) pair, as the accesses have it.
+    // A complex element is its (re, im) struct, as the accesses have it.
     if (auto complex = llvm::dyn_cast<mlir::ComplexType>(type.getElementType())) {
-      arrayType = mlir::LLVM::LLVMArrayType::get(complex.getElementType(),
-                                                 2 * type.getNumElements());
+      arrayType = mlir::LLVM::LLVMArrayType::get(complexStruct(complex), type.getNumElements());
     }
     std::string name = addGlobal(rewriter, op, "shared_", arrayType, /*isConstant=*/false,
                                  mlir::Attribute(), kSharedMemorySpace);
@@ -482,10 +505,35 @@ struct LowerSyncThreads : public mlir::OpConversionPattern<SyncThreadsOp> {
   }
 };
 
+// Whether the device adds `type` floats atomically (PTX atom.add.f16 from
+// sm_70, .bf16 from sm_90, .f64 from sm_60; ROCm's global fadd for f32, and
+// for f16 from gfx90a). The host's LLVM has every atomicrmw fadd.
+bool hasNativeFAdd(const Device& device, mlir::Type type) {
+  switch (device.kind) {
+    case Device::kHost:
+      return true;
+    case Device::kCuda:
+      if (type.isF32()) return true;
+      if (type.isF64()) return device.major >= 6;
+      if (type.isF16()) return device.major >= 7;
+      if (type.isBF16()) return device.major >= 9;
+      return false;
+    case Device::kRocm: {
+      if (type.isF32()) return true;
+      llvm::StringRef arch(device.gcnArch);
+      bool fp16Atomics = arch.starts_with("gfx90a") || arch.starts_with("gfx94") ||
+                         arch.starts_with("gfx95");
+      return type.isF16() && fp16Atomics;
+    }
+  }
+  return false;
+}
+
 // atomic_rmw: a native llvm.atomicrmw when the region is `current <op> x`
-// with x defined outside; otherwise a compare-and-swap loop.
-struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
-  using OpConversionPattern::OpConversionPattern;
+// with x defined outside and the device has it; otherwise a
+// compare-and-swap loop.
+struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
+  using TensorPattern::TensorPattern;
 
   static std::optional<mlir::LLVM::AtomicBinOp> nativeKind(mlir::Operation* op) {
     using K = mlir::LLVM::AtomicBinOp;
@@ -509,6 +557,7 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
     mlir::Block* body = op.getBody();
     Value current = body->getArgument(0);
     mlir::Type elt = current.getType();
+    unsigned bits = lowering.indexBitsFor(op.getInput().getType());
     auto yield = llvm::cast<YieldOp>(body->getTerminator());
     Value updated = yield.getResult()[0];
     auto c = [&](int64_t v, unsigned bits) -> Value {
@@ -517,7 +566,7 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
     // Packed sub-byte integers: a compare-and-swap of the byte holding the
     // element (NVPTX widens it to the enclosing 32-bit word).
     if (unsigned width = subByteWidth(elt)) {
-      auto [byte, shift] = packedElement(rewriter, loc, adaptor.getInput(), index, width);
+      auto [byte, shift] = packedElement(rewriter, loc, adaptor.getInput(), index, width, bits);
       auto i8 = rewriter.getI8Type();
       Value mask = rewriter.create<mlir::arith::ShLIOp>(loc, c((1 << width) - 1, 8), shift);
       emitCasLoop(rewriter, op, byte, i8,
@@ -540,9 +589,7 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
     if (auto complex = llvm::dyn_cast<mlir::ComplexType>(elt)) {
       mlir::Type part = complex.getElementType();
       if (!part.isF32()) return rewriter.notifyMatchFailure(op, "refused before conversion");
-      auto [re, im] = complexParts(rewriter, loc, index);
-      (void)im;
-      Value ptr = gep(rewriter, loc, adaptor.getInput(), part, re);
+      Value ptr = gep(rewriter, loc, adaptor.getInput(), complexStruct(complex), index, bits);
       auto i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
       emitCasLoop(rewriter, op, ptr, i64,
                   [&](mlir::OpBuilder& b, Value old) -> Value {
@@ -566,16 +613,27 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
       rewriter.replaceOp(op, adaptor.getInput());
       return mlir::success();
     }
-    Value ptr = gep(rewriter, loc, adaptor.getInput(), elt, index);
+    Value ptr = gep(rewriter, loc, adaptor.getInput(), elt, index, bits);
     // Native: `updated = current <op> x`, the only op of the body.
     if (mlir::Operation* def = updated.getDefiningOp();
         def && def->getBlock() == body && &body->front() == def &&
         def->getNextNode() == yield.getOperation() && def->getNumOperands() == 2) {
       Value other = def->getOperand(0) == current ? def->getOperand(1) : def->getOperand(0);
       bool usesCurrent = def->getOperand(0) == current || def->getOperand(1) == current;
-      if (auto kind = nativeKind(def); kind && usesCurrent && other != current) {
+      auto kind = nativeKind(def);
+      if (kind == mlir::LLVM::AtomicBinOp::fadd && !hasNativeFAdd(lowering.device, elt)) {
+        kind = std::nullopt;
+      }
+      if (kind && usesCurrent && other != current) {
+        // ROCm: on the global address space, at agent scope (XLA's form).
+        llvm::StringRef scope;
+        if (lowering.device.kind == Device::kRocm) {
+          ptr = rewriter.create<mlir::LLVM::AddrSpaceCastOp>(
+              loc, mlir::LLVM::LLVMPointerType::get(getContext(), 1), ptr);
+          scope = "agent";
+        }
         rewriter.create<mlir::LLVM::AtomicRMWOp>(loc, *kind, ptr, other,
-                                                 mlir::LLVM::AtomicOrdering::monotonic);
+                                                 mlir::LLVM::AtomicOrdering::monotonic, scope);
         rewriter.replaceOp(op, adaptor.getInput());
         return mlir::success();
       }
@@ -586,11 +644,11 @@ struct LowerAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
       return op.emitOpError() << "has no atomic update for " << elt
                               << " values (only integers, floats and complex<f32>)";
     }
-    unsigned bits = elt.getIntOrFloatBitWidth();
-    if (bits != 8 && bits != 16 && bits != 32 && bits != 64) {
-      return op.emitOpError() << "has no atomic update for " << bits << "-bit values";
+    unsigned width = elt.getIntOrFloatBitWidth();
+    if (width != 8 && width != 16 && width != 32 && width != 64) {
+      return op.emitOpError() << "has no atomic update for " << width << "-bit values";
     }
-    mlir::Type intType = rewriter.getIntegerType(bits);
+    mlir::Type intType = rewriter.getIntegerType(width);
     emitCasLoop(rewriter, op, ptr, intType,
                 [&](mlir::OpBuilder& b, Value old) -> Value {
                   return elt == intType ? old
@@ -677,8 +735,194 @@ struct ConvertSignature : public mlir::OpConversionPattern<mlir::func::FuncOp> {
   }
 };
 
+// XLA's gpu_device_info text proto, the part that picks atomics:
+// `cuda_compute_capability { major: N [minor: M] }` or
+// `rocm_compute_capability { gcn_arch_name: "gfx..." }`; empty is the host.
+mlir::FailureOr<Device> parseDeviceInfo(llvm::StringRef text, std::string& error) {
+  Device device;
+  text = text.trim();
+  if (text.empty()) return device;
+  auto field = [](llvm::StringRef body, llvm::StringRef name) -> std::optional<llvm::StringRef> {
+    size_t at = body.find(name);
+    if (at == llvm::StringRef::npos) return std::nullopt;
+    llvm::StringRef rest = body.drop_front(at + name.size()).ltrim();
+    if (!rest.consume_front(":")) return std::nullopt;
+    rest = rest.ltrim();
+    if (rest.consume_front("\"")) return rest.take_until([](char c) { return c == '"'; });
+    return rest.take_while([](char c) { return llvm::isDigit(c); });
+  };
+  auto block = [&](llvm::StringRef name) -> std::optional<llvm::StringRef> {
+    if (!text.starts_with(name)) return std::nullopt;
+    llvm::StringRef rest = text.drop_front(name.size()).ltrim();
+    if (!rest.consume_front("{") || !rest.consume_back("}")) return std::nullopt;
+    return rest;
+  };
+  if (auto body = block("cuda_compute_capability")) {
+    auto major = field(*body, "major");
+    if (major && !major->empty() && !major->getAsInteger(10, device.major)) {
+      device.kind = Device::kCuda;
+      return device;
+    }
+  } else if (auto body = block("rocm_compute_capability")) {
+    auto arch = field(*body, "gcn_arch_name");
+    if (arch && !arch->empty()) {
+      device.kind = Device::kRocm;
+      device.gcnArch = arch->str();
+      return device;
+    }
+  }
+  error = ("gpu_device_info: expected 'cuda_compute_capability { major: N }' or "
+           "'rocm_compute_capability { gcn_arch_name: \"gfx...\" }', got '" +
+           text + "'").str();
+  return mlir::failure();
+}
+
+// The region-holding op `op` without the results `drop` (and the operands
+// of every region's yield that feed them); its regions move to the new op.
+template <typename OpT>
+OpT withoutResults(mlir::OpBuilder& b, OpT op, const llvm::BitVector& drop,
+                   llvm::function_ref<OpT(mlir::TypeRange)> create) {
+  SmallVector<mlir::Type> kept;
+  for (auto [i, t] : llvm::enumerate(op->getResultTypes())) {
+    if (!drop.test(i)) kept.push_back(t);
+  }
+  b.setInsertionPoint(op);
+  OpT replacement = create(kept);
+  for (auto [from, to] : llvm::zip(op->getRegions(), replacement->getRegions())) {
+    to.getBlocks().clear();
+    to.takeBody(from);
+    for (mlir::Block& block : to) {
+      if (auto yield = llvm::dyn_cast<mlir::scf::YieldOp>(block.getTerminator())) {
+        yield->eraseOperands(drop);
+      }
+    }
+  }
+  replacement->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  unsigned next = 0;
+  for (auto [i, result] : llvm::enumerate(op->getResults())) {
+    if (!drop.test(i)) result.replaceAllUsesWith(replacement->getResult(next++));
+  }
+  op->erase();
+  return replacement;
+}
+
+mlir::scf::IfOp ifWithoutResults(mlir::OpBuilder& b, mlir::scf::IfOp op,
+                                 const llvm::BitVector& drop) {
+  mlir::scf::IfOp result =
+      withoutResults<mlir::scf::IfOp>(b, op, drop, [&](mlir::TypeRange types) {
+        return b.create<mlir::scf::IfOp>(op.getLoc(), types, op.getCondition(),
+                                         /*withElseRegion=*/!op.getElseRegion().empty());
+      });
+  // An else left with nothing to do goes.
+  mlir::Region& otherwise = result.getElseRegion();
+  if (result.getNumResults() == 0 && !otherwise.empty() &&
+      otherwise.front().without_terminator().empty()) {
+    otherwise.front().erase();
+  }
+  return result;
+}
+
+mlir::scf::IndexSwitchOp switchWithoutResults(mlir::OpBuilder& b, mlir::scf::IndexSwitchOp op,
+                                              const llvm::BitVector& drop) {
+  return withoutResults<mlir::scf::IndexSwitchOp>(b, op, drop, [&](mlir::TypeRange types) {
+    return b.create<mlir::scf::IndexSwitchOp>(op.getLoc(), types, op.getArg(), op.getCases(),
+                                              op.getNumCases());
+  });
+}
+
+// XLA's first step: results of an scf.index_switch nothing uses go.
+void dropUnusedSwitchResults(mlir::ModuleOp module) {
+  SmallVector<mlir::scf::IndexSwitchOp> switches;
+  module.walk([&](mlir::scf::IndexSwitchOp op) { switches.push_back(op); });
+  mlir::OpBuilder b(module.getContext());
+  for (mlir::scf::IndexSwitchOp op : switches) {
+    llvm::BitVector drop(op.getNumResults());
+    for (auto [i, result] : llvm::enumerate(op.getResults())) {
+      if (result.use_empty()) drop.set(i);
+    }
+    if (drop.any()) switchWithoutResults(b, op, drop);
+  }
+}
+
+// A tensor became its buffer's pointer, the same on every path: loops no
+// longer carry it and ifs and switches no longer return it (XLA's form).
+// Innermost first, so that an outer loop's yield sees its own argument.
+void dropCarriedPointers(mlir::ModuleOp module) {
+  SmallVector<mlir::Operation*> ops;
+  module.walk<mlir::WalkOrder::PostOrder>([&](mlir::Operation* op) {
+    if (llvm::isa<mlir::scf::ForOp, mlir::scf::IfOp, mlir::scf::IndexSwitchOp>(op)) {
+      ops.push_back(op);
+    }
+  });
+  auto isPointer = [](Value v) { return llvm::isa<mlir::LLVM::LLVMPointerType>(v.getType()); };
+  mlir::OpBuilder b(module.getContext());
+  for (mlir::Operation* op : ops) {
+    if (auto loop = llvm::dyn_cast<mlir::scf::ForOp>(op)) {
+      // An iteration argument the body yields unchanged is its init.
+      auto yield = llvm::cast<mlir::scf::YieldOp>(loop.getBody()->getTerminator());
+      llvm::BitVector drop(loop.getNumRegionIterArgs());
+      for (auto [i, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+        if (!isPointer(arg) || yield.getOperand(i) != arg) continue;
+        arg.replaceAllUsesWith(loop.getInitArgs()[i]);
+        loop.getResult(i).replaceAllUsesWith(loop.getInitArgs()[i]);
+        drop.set(i);
+      }
+      if (drop.none()) continue;
+      SmallVector<Value> inits;
+      for (auto [i, init] : llvm::enumerate(loop.getInitArgs())) {
+        if (!drop.test(i)) inits.push_back(init);
+      }
+      b.setInsertionPoint(loop);
+      auto replacement = b.create<mlir::scf::ForOp>(loop.getLoc(), loop.getLowerBound(),
+                                                    loop.getUpperBound(), loop.getStep(), inits);
+      replacement.setUnsignedCmp(loop.getUnsignedCmp());
+      replacement->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
+      replacement.getRegion().getBlocks().clear();
+      replacement.getRegion().takeBody(loop.getRegion());
+      mlir::Block* body = replacement.getBody();
+      body->getTerminator()->eraseOperands(drop);
+      llvm::BitVector args(body->getNumArguments());
+      for (unsigned i : drop.set_bits()) args.set(i + 1);
+      body->eraseArguments(args);
+      unsigned next = 0;
+      for (auto [i, result] : llvm::enumerate(loop.getResults())) {
+        if (!drop.test(i)) result.replaceAllUsesWith(replacement.getResult(next++));
+      }
+      loop.erase();
+      continue;
+    }
+    // An if or a switch whose every region yields the same pointer (from
+    // outside) returns that pointer.
+    SmallVector<mlir::scf::YieldOp> yields;
+    for (mlir::Region& region : op->getRegions()) {
+      if (region.empty()) break;
+      yields.push_back(llvm::cast<mlir::scf::YieldOp>(region.front().getTerminator()));
+    }
+    if (yields.size() != op->getNumRegions()) continue;
+    llvm::BitVector drop(op->getNumResults());
+    for (auto [i, result] : llvm::enumerate(op->getResults())) {
+      Value first = yields.front().getOperand(i);
+      bool same = llvm::all_of(yields, [&](mlir::scf::YieldOp y) {
+        return y.getOperand(i) == first;
+      });
+      if (!isPointer(result) || !same || op->isAncestor(first.getParentRegion()->getParentOp())) {
+        continue;
+      }
+      result.replaceAllUsesWith(first);
+      drop.set(i);
+    }
+    if (drop.none()) continue;
+    if (auto ifOp = llvm::dyn_cast<mlir::scf::IfOp>(op)) {
+      ifWithoutResults(b, ifOp, drop);
+    } else {
+      switchWithoutResults(b, llvm::cast<mlir::scf::IndexSwitchOp>(op), drop);
+    }
+  }
+}
+
 class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
  public:
+  using LowerTensorsPassBase::LowerTensorsPassBase;
   void runOnOperation() override {
     // 1. Find the arguments nothing writes (their loads are invariant).
     // 2. Convert: tensor types become !llvm.ptr, accesses become
@@ -742,7 +986,18 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
       checkIndices(op, op.getDest().getType(), op.getIndices());
     });
     if (refused) return signalPassFailure();
-    llvm::DenseSet<Value> readOnly = findReadOnlyArguments(module);
+    std::string error;
+    mlir::FailureOr<Device> device = parseDeviceInfo(gpuDeviceInfo, error);
+    if (failed(device)) {
+      module.emitError() << error;
+      return signalPassFailure();
+    }
+    dropUnusedSwitchResults(module);
+    Lowering lowering;
+    lowering.readOnly = findReadOnlyArguments(module);
+    lowering.device = *device;
+    lowering.indexBits =
+        mlir::DataLayout(module).getTypeSizeInBits(mlir::IndexType::get(ctx));
     mlir::TypeConverter converter;
     converter.addConversion([](mlir::Type t) { return t; });
     converter.addConversion([ctx](mlir::RankedTensorType) -> mlir::Type {
@@ -768,18 +1023,20 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
       return llvm::none_of(op.getOperandTypes(), isTensor);
     });
     target.markUnknownOpDynamicallyLegal([&](mlir::Operation* op) {
-      return converter.isLegal(op);
+      // An op of no registered dialect is left as it is (its tensors too).
+      return !op->isRegistered() || converter.isLegal(op);
     });
     mlir::RewritePatternSet patterns(ctx);
     patterns.add<ConvertSignature, DropTensorResults, LowerAllocateShared, LowerSyncThreads,
-                 LowerAtomicRMW, LowerTensorConstant>(converter, ctx);
-    patterns.add<LowerExtract, LowerInsert, LowerTransferRead, LowerTransferWrite>(
-        converter, ctx, readOnly);
+                 LowerTensorConstant>(converter, ctx);
+    patterns.add<LowerExtract, LowerInsert, LowerTransferRead, LowerTransferWrite,
+                 LowerAtomicRMW>(converter, ctx, lowering);
     mlir::populateCallOpTypeConversionPattern(patterns, converter);
     mlir::scf::populateSCFStructuralTypeConversions(converter, patterns);
     if (failed(mlir::applyPartialConversion(module, target, std::move(patterns)))) {
-      signalPassFailure();
+      return signalPassFailure();
     }
+    dropCarriedPointers(module);
   }
 };
 

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "passes/F32Approximations.h"
 #include "passes/Passes.h"
 
 namespace xla::gpu {
@@ -33,86 +34,11 @@ namespace xla::gpu {
 
 namespace {
 
-// The f32 arithmetic the approximations below emit, in the shape of the op
-// they replace (a scalar, or a vector of f32): constants splatted to it,
-// its i32 twin for bit manipulation, FMAs, Horner polynomials, compares and
-// selects.
-struct F32Builder {
-  mlir::PatternRewriter& rewriter;
-  mlir::Location loc;
-  mlir::Type type;
-
-  // Only f32 is approximated (expand-float-ops widened the narrower types).
-  static bool applies(mlir::Operation* op) {
-    return mlir::getElementTypeOrSelf(op->getResult(0).getType()).isF32();
-  }
-  mlir::Value splat(mlir::TypedAttr attr) const {
-    if (auto vt = llvm::dyn_cast<mlir::VectorType>(type)) {
-      attr = mlir::DenseElementsAttr::get(vt.clone(attr.getType()), attr);
-    }
-    return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
-  }
-  mlir::Value c(double v) const {
-    return splat(rewriter.getF32FloatAttr(static_cast<float>(v)));
-  }
-  mlir::Value ci(int32_t v) const { return splat(rewriter.getI32IntegerAttr(v)); }
-  mlir::Type i32() const {
-    if (auto vt = llvm::dyn_cast<mlir::VectorType>(type)) return vt.clone(rewriter.getI32Type());
-    return rewriter.getI32Type();
-  }
-  mlir::Value fma(mlir::Value a, mlir::Value b, mlir::Value d) const {
-    return rewriter.create<mlir::math::FmaOp>(loc, a, b, d);
-  }
-  // ((k0 x + k1) x + k2) ... with one FMA a coefficient.
-  mlir::Value horner(mlir::Value x, llvm::ArrayRef<double> coefficients) const {
-    mlir::Value acc = c(coefficients.front());
-    for (double k : coefficients.drop_front()) acc = fma(acc, x, c(k));
-    return acc;
-  }
-  mlir::Value cmp(mlir::arith::CmpFPredicate p, mlir::Value a, mlir::Value b) const {
-    return rewriter.create<mlir::arith::CmpFOp>(loc, p, a, b);
-  }
-  mlir::Value select(mlir::Value cond, mlir::Value a, mlir::Value b) const {
-    return rewriter.create<mlir::arith::SelectOp>(loc, cond, a, b);
-  }
-  // x clamped to [lo, hi] (a NaN stays a NaN).
-  mlir::Value clamp(mlir::Value x, double lo, double hi) const {
-    return rewriter.create<mlir::arith::MaximumFOp>(
-        loc, rewriter.create<mlir::arith::MinimumFOp>(loc, x, c(hi)), c(lo));
-  }
-};
-
-// An f32 op replaced by `Approximation::build(f32, operand)` (each below).
-template <typename Op, typename Approximation>
-struct ApproximateF32 : public mlir::OpRewritePattern<Op> {
-  using mlir::OpRewritePattern<Op>::OpRewritePattern;
-  mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
-    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
-    F32Builder f32{rewriter, op.getLoc(), op.getType()};
-    rewriter.replaceOp(op, Approximation::build(f32, op.getOperand()));
-    return mlir::success();
-  }
-};
-
-// tanh(x) as Eigen's (and XLA:CPU's) rational approximation: x * P(x^2) /
-// Q(x^2) on x clamped to +-7.9053, and x itself below 4e-4. Unlike a libm
-// call it vectorizes; it is within a few ulp of tanhf.
+// tanh(x) as XLA:CPU's (Eigen's without FMA: clamped at +-7.9053). Unlike a
+// libm call it vectorizes; it is within a few ulp of tanhf.
 struct Tanh {
   static mlir::Value build(const F32Builder& f32, mlir::Value a) {
-    mlir::PatternRewriter& rewriter = f32.rewriter;
-    mlir::Location loc = f32.loc;
-    mlir::Value x = f32.clamp(a, -7.90531110763549805, 7.90531110763549805);
-    mlir::Value x2 = rewriter.create<mlir::arith::MulFOp>(loc, x, x);
-    mlir::Value p = f32.horner(x2, {-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11,
-                            5.12229709037114e-08, 1.48572235717979e-05, 6.37261928875436e-04,
-                            4.89352455891786e-03});
-    p = rewriter.create<mlir::arith::MulFOp>(loc, x, p);
-    mlir::Value q = f32.horner(x2, {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
-                            4.89352518554385e-03});
-    mlir::Value ratio = rewriter.create<mlir::arith::DivFOp>(loc, p, q);
-    mlir::Value tiny = f32.cmp(mlir::arith::CmpFPredicate::OLT,
-                               rewriter.create<mlir::math::AbsFOp>(loc, a), f32.c(0.0004));
-    return f32.select(tiny, x, ratio);
+    return tanhRational(f32, a, 7.90531110763549805);
   }
 };
 

@@ -23,10 +23,11 @@ IndexingMapAttr singleResult(const IndexingMap& map, unsigned i) {
   mlir::AffineMap affine = mlir::AffineMap::get(
       map.getNumDims(), map.getNumSymbols(), map.getAffineMap().getResult(i),
       map.getContext());
+  // Without the constraints: apply_indexing takes none (the scf.if around
+  // the body checks them).
   IndexingMap result(affine, llvm::to_vector(map.getDimVars()),
                      llvm::to_vector(map.getRangeVars()),
-                     llvm::to_vector(map.getRuntimeVars()),
-                     llvm::to_vector(map.getConstraints()));
+                     llvm::to_vector(map.getRuntimeVars()));
   return IndexingMapAttr::get(map.getContext(), result);
 }
 

@@ -344,6 +344,12 @@ LogicalResult ApplyIndexingOp::verify() {
     return emitOpError() << "the indexing map has " << map.getNumResults()
                          << " results, the op " << getNumResults();
   }
+  // XLA's rule: the op computes the results at any point; a domain cut by
+  // constraints is for the loops and checks around it.
+  if (!map.getConstraints().empty()) {
+    return emitOpError() << "apply indexing op cannot have any constraints (the map has "
+                         << map.getConstraints().size() << ")";
+  }
   return success();
 }
 

@@ -200,6 +200,19 @@ class IndexingMap:
             raise IndexingMapError(f"{what} is not valid for {self}")
         return IndexingMap(_capi.wrap(handle, ir.Attribute))
 
+    def without_constraints(self) -> "IndexingMap":
+        """The same map and variables (names and ranges) without its
+        constraints: what `xla_gpu.apply_indexing` takes (XLA drops them
+        there; a loop or an `scf.if` checks them)."""
+        if not self.constraints:
+            return self
+        variables = [*self.dim_vars, *self.range_vars, *self.runtime_vars]
+        return IndexingMap.get(
+            self.affine_map, [(v.lower, v.upper) for v in self.dim_vars],
+            [(v.lower, v.upper) for v in self.range_vars],
+            [(v.lower, v.upper) for v in self.runtime_vars],
+            names=[v.name for v in variables])
+
     def with_constraint(self, expr: ir.AffineExpr, interval: tuple[int, int]) -> "IndexingMap":
         """This map with `expr in [lo, hi]` added (intersected with a
         constraint on the same expression)."""

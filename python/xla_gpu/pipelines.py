@@ -155,18 +155,24 @@ def choose_index_bitwidth(module: ir.Module) -> int:
     return 32
 
 
-def _add_tensor_lowering(passes: list[str], f8_conversions: bool = False) -> None:
+def _add_tensor_lowering(passes: list[str], f8_conversions: bool = False,
+                         device_info: str = "") -> None:
     """What both targets share: calls, narrow floats, index maps, tensors.
     With `f8_conversions`, f8 conversions go to the GPU's cvt instructions
-    first (what is left of narrow floats is expanded as on the host)."""
+    first (what is left of narrow floats is expanded as on the host). f32
+    tanh and erf are left to lower-to-llvm: libdevice on the GPU (the
+    spec's walk-through calls __nv_tanhf), XLA:CPU's forms on the host.
+    `device_info` (XLA's gpu_device_info text) picks the GPU's atomics."""
+    lower_tensors = (f'xla-gpu-lower-tensors{{gpu_device_info="{device_info}"}}'
+                     if device_info else "xla-gpu-lower-tensors")
     passes += [
         "xla-gpu-propagate-slice-indices",
         "func.func(xla-gpu-convert-pure-call-ops)",
         *(["func.func(xla-gpu-convert-float-nvidia)"] if f8_conversions else []),
-        "func.func(xla-gpu-expand-float-ops)",
+        "func.func(xla-gpu-expand-float-ops{gpu-approximations=false})",
         "xla-gpu-simplify-affine",
         "canonicalize",
-        "xla-gpu-lower-tensors",
+        lower_tensors,
         "xla-gpu-merge-pointers",
         "canonicalize",
         "cse",
@@ -183,7 +189,9 @@ def _add_llvm_lowering(passes: list[str], opts: PipelineOptions, target: str) ->
 
 
 def add_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
-    _add_tensor_lowering(passes, f8_conversions=opts.has_f8_conversions)
+    major, minor = opts.compute_capability
+    _add_tensor_lowering(passes, f8_conversions=opts.has_f8_conversions,
+                         device_info=f"cuda_compute_capability {{ major: {major} minor: {minor} }}")
     _add_llvm_lowering(passes, opts, "gpu")
 
 

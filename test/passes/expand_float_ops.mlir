@@ -1,5 +1,6 @@
-// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-expand-float-ops | FileCheck %s
-// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-expand-float-ops -canonicalize | FileCheck %s --check-prefix=ROUNDED
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-expand-float-ops=gpu-approximations=false | FileCheck %s
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-expand-float-ops=gpu-approximations=false -canonicalize | FileCheck %s --check-prefix=ROUNDED
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-expand-float-ops | FileCheck %s --check-prefix=APPROX --implicit-check-not=math.tanh --implicit-check-not=math.erf
 
 // Each bf16 op runs in f32 and is rounded back right after.
 // CHECK-LABEL: func.func @bf16_chain
@@ -104,4 +105,40 @@ func.func @ext_from_f8(%x: f8E5M2, %y: f8E4M3B11FNUZ) -> (bf16, f32) {
 func.func @f8_arith(%x: f8E4M3FN) -> f8E4M3FN {
   %0 = arith.addf %x, %x : f8E4M3FN
   return %0 : f8E4M3FN
+}
+
+// -----
+
+// By default f32 tanh and erf become XLA:GPU's rational approximations (no
+// math call is left, bf16's included): tanh clamped to +-7.99881172 and x
+// itself below 4e-4; erf clamped to +-3.74392128, x P(x^2) / Q(x^2) with
+// Eigen's coefficients (P's last 1.12837911, Q's first -1.17916031e-7).
+// f64 is left alone.
+// APPROX-LABEL: func.func @tanh_erf
+// APPROX-DAG: arith.constant 7.99881172 : f32
+// APPROX-DAG: arith.constant -7.99881172 : f32
+// APPROX-DAG: arith.constant 4.000000e-04 : f32
+// APPROX-DAG: arith.constant 3.74392128 : f32
+// APPROX-DAG: arith.constant -3.74392128 : f32
+// APPROX-DAG: arith.constant 1.12837911 : f32
+// APPROX-DAG: arith.constant -1.17916031E-7 : f32
+// APPROX: math.fma
+// APPROX: arith.truncf %{{.*}} : f32 to bf16
+// APPROX: math.tanh %{{.*}} : f64
+// APPROX: math.erf %{{.*}} : f64
+func.func @tanh_erf(%x: f32, %y: bf16, %z: f64) -> (f32, f32, bf16, f64, f64) {
+  %t = math.tanh %x : f32
+  %e = math.erf %x : f32
+  %b = math.erf %y : bf16
+  %tz = math.tanh %z : f64
+  %ez = math.erf %z : f64
+  return %t, %e, %b, %tz, %ez : f32, f32, bf16, f64, f64
+}
+
+// APPROX-LABEL: func.func @vector_tanh
+// APPROX: arith.constant dense<7.99881172> : vector<4xf32>
+// APPROX: return
+func.func @vector_tanh(%x: vector<4xf32>) -> vector<4xf32> {
+  %t = math.tanh %x : vector<4xf32>
+  return %t : vector<4xf32>
 }

@@ -4,7 +4,7 @@
 // returns nothing. The input is never written: its loads are invariant.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[I:.*]]: index) {
-// CHECK: %[[II:.*]] = arith.index_cast %[[I]] : index to i64
+// CHECK: %[[II:.*]] = arith.index_castui %[[I]] : index to i64
 // CHECK: %[[P:.*]] = llvm.getelementptr inbounds %[[IN]][%[[II]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK: %[[V:.*]] = llvm.load %[[P]] invariant : !llvm.ptr -> f32
 // CHECK: %[[Q:.*]] = llvm.getelementptr inbounds %[[OUT]][%{{.*}}]
@@ -81,7 +81,7 @@ func.func @constant_array(%i: index) -> f32 {
 // CHECK: %[[R:.*]] = arith.remui %[[I]], %c2
 // CHECK: %[[BIT:.*]] = arith.muli %[[R]], %c4
 // CHECK: %[[SH:.*]] = arith.index_cast %[[BIT]] : index to i8
-// CHECK: %[[BI:.*]] = arith.index_cast %[[B]] : index to i64
+// CHECK: %[[BI:.*]] = arith.index_castui %[[B]] : index to i64
 // CHECK: %[[P:.*]] = llvm.getelementptr inbounds %[[IN]][%[[BI]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK: %[[BYTE:.*]] = llvm.load %[[P]] invariant : !llvm.ptr -> i8
 // CHECK: %[[V:.*]] = arith.shrui %[[BYTE]], %[[SH]] : i8
@@ -117,7 +117,7 @@ func.func @int4(%in: tensor<6xi4>, %out: tensor<6xi4>, %i: index) -> tensor<6xi4
 // CHECK-NOT: arith.divui
 // CHECK-NOT: arith.remui
 // CHECK: %[[HALF:.*]] = arith.muli %[[T]], %c2
-// CHECK: %[[BI:.*]] = arith.index_cast %[[HALF]] : index to i64
+// CHECK: %[[BI:.*]] = arith.index_castui %[[HALF]] : index to i64
 // CHECK: %[[P:.*]] = llvm.getelementptr inbounds %[[IN]][%[[BI]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK: %[[BYTE:.*]] = llvm.load %[[P]] invariant : !llvm.ptr -> i8
 // CHECK: arith.shrui %[[BYTE]], %c4_i8 : i8

@@ -33,10 +33,17 @@ def test_stages_in_xla_order():
     order = ["inline", "func.func(xla-gpu-fuse-loops)",
              "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
              "xla-gpu-flatten-tensors", "func.func(xla-gpu-vectorize-loads-stores)",
-             "func.func(xla-gpu-optimize-loops)", "xla-gpu-lower-tensors",
+             "func.func(xla-gpu-optimize-loops)",
+             'xla-gpu-lower-tensors{gpu_device_info="cuda_compute_capability { major: 9 minor: 0 }"}',
              "xla-gpu-lower-to-llvm{index-bitwidth=64 target=gpu}"]
     positions = [passes.index(p) for p in order]
     assert positions == sorted(positions)
+    # The atomics follow the compute capability; the host has them all.
+    volta = pipelines.pipeline_passes(pipelines.PipelineOptions(compute_capability=(7, 0)))
+    assert ('xla-gpu-lower-tensors{gpu_device_info="cuda_compute_capability { major: 7 minor: 0 }"}'
+            in volta)
+    host = pipelines.pipeline_passes(stages=pipelines.CPU_STAGES)
+    assert "xla-gpu-lower-tensors" in host
     off = pipelines.pipeline_passes(pipelines.PipelineOptions(vectorize=False, unroll=False))
     assert "func.func(xla-gpu-vectorize-loads-stores)" not in off
     assert "func.func(xla-gpu-optimize-loops)" not in off

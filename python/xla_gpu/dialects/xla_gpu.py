@@ -59,11 +59,13 @@ def _index_type() -> ir.Type:
 
 @_cext.register_operation(_Dialect, replace=True)
 class ApplyIndexingOp(_ApplyIndexingOp):
-    """`xla_gpu.apply_indexing #map(dims)[symbols]`; one index result per map result."""
+    """`xla_gpu.apply_indexing #map(dims)[symbols]`; one index result per
+    map result. The map's constraints are dropped, as XLA's ApplyIndexing
+    does (the op takes none; whoever needs them checks them)."""
 
     def __init__(self, indexing_map, dims: Sequence[ir.Value] = (),
                  symbols: Sequence[ir.Value] = (), *, loc=None, ip=None):
-        m = _as_map(indexing_map)
+        m = _as_map(indexing_map).without_constraints()
         super().__init__([_index_type()] * m.num_results, [*dims, *symbols],
                          m.attr, loc=loc, ip=ip)
 

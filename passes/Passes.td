@@ -158,9 +158,11 @@ def VectorizeLoadsStoresPass
     every term of `base` a multiple of N (aligned) -- becomes one
     `vector.transfer_read` before the loop (a `vector.transfer_write` after
     it) and a `vector.extract` (`vector.insert` into a new iteration
-    argument) inside. The vector is N elements; following the rule of the
-    global-shared copy (seed 004), it must be 8, 16, 32, 64 or 128 bits
-    wide. When the pass declines it says why in a remark (with `remarks`).
+    argument) inside. As XLA, `(X + iv) mod m` with X and m multiples of
+    N counts as `(X mod m) + iv` (it cannot wrap inside a vector), so
+    `(d0 * 4 + iv) mod 64` vectorizes. The vector is N elements; following
+    the rule of the global-shared copy (seed 004), it must be 8, 16, 32, 64
+    or 128 bits wide. When the pass declines it says why in a remark (with `remarks`).
   }];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
@@ -293,7 +295,9 @@ def LowerTensorsPass : Pass<"xla-gpu-lower-tensors", "mlir::ModuleOp"> {
     from arguments that are never written are `invariant`);
     `xla_gpu.allocate_shared` becomes a shared-memory global,
     `xla_gpu.sync_threads` a barrier, `xla_gpu.atomic_rmw` an
-    `llvm.atomicrmw` where one exists and a compare-and-swap loop otherwise.
+    `llvm.atomicrmw` where one exists and a compare-and-swap loop otherwise
+    (for an 8- or 16-bit value or a packed sub-byte one, on the 32-bit word
+    that holds it; native integer atomics are 32- and 64-bit).
 
     `gpu_device_info` (a text proto, as XLA's: `cuda_compute_capability
     { major: 8 minor: 0 }` or `rocm_compute_capability { gcn_arch_name:

@@ -563,25 +563,14 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
     auto c = [&](int64_t v, unsigned bits) -> Value {
       return rewriter.create<mlir::arith::ConstantIntOp>(loc, v, bits);
     };
-    // Packed sub-byte integers: a compare-and-swap of the byte holding the
-    // element (NVPTX widens it to the enclosing 32-bit word).
+    // Packed sub-byte integers: a compare-and-swap of the 32-bit word
+    // holding the element's byte, at the element's bits in it.
     if (unsigned width = subByteWidth(elt)) {
       auto [byte, shift] = packedElement(rewriter, loc, adaptor.getInput(), index, width, bits);
-      auto i8 = rewriter.getI8Type();
-      Value mask = rewriter.create<mlir::arith::ShLIOp>(loc, c((1 << width) - 1, 8), shift);
-      emitCasLoop(rewriter, op, byte, i8,
-                  [&](mlir::OpBuilder& b, Value old) -> Value {
-                    return b.create<mlir::arith::TruncIOp>(
-                        loc, elt, b.create<mlir::arith::ShRUIOp>(loc, old, shift));
-                  },
-                  [&](mlir::OpBuilder& b, Value old, Value value) -> Value {
-                    Value kept = b.create<mlir::arith::AndIOp>(
-                        loc, old, b.create<mlir::arith::XOrIOp>(loc, mask, c(-1, 8)));
-                    Value bits = b.create<mlir::arith::ShLIOp>(
-                        loc, b.create<mlir::arith::ExtUIOp>(loc, i8, value), shift);
-                    return b.create<mlir::arith::OrIOp>(
-                        loc, kept, b.create<mlir::arith::AndIOp>(loc, bits, mask));
-                  });
+      auto [word, bit] = enclosingWord(rewriter, loc, byte);
+      Value at = rewriter.create<mlir::arith::AddIOp>(
+          loc, bit, rewriter.create<mlir::arith::ExtUIOp>(loc, rewriter.getI32Type(), shift));
+      emitSubWordCasLoop(rewriter, op, word, at, width);
       rewriter.replaceOp(op, adaptor.getInput());
       return mlir::success();
     }
@@ -624,6 +613,11 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
       if (kind == mlir::LLVM::AtomicBinOp::fadd && !hasNativeFAdd(lowering.device, elt)) {
         kind = std::nullopt;
       }
+      // Integer atomics are 32- and 64-bit (as XLA's; narrower ones are a
+      // word's compare-and-swap below).
+      if (kind && kind != mlir::LLVM::AtomicBinOp::fadd && elt.getIntOrFloatBitWidth() < 32) {
+        kind = std::nullopt;
+      }
       if (kind && usesCurrent && other != current) {
         // ROCm: on the global address space, at agent scope (XLA's form).
         llvm::StringRef scope;
@@ -638,8 +632,9 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
         return mlir::success();
       }
     }
-    // Compare-and-swap loop on the bits of the value (8- and 16-bit ones
-    // become a loop on the enclosing 32-bit word in NVPTX).
+    // Compare-and-swap loop on the bits of the value; an 8- or 16-bit one
+    // on the 32-bit word that holds it (XLA's form: GPUs compare and swap
+    // words).
     if (!elt.isIntOrFloat()) {
       return op.emitOpError() << "has no atomic update for " << elt
                               << " values (only integers, floats and complex<f32>)";
@@ -647,6 +642,12 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
     unsigned width = elt.getIntOrFloatBitWidth();
     if (width != 8 && width != 16 && width != 32 && width != 64) {
       return op.emitOpError() << "has no atomic update for " << width << "-bit values";
+    }
+    if (width < 32) {
+      auto [word, bit] = enclosingWord(rewriter, loc, ptr);
+      emitSubWordCasLoop(rewriter, op, word, bit, width);
+      rewriter.replaceOp(op, adaptor.getInput());
+      return mlir::success();
     }
     mlir::Type intType = rewriter.getIntegerType(width);
     emitCasLoop(rewriter, op, ptr, intType,
@@ -662,6 +663,55 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
                 });
     rewriter.replaceOp(op, adaptor.getInput());
     return mlir::success();
+  }
+
+  // The 32-bit word holding the byte at `ptr`, and the bit (i32) where
+  // the byte starts in it (little-endian, as NVPTX and x86 are).
+  static std::pair<Value, Value> enclosingWord(mlir::OpBuilder& b, mlir::Location loc,
+                                               Value ptr) {
+    auto i64 = b.getI64Type();
+    auto c = [&](int64_t v) { return b.create<mlir::arith::ConstantIntOp>(loc, v, 64); };
+    Value address = b.create<mlir::LLVM::PtrToIntOp>(loc, i64, ptr);
+    Value offset = b.create<mlir::arith::AndIOp>(loc, address, c(3));
+    Value back = b.create<mlir::arith::SubIOp>(loc, c(0), offset);
+    Value word = b.create<mlir::LLVM::GEPOp>(loc, ptr.getType(), b.getI8Type(), ptr,
+                                             mlir::ValueRange{back},
+                                             mlir::LLVM::GEPNoWrapFlags::inbounds);
+    Value bit = b.create<mlir::arith::TruncIOp>(
+        loc, b.getI32Type(), b.create<mlir::arith::MulIOp>(loc, offset, c(8)));
+    return {word, bit};
+  }
+
+  // A compare-and-swap loop on the 32-bit word at `word` for the `width`
+  // bits of the element starting at bit `at` (i32) in it.
+  static void emitSubWordCasLoop(mlir::ConversionPatternRewriter& rewriter, AtomicRMWOp op,
+                                 Value word, Value at, unsigned width) {
+    mlir::Location loc = op.getLoc();
+    mlir::Type elt = op.getBody()->getArgument(0).getType();
+    auto i32 = rewriter.getI32Type();
+    mlir::Type bitsType = rewriter.getIntegerType(width);
+    auto c = [&](int64_t v) { return rewriter.create<mlir::arith::ConstantIntOp>(loc, v, 32); };
+    Value mask = rewriter.create<mlir::arith::ShLIOp>(loc, c((int64_t{1} << width) - 1), at);
+    Value keep = rewriter.create<mlir::arith::XOrIOp>(loc, mask, c(-1));
+    emitCasLoop(rewriter, op, word, i32,
+                [&](mlir::OpBuilder& b, Value old) -> Value {
+                  Value bits = b.create<mlir::arith::TruncIOp>(
+                      loc, bitsType, b.create<mlir::arith::ShRUIOp>(loc, old, at));
+                  return elt == bitsType ? bits
+                                         : b.create<mlir::arith::BitcastOp>(loc, elt, bits)
+                                               .getResult();
+                },
+                [&](mlir::OpBuilder& b, Value old, Value value) -> Value {
+                  Value bits = elt == bitsType
+                                   ? value
+                                   : b.create<mlir::arith::BitcastOp>(loc, bitsType, value)
+                                         .getResult();
+                  Value placed = b.create<mlir::arith::ShLIOp>(
+                      loc, b.create<mlir::arith::ExtUIOp>(loc, i32, bits), at);
+                  return b.create<mlir::arith::OrIOp>(
+                      loc, b.create<mlir::arith::AndIOp>(loc, old, keep),
+                      b.create<mlir::arith::AndIOp>(loc, placed, mask));
+                });
   }
 
   // A compare-and-swap loop on the `storage`-typed word at `ptr`: the

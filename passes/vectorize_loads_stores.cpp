@@ -1,5 +1,6 @@
 //===- vectorize_loads_stores.cpp - -xla-gpu-vectorize-loads-stores -------===//
 
+#include <functional>
 #include <string>
 
 #include "dialects/xla_gpu/XlaGpuDialect.h"
@@ -80,9 +81,36 @@ class VectorizeLoadsStoresPass
     mlir::AffineExpr iv = *ivOperand < nd
                               ? mlir::getAffineDimExpr(*ivOperand, ctx)
                               : mlir::getAffineSymbolExpr(*ivOperand - nd, ctx);
-    mlir::AffineExpr expr = map.getAffineMap().getResult(0);
     mlir::AffineExpr zero = mlir::getAffineConstantExpr(0, ctx);
-    mlir::AffineExpr base = *ivOperand < nd ? expr.replace(iv, zero) : expr.replace(iv, zero);
+    // Whether `e` is a multiple of n on the whole domain.
+    auto isMultiple = [&](mlir::AffineExpr e) {
+      IndexingMap rem(mlir::AffineMap::get(nd, ns, e % n, ctx),
+                      llvm::to_vector(map.getDimVars()), llvm::to_vector(map.getRangeVars()),
+                      llvm::to_vector(map.getRuntimeVars()));
+      auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(rem.simplify().getAffineMap().getResult(0));
+      return c && c.getValue() == 0;
+    };
+    // XLA's rewrite before the test: (X + iv) mod m with X a multiple of n
+    // and m of n is (X mod m) + iv (X mod m is a multiple of n below m, so
+    // adding iv < n does not wrap), e.g. (d0 * 4 + iv) mod 64 is
+    // (d0 mod 16) * 4 + iv.
+    std::function<mlir::AffineExpr(mlir::AffineExpr)> distributeMod =
+        [&](mlir::AffineExpr e) -> mlir::AffineExpr {
+      auto bin = llvm::dyn_cast<mlir::AffineBinaryOpExpr>(e);
+      if (!bin) return e;
+      mlir::AffineExpr lhs = distributeMod(bin.getLHS());
+      mlir::AffineExpr rhs = distributeMod(bin.getRHS());
+      auto m = llvm::dyn_cast<mlir::AffineConstantExpr>(rhs);
+      if (e.getKind() == mlir::AffineExprKind::Mod && m && m.getValue() % n == 0) {
+        mlir::AffineExpr rest = lhs.replace(iv, zero);
+        if (mlir::simplifyAffineExpr(lhs - rest, nd, ns) == iv && isMultiple(rest)) {
+          return rest % m + iv;
+        }
+      }
+      return mlir::getAffineBinaryOpExpr(e.getKind(), lhs, rhs);
+    };
+    mlir::AffineExpr expr = distributeMod(map.getAffineMap().getResult(0));
+    mlir::AffineExpr base = expr.replace(iv, zero);
     // Contiguous: expr - base is exactly iv.
     mlir::AffineExpr diff = mlir::simplifyAffineExpr(expr - base, nd, ns);
     if (diff != iv) {
@@ -90,14 +118,7 @@ class VectorizeLoadsStoresPass
       return std::nullopt;
     }
     // Aligned: base mod n is 0 on the whole domain.
-    IndexingMap alignment(mlir::AffineMap::get(nd, ns, base % n, ctx),
-                          llvm::to_vector(map.getDimVars()),
-                          llvm::to_vector(map.getRangeVars()),
-                          llvm::to_vector(map.getRuntimeVars()));
-    IndexingMap simplified = alignment.simplify();
-    auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(
-        simplified.getAffineMap().getResult(0));
-    if (!c || c.getValue() != 0) {
+    if (!isMultiple(base)) {
       decline(user, "the base index is not a multiple of the vector size " +
                         llvm::Twine(n));
       return std::nullopt;

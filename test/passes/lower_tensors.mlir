@@ -271,17 +271,30 @@ func.func @complex128_atomic(%t: tensor<4xcomplex<f64>>, %i: index, %v: complex<
 
 // -----
 
-// Sub-word values: packed s4 as a compare-and-swap of the byte holding the
-// element (its bits masked in), s8 max as an 8-bit one (NVPTX widens both
-// to the enclosing 32-bit word).
+// Sub-word values: packed s4 and s8 as a compare-and-swap of the 32-bit
+// word holding them (XLA's form): the word's address is the element's with
+// its offset in the word (address & 3) taken off, the element's bits are
+// at 8 * offset (+ the nibble's shift for s4). A native integer atomic is
+// 32- or 64-bit: an s8 max is a compare-and-swap too.
 // CHECK-LABEL: func.func @sub_word_atomics
+// CHECK: %[[A:.*]] = llvm.ptrtoint %{{.*}} : !llvm.ptr to i64
+// CHECK: %[[OFF:.*]] = arith.andi %[[A]], %c3_i64 : i64
+// CHECK: %[[BACK:.*]] = arith.subi %c0_i64, %[[OFF]] : i64
+// CHECK: %[[WORD:.*]] = llvm.getelementptr inbounds %{{.*}}[%[[BACK]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK: scf.while
-// CHECK: arith.shrui
-// CHECK: arith.trunci %{{.*}} : i8 to i4
-// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i8
+// CHECK: arith.shrui %{{.*}} : i32
+// CHECK: arith.trunci %{{.*}} : i32 to i4
+// CHECK: llvm.cmpxchg %[[WORD]], %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
+// CHECK: llvm.ptrtoint
 // CHECK: scf.while
+// CHECK: arith.trunci %{{.*}} : i32 to i8
 // CHECK: arith.muli %{{.*}} : i8
-// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i8
+// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
+// CHECK: llvm.ptrtoint
+// CHECK: scf.while
+// CHECK: arith.maxsi %{{.*}} : i8
+// CHECK: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
+// CHECK-NOT: llvm.atomicrmw
 func.func @sub_word_atomics(%t: tensor<8xi4>, %u: tensor<8xi8>, %i: index, %x: i4, %y: i8) -> (tensor<8xi4>, tensor<8xi8>) {
   %a = xla_gpu.atomic_rmw %t[%i] : tensor<8xi4> {
   ^bb0(%cur: i4):
@@ -293,7 +306,12 @@ func.func @sub_word_atomics(%t: tensor<8xi4>, %u: tensor<8xi8>, %i: index, %x: i
     %s = arith.muli %cur, %y : i8
     xla_gpu.yield %s : i8
   }
-  return %a, %b : tensor<8xi4>, tensor<8xi8>
+  %c = xla_gpu.atomic_rmw %b[%i] : tensor<8xi8> {
+  ^bb0(%cur: i8):
+    %s = arith.maxsi %cur, %y : i8
+    xla_gpu.yield %s : i8
+  }
+  return %a, %c : tensor<8xi4>, tensor<8xi8>
 }
 
 // -----

@@ -48,14 +48,14 @@ func.func @fadd(%f32: tensor<8xf32>, %f16: tensor<8xf16>, %bf16: tensor<8xbf16>,
 
 // PASCAL-LABEL: func.func @fadd
 // PASCAL: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr, f32
-// PASCAL: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i16
-// PASCAL: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i16
+// PASCAL: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
+// PASCAL: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
 // PASCAL: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr, f64
 
 // VOLTA-LABEL: func.func @fadd
 // VOLTA: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr, f32
 // VOLTA: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr, f16
-// VOLTA: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i16
+// VOLTA: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
 // VOLTA: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic : !llvm.ptr, f64
 
 // HOPPER-LABEL: func.func @fadd
@@ -68,14 +68,14 @@ func.func @fadd(%f32: tensor<8xf32>, %f16: tensor<8xf16>, %bf16: tensor<8xbf16>,
 // MI100-LABEL: func.func @fadd
 // MI100: %[[G:.*]] = llvm.addrspacecast %{{.*}} : !llvm.ptr to !llvm.ptr<1>
 // MI100: llvm.atomicrmw fadd %[[G]], %{{.*}} syncscope("agent") monotonic : !llvm.ptr<1>, f32
-// MI100: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i16
-// MI100: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i16
+// MI100: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
+// MI100: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
 // MI100: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i64
 
 // MI200-LABEL: func.func @fadd
 // MI200: llvm.atomicrmw fadd %{{.*}}, %{{.*}} syncscope("agent") monotonic : !llvm.ptr<1>, f32
 // MI200: llvm.atomicrmw fadd %{{.*}}, %{{.*}} syncscope("agent") monotonic : !llvm.ptr<1>, f16
-// MI200: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i16
+// MI200: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i32
 // MI200: llvm.cmpxchg %{{.*}}, %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr, i64
 
 // -----

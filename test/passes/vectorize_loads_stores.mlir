@@ -92,3 +92,54 @@ func.func @no_vectorize_too_wide(%in: tensor<1024xf32>, %tid: index) -> f32 {
   }
   return %r : f32
 }
+
+// -----
+
+// XLA's rewrite before the contiguity test: (d0 * 4 + iv) mod 64 is
+// (d0 mod 16) * 4 + iv (d0 * 4 mod 64 is a multiple of 4 below 64, so the
+// iv never wraps it): a load and a store of 4.
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> ((d0 * 4 + s0) mod 64), domain: d0 in [0, 127], s0 in [0, 3]">
+// CHECK-LABEL: func.func @vectorize_mod
+// CHECK: vector.transfer_read %{{.*}} {in_bounds = [true]} : tensor<64xf32>, vector<4xf32>
+// CHECK: scf.for
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<4xf32>, tensor<64xf32>
+func.func @vectorize_mod(%in: tensor<64xf32>, %out: tensor<64xf32>, %tid: index) -> tensor<64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%t = %out) -> (tensor<64xf32>) {
+    %idx = xla_gpu.apply_indexing #map(%tid)[%i]
+    %e = tensor.extract %in[%idx] : tensor<64xf32>
+    %n = arith.negf %e : f32
+    %ins = tensor.insert %n into %t[%idx] : tensor<64xf32>
+    scf.yield %ins : tensor<64xf32>
+  }
+  return %r : tensor<64xf32>
+}
+
+// -----
+
+// A modulus that is no multiple of the vector (6) may wrap inside it; nor
+// may a sum whose other part is no multiple of 4 (d0 * 2).
+#map = #xla_gpu.indexing_map<"(d0)[s0] -> ((d0 * 4 + s0) mod 6), domain: d0 in [0, 127], s0 in [0, 3]">
+#map1 = #xla_gpu.indexing_map<"(d0)[s0] -> ((d0 * 2 + s0) mod 64), domain: d0 in [0, 127], s0 in [0, 3]">
+// CHECK-LABEL: func.func @no_vectorize_mod
+// CHECK-NOT: vector.transfer_read
+func.func @no_vectorize_mod(%in: tensor<64xf32>, %tid: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %idx = xla_gpu.apply_indexing #map(%tid)[%i]
+    // expected-remark@+1 {{not vectorized: the index is not contiguous in the induction variable}}
+    %e = tensor.extract %in[%idx] : tensor<64xf32>
+    %jdx = xla_gpu.apply_indexing #map1(%tid)[%i]
+    // expected-remark@+1 {{not vectorized: the index is not contiguous in the induction variable}}
+    %f = tensor.extract %in[%jdx] : tensor<64xf32>
+    %s = arith.addf %acc, %e : f32
+    %t = arith.addf %s, %f : f32
+    scf.yield %t : f32
+  }
+  return %r : f32
+}

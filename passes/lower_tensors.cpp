@@ -603,13 +603,16 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
       return mlir::success();
     }
     Value ptr = gep(rewriter, loc, adaptor.getInput(), elt, index, bits);
-    // Native: `updated = current <op> x`, the only op of the body.
+    // Native: `updated = current <op> x`, the only op of the body, or a
+    // narrow float add in the form expand-float-ops leaves it.
+    std::optional<mlir::LLVM::AtomicBinOp> kind;
+    Value other;
     if (mlir::Operation* def = updated.getDefiningOp();
         def && def->getBlock() == body && &body->front() == def &&
         def->getNextNode() == yield.getOperation() && def->getNumOperands() == 2) {
-      Value other = def->getOperand(0) == current ? def->getOperand(1) : def->getOperand(0);
+      other = def->getOperand(0) == current ? def->getOperand(1) : def->getOperand(0);
       bool usesCurrent = def->getOperand(0) == current || def->getOperand(1) == current;
-      auto kind = nativeKind(def);
+      kind = nativeKind(def);
       if (kind == mlir::LLVM::AtomicBinOp::fadd && !hasNativeFAdd(lowering.device, elt)) {
         kind = std::nullopt;
       }
@@ -618,19 +621,25 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
       if (kind && kind != mlir::LLVM::AtomicBinOp::fadd && elt.getIntOrFloatBitWidth() < 32) {
         kind = std::nullopt;
       }
-      if (kind && usesCurrent && other != current) {
-        // ROCm: on the global address space, at agent scope (XLA's form).
-        llvm::StringRef scope;
-        if (lowering.device.kind == Device::kRocm) {
-          ptr = rewriter.create<mlir::LLVM::AddrSpaceCastOp>(
-              loc, mlir::LLVM::LLVMPointerType::get(getContext(), 1), ptr);
-          scope = "agent";
-        }
-        rewriter.create<mlir::LLVM::AtomicRMWOp>(loc, *kind, ptr, other,
-                                                 mlir::LLVM::AtomicOrdering::monotonic, scope);
-        rewriter.replaceOp(op, adaptor.getInput());
-        return mlir::success();
+      if (!usesCurrent || other == current) kind = std::nullopt;
+    } else if (lowering.device.kind != Device::kHost && hasNativeFAdd(lowering.device, elt)) {
+      if (Value x = narrowAddOperand(op)) {
+        kind = mlir::LLVM::AtomicBinOp::fadd;
+        other = x;
       }
+    }
+    if (kind) {
+      // ROCm: on the global address space, at agent scope (XLA's form).
+      llvm::StringRef scope;
+      if (lowering.device.kind == Device::kRocm) {
+        ptr = rewriter.create<mlir::LLVM::AddrSpaceCastOp>(
+            loc, mlir::LLVM::LLVMPointerType::get(getContext(), 1), ptr);
+        scope = "agent";
+      }
+      rewriter.create<mlir::LLVM::AtomicRMWOp>(loc, *kind, ptr, other,
+                                               mlir::LLVM::AtomicOrdering::monotonic, scope);
+      rewriter.replaceOp(op, adaptor.getInput());
+      return mlir::success();
     }
     // Compare-and-swap loop on the bits of the value; an 8- or 16-bit one
     // on the 32-bit word that holds it (XLA's form: GPUs compare and swap
@@ -663,6 +672,37 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
                 });
     rewriter.replaceOp(op, adaptor.getInput());
     return mlir::success();
+  }
+
+  // `x` when the body of a bf16/f16 atomic is `truncf(extf(current) +
+  // extf(x))` with x from outside: the add in f32 rounded once, as
+  // expand-float-ops computes a narrow add -- exactly the narrow type's own
+  // add, which the GPU has as an atomic. Null otherwise.
+  static Value narrowAddOperand(AtomicRMWOp op) {
+    mlir::Block* body = op.getBody();
+    Value current = body->getArgument(0);
+    mlir::Type elt = current.getType();
+    if (!elt.isF16() && !elt.isBF16()) return nullptr;
+    auto yield = llvm::cast<YieldOp>(body->getTerminator());
+    auto trunc = yield.getResult()[0].getDefiningOp<mlir::arith::TruncFOp>();
+    if (!trunc || trunc.getType() != elt) return nullptr;
+    auto add = trunc.getIn().getDefiningOp<mlir::arith::AddFOp>();
+    if (!add || !add.getType().isF32()) return nullptr;
+    // Nothing else in the body (the extensions, the add, the rounding).
+    if (llvm::range_size(body->without_terminator()) > 4) return nullptr;
+    for (int i = 0; i < 2; ++i) {
+      auto mine = add->getOperand(i).getDefiningOp<mlir::arith::ExtFOp>();
+      auto theirs = add->getOperand(1 - i).getDefiningOp<mlir::arith::ExtFOp>();
+      if (!mine || !theirs || mine.getIn() != current) continue;
+      Value x = theirs.getIn();
+      // (During the conversion a function's old arguments may sit in a
+      // block of no region: they are outside too.)
+      mlir::Operation* where = x.getDefiningOp();
+      if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(x)) where = arg.getOwner()->getParentOp();
+      bool outside = !where || !op->isAncestor(where);
+      if (x.getType() == elt && outside) return x;
+    }
+    return nullptr;
   }
 
   // The 32-bit word holding the byte at `ptr`, and the bit (i32) where

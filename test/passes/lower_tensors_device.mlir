@@ -80,6 +80,53 @@ func.func @fadd(%f32: tensor<8xf32>, %f16: tensor<8xf16>, %bf16: tensor<8xbf16>,
 
 // -----
 
+// A bf16/f16 add as -xla-gpu-expand-float-ops leaves it (extended, added in
+// f32, rounded once) is the narrow type's own add: a native atomic where the
+// GPU has one (f16 from sm_70, bf16 from sm_90). The host keeps the
+// compare-and-swap loop (and the f32 add in it).
+func.func @narrow_add(%t: tensor<8xf16>, %u: tensor<8xbf16>, %i: index, %x: f16, %y: bf16)
+    -> (tensor<8xf16>, tensor<8xbf16>) {
+  %a = xla_gpu.atomic_rmw %t[%i] : tensor<8xf16> {
+  ^bb0(%cur: f16):
+    %c = arith.extf %cur : f16 to f32
+    %e = arith.extf %x : f16 to f32
+    %s = arith.addf %c, %e : f32
+    %r = arith.truncf %s : f32 to f16
+    xla_gpu.yield %r : f16
+  }
+  %b = xla_gpu.atomic_rmw %u[%i] : tensor<8xbf16> {
+  ^bb0(%cur: bf16):
+    %c = arith.extf %cur : bf16 to f32
+    %e = arith.extf %y : bf16 to f32
+    %s = arith.addf %e, %c : f32
+    %r = arith.truncf %s : f32 to bf16
+    xla_gpu.yield %r : bf16
+  }
+  return %a, %b : tensor<8xf16>, tensor<8xbf16>
+}
+// HOST-LABEL: func.func @narrow_add
+// HOST: scf.while
+// HOST: arith.addf %{{.*}} : f32
+// HOST: llvm.cmpxchg %{{.*}} : !llvm.ptr, i32
+// HOST: scf.while
+// HOST-NOT: llvm.atomicrmw
+
+// PASCAL-LABEL: func.func @narrow_add
+// PASCAL-NOT: llvm.atomicrmw
+
+// VOLTA-LABEL: func.func @narrow_add
+// VOLTA-SAME: %[[X:[a-z0-9]+]]: f16, %[[Y:[a-z0-9]+]]: bf16)
+// VOLTA: llvm.atomicrmw fadd %{{.*}}, %[[X]] monotonic : !llvm.ptr, f16
+// VOLTA: llvm.cmpxchg %{{.*}} : !llvm.ptr, i32
+
+// HOPPER-LABEL: func.func @narrow_add
+// HOPPER-SAME: %[[X:[a-z0-9]+]]: f16, %[[Y:[a-z0-9]+]]: bf16)
+// HOPPER: llvm.atomicrmw fadd %{{.*}}, %[[X]] monotonic : !llvm.ptr, f16
+// HOPPER: llvm.atomicrmw fadd %{{.*}}, %[[Y]] monotonic : !llvm.ptr, bf16
+// HOPPER-NOT: llvm.cmpxchg
+
+// -----
+
 // A 32-bit index in the data layout: indices are cast to i32 (unsigned, a
 // valid index is not negative), except into a tensor with 2^31 elements or
 // more; constant indices go into the GEP.

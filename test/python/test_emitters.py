@@ -319,14 +319,20 @@ def test_one_user_reading_at_two_indices_splits(ctx, body):
     np.testing.assert_allclose(out_array, want, rtol=1e-6)
 
 
-@pytest.mark.parametrize("etype,atom", [
-    ("f32", "atom.global.add.f32"), ("s32", "atom.global.add.u32"), ("f16", "cas.b32"),
-    ("bf16", "cas.b32"), ("s8", "cas.b32"), ("s4", "cas.b32"), ("c64", "cas.b64")])
+@pytest.mark.parametrize("etype,atom80,atom90", [
+    ("f32", "atom.global.add.f32", "atom.global.add.f32"),
+    ("s32", "atom.global.add.u32", "atom.global.add.u32"),
+    ("f16", "atom.global.add.noftz.f16", "atom.global.add.noftz.f16"),
+    ("bf16", "cas.b32", "atom.global.add.noftz.bf16"),
+    ("s8", "cas.b32", "cas.b32"), ("s4", "cas.b32", "cas.b32"),
+    ("c64", "cas.b64", "cas.b64")])
 @pytest.mark.parametrize("sm", [80, 90])
-def test_scatter_atomics_in_ptx(ctx, etype, atom, sm):
-    """Scatter-add's atomics: native ones for 32-bit values; sub-word ones
-    (f16, bf16, s8, packed s4) a compare-and-swap loop on the enclosing
-    32-bit word; complex<f32> one 64-bit compare-and-swap."""
+def test_scatter_atomics_in_ptx(ctx, etype, atom80, atom90, sm):
+    """Scatter-add's atomics: native ones for 32-bit values, f16 (sm_70 on)
+    and bf16 (sm_90); the other sub-word ones (bf16 before sm_90, s8,
+    packed s4) a compare-and-swap loop on the enclosing 32-bit word;
+    complex<f32> one 64-bit compare-and-swap."""
+    atom = atom80 if sm == 80 else atom90
     from xla_gpu import pipelines, ptx
     if ptx.find_ptxas() is None:
         pytest.skip("ptxas (CUDA) is not installed on this machine")

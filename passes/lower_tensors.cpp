@@ -88,14 +88,15 @@ llvm::DenseSet<Value> findReadOnlyArguments(mlir::ModuleOp module) {
   return readOnly;
 }
 
-// What the pass knows of the module: the arguments nothing writes (their
-// loads are invariant), the data layout's index width and the device.
+// The device the atomics are chosen for (the gpu_device_info option).
 struct Device {
   enum Kind { kHost, kCuda, kRocm } kind = kHost;
   int major = 0;          // CUDA compute capability
   std::string gcnArch;    // ROCm, e.g. "gfx90a"
 };
 
+// What the pass knows of the module: the arguments nothing writes (their
+// loads are invariant), the data layout's index width and the device.
 struct Lowering {
   llvm::DenseSet<Value> readOnly;
   unsigned indexBits = 64;

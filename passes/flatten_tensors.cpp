@@ -338,22 +338,19 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
     // 2. Fold the linearizing apply_indexing ops into the ones that produced
     //    the indices, so each access has one simplified index map.
     mlir::MLIRContext* ctx = &getContext();
-    bool badLayout = getOperation().walk([&](mlir::Operation* op) {
-      auto check = [&](mlir::Type t) {
-        auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(t);
-        if (!tensor || !tensor.getEncoding() || !majorToMinor(tensor).empty()) return true;
-        op->emitOpError() << "uses " << t << ", whose encoding is not a layout (a "
-                          << "permutation of its dimensions, minor to major)";
-        return false;
-      };
-      bool ok = llvm::all_of(op->getOperandTypes(), check) &&
-                llvm::all_of(op->getResultTypes(), check);
-      return ok ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
-    }).wasInterrupted();
-    if (badLayout) return signalPassFailure();
-    bool overflow = getOperation().walk([&](mlir::Operation* op) {
+    // What cannot be flattened, refused at its op: an encoding that is no
+    // layout, an element count past 64 bits (flattening would wrap it).
+    bool refused = getOperation().walk([&](mlir::Operation* op) {
       llvm::SmallVector<mlir::Type> types(op->getOperandTypes());
       llvm::append_range(types, op->getResultTypes());
+      for (mlir::Type t : types) {
+        auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(t);
+        if (tensor && tensor.getEncoding() && majorToMinor(tensor).empty()) {
+          op->emitOpError() << "uses " << t << ", whose encoding is not a layout (a "
+                            << "permutation of its dimensions, minor to major)";
+          return mlir::WalkResult::interrupt();
+        }
+      }
       if (auto f = llvm::dyn_cast<mlir::func::FuncOp>(op)) {
         llvm::append_range(types, f.getFunctionType().getInputs());
         llvm::append_range(types, f.getFunctionType().getResults());
@@ -366,7 +363,7 @@ class FlattenTensorsPass : public impl::FlattenTensorsPassBase<FlattenTensorsPas
       }
       return mlir::WalkResult::advance();
     }).wasInterrupted();
-    if (overflow) return signalPassFailure();
+    if (refused) return signalPassFailure();
     FlattenTypeConverter converter;
     mlir::ConversionTarget target(*ctx);
     target.addDynamicallyLegalOp<mlir::func::FuncOp>([&](mlir::func::FuncOp f) {

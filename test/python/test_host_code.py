@@ -3,6 +3,7 @@ compiled without the GIL, loaded into a JIT, kept on disk by content hash
 ($XLA_GPU_CACHE_DIR), and the kernels of a module compiled on several
 threads (compile_kernels)."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -15,6 +16,16 @@ from mlir import ir
 
 from xla_gpu import pipelines
 from xla_gpu.runtime import CPU_DEFAULT_OPTIONS, CpuKernel, JitError, cpu, host_code
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _bench(name: str):
+    """A module of bench/ (its cases, its profiler)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module(name)
+
 
 # out[i] = in[i] * scale + i, over 4 blocks of 64 threads.
 KERNEL = """
@@ -182,32 +193,14 @@ def test_compile_profile_accounts_for_every_stage():
     timed beside it."""
     if pipelines.find_libdevice() is None:
         pytest.skip("libdevice (CUDA) is not installed: the PTX path's columns need it")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    import compile_profile
-    from loop_fusions_cpu import _module
+    compile_profile = _bench("compile_profile")
+    _module = _bench("loop_fusions_cpu")._module
     text = _module("  ROOT e = f32[4096] exponential(a0)", ["f32[4096]"], "f32[4096]")
     row = compile_profile.profile_once(text)
     assert set(row) == set(compile_profile.COLUMNS)
     assert all(row[c] > 0 for c in compile_profile.COLUMNS)
     assert row["cpu total"] == pytest.approx(sum(row[c] for c in compile_profile.CPU_COLUMNS))
 
-
-COLUMN_SUM = """HloModule column_sum
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-fused {
-  p = f32[4096,1024] parameter(0)
-  z = f32[] constant(0)
-  ROOT r = f32[1024] reduce(p, z), dimensions={0}, to_apply=add
-}
-ENTRY main {
-  p = f32[4096,1024] parameter(0)
-  ROOT f = f32[1024] fusion(p), kind=kInput, calls=fused
-}
-"""
 
 PTX_OF_COLUMN_SUM = """
 import sys
@@ -233,10 +226,11 @@ def test_device_code_keeps_loop_strength_reduction(monkeypatch):
     if pipelines.find_libdevice() is None:
         pytest.skip("libdevice (CUDA) is not installed")
     monkeypatch.setattr(cpu, "_cache", {})
+    column_sum = _bench("reductions_cpu").CASES["column sum f32[4096,1024]"]
 
     def column_sum_ptx(bracket=True) -> str:
         with ir.Context():
-            kernel = emit_kernel(find_fusion(parse_hlo(COLUMN_SUM)), DEFAULT_DEVICE)
+            kernel = emit_kernel(find_fusion(parse_hlo(column_sum)), DEFAULT_DEVICE)
             lib = _capi.lib
             if not bracket:  # only the PTX step sees the no-op bracket
                 ptx._capi.lib = NoBracket()
@@ -252,7 +246,7 @@ def test_device_code_keeps_loop_strength_reduction(monkeypatch):
         def xlaGpuEndDeviceCodegen(self):
             pass
 
-    fresh = subprocess.run([sys.executable, "-c", PTX_OF_COLUMN_SUM], input=COLUMN_SUM,
+    fresh = subprocess.run([sys.executable, "-c", PTX_OF_COLUMN_SUM], input=column_sum,
                            capture_output=True, text=True, check=True).stdout
     CpuKernel(kernel_text(14.0))
     assert column_sum_ptx() == fresh

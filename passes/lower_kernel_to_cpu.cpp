@@ -598,6 +598,21 @@ class KernelLowering {
   }
 
  private:
+  // `llvm.loop.unroll.disable` for a loop over lanes. LLVM would otherwise
+  // unroll a short lane loop (32 lanes of a small body) completely before
+  // its loop vectorizer runs, and then analyse the loop around it with 32
+  // copies of every access: on the softmax step (a 32-element max inlined
+  // per element) LoopVectorize and LoopLoadElimination spent 150 of 200 ms
+  // there, and vectorized nothing. Left whole, the lane loop is what LLVM
+  // vectorizes across the threads (O3 of that kernel: 200 -> 33 ms; the
+  // benchmarks ran as fast).
+  static mlir::LLVM::LoopAnnotationAttr noUnroll(mlir::MLIRContext* ctx) {
+    auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
+                                                  {}, {}, {}, {}, {}, {});
+    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {},
+                                               {}, {}, {}, {}, {});
+  }
+
   // The loop, or the loop over warps around the loop over their lanes, that
   // runs the threads of `shape`; `inner` is set inside, at the thread id
   // (base + lane, which lanes_ keeps for splitDivision).
@@ -631,6 +646,7 @@ class KernelLowering {
     }
     auto lanes = at->create<mlir::scf::ForOp>(loc, index(*at, shape.l0), index(*at, shape.l1),
                                               index(*at, 1));
+    lanes->setAttr("loop_annotation", noUnroll(b.getContext()));
     inner.setInsertionPoint(lanes.getBody()->getTerminator());
     Value lane = lanes.getInductionVar();
     Value tid = lane;

@@ -119,6 +119,8 @@ def _load() -> ctypes.CDLL:
             [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t],
             ctypes.c_uint64),
         "xlaGpuHostJitDestroy": ([ctypes.c_void_p], None),
+        # HostCopy.cpp (without the GIL too).
+        "xlaGpuCopyStreaming": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], None),
     }
     for name, (argtypes, restype) in signatures.items():
         fn = getattr(lib, name)

@@ -6,6 +6,10 @@
 // index %i) is computed again after the barrier, not stored. Blocks run in
 // batches (here all 4 of the grid): each phase loops over the batch's
 // blocks, and each block of a batch has its own slots and shared memory.
+// A loop over the threads' lanes is not to be unrolled by LLVM (it is the
+// loop LLVM's vectorizer widens).
+// CHECK: #[[$NO_UNROLL:.*]] = #llvm.loop_unroll<disable = true>
+// CHECK: #[[$LANES:.*]] = #llvm.loop_annotation<unroll = #[[$NO_UNROLL]]>
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
 // CHECK-DAG: %[[SPILL:.*]] = llvm.alloca %{{.*}} x f32 {alignment = 16 : i64} : (i64) -> !llvm.ptr
@@ -21,6 +25,7 @@
 // CHECK:     %[[V:.*]] = llvm.load
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:     llvm.store %[[V]], %{{.*}}
+// CHECK:   } {loop_annotation = #[[$LANES]]}
 // CHECK:   scf.for %[[T2:.*]] = %c0{{.*}} to %c64{{.*}} step
 // CHECK:     %[[I:.*]] = arith.index_cast %[[T2]] : index to i64
 // CHECK:     %[[O:.*]] = llvm.getelementptr %[[OUT]][%[[I]]]

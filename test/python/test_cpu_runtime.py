@@ -484,3 +484,21 @@ def test_small_integer_division_is_exact(ty):
     want = run_with_xla(reference_text(fusion.fused_computation), [a, b])
     np.testing.assert_array_equal(quotient, np.asarray(want[0]))
     np.testing.assert_array_equal(remainder, np.asarray(want[1]))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("offset", [0, 3, 16])
+def test_streaming_copy_of_an_aliased_operand_is_exact(workers, offset):
+    """The copy an in-place output starts from, past MIN_BYTES_FOR_STREAMING
+    (streaming stores after a head up to a 16-byte boundary and before a
+    tail shorter than a line): every byte is the source's, and the bytes
+    around the destination are not touched. Sizes and offsets make the
+    head, the tail and the split between the workers fall mid-line."""
+    from xla_gpu.runtime import cpu
+    n = cpu.MIN_BYTES_FOR_STREAMING + 77
+    src = np.frombuffer(rng.bytes(n + 32), np.uint8)[5:5 + n]
+    backing = np.full(n + 64, 0xAB, np.uint8)
+    dst = backing[offset:offset + n]
+    cpu._copy(dst, src, workers)
+    np.testing.assert_array_equal(dst, src)
+    assert (backing[:offset] == 0xAB).all() and (backing[offset + n:] == 0xAB).all()

@@ -80,6 +80,28 @@ struct Exp {
   }
 };
 
+// erf(x) as XLA:CPU's (Eigen's rational interpolant, FMA Horner): x P(x^2)
+// / Q(x^2) for |x| below 3.832506856900711, where erf rounds to 1 in f32,
+// and copysign(1, x) from there; a NaN stays a NaN. Unlike libm's erff it
+// vectorizes, and its bits are XLA:CPU's.
+struct Erf {
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    mlir::Value x2 = rewriter.create<mlir::arith::MulFOp>(loc, x, x);
+    mlir::Value p = f32.horner(x2, {0.00022905065861350646, 0.0034082910107109506,
+                                    0.050955695062380861, 0.18520832239976145, 1.128379143519084});
+    p = rewriter.create<mlir::arith::MulFOp>(loc, x, p);
+    mlir::Value q = f32.horner(x2, {-1.1791602954361697e-7, 0.000023547966471313185,
+                                    0.0010179625278914885, 0.014070470171167667,
+                                    0.11098505178285362, 0.49746925110067538, 1.0});
+    mlir::Value saturated = f32.cmp(mlir::arith::CmpFPredicate::OLE, f32.c(3.832506856900711),
+                                    rewriter.create<mlir::math::AbsFOp>(loc, x));
+    return f32.select(saturated, rewriter.create<mlir::math::CopySignOp>(loc, f32.c(1.0), x),
+                      rewriter.create<mlir::arith::DivFOp>(loc, p, q));
+  }
+};
+
 // log(x) for f32 in arithmetic LLVM vectorizes: x = m 2^e with m in
 // [sqrt(1/2), sqrt(2)) read off the bits (subnormals scaled by 2^23 first),
 // log(m) = f - f^2/2 + f^3 P(f) with f = m - 1 (Cephes' degree-8 P), plus
@@ -216,11 +238,12 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       mlir::RewritePatternSet approximations(ctx);
       approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh>,
                          ApproximateF32<mlir::math::ExpOp, Exp>,
-                         ApproximateF32<mlir::math::LogOp, Log>>(ctx);
+                         ApproximateF32<mlir::math::LogOp, Log>,
+                         ApproximateF32<mlir::math::ErfOp, Erf>>(ctx);
       if (failed(mlir::applyPatternsGreedily(module, std::move(approximations)))) {
         return signalPassFailure();
       }
-      // Math LLVM has no intrinsic for (erf, cbrt, atan2...) or only a
+      // Math LLVM has no intrinsic for (f64 erf, cbrt, atan2...) or only a
       // naive one (MathToLLVM's expm1 is exp(x) - 1, log1p is log(1 + x),
       // both wrong near 0) becomes calls to libm. The rest stays intrinsics
       // LLVM can vectorize (floor, sqrt...).

@@ -29,7 +29,6 @@ table.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -73,8 +72,7 @@ def profile_once(text: str) -> dict[str, float]:
             row["emit"] += row_emit
             cpu = pipelines.parse_module(source)
             _signature(cpu, kernel.entry)
-            opts = dataclasses.replace(CPU_DEFAULT_OPTIONS,
-                                       index_bitwidth=pipelines.choose_index_bitwidth(cpu))
+            opts = CPU_DEFAULT_OPTIONS  # as CpuKernel compiles
             for stage in pipelines.CPU_STAGES:
                 row[_STAGE_COLUMN[stage]] += _timed(pipelines.run_pipeline, cpu, opts,
                                                     stages=[stage])[1]

@@ -502,3 +502,17 @@ def test_streaming_copy_of_an_aliased_operand_is_exact(workers, offset):
     cpu._copy(dst, src, workers)
     np.testing.assert_array_equal(dst, src)
     assert (backing[:offset] == 0xAB).all() and (backing[offset + n:] == 0xAB).all()
+
+
+def test_host_indices_are_64_bit():
+    """The host computes indices in 64 bits (CPU_DEFAULT_OPTIONS): no
+    32-bit offset is extended before an address, which is what 32-bit
+    indices (the GPU's for small tensors) give."""
+    import dataclasses
+    import re
+    from xla_gpu.runtime import CPU_DEFAULT_OPTIONS
+    src = examples.path("seed_gelu.mlir").read_text()
+    extended = re.compile(r"llvm\.[sz]ext %\S+ : i32 to i64")
+    assert not extended.search(CpuKernel(src).llvm_ir)
+    narrow = dataclasses.replace(CPU_DEFAULT_OPTIONS, index_bitwidth=32)
+    assert extended.search(CpuKernel(src, narrow).llvm_ir)

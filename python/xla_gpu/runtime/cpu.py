@@ -240,6 +240,14 @@ def _signature(module: ir.Module, entry: str | None
     return name, params, len(ftype.results), launch
 
 
+def _same_storage(a: np.dtype, b: np.dtype) -> bool:
+    """Whether arrays of `a` fit a parameter of `b` though the two differ:
+    MLIR integers are signless (int8 and uint8 both fit an i8), and packed
+    sub-byte integers the same way."""
+    return (a.kind in "iu" and b.kind in "iu" and a.itemsize == b.itemsize) or any(
+        {a, b} <= kind for kind in _SUB_BYTE)
+
+
 class CpuKernel:
     """A kernel compiled for the host, from an EmittedKernel or from IR
     text (its entry: `entry`, else the one public function). Compiled once
@@ -294,6 +302,19 @@ class CpuKernel:
                 -(-prod(p.shape) * (p.packed_bits or 8 * p.dtype.itemsize) // 8)
                 for i, p in enumerate(self.params) if i not in in_place)
             self.entry = entry
+            # What each launch needs, worked out once (a small kernel's
+            # launch costs about as much in Python as it runs): the outputs
+            # that start as their operand, the arguments the compiled
+            # function takes (an alias passes its buffer once) and its
+            # packed interface's ctypes arrays (the pointers, the block
+            # range).
+            first_output = len(self.params) - self.num_results
+            self._in_place = tuple((k, v) for k, v in self.aliases.items() if k >= first_output)
+            self._passed = tuple(i for i in range(len(self.params)) if i not in self.aliases)
+            count = len(self._passed) + 2
+            self._values_type = ctypes.c_int64 * count
+            self._pointers_type = ctypes.c_void_p * count
+            self._packed = any(p.packed_bits for p in self.params)
             obj = cached_object(key)
             if obj is not None:
                 try:
@@ -332,11 +353,7 @@ class CpuKernel:
             if not isinstance(a, np.ndarray):
                 raise KernelArgumentError(f"argument {i} must be a numpy array, "
                                           f"got {type(a).__name__}")
-            # MLIR integers are signless: int8 and uint8 both fit an i8.
-            same_int = (a.dtype.kind in "iu" and p.dtype.kind in "iu" and
-                        a.dtype.itemsize == p.dtype.itemsize) or any(
-                            {a.dtype, p.dtype} <= kind for kind in _SUB_BYTE)
-            if a.shape != p.shape or (a.dtype != p.dtype and not same_int):
+            if a.shape != p.shape or (a.dtype != p.dtype and not _same_storage(a.dtype, p.dtype)):
                 raise KernelArgumentError(
                     f"argument {i} must be {p.type_text} (shape {p.shape}, {p.dtype}), got "
                     f"shape {a.shape}, {a.dtype}")
@@ -355,35 +372,32 @@ class CpuKernel:
         # data run on the caller alone, unless the caller asks for threads.
         if num_threads is None and self.num_bytes < MIN_BYTES_FOR_WORKERS:
             workers = 1
-        buffers = [_pack(a, p.packed_bits) if p.packed_bits else a
-                   for a, p in zip(arrays, self.params)]
+        buffers = ([_pack(a, p.packed_bits) if p.packed_bits else a
+                    for a, p in zip(arrays, self.params)] if self._packed else list(arrays))
         # An output in place of its operand (one buffer slice, maybe another
         # shape of the same bytes): it starts as the operand -- XLA copies
         # the operand when the buffers differ -- and is the one buffer the
         # kernel reads and writes.
         # (Two inputs of one slice are read from the first.)
-        first_output = len(arrays) - self.num_results
-        for k, v in self.aliases.items():
-            if k < first_output:
-                continue
+        for k, v in self._in_place:
             if buffers[k].ctypes.data != buffers[v].ctypes.data:
                 _copy(buffers[k].reshape(-1), buffers[v].reshape(-1).view(buffers[k].dtype),
                       threads)
             buffers[v] = buffers[k]
-        addresses = [b.ctypes.data for i, b in enumerate(buffers) if i not in self.aliases]
-        count = len(addresses) + 2
+        addresses = [buffers[i].ctypes.data for i in self._passed]
 
         def run(lo: int, hi: int) -> None:
             # The packed interface: one pointer to each argument's value
             # (buffer pointers and the block range, all 64-bit).
-            values = (ctypes.c_int64 * count)(*addresses, lo, hi)
+            values = self._values_type(*addresses, lo, hi)
             base = ctypes.addressof(values)
-            self._fn((ctypes.c_void_p * count)(*range(base, base + 8 * count, 8)))
+            self._fn(self._pointers_type(*range(base, base + 8 * len(values), 8)))
 
         _in_shares(run, self.num_blocks, workers)
-        for i in range(len(arrays) - self.num_results, len(arrays)):
-            if self.params[i].packed_bits:
-                _unpack(buffers[i], self.params[i].packed_bits, arrays[i])
+        if self._packed:
+            for i in range(len(arrays) - self.num_results, len(arrays)):
+                if self.params[i].packed_bits:
+                    _unpack(buffers[i], self.params[i].packed_bits, arrays[i])
 
 
 def compile_kernels(sources: "list[str | EmittedKernel]",

@@ -1394,6 +1394,93 @@ class KernelLowering {
   llvm::DenseMap<mlir::Operation*, bool> callees_;
 };
 
+// Atomics when no other host thread runs blocks of the launch. The runtime
+// hands a launch to one host thread whole (blocks [0, n)) when it is small,
+// and the blocks and threads then run one after another: every atomic
+// update is then an ordinary load, update and store (any order of the
+// updates is one a GPU may run, and this one has no interleaving at all).
+// Each llvm.atomicrmw of a plain operation and each llvm.cmpxchg runs so
+// under `scf.if exclusive` (the launch's block range is the whole grid),
+// atomically otherwise: a locked compare-and-swap loop per update was most
+// of a 500 x 16 scatter-add's time.
+// The operations plainUpdate writes out (min/max and the rest stay atomic).
+bool hasPlainUpdate(mlir::LLVM::AtomicBinOp kind) {
+  using K = mlir::LLVM::AtomicBinOp;
+  return llvm::is_contained({K::xchg, K::add, K::sub, K::_and, K::_or, K::_xor, K::fadd, K::fsub},
+                            kind);
+}
+
+Value plainUpdate(mlir::OpBuilder& b, mlir::LLVM::AtomicRMWOp op, Value old) {
+  mlir::Location loc = op.getLoc();
+  Value x = op.getVal();
+  using K = mlir::LLVM::AtomicBinOp;
+  switch (op.getBinOp()) {
+    case K::add: return b.create<mlir::LLVM::AddOp>(loc, old, x);
+    case K::sub: return b.create<mlir::LLVM::SubOp>(loc, old, x);
+    case K::_and: return b.create<mlir::LLVM::AndOp>(loc, old, x);
+    case K::_or: return b.create<mlir::LLVM::OrOp>(loc, old, x);
+    case K::_xor: return b.create<mlir::LLVM::XOrOp>(loc, old, x);
+    case K::fadd: return b.create<mlir::LLVM::FAddOp>(loc, old, x);
+    case K::fsub: return b.create<mlir::LLVM::FSubOp>(loc, old, x);
+    default: return x;  // xchg
+  }
+}
+
+void plainAtomicsWhenExclusive(mlir::func::FuncOp f, int64_t numBlocks) {
+  SmallVector<mlir::Operation*> atomics;
+  f.walk([&](mlir::Operation* op) {
+    if (auto rmw = llvm::dyn_cast<mlir::LLVM::AtomicRMWOp>(op)) {
+      if (hasPlainUpdate(rmw.getBinOp())) atomics.push_back(op);
+    } else if (llvm::isa<mlir::LLVM::AtomicCmpXchgOp>(op)) {
+      atomics.push_back(op);
+    }
+  });
+  if (atomics.empty()) return;
+  mlir::Block& entry = f.getBody().front();
+  unsigned n = entry.getNumArguments();
+  mlir::OpBuilder b = mlir::OpBuilder::atBlockBegin(&entry);
+  mlir::Location loc = f.getLoc();
+  using P = mlir::arith::CmpIPredicate;
+  Value exclusive = b.create<mlir::arith::AndIOp>(
+      loc,
+      b.create<mlir::arith::CmpIOp>(loc, P::eq, entry.getArgument(n - 2),
+                                    b.create<mlir::arith::ConstantIndexOp>(loc, 0)),
+      b.create<mlir::arith::CmpIOp>(loc, P::sge, entry.getArgument(n - 1),
+                                    b.create<mlir::arith::ConstantIndexOp>(loc, numBlocks)));
+  for (mlir::Operation* op : atomics) {
+    mlir::OpBuilder at(op);
+    Value ptr = op->getOperand(0);
+    mlir::Type type = op->getResult(0).getType();
+    auto rmw = llvm::dyn_cast<mlir::LLVM::AtomicRMWOp>(op);
+    auto cas = llvm::dyn_cast<mlir::LLVM::AtomicCmpXchgOp>(op);
+    unsigned align = rmw ? rmw.getAlignment().value_or(1) : cas.getAlignment().value_or(1);
+    auto branch = at.create<mlir::scf::IfOp>(op->getLoc(), mlir::TypeRange{type}, exclusive,
+                                             /*withElseRegion=*/true);
+    mlir::Location l = op->getLoc();
+    mlir::OpBuilder t = branch.getThenBodyBuilder();
+    mlir::Type valueType = rmw ? rmw.getVal().getType() : cas.getCmp().getType();
+    Value old = t.create<mlir::LLVM::LoadOp>(l, valueType, ptr, align);
+    Value result = old;
+    if (rmw) {
+      t.create<mlir::LLVM::StoreOp>(l, plainUpdate(t, rmw, old), ptr, align);
+    } else {
+      // Storing the old value back where it differs changes nothing.
+      Value equal =
+          t.create<mlir::LLVM::ICmpOp>(l, mlir::LLVM::ICmpPredicate::eq, old, cas.getCmp());
+      t.create<mlir::LLVM::StoreOp>(l, t.create<mlir::LLVM::SelectOp>(l, equal, cas.getVal(), old),
+                                    ptr, align);
+      Value pair = t.create<mlir::LLVM::UndefOp>(l, type);
+      pair = t.create<mlir::LLVM::InsertValueOp>(l, pair, old, 0);
+      result = t.create<mlir::LLVM::InsertValueOp>(l, pair, equal, 1);
+    }
+    t.create<mlir::scf::YieldOp>(l, result);
+    mlir::OpBuilder e = branch.getElseBodyBuilder();
+    e.create<mlir::scf::YieldOp>(l, e.clone(*op)->getResult(0));
+    op->getResult(0).replaceAllUsesWith(branch.getResult(0));
+    op->erase();
+  }
+}
+
 class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelToCpuPass> {
  public:
   void runOnOperation() override {
@@ -1403,6 +1490,7 @@ class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelTo
       mlir::FailureOr<Grid> grid = findGrid(f);
       if (mlir::failed(grid)) return signalPassFailure();
       if (mlir::failed(KernelLowering(f, *grid).run())) return signalPassFailure();
+      plainAtomicsWhenExclusive(f, grid->blocks[0] * grid->blocks[1] * grid->blocks[2]);
     }
     SmallVector<mlir::Operation*> truncations;
     module.walk([&](mlir::Operation* op) {

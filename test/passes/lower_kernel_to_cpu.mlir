@@ -358,3 +358,43 @@ func.func private @small_division(%a: i8, %b: i8, %c: vector<4xi16>, %d: vector<
   %s = arith.divsi %e, %f : i32
   return %q, %r, %s : i8, vector<4xi16>, i32
 }
+
+// -----
+
+// Atomics: when the launch's block range is the whole grid ([0, 8) here),
+// no other host thread runs its blocks, and an update is a plain load,
+// update and store; otherwise it stays atomic. An atomicrmw of a plain
+// operation (fadd) and a cmpxchg (a plain load, a compare, the new value
+// or the old one stored back) take that form; a max stays atomic.
+// CHECK-LABEL: func.func @atomics
+// CHECK-SAME: (%[[P:.*]]: !llvm.ptr, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
+// CHECK-DAG:  %[[FROM0:.*]] = arith.cmpi eq, %[[FIRST]], %c0
+// CHECK-DAG:  %[[TOEND:.*]] = arith.cmpi sge, %[[LAST]], %c8
+// CHECK:      %[[EXCL:.*]] = arith.andi %[[FROM0]], %[[TOEND]]
+// CHECK:      scf.if %[[EXCL]] -> (f32) {
+// CHECK:        %[[OLD:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK:        %[[NEW:.*]] = llvm.fadd %[[OLD]], %{{.*}} : f32
+// CHECK:        llvm.store %[[NEW]], %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK:        scf.yield %[[OLD]] : f32
+// CHECK:      } else {
+// CHECK:        llvm.atomicrmw fadd
+// CHECK:      scf.if %[[EXCL]] -> (!llvm.struct<(i32, i1)>) {
+// CHECK:        %[[W:.*]] = llvm.load
+// CHECK:        %[[EQ:.*]] = llvm.icmp "eq" %[[W]]
+// CHECK:        %[[SEL:.*]] = llvm.select %[[EQ]], %{{.*}}, %[[W]] : i1, i32
+// CHECK:        llvm.store %[[SEL]]
+// CHECK:      } else {
+// CHECK:        llvm.cmpxchg
+// CHECK-NOT:  scf.if
+// CHECK:      llvm.atomicrmw max
+func.func @atomics(%p: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %one = arith.constant 1.0 : f32
+  %a = llvm.atomicrmw fadd %p, %one monotonic {alignment = 4 : i64} : !llvm.ptr, f32
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %b = llvm.cmpxchg %p, %c0, %c1 monotonic monotonic {alignment = 4 : i64} : !llvm.ptr, i32
+  %m = llvm.atomicrmw max %p, %c1 monotonic : !llvm.ptr, i32
+  return
+}

@@ -1394,15 +1394,6 @@ class KernelLowering {
   llvm::DenseMap<mlir::Operation*, bool> callees_;
 };
 
-// Atomics when no other host thread runs blocks of the launch. The runtime
-// hands a launch to one host thread whole (blocks [0, n)) when it is small,
-// and the blocks and threads then run one after another: every atomic
-// update is then an ordinary load, update and store (any order of the
-// updates is one a GPU may run, and this one has no interleaving at all).
-// Each llvm.atomicrmw of a plain operation and each llvm.cmpxchg runs so
-// under `scf.if exclusive` (the launch's block range is the whole grid),
-// atomically otherwise: a locked compare-and-swap loop per update was most
-// of a 500 x 16 scatter-add's time.
 // The operations plainUpdate writes out (min/max and the rest stay atomic).
 bool hasPlainUpdate(mlir::LLVM::AtomicBinOp kind) {
   using K = mlir::LLVM::AtomicBinOp;
@@ -1426,6 +1417,15 @@ Value plainUpdate(mlir::OpBuilder& b, mlir::LLVM::AtomicRMWOp op, Value old) {
   }
 }
 
+// Atomics when no other host thread runs blocks of the launch. The runtime
+// hands a launch to one host thread whole (blocks [0, n)) when it is small,
+// and the blocks and threads then run one after another: every atomic
+// update is then an ordinary load, update and store (any order of the
+// updates is one a GPU may run, and this one has no interleaving at all).
+// Each llvm.atomicrmw of a plain operation and each llvm.cmpxchg runs so
+// under `scf.if exclusive` (the launch's block range is the whole grid),
+// atomically otherwise: a locked compare-and-swap loop per update was most
+// of a 500 x 16 scatter-add's time.
 void plainAtomicsWhenExclusive(mlir::func::FuncOp f, int64_t numBlocks) {
   SmallVector<mlir::Operation*> atomics;
   f.walk([&](mlir::Operation* op) {

@@ -242,15 +242,7 @@ struct GpuTanh {
 // which erf rounds to +-1 in f32).
 struct GpuErf {
   static Value build(const F32Builder& f32, Value a) {
-    Value x = f32.clamp(a, -3.7439211627767994, 3.7439211627767994);
-    Value x2 = f32.rewriter.create<arith::MulFOp>(f32.loc, x, x);
-    Value p = f32.horner(x2, {0.00022905065861350646, 0.0034082910107109506,
-                              0.050955695062380861, 0.18520832239976145, 1.128379143519084});
-    Value q = f32.horner(x2, {-1.1791602954361697e-7, 0.000023547966471313185,
-                              0.0010179625278914885, 0.014070470171167667,
-                              0.11098505178285362, 0.49746925110067538, 1.0});
-    return f32.rewriter.create<arith::DivFOp>(
-        f32.loc, f32.rewriter.create<arith::MulFOp>(f32.loc, x, p), q);
+    return erfRational(f32, f32.clamp(a, -3.7439211627767994, 3.7439211627767994));
   }
 };
 

@@ -88,17 +88,10 @@ struct Erf {
   static mlir::Value build(const F32Builder& f32, mlir::Value x) {
     mlir::PatternRewriter& rewriter = f32.rewriter;
     mlir::Location loc = f32.loc;
-    mlir::Value x2 = rewriter.create<mlir::arith::MulFOp>(loc, x, x);
-    mlir::Value p = f32.horner(x2, {0.00022905065861350646, 0.0034082910107109506,
-                                    0.050955695062380861, 0.18520832239976145, 1.128379143519084});
-    p = rewriter.create<mlir::arith::MulFOp>(loc, x, p);
-    mlir::Value q = f32.horner(x2, {-1.1791602954361697e-7, 0.000023547966471313185,
-                                    0.0010179625278914885, 0.014070470171167667,
-                                    0.11098505178285362, 0.49746925110067538, 1.0});
     mlir::Value saturated = f32.cmp(mlir::arith::CmpFPredicate::OLE, f32.c(3.832506856900711),
                                     rewriter.create<mlir::math::AbsFOp>(loc, x));
     return f32.select(saturated, rewriter.create<mlir::math::CopySignOp>(loc, f32.c(1.0), x),
-                      rewriter.create<mlir::arith::DivFOp>(loc, p, q));
+                      erfRational(f32, x));
   }
 };
 

@@ -293,14 +293,6 @@ class CpuKernel:
             entry, self.params, self.num_results, self.launch = _signature(module, entry)
             self.aliases = _aliases(_entry_function(module, entry))
             self.num_blocks = self.launch.num_blocks
-            # What a launch moves, to choose its threads by: a buffer
-            # updated in place (an output and the operand it aliases) is
-            # left out -- the kernel touches the updates' part of it, which
-            # the other buffers measure (a KV-cache token, scatter updates).
-            in_place = {*self.aliases, *self.aliases.values()}
-            self.num_bytes = sum(
-                -(-prod(p.shape) * (p.packed_bits or 8 * p.dtype.itemsize) // 8)
-                for i, p in enumerate(self.params) if i not in in_place)
             self.entry = entry
             # What each launch needs, worked out once (a small kernel's
             # launch costs about as much in Python as it runs): the outputs
@@ -310,6 +302,14 @@ class CpuKernel:
             # range).
             first_output = len(self.params) - self.num_results
             self._in_place = tuple((k, v) for k, v in self.aliases.items() if k >= first_output)
+            # What a launch moves, to choose its threads by: a buffer
+            # updated in place (an output and the operand it aliases) is
+            # left out -- the kernel touches the updates' part of it, which
+            # the other buffers measure (a KV-cache token, scatter updates).
+            updated = {i for pair in self._in_place for i in pair}
+            self.num_bytes = sum(
+                -(-prod(p.shape) * (p.packed_bits or 8 * p.dtype.itemsize) // 8)
+                for i, p in enumerate(self.params) if i not in updated)
             self._passed = tuple(i for i in range(len(self.params)) if i not in self.aliases)
             count = len(self._passed) + 2
             self._values_type = ctypes.c_int64 * count

@@ -59,9 +59,13 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 // each warp (lanes 0-3 of a warp are never a source).
 // CHECK-LABEL: func.func @shuffle
 // CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
+// The loop over the warps is not to be unrolled either (LLVM would
+// vectorize each copy of the lane loop on its own).
 // CHECK:     scf.for %[[W:.*]] = %c0 to %c64 step %c32
 // CHECK:       scf.for %{{.*}} = %c4{{.*}} to %c32{{.*}}
 // CHECK:         llvm.store
+// CHECK:       } {loop_annotation = #[[$LANES]]}
+// CHECK:     } {loop_annotation = #[[$LANES]]}
 // CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64
 // CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32{{.*}}
 // CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c4{{.*}}

@@ -260,6 +260,8 @@ func.func @data_guard(%in: !llvm.ptr, %flag: !llvm.ptr, %out: !llvm.ptr) {
 // value) runs interchanged: each of its 16 steps is a loop over the threads,
 // which reads and writes the carried value in its result's slots; the
 // threads' loads at one step are neighbours, as LLVM's vectorizer wants.
+// The steps are not to be unrolled (each copy would be a lane loop to
+// vectorize).
 // CHECK-LABEL: func.func @accumulate
 // CHECK:     %[[ACC:.*]] = llvm.alloca %{{.*}} x f32
 // CHECK:     scf.for %[[T0:.*]] = %c0{{.*}} to %c64
@@ -273,6 +275,8 @@ func.func @data_guard(%in: !llvm.ptr, %flag: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:         %[[X:.*]] = llvm.load
 // CHECK:         %[[NEW:.*]] = arith.addf %[[OLD]], %[[X]]
 // CHECK:         llvm.store %[[NEW]]
+// CHECK:       } {loop_annotation = #[[$LANES]]}
+// CHECK:     } {loop_annotation = #[[$LANES]]}
 // CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64
 // CHECK:       llvm.getelementptr %[[ACC]]
 func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {

@@ -598,8 +598,9 @@ class KernelLowering {
   }
 
  private:
-  // `llvm.loop.unroll.disable` for the loops over warps and over lanes,
-  // and for the steps of an interchanged accumulation (emitInterchanged).
+  // `llvm.loop.unroll.disable` for the loops over a batch's blocks, over
+  // warps and over lanes, and for the steps of an interchanged
+  // accumulation (emitInterchanged).
   // LLVM would otherwise unroll a short lane loop (32 lanes of a small
   // body) completely before its loop vectorizer runs, and then analyse the
   // loop around it with 32 copies of every access: on the softmax step (a
@@ -610,8 +611,10 @@ class KernelLowering {
   // LLVM 32 lane loops to vectorize one by one: O3 of the column sum
   // 100 -> 37 ms, the row sum 68 -> 34, softmax's exp + sum 128 -> 45;
   // unrolled, the 12 steps of the row max f32[8192,12] were 12 lane loops
-  // (O3 71 -> 47 ms). Run times the same (the benchmarks, A/B in one
-  // process).
+  // (O3 71 -> 47 ms); LLVM unrolled a batch's loop over blocks 4 or 8
+  // times after vectorizing it (the softmax step's object 4.2 -> 2.8 KB,
+  // code generation 22 -> 11 ms). Run times the same (the benchmarks, A/B
+  // in one process).
   static mlir::LLVM::LoopAnnotationAttr noUnroll(mlir::MLIRContext* ctx) {
     auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
                                                   {}, {}, {}, {}, {}, {});
@@ -636,6 +639,7 @@ class KernelLowering {
       Value end = b.create<mlir::arith::MinSIOp>(
           loc, b.create<mlir::arith::AddIOp>(loc, batchFirst_, index(b, batch_)), batchLast_);
       auto blocks = b.create<mlir::scf::ForOp>(loc, batchFirst_, end, index(b, 1));
+      blocks->setAttr("loop_annotation", noUnroll(b.getContext()));
       blockBuilder.setInsertionPoint(blocks.getBody()->getTerminator());
       at = &blockBuilder;
       bid_ = blocks.getInductionVar();

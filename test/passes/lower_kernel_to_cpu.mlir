@@ -7,7 +7,8 @@
 // batches (here all 4 of the grid): each phase loops over the batch's
 // blocks, and each block of a batch has its own slots and shared memory.
 // A loop over the threads' lanes is not to be unrolled by LLVM (it is the
-// loop LLVM's vectorizer widens).
+// loop LLVM's vectorizer widens), nor the loop over a batch's blocks around
+// it (LLVM unrolled it 4 or 8 times, vectorized code and all).
 // CHECK: #[[$NO_UNROLL:.*]] = #llvm.loop_unroll<disable = true>
 // CHECK: #[[$LANES:.*]] = #llvm.loop_annotation<unroll = #[[$NO_UNROLL]]>
 // CHECK-LABEL: func.func @main
@@ -26,6 +27,7 @@
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:     llvm.store %[[V]], %{{.*}}
 // CHECK:   } {loop_annotation = #[[$LANES]]}
+// CHECK-NEXT: } {loop_annotation = #[[$LANES]]}
 // CHECK:   scf.for %[[T2:.*]] = %c0{{.*}} to %c64{{.*}} step
 // CHECK:     %[[I:.*]] = arith.index_cast %[[T2]] : index to i64
 // CHECK:     %[[O:.*]] = llvm.getelementptr %[[OUT]][%[[I]]]

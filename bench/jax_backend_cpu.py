@@ -8,8 +8,8 @@
   - the seed's GELU through `xla_gpu.jax.kernel` against `jax.jit` of the
     same function. Goal: ratio <= 1.0.
 
-Medians of --runs timed runs after warm-up; each run of the overhead case
-is the mean of CALLS back-to-back calls.
+Medians (and quartiles) of --runs timed runs after warm-up; each run of
+the overhead case is the mean of CALLS back-to-back calls.
 
     .venv/bin/python bench/jax_backend_cpu.py [--runs 10]
 """
@@ -23,18 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from xla_gpu.benchmarks import quartiles, times_ms
+
 CALLS = 2000
-
-
-def _median_ms(fn, runs: int, calls: int = 1) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - start) / calls)
-    return float(np.median(times) * 1e3)
 
 
 def _gelu(x):
@@ -58,12 +49,14 @@ def cases(runs: int) -> list[dict]:
     plain = jax.jit(lambda v: v + 1.0)
     plain(x).block_until_ready()
     compile_xla = time.perf_counter() - start
-    ours_ms = _median_ms(lambda: ours(x).block_until_ready(), runs, CALLS)
-    xla_ms = _median_ms(lambda: plain(x).block_until_ready(), runs, CALLS)
+    ours_q = quartiles(times_ms(lambda: ours(x).block_until_ready(), runs, CALLS))
+    xla_q = quartiles(times_ms(lambda: plain(x).block_until_ready(), runs, CALLS))
+    ours_ms, xla_ms = ours_q[1], xla_q[1]
     err = float(np.max(np.abs(np.asarray(ours(x)) - np.asarray(plain(x)))))
     records.append(dict(name="jax_backend_cpu: custom-call overhead f32[8] + 1 "
                              f"(+{(ours_ms - xla_ms) * 1e3:.2f} us a call)",
-                        ours_ms=ours_ms, xla_ms=xla_ms, compile_ours_ms=compile_ours * 1e3,
+                        ours_ms=ours_ms, xla_ms=xla_ms, ours_quartiles_ms=ours_q,
+                        xla_quartiles_ms=xla_q, compile_ours_ms=compile_ours * 1e3,
                         compile_xla_ms=compile_xla * 1e3, max_abs_error=err))
     # 2. The seed's GELU, bf16[6,512,4096].
     g = jnp.asarray(np.random.default_rng(0).standard_normal((6, 512, 4096), np.float32),
@@ -76,11 +69,13 @@ def cases(runs: int) -> list[dict]:
     plain = jax.jit(_gelu)
     plain(g).block_until_ready()
     compile_xla = time.perf_counter() - start
-    ours_ms = _median_ms(lambda: ours(g).block_until_ready(), runs)
-    xla_ms = _median_ms(lambda: plain(g).block_until_ready(), runs)
+    ours_q = quartiles(times_ms(lambda: ours(g).block_until_ready(), runs))
+    xla_q = quartiles(times_ms(lambda: plain(g).block_until_ready(), runs))
+    ours_ms, xla_ms = ours_q[1], xla_q[1]
     err = float(np.max(np.abs(np.asarray(ours(g), np.float32) - np.asarray(plain(g), np.float32))))
     records.append(dict(name="jax_backend_cpu: seed GELU bf16 via xla_gpu.jax.kernel",
-                        ours_ms=ours_ms, xla_ms=xla_ms, compile_ours_ms=compile_ours * 1e3,
+                        ours_ms=ours_ms, xla_ms=xla_ms, ours_quartiles_ms=ours_q,
+                        xla_quartiles_ms=xla_q, compile_ours_ms=compile_ours * 1e3,
                         compile_xla_ms=compile_xla * 1e3, max_abs_error=err))
     for r in records:
         r["ratio"] = r["ours_ms"] / r["xla_ms"]

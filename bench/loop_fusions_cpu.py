@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from xla_gpu import examples
+from xla_gpu.benchmarks import quartiles
 from xla_gpu.emitters import DEFAULT_DEVICE
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.reference import XlaCpuExecutable
@@ -77,9 +78,11 @@ def bench(text: str, runs: int) -> dict:
         xla.execute(buffers)
         xla_t.append(time.perf_counter() - start)
     err = max(float(np.max(errors(g, w)[0])) for g, w in zip(ours, want))
-    return {"ours_ms": np.median(ours_t) * 1e3, "xla_ms": np.median(xla_t) * 1e3,
-            "ours_compile_ms": ours_compile * 1e3, "xla_compile_ms": xla_compile * 1e3,
-            "max_abs_error": err}
+    ours_q = quartiles([t * 1e3 for t in ours_t])
+    xla_q = quartiles([t * 1e3 for t in xla_t])
+    return {"ours_ms": ours_q[1], "xla_ms": xla_q[1], "ours_quartiles_ms": ours_q,
+            "xla_quartiles_ms": xla_q, "ours_compile_ms": ours_compile * 1e3,
+            "xla_compile_ms": xla_compile * 1e3, "max_abs_error": err}
 
 
 def run_cases(cases: dict[str, str], title: str, argv=None) -> int:

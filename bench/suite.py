@@ -7,8 +7,13 @@ with a progress line per case, then
 
     bench/out/results.json   one record per case: name, ours_ms, xla_ms,
                              ratio, compile_ours_ms, compile_xla_ms,
-                             max_abs_error
-    bench/out/results.png    the ratios ours / XLA:CPU, log scale, 1.0 drawn
+                             max_abs_error, and the spread: each side's
+                             quartiles (ours_q1_ms, ours_q3_ms, xla_q1_ms,
+                             xla_q3_ms) and the ratio's band between them
+                             (ratio_low = ours_q1 / xla_q3, ratio_high =
+                             ours_q3 / xla_q1)
+    bench/out/results.png    the ratios ours / XLA:CPU with their bands,
+                             log scale, 1.0 drawn
 
     .venv/bin/python bench/suite.py [--runs 10] [--only NAME] [--out DIR]
 
@@ -31,7 +36,8 @@ sys.path.insert(0, str(HERE))
 # The files whose CASES run, in the order they are reported.
 BENCH_FILES = ["loop_fusions_cpu", "reductions_cpu", "transposes_cpu", "scatter_cpu", "programs_cpu"]
 RECORD_FIELDS = ("name", "ours_ms", "xla_ms", "ratio", "compile_ours_ms", "compile_xla_ms",
-                 "max_abs_error")
+                 "max_abs_error", "ours_q1_ms", "ours_q3_ms", "xla_q1_ms", "xla_q3_ms",
+                 "ratio_low", "ratio_high")
 
 
 def hlo_cases() -> list[tuple[str, str, str]]:
@@ -43,11 +49,19 @@ def hlo_cases() -> list[tuple[str, str, str]]:
     return out
 
 
-def _record(name: str, ours_ms: float, xla_ms: float, compile_ours_ms: float,
-            compile_xla_ms: float, max_abs_error: float) -> dict:
+def _record(name: str, ours: tuple[float, float, float], xla: tuple[float, float, float],
+            compile_ours_ms: float, compile_xla_ms: float, max_abs_error: float) -> dict:
+    """A case's record from each side's (first quartile, median, third
+    quartile) in ms. The ratio is of the medians; its band, of the
+    quartiles crosswise -- how far apart the middle halves of the two
+    sides' runs reach (the machines are noisy: read a band that straddles
+    1.0 as a tie)."""
+    (ours_q1, ours_ms, ours_q3), (xla_q1, xla_ms, xla_q3) = ours, xla
     return {"name": name, "ours_ms": ours_ms, "xla_ms": xla_ms, "ratio": ours_ms / xla_ms,
             "compile_ours_ms": compile_ours_ms, "compile_xla_ms": compile_xla_ms,
-            "max_abs_error": max_abs_error}
+            "max_abs_error": max_abs_error, "ours_q1_ms": ours_q1, "ours_q3_ms": ours_q3,
+            "xla_q1_ms": xla_q1, "xla_q3_ms": xla_q3, "ratio_low": ours_q1 / xla_q3,
+            "ratio_high": ours_q3 / xla_q1}
 
 
 def run_suite(runs: int, only: str | None = None, progress=print) -> list[dict]:
@@ -59,7 +73,8 @@ def run_suite(runs: int, only: str | None = None, progress=print) -> list[dict]:
 
     def report(r: dict) -> None:
         records.append(r)
-        progress(f"  [{len(records):2d}] {r['name']:62s} ratio {r['ratio']:6.2f}  "
+        progress(f"  [{len(records):2d}] {r['name']:62s} ratio {r['ratio']:6.2f} "
+                 f"[{r['ratio_low']:.2f}, {r['ratio_high']:.2f}]  "
                  f"(ours {r['ours_ms']:8.3f} ms, XLA {r['xla_ms']:8.3f} ms)", flush=True)
 
     for dtype in ("bf16", "f32"):
@@ -67,28 +82,28 @@ def run_suite(runs: int, only: str | None = None, progress=print) -> list[dict]:
         if only and only not in name:
             continue
         g = bench_gelu_cpu(dtype, runs)
-        report(_record(name, g["ours_ms"], g["xla_ms"], g["ours_compile_ms"],
-                       g["xla_compile_ms"], g["max_abs_diff_vs_xla"]))
+        report(_record(name, g["ours_quartiles_ms"], g["xla_quartiles_ms"],
+                       g["ours_compile_ms"], g["xla_compile_ms"], g["max_abs_diff_vs_xla"]))
     for module_name, case, text in hlo_cases():
         name = f"{module_name}: {case}"
         if only and only not in name:
             continue
         r = bench(text, runs)
-        report(_record(name, float(r["ours_ms"]), float(r["xla_ms"]),
+        report(_record(name, r["ours_quartiles_ms"], r["xla_quartiles_ms"],
                        float(r["ours_compile_ms"]), float(r["xla_compile_ms"]),
                        float(r["max_abs_error"])))
     # The JAX backend: jax programs calling our kernels against plain jax.
     if not only or only in "jax_backend_cpu":
         import jax_backend_cpu
         for r in jax_backend_cpu.cases(runs):
-            report(_record(r["name"], r["ours_ms"], r["xla_ms"], r["compile_ours_ms"],
-                           r["compile_xla_ms"], r["max_abs_error"]))
+            report(_record(r["name"], r["ours_quartiles_ms"], r["xla_quartiles_ms"],
+                           r["compile_ours_ms"], r["compile_xla_ms"], r["max_abs_error"]))
     return records
 
 
 def write_results(records: list[dict], out: Path) -> tuple[Path, Path]:
-    """results.json and results.png (bars of the ratios on a log scale, the
-    1.0 line drawn, worse than XLA in red) under `out`."""
+    """results.json and results.png (bars of the ratios on a log scale with
+    their bands, the 1.0 line drawn, worse than XLA in red) under `out`."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -98,14 +113,16 @@ def write_results(records: list[dict], out: Path) -> tuple[Path, Path]:
     json_path.write_text(json.dumps([{k: r[k] for k in RECORD_FIELDS} for r in records],
                                     indent=2) + "\n")
     ratios = [r["ratio"] for r in records]
+    band = [[x - r["ratio_low"] for x, r in zip(ratios, records)],
+            [r["ratio_high"] - x for x, r in zip(ratios, records)]]
     fig, ax = plt.subplots(figsize=(12, 0.32 * len(records) + 1.5))
-    ax.barh(range(len(records)), ratios,
+    ax.barh(range(len(records)), ratios, xerr=band, error_kw={"linewidth": 0.8},
             color=["tab:red" if x > 1 else "tab:green" for x in ratios])
     ax.set_yticks(range(len(records)), [r["name"] for r in records], fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    lo = min([*ratios, 1.0])
-    hi = max([*ratios, 1.0])
+    lo = min([*ratios, *(r["ratio_low"] for r in records), 1.0])
+    hi = max([*ratios, *(r["ratio_high"] for r in records), 1.0])
     ax.set_xlim(10 ** math.floor(math.log10(lo * 0.8)), 10 ** math.ceil(math.log10(hi * 1.25)))
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xlabel("time ours / XLA:CPU (log scale; left of 1.0: faster than XLA:CPU)")
@@ -122,15 +139,16 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default=None, help="run the cases whose name has this")
     parser.add_argument("--out", type=Path, default=HERE / "out")
     args = parser.parse_args(argv)
-    print(f"make bench: ours (CPU target) vs XLA:CPU, medians of {args.runs} runs")
+    print(f"make bench: ours (CPU target) vs XLA:CPU, medians of {args.runs} runs "
+          "[the ratio's band: the quartiles crosswise]")
     records = run_suite(args.runs, args.only)
     if not records:
         print(f"no case matches --only {args.only!r}", file=sys.stderr)
         return 1
     json_path, png_path = write_results(records, args.out)
     worst = max(records, key=lambda r: r["ratio"])
-    print(f"worst ratio {worst['ratio']:.2f} ({worst['name']}); wrote {json_path} and "
-          f"{png_path}")
+    print(f"worst ratio {worst['ratio']:.2f} [{worst['ratio_low']:.2f}, {worst['ratio_high']:.2f}] "
+          f"({worst['name']}); wrote {json_path} and {png_path}")
     return 0
 
 

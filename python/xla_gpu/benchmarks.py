@@ -14,7 +14,7 @@ import numpy as np
 from . import examples
 from .runtime import CpuKernel, cpu
 
-__all__ = ["GELU_SHAPE", "bench_gelu_cpu", "gelu", "median_ms"]
+__all__ = ["GELU_SHAPE", "bench_gelu_cpu", "gelu", "median_ms", "quartiles", "times_ms"]
 
 GELU_SHAPE = (6, 512, 4096)
 
@@ -27,14 +27,29 @@ def gelu(x):
     return x * ((jnp.tanh((x + x * x * x * c3) * c2) + c1) * c0)
 
 
-def median_ms(fn, runs: int) -> float:
+def times_ms(fn, runs: int, calls: int = 1) -> list[float]:
+    """The milliseconds a call of `fn` took in each of `runs` timed runs
+    (of `calls` calls each, averaged), after one call to warm up."""
     fn()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - start) / calls * 1e3)
+    return times
+
+
+def quartiles(times: list[float]) -> tuple[float, float, float]:
+    """(first quartile, median, third quartile) of `times`: the median and
+    the spread of the middle half of the runs."""
+    q1, median, q3 = np.percentile(times, [25, 50, 75])
+    return float(q1), float(median), float(q3)
+
+
+def median_ms(fn, runs: int) -> float:
+    """The median of times_ms(fn, runs)."""
+    return statistics.median(times_ms(fn, runs))
 
 
 def bench_gelu_cpu(dtype_name: str, runs: int) -> dict:
@@ -51,15 +66,16 @@ def bench_gelu_cpu(dtype_name: str, runs: int) -> dict:
     start = time.perf_counter()
     kernel = CpuKernel(source)
     ours_compile = (time.perf_counter() - start) * 1e3
-    ours = median_ms(lambda: kernel(x, out), runs)
+    ours = quartiles(times_ms(lambda: kernel(x, out), runs))
 
     xj = jnp.asarray(x)
     start = time.perf_counter()
     compiled = jax.jit(gelu).lower(xj).compile()
     xla_compile = (time.perf_counter() - start) * 1e3
-    xla = median_ms(lambda: compiled(xj).block_until_ready(), runs)
+    xla = quartiles(times_ms(lambda: compiled(xj).block_until_ready(), runs))
     reference = np.asarray(compiled(xj)).astype(np.float32)
     max_diff = float(np.abs(out.astype(np.float32) - reference).max())
-    return {"dtype": dtype_name, "ours_ms": ours, "xla_ms": xla, "ratio": ours / xla,
+    return {"dtype": dtype_name, "ours_ms": ours[1], "xla_ms": xla[1], "ratio": ours[1] / xla[1],
+            "ours_quartiles_ms": ours, "xla_quartiles_ms": xla,
             "ours_compile_ms": ours_compile, "xla_compile_ms": xla_compile,
             "max_abs_diff_vs_xla": max_diff}

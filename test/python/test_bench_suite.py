@@ -26,12 +26,17 @@ def test_every_benchmark_file_with_cases_is_in_the_suite():
 
 
 def test_results_are_a_json_record_per_case_and_a_png(tmp_path):
-    records = [suite._record("fast", 1.0, 4.0, 10.0, 20.0, 0.0),
-               suite._record("slow", 9.0, 3.0, 30.0, 20.0, 1e-6)]
+    # Each side as (first quartile, median, third quartile), in ms.
+    records = [suite._record("fast", (0.5, 1.0, 2.0), (2.0, 4.0, 5.0), 10.0, 20.0, 0.0),
+               suite._record("slow", (9.0, 9.0, 9.0), (1.5, 3.0, 4.5), 30.0, 20.0, 1e-6)]
     json_path, png_path = suite.write_results(records, tmp_path / "out")
     written = json.loads(json_path.read_text())
     assert [r["name"] for r in written] == ["fast", "slow"]
     assert all(set(r) == set(suite.RECORD_FIELDS) for r in written)
     assert [r["ratio"] for r in written] == [0.25, 3.0]
+    # The ratio's band: our first quartile over XLA's third, our third over
+    # XLA's first.
+    assert [(r["ratio_low"], r["ratio_high"]) for r in written] == [(0.1, 1.0), (2.0, 6.0)]
+    assert written[0]["ours_q1_ms"] == 0.5 and written[1]["xla_q3_ms"] == 4.5
     png = png_path.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000

@@ -61,9 +61,10 @@ demo: build
 	$(PY) -m xla_gpu.demo
 
 # Every benchmark of bench/ against XLA:CPU in one run: bench/out/results.json
-# and bench/out/results.png (BENCH_RUNS timed runs a case, medians); where the
-# compile time goes, stage by stage (bench/out/compile_profile.json); then our
-# PTX beside XLA:GPU's (bench/out/ptx_vs_xla/table.md).
+# and bench/out/results.png (BENCH_RUNS timed runs a case: medians, quartiles
+# and the ratio's band); where the compile time goes, stage by stage
+# (bench/out/compile_profile.json); then our PTX beside XLA:GPU's
+# (bench/out/ptx_vs_xla/table.md).
 BENCH_RUNS ?= 10
 bench: build anchor
 	$(PY) bench/suite.py --runs $(BENCH_RUNS)

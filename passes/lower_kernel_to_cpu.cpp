@@ -564,6 +564,7 @@ class KernelLowering {
     }
     auto blockLoop = b.create<mlir::scf::ForOp>(
         loc, first, last, b.create<mlir::arith::ConstantIndexOp>(loc, batch_));
+    blockLoop->setAttr("loop_annotation", noUnroll(ctx));
     b.setInsertionPointToStart(blockLoop.getBody());
     batchFirst_ = blockLoop.getInductionVar();
     batchLast_ = last;
@@ -598,9 +599,9 @@ class KernelLowering {
   }
 
  private:
-  // `llvm.loop.unroll.disable` for the loops over a batch's blocks, over
-  // warps and over lanes, and for the steps of an interchanged
-  // accumulation (emitInterchanged).
+  // `llvm.loop.unroll.disable` for the loops over the blocks (or batches of
+  // them), a batch's blocks, warps and lanes, and for the steps of an
+  // interchanged accumulation (emitInterchanged).
   // LLVM would otherwise unroll a short lane loop (32 lanes of a small
   // body) completely before its loop vectorizer runs, and then analyse the
   // loop around it with 32 copies of every access: on the softmax step (a
@@ -613,8 +614,10 @@ class KernelLowering {
   // unrolled, the 12 steps of the row max f32[8192,12] were 12 lane loops
   // (O3 71 -> 47 ms); LLVM unrolled a batch's loop over blocks 4 or 8
   // times after vectorizing it (the softmax step's object 4.2 -> 2.8 KB,
-  // code generation 22 -> 11 ms). Run times the same (the benchmarks, A/B
-  // in one process).
+  // code generation 22 -> 11 ms), and the loop over blocks 4 times, each
+  // copy unswitched on a kernel's exclusive-launch test (LLVM's time on the
+  // scatter-add 49 -> 33 ms, the KV-cache update 36 -> 12, the packed s4
+  // add 41 -> 20). Run times the same (the benchmarks, A/B in one process).
   static mlir::LLVM::LoopAnnotationAttr noUnroll(mlir::MLIRContext* ctx) {
     auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
                                                   {}, {}, {}, {}, {}, {});

@@ -7,8 +7,9 @@
 // batches (here all 4 of the grid): each phase loops over the batch's
 // blocks, and each block of a batch has its own slots and shared memory.
 // A loop over the threads' lanes is not to be unrolled by LLVM (it is the
-// loop LLVM's vectorizer widens), nor the loop over a batch's blocks around
-// it (LLVM unrolled it 4 or 8 times, vectorized code and all).
+// loop LLVM's vectorizer widens), nor the loops over a batch's blocks and
+// over the batches around it (LLVM unrolled them 4 or 8 times, vectorized
+// code and all).
 // CHECK: #[[$NO_UNROLL:.*]] = #llvm.loop_unroll<disable = true>
 // CHECK: #[[$LANES:.*]] = #llvm.loop_annotation<unroll = #[[$NO_UNROLL]]>
 // CHECK-LABEL: func.func @main
@@ -33,6 +34,10 @@
 // CHECK:     %[[O:.*]] = llvm.getelementptr %[[OUT]][%[[I]]]
 // CHECK:     %[[W:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
 // CHECK:     llvm.store %[[W]], %[[O]]
+// CHECK:   } {loop_annotation = #[[$LANES]]}
+// CHECK-NEXT: } {loop_annotation = #[[$LANES]]}
+// CHECK-NEXT: } {loop_annotation = #[[$LANES]]}
+// CHECK-NEXT: return
 // CHECK-NOT: gpu.
 llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
 func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {

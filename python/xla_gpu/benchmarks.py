@@ -3,7 +3,6 @@ on the CPU target against XLA:CPU (jax.jit) in the same process."""
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import jax
@@ -49,7 +48,7 @@ def quartiles(times: list[float]) -> tuple[float, float, float]:
 
 def median_ms(fn, runs: int) -> float:
     """The median of times_ms(fn, runs)."""
-    return statistics.median(times_ms(fn, runs))
+    return quartiles(times_ms(fn, runs))[1]
 
 
 def bench_gelu_cpu(dtype_name: str, runs: int) -> dict:

@@ -310,6 +310,93 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// A reduction (shuffles) runs its blocks in batches only when its
+// accumulation reads across them: here a column strip a block, each step
+// 8 rows of 128 further on, and the neighbouring block the next 32 columns
+// of the same rows. A batch of 4 blocks reads whole rows; the steps loop
+// around the batch's blocks, and each block keeps its own slots.
+// CHECK-LABEL: func.func @column_accumulate
+// CHECK-SAME: %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index)
+// CHECK:     scf.for %[[B0:.*]] = %[[FIRST]] to %[[LAST]] step %c4
+// CHECK:       scf.for %[[K:.*]] = %c0{{.*}} to %c8{{.*}} step %c1
+// CHECK:         scf.for %[[BID:.*]] = %[[B0]] to %{{.*}} step %c1
+// CHECK:           arith.subi %[[BID]], %[[B0]]
+// CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c32
+func.func @column_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %row = arith.muli %k, %c128 : index
+    %col = arith.muli %bid, %c32 : index
+    %at = arith.addi %row, %col : index
+    %e = arith.addi %at, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %next = arith.addf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  %c16 = arith.constant 16 : i32
+  %w = arith.constant 32 : i32
+  %s, %valid = gpu.shuffle down %sum, %c16, %w : f32
+  %t = arith.addf %sum, %s : f32
+  %j = arith.index_cast %bid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %t, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// A row reduction's block reads its own row, each step on along it: its
+// blocks run one by one (batched, their slots crowded the L1: the row sum
+// f32[1024,4096] ran 1.8x slower).
+// CHECK-LABEL: func.func @row_accumulate
+// CHECK-SAME: %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index)
+// CHECK:     scf.for %[[BID:.*]] = %[[FIRST]] to %[[LAST]] step %c1 {
+// CHECK:       scf.for %[[K:.*]] = %c0{{.*}} to %c8{{.*}} step %c1
+// CHECK-NOT:     scf.for
+// CHECK:         arith.muli %[[BID]], %c256
+// CHECK-NEXT:    arith.addi
+// CHECK-NEXT:    scf.for %{{.*}} = %c0{{.*}} to %c32
+func.func @row_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %step = arith.muli %k, %c32 : index
+    %row = arith.muli %bid, %c256 : index
+    %at = arith.addi %row, %step : index
+    %e = arith.addi %at, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %next = arith.addf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  %c16 = arith.constant 16 : i32
+  %w = arith.constant 32 : i32
+  %s, %valid = gpu.shuffle down %sum, %c16, %w : f32
+  %t = arith.addf %sum, %s : f32
+  %j = arith.index_cast %bid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %t, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 func.func @shuffle_offset_unknown(%out: !llvm.ptr, %offset: i32) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
   %c32 = arith.constant 32 : i32

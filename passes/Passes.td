@@ -414,7 +414,10 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        two where the quotient steps, each half affine in the lane.
     8. Kernels with barriers but no shuffles run their blocks in batches
        (up to 16 blocks, slots and shared memory within 512 KiB), phase by
-       phase: neighbouring tiles of a transpose read whole rows.
+       phase: neighbouring tiles of a transpose read whole rows. So do
+       kernels with shuffles whose accumulation reads nearer the
+       neighbouring block's elements than its own next step's (a column
+       reduction's strips; a row reduction's blocks run one by one).
 
     9. i8 and i16 division and remainder go through f32 (x86 has no vector
        integer division; in f32 the quotient of such integers truncates

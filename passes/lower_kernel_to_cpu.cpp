@@ -148,7 +148,15 @@ struct Grid {
   std::array<int64_t, 3> threads = {1, 1, 1};
   std::array<int64_t, 3> blocks = {1, 1, 1};
   int64_t numThreads() const { return threads[0] * threads[1] * threads[2]; }
+  int64_t numBlocks() const { return blocks[0] * blocks[1] * blocks[2]; }
 };
+
+// The x, y or z id (dimension d) within a linear id over `counts`.
+int64_t idAt(int64_t linear, const std::array<int64_t, 3>& counts, int d) {
+  int64_t below = 1;
+  for (int i = 0; i < d; ++i) below *= counts[i];
+  return (linear / below) % counts[d];
+}
 
 // As a GPU: at most 1024 threads per block; grid dimensions below 2^31.
 constexpr int64_t kMaxThreadsPerBlock = 1024;
@@ -516,7 +524,7 @@ class KernelLowering {
     // across the blocks (readsAcrossBlocks): a row reduction's block reads
     // its rows whole already, and the batch's slots crowd the L1.
     int64_t numPhases = llvm::count_if(phases, [](const auto& phase) { return !phase.empty(); });
-    int64_t numBlocks = grid_.blocks[0] * grid_.blocks[1] * grid_.blocks[2];
+    int64_t numBlocks = grid_.numBlocks();
     if ((numPhases > 1 || !interchanged_.empty()) &&
         (!hasShuffles_ || llvm::any_of(interchanged_, [&](mlir::Operation* loop) {
           return readsAcrossBlocks(llvm::cast<mlir::scf::ForOp>(loop));
@@ -793,19 +801,18 @@ class KernelLowering {
     int64_t lb = *mlir::getConstantIntValue(loop.getLowerBound());
     int64_t step = *mlir::getConstantIntValue(loop.getStep());
     if (lb + step >= *mlir::getConstantIntValue(loop.getUpperBound())) return false;
-    int64_t numBlocks = grid_.blocks[0] * grid_.blocks[1] * grid_.blocks[2];
-    if (numBlocks < 2) return false;
+    if (grid_.numBlocks() < 2) return false;
+    SmallVector<mlir::gpu::BlockIdOp> blockIds;
+    f_.walk([&](mlir::gpu::BlockIdOp id) { blockIds.push_back(id); });
     // The loads' element offsets at thread 0, for block `bid`, step `iv`.
     auto offsetsAt = [&](int64_t bid, int64_t iv) -> std::optional<SmallVector<llvm::APInt>> {
       llvm::DenseMap<Value, llvm::APInt> known;
       unsigned width = mlir::IndexType::kInternalStorageBitWidth;
       known[loop.getInductionVar()] = llvm::APInt(width, iv);
-      f_.walk([&](mlir::gpu::BlockIdOp id) {
-        int d = static_cast<int>(id.getDimension());
-        int64_t below = 1;
-        for (int i = 0; i < d; ++i) below *= grid_.blocks[i];
-        known[id.getResult()] = llvm::APInt(width, (bid / below) % grid_.blocks[d]);
-      });
+      for (mlir::gpu::BlockIdOp id : blockIds) {
+        int64_t value = idAt(bid, grid_.blocks, static_cast<int>(id.getDimension()));
+        known[id.getResult()] = llvm::APInt(width, value);
+      }
       SmallVector<llvm::APInt> offsets;
       bool decided = true;
       loop.getBody()->walk([&](mlir::LLVM::LoadOp load) {
@@ -851,10 +858,7 @@ class KernelLowering {
     if (width == 0) return std::nullopt;
     std::optional<llvm::APInt> value;
     if (auto id = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(def)) {
-      int d = static_cast<int>(id.getDimension());
-      int64_t below = 1;
-      for (int i = 0; i < d; ++i) below *= grid_.threads[i];
-      value = llvm::APInt(width, (t / below) % grid_.threads[d]);
+      value = llvm::APInt(width, idAt(t, grid_.threads, static_cast<int>(id.getDimension())));
     } else if (auto constant = llvm::dyn_cast<mlir::arith::ConstantOp>(def)) {
       if (auto attr = llvm::dyn_cast<mlir::IntegerAttr>(constant.getValue())) {
         value = attr.getValue();
@@ -1560,7 +1564,7 @@ class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelTo
       mlir::FailureOr<Grid> grid = findGrid(f);
       if (mlir::failed(grid)) return signalPassFailure();
       if (mlir::failed(KernelLowering(f, *grid).run())) return signalPassFailure();
-      plainAtomicsWhenExclusive(f, grid->blocks[0] * grid->blocks[1] * grid->blocks[2]);
+      plainAtomicsWhenExclusive(f, grid->numBlocks());
     }
     SmallVector<mlir::Operation*> truncations;
     module.walk([&](mlir::Operation* op) {

@@ -30,7 +30,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -40,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dialects/xla_gpu/HostLaunch.h"
 #include "ffi/kernel_call.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -47,8 +47,9 @@ namespace xla_gpu::ffi {
 namespace {
 
 using xffi::Error;
+using ::xla_gpu::ChunkedLaunch;
 
-using KernelFn = void (*)(void**);
+using KernelFn = ::xla_gpu::PackedKernelFn;
 // Compiles `text` and registers it under `hash`; 0 on success, else writes a
 // message into `error` (at most `error_capacity` bytes, NUL-terminated).
 using CompileFn = int (*)(const char* hash, int64_t hash_len, const char* text,
@@ -147,41 +148,6 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
   return Error::Success();
 }
 
-// Step 5: chunks of blocks, taken by whoever is free. The caller takes
-// chunks too, so the call finishes even if no pool thread ever starts; it
-// waits only for chunks already running elsewhere.
-struct Launch {
-  KernelFn fn;
-  std::vector<void*> pointers;
-  int64_t num_blocks;
-  int64_t num_chunks;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> done{0};
-  std::mutex mu;
-  std::condition_variable all_done;
-
-  void RunChunks() {
-    std::vector<void*> values = pointers;
-    int64_t lo = 0, hi = 0;
-    std::vector<void*> packed;
-    packed.reserve(values.size() + 2);
-    for (void*& v : values) packed.push_back(&v);
-    packed.push_back(&lo);
-    packed.push_back(&hi);
-    for (;;) {
-      int64_t chunk = next.fetch_add(1);
-      if (chunk >= num_chunks) return;
-      lo = chunk * num_blocks / num_chunks;
-      hi = (chunk + 1) * num_blocks / num_chunks;
-      fn(packed.data());
-      if (done.fetch_add(1) + 1 == num_chunks) {
-        std::lock_guard<std::mutex> lock(mu);
-        all_done.notify_all();
-      }
-    }
-  }
-};
-
 // The state of one custom-call instruction, made once when XLA
 // instantiates the program (steps 1-2), so that a call does only steps 3-5.
 struct CpuCallState {
@@ -228,20 +194,17 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
     std::memcpy(dst, src, n);
   });
   if (slots.has_error()) return slots.error();
-  // 5.
-  auto work = std::make_shared<Launch>();
-  work->fn = k.fn;
-  work->pointers = std::move(*slots);
-  work->num_blocks = k.num_blocks;
+  // 5. Chunks of blocks, taken by whoever is free (HostLaunch.h).
+  std::vector<int64_t> values;
+  for (void* slot : *slots) values.push_back(reinterpret_cast<intptr_t>(slot));
   const int64_t workers = std::max<int64_t>(
       1, std::min<int64_t>(k.num_blocks, pool.num_threads() + 1));
-  work->num_chunks = workers;
+  auto work = std::make_shared<ChunkedLaunch>(k.fn, std::move(values), k.num_blocks, workers);
   for (int64_t w = 1; w < workers; ++w) {
-    pool.Schedule([work] { work->RunChunks(); });
+    pool.Schedule([work] { work->runChunks(); });
   }
-  work->RunChunks();
-  std::unique_lock<std::mutex> lock(work->mu);
-  work->all_done.wait(lock, [&] { return work->done.load() == work->num_chunks; });
+  work->runChunks();
+  work->wait();
   return Error::Success();
 }
 

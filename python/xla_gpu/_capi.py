@@ -121,6 +121,9 @@ def _load() -> ctypes.CDLL:
         "xlaGpuHostJitDestroy": ([ctypes.c_void_p], None),
         # HostCopy.cpp (without the GIL too).
         "xlaGpuCopyStreaming": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], None),
+        # HostLaunch.cpp (without the GIL too).
+        "xlaGpuHostLaunch": ([ctypes.c_void_p, i64p, ctypes.c_int64, ctypes.c_int64,
+                              ctypes.c_int64, ctypes.c_int64], None),
     }
     for name, (argtypes, restype) in signatures.items():
         fn = getattr(lib, name)

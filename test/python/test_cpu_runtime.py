@@ -1,5 +1,7 @@
 """Kernels run on the CPU with GPU semantics, compared with numpy."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import ml_dtypes
 import pytest
@@ -131,21 +133,27 @@ def test_shuffle_lane_order():
     np.testing.assert_array_equal(out, expected.astype(np.float32))
 
 
-# Every thread of 64 blocks adds 1 to one element: atomic across cores.
-ATOMIC = """
-func.func @main(%acc: tensor<1xi32>) -> tensor<1xi32> {
-  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
-  %bid = gpu.block_id x {xla.range = [0 : index, 63 : index]}
+def counting_kernel(blocks: int, counters: int, counter: str) -> str:
+    """Every thread of `blocks` blocks of 128 adds 1 to count[counter]
+    (an index expression of %bid and %c0), atomically."""
+    return f"""
+func.func @main(%count: tensor<{counters}xi32>) -> tensor<{counters}xi32> {{
+  %tid = gpu.thread_id x {{xla.range = [0 : index, 127 : index]}}
+  %bid = gpu.block_id x {{xla.range = [0 : index, {blocks - 1} : index]}}
   %c0 = arith.constant 0 : index
   %one = arith.constant 1 : i32
-  %r = xla_gpu.atomic_rmw %acc[%c0] : tensor<1xi32> {
+  %r = xla_gpu.atomic_rmw %count[{counter}] : tensor<{counters}xi32> {{
   ^bb0(%cur: i32):
     %s = arith.addi %cur, %one : i32
     xla_gpu.yield %s : i32
-  }
-  return %r : tensor<1xi32>
-}
+  }}
+  return %r : tensor<{counters}xi32>
+}}
 """
+
+
+# Every thread of 64 blocks adds 1 to one element: atomic across cores.
+ATOMIC = counting_kernel(64, 1, "%c0")
 
 
 @pytest.mark.parametrize("threads", [1, 2, 4])
@@ -153,6 +161,34 @@ def test_atomic_accumulation(threads):
     acc = np.zeros(1, dtype=np.int32)
     CpuKernel(ATOMIC)(acc, num_threads=threads)
     assert acc[0] == 64 * 128
+
+
+# Every thread adds 1 to its block's counter: a block run twice, or not at
+# all, shows as 2 * 128 or 0.
+PER_BLOCK = counting_kernel(96, 96, "%bid")
+
+
+def test_launch_runs_every_block_once():
+    """The launch (HostLaunch.cpp) cuts the grid into chunks for the
+    calling thread and the pool's workers; launches from several host
+    threads at once share the workers or run on their callers."""
+    kernel = CpuKernel(PER_BLOCK)
+    for threads in (1, 2, 3, 8):
+        count = np.zeros(96, dtype=np.int32)
+        kernel(count, num_threads=threads)
+        np.testing.assert_array_equal(count, np.full(96, 128, np.int32))
+
+    def launches(threads):
+        counts = []
+        for _ in range(50):
+            counts.append(np.zeros(96, dtype=np.int32))
+            kernel(counts[-1], num_threads=threads)
+        return counts
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(launches, (1, 2, 2, 4)))
+    for counts in results:
+        np.testing.assert_array_equal(np.stack(counts), np.full((50, 96), 128, np.int32))
 
 
 # 1000 elements on 8 blocks of 128 threads: the last block is ragged.

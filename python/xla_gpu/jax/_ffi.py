@@ -99,7 +99,7 @@ def register_cpu_kernel(key: str, kernel: CpuKernel) -> None:
     with _lock:
         _compiled[key] = kernel
     n = len(kernel.params)
-    address = ctypes.cast(kernel._fn, ctypes.c_void_p).value
+    address = kernel._fn
     bits = [p.packed_bits or p.dtype.itemsize * 8 for p in kernel.params]
     aliases = [kernel.aliases.get(i, -1) for i in range(n)]
     encoded = key.encode()

@@ -5,8 +5,9 @@ The kernel IR is what the GPU path takes (an entry function over
 memory, barriers, shuffles, atomics). The CPU pipeline turns the grid into
 loops (`-xla-gpu-lower-kernel-to-cpu`), LLVM JIT-compiles the result
 (host_code.py: an object, kept on disk with $XLA_GPU_CACHE_DIR), and the
-blocks are spread over the cores: each worker thread calls the compiled
-function for a range of blocks (ctypes releases the GIL during the call).
+blocks are spread over the cores: one call into HostLaunch.cpp (ctypes
+releases the GIL) runs chunks of blocks on the caller and on a native
+pool's workers.
 `compile_kernels` compiles several kernels on several threads.
 
     kernel = CpuKernel(open("kernel.mlir").read())
@@ -82,19 +83,20 @@ MAX_THREADS_PER_BLOCK = DeviceDescription.threads_per_block_limit
 MAX_GRID_DIM = DeviceDescription.block_dim_limit_x
 
 # Below this many bytes of buffers a launch runs on the calling thread
-# only (CpuKernel.__call__). Measured on the bench's cases (2 cores): at
-# 0.4-0.8 MiB one thread was 1.0-2.5x faster than two (row max, the f16
-# transpose, scatter, softmax), from 2.5 MiB on two were faster (the
-# concatenate, the seed transpose, row and column sums) -- the pool's
-# hand-off costs ~0.15 ms a launch.
+# only (CpuKernel.__call__). Measured on the bench's cases (2 cores), with
+# the launch in HostLaunch.cpp: under 2 MiB two threads were 1.07-1.4x
+# slower than one (row max, the f16 transpose, scatter, softmax: a worker
+# takes ~0.01-0.1 ms to wake, the kernel is over by then); from 2.5 MiB on
+# they were as fast or faster (row sum 0.95x).
 MIN_BYTES_FOR_WORKERS = 2 << 20
 
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
 _compiling: dict[str, threading.Lock] = {}
 
-# The host threads that run a launch's blocks, started once: starting them
-# per launch cost more than a small kernel (a 500 x 16 scatter) runs.
+# The host threads that copy an aliased operand (_copy), started once:
+# starting them per launch cost more than a small kernel runs. A launch's
+# blocks run on HostLaunch.cpp's pool.
 _pools: dict[int, ThreadPoolExecutor] = {}
 
 
@@ -311,9 +313,7 @@ class CpuKernel:
                 -(-prod(p.shape) * (p.packed_bits or 8 * p.dtype.itemsize) // 8)
                 for i, p in enumerate(self.params) if i not in updated)
             self._passed = tuple(i for i in range(len(self.params)) if i not in self.aliases)
-            count = len(self._passed) + 2
-            self._values_type = ctypes.c_int64 * count
-            self._pointers_type = ctypes.c_void_p * count
+            self._values_type = ctypes.c_int64 * max(1, len(self._passed))
             self._packed = any(p.packed_bits for p in self.params)
             obj = cached_object(key)
             if obj is not None:
@@ -327,8 +327,9 @@ class CpuKernel:
                 obj = compile_object(module, opt_level=3)
                 self._code = HostCode(obj)
                 store_object(key, obj)
-        self._fn = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))(
-            self._code.lookup(f"_mlir_{entry}", needed_by=entry))
+        # The packed function: (pointers to the argument values, the block
+        # range last) -> None; HostLaunch.cpp calls it.
+        self._fn = self._code.lookup(f"_mlir_{entry}", needed_by=entry)
 
     @property
     def llvm_ir(self) -> str:
@@ -368,8 +369,8 @@ class CpuKernel:
         self.check(arrays)
         threads = num_threads or _CPUS
         workers = max(1, min(threads, self.num_blocks))
-        # Handing blocks to the pool costs ~0.05-0.1 ms: kernels over little
-        # data run on the caller alone, unless the caller asks for threads.
+        # A worker takes ~0.01-0.1 ms to wake: kernels over little data run
+        # on the caller alone, unless the caller asks for threads.
         if num_threads is None and self.num_bytes < MIN_BYTES_FOR_WORKERS:
             workers = 1
         buffers = ([_pack(a, p.packed_bits) if p.packed_bits else a
@@ -384,16 +385,11 @@ class CpuKernel:
                 _copy(buffers[k].reshape(-1), buffers[v].reshape(-1).view(buffers[k].dtype),
                       threads)
             buffers[v] = buffers[k]
-        addresses = [buffers[i].ctypes.data for i in self._passed]
-
-        def run(lo: int, hi: int) -> None:
-            # The packed interface: one pointer to each argument's value
-            # (buffer pointers and the block range, all 64-bit).
-            values = self._values_type(*addresses, lo, hi)
-            base = ctypes.addressof(values)
-            self._fn(self._pointers_type(*range(base, base + 8 * len(values), 8)))
-
-        _in_shares(run, self.num_blocks, workers)
+        # One call without the GIL: the blocks in a chunk a thread, the
+        # caller running chunks too (HostLaunch.cpp).
+        values = self._values_type(*(buffers[i].ctypes.data for i in self._passed))
+        _capi.lib.xlaGpuHostLaunch(self._fn, values, len(self._passed), self.num_blocks,
+                                   workers, workers)
         if self._packed:
             for i in range(len(arrays) - self.num_results, len(arrays)):
                 if self.params[i].packed_bits:

@@ -93,10 +93,7 @@ class Pool {
 
 extern "C" {
 
-// Runs `fn` (a kernel's packed function) over the blocks [0, numBlocks) in
-// `numChunks` chunks on up to `threads` threads, the caller among them;
-// `values` are its `count` argument values before the block range. Returns
-// when every chunk has run. Called without the GIL (ctypes).
+// Declared in HostLaunch.h. Called without the GIL (ctypes).
 void xlaGpuHostLaunch(void* fn, const int64_t* values, int64_t count, int64_t numBlocks,
                       int64_t numChunks, int64_t threads) {
   auto kernel = reinterpret_cast<PackedKernelFn>(fn);

@@ -119,9 +119,9 @@ def _load() -> ctypes.CDLL:
             [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t],
             ctypes.c_uint64),
         "xlaGpuHostJitDestroy": ([ctypes.c_void_p], None),
-        # HostCopy.cpp (without the GIL too).
-        "xlaGpuCopyStreaming": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t], None),
-        # HostLaunch.cpp (without the GIL too).
+        # HostCopy.cpp, HostLaunch.cpp (without the GIL too).
+        "xlaGpuHostCopy": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                            ctypes.c_int64], None),
         "xlaGpuHostLaunch": ([ctypes.c_void_p, i64p, ctypes.c_int64, ctypes.c_int64,
                               ctypes.c_int64, ctypes.c_int64], None),
     }

@@ -23,7 +23,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from math import prod
-from typing import Callable
 
 import numpy as np
 from mlir import ir
@@ -94,33 +93,6 @@ _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
 _compiling: dict[str, threading.Lock] = {}
 
-# The host threads that copy an aliased operand (_copy), started once:
-# starting them per launch cost more than a small kernel runs. A launch's
-# blocks run on HostLaunch.cpp's pool.
-_pools: dict[int, ThreadPoolExecutor] = {}
-
-
-def _pool(workers: int) -> ThreadPoolExecutor:
-    with _cache_lock:
-        if workers not in _pools:
-            _pools[workers] = ThreadPoolExecutor(max_workers=workers,
-                                                 thread_name_prefix="xla_gpu_cpu")
-        return _pools[workers]
-
-
-def _in_shares(run: Callable[[int, int], None], n: int, workers: int) -> None:
-    """run(lo, hi) over [0, n) cut in `workers` shares; the caller runs the
-    first itself (one hand-off to the pool fewer)."""
-    if workers == 1:
-        run(0, n)
-        return
-    bounds = np.linspace(0, n, workers + 1).astype(np.int64).tolist()
-    others = [_pool(workers - 1).submit(run, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    run(bounds[0], bounds[1])
-    for other in others:
-        other.result()
-
-
 # From this size on an aliased operand is copied with streaming stores
 # (HostCopy.cpp: no read of the destination's lines). Measured here (32 MiB
 # of L3), copies of 16 MiB and more ran 1.1-1.8x faster that way; smaller
@@ -129,18 +101,13 @@ MIN_BYTES_FOR_STREAMING = 16 << 20
 
 
 def _copy(dst: np.ndarray, src: np.ndarray, workers: int) -> None:
-    """dst[:] = src for flat arrays, split over `workers` threads when large
-    (numpy and ctypes let go of the GIL while they copy; one core does not
-    saturate the memory bandwidth)."""
+    """dst[:] = src for flat arrays of the same bytes, split over `workers`
+    threads when large (HostCopy.cpp on HostLaunch.cpp's pool, without the
+    GIL; one core does not saturate the memory bandwidth)."""
     if dst.nbytes < MIN_BYTES_FOR_WORKERS:
         workers = 1
-    if dst.nbytes >= MIN_BYTES_FOR_STREAMING:
-        size = dst.itemsize
-        stream = _capi.lib.xlaGpuCopyStreaming
-        _in_shares(lambda lo, hi: stream(dst.ctypes.data + lo * size, src.ctypes.data + lo * size,
-                                         (hi - lo) * size), dst.size, workers)
-        return
-    _in_shares(lambda lo, hi: np.copyto(dst[lo:hi], src[lo:hi]), dst.size, workers)
+    _capi.lib.xlaGpuHostCopy(dst.ctypes.data, src.ctypes.data, dst.nbytes,
+                             dst.nbytes >= MIN_BYTES_FOR_STREAMING, workers)
 
 
 def _entry_function(module: ir.Module, entry: str | None):

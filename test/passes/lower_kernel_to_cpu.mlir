@@ -310,6 +310,55 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// An accumulation behind its thread's bounds check (a partial tile: the
+// threads whose columns 2 * tid + 1 pass 99 skip their walk) runs
+// interchanged like an unguarded one: the check moves into each step, and
+// each step's lane loop is cut where it flips, at ceil(99 / 2) = 50 (the
+// stride of the lanes divides), so that neither piece keeps a branch.
+// CHECK-LABEL: func.func @guarded_accumulate
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1
+// CHECK:       %[[CUT:.*]] = arith.ceildivsi %c99{{.*}}, %c2{{.*}} : index
+// CHECK:       %[[LO:.*]] = arith.minsi %c64{{.*}}, %[[CUT]] : index
+// CHECK:       %[[AT:.*]] = arith.maxsi %c0{{.*}}, %[[LO]] : index
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %[[AT]]
+// CHECK:         scf.if %true
+// CHECK:           arith.addf
+// CHECK:       scf.for %{{.*}} = %[[AT]] to %c64
+// CHECK:         scf.if %false
+func.func @guarded_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c99 = arith.constant 99 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  %col = arith.muli %tid, %c2 : index
+  %last = arith.addi %col, %c1 : index
+  %inside = arith.cmpi sle, %last, %c99 : index
+  %sum = scf.if %inside -> (f32) {
+    %s = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %row = arith.muli %k, %c128 : index
+      %e = arith.addi %row, %last : index
+      %i = arith.index_cast %e : index to i64
+      %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %x = llvm.load %p : !llvm.ptr -> f32
+      %next = arith.addf %acc, %x : f32
+      scf.yield %next : f32
+    }
+    scf.yield %s : f32
+  } else {
+    scf.yield %zero : f32
+  }
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // A reduction (shuffles) runs its blocks in batches only when its
 // accumulation reads across them: here a column strip a block, each step
 // 8 rows of 128 further on, and the neighbouring block the next 32 columns

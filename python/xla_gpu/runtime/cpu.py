@@ -71,10 +71,15 @@ _CPUS = os.cpu_count() or 1
 # small): LLVM's induction-variable widening, and the no-wrap assumptions
 # its vectorizer needs for 32-bit offsets extended to 64, were a third of
 # O3 on the benchmarks (O3 1.15 -> 0.82 s over all cases, whole compiles
-# -16 %; the transposes' halved), and no kernel ran slower.
+# -16 %; the transposes' halved), and no kernel ran slower. No loop
+# peeling (PipelineOptions.peel_loops): A/B in one process over the
+# benchmarks, the f16 021 transpose 0.79x, a column sum with a partial tile
+# (f32[4096,1040]) 0.28-0.33x, every other case within noise, every
+# result bit for bit the same.
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False, pipeline_loads=False,
                                                unroll_accumulations=False,
-                                               partial_unroll=False, index_bitwidth=64)
+                                               partial_unroll=False, index_bitwidth=64,
+                                               peel_loops=False)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

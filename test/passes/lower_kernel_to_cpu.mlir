@@ -359,6 +359,51 @@ func.func @guarded_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// Carried values whose slots pass half an L1 (4 x 1024 threads x 4 bytes
+// = 16 KiB) are loaded once every 8 steps: the steps loop goes by 8, and
+// in each lane an inner loop of 8 steps, for LLVM to unroll whole, carries
+// them in registers; the slots are stored after it.
+// CHECK-LABEL: func.func @accumulate_visits
+// CHECK:     scf.for %[[K:.*]] = %c0{{.*}} to %c16{{.*}} step %c8
+// CHECK:       scf.for %[[T:.*]] = %c0{{.*}} to %c1024
+// CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:         %[[R:.*]]:4 = scf.for %[[J:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args
+// CHECK:           %[[STEP:.*]] = arith.addi %[[K]], %{{.*}} : index
+// CHECK:           arith.muli %[[STEP]], %c1024
+// CHECK:           arith.addf
+// CHECK:         } {loop_annotation = #{{.*}}}
+// CHECK:         llvm.store %[[R]]#0
+// CHECK:       } {loop_annotation = #[[$LANES]]}
+func.func @accumulate_visits(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 1023 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c1024 = arith.constant 1024 : index
+  %zero = arith.constant 0.0 : f32
+  %s:4 = scf.for %k = %c0 to %c16 step %c1 iter_args(%a = %zero, %b = %zero, %c = %zero, %d = %zero) -> (f32, f32, f32, f32) {
+    %row = arith.muli %k, %c1024 : index
+    %e = arith.addi %row, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %a2 = arith.addf %a, %x : f32
+    %b2 = arith.maximumf %b, %x : f32
+    %c2 = arith.minimumf %c, %x : f32
+    %d2 = arith.mulf %d, %x : f32
+    scf.yield %a2, %b2, %c2, %d2 : f32, f32, f32, f32
+  }
+  %t = arith.addf %s#0, %s#1 : f32
+  %u = arith.addf %s#2, %s#3 : f32
+  %v = arith.addf %t, %u : f32
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // A reduction (shuffles) runs its blocks in batches only when its
 // accumulation reads across them: here a column strip a block, each step
 // 8 rows of 128 further on, and the neighbouring block the next 32 columns

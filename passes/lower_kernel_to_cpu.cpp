@@ -8,6 +8,7 @@
 
 #include <array>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <type_traits>
 
@@ -175,6 +176,8 @@ constexpr uint64_t kBatchStorageBytes = uint64_t{512} << 10;
 // steps each time a thread's slots are loaded (emitInterchanged).
 constexpr uint64_t kStepsPerVisitSlotBytes = uint64_t{16} << 10;
 constexpr int64_t kStepsPerVisit = 8;
+// The shortest lane loop periodOf picks for its divisors: a warp.
+constexpr int64_t kMinPeriod = 32;
 
 bool isCut(mlir::Operation* op) { return llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op); }
 
@@ -803,13 +806,16 @@ class KernelLowering {
   }
 
   // The period the threads of `phase` run in when it runs them all: the x
-  // extent of a grid with y or z threads, else the largest constant the
-  // phase divides the thread id by (a warp, a row of a tile: splitDivision
-  // makes its addresses affine in the lane); 0 for none.
+  // extent of a grid with y or z threads, else what every constant from a
+  // warp up that the phase divides the thread id by is a multiple of (a
+  // warp, a row of a tile), else the largest constant: splitDivision then
+  // makes each such quotient and remainder affine in the lane. (With the
+  // largest, a packed transpose's tid / 64 left tid / 32 and tid mod 32 as
+  // divisions in a loop of 64 lanes.) 0 for none.
   int64_t periodOf(llvm::ArrayRef<mlir::Operation*> phase) {
     int64_t n = grid_.numThreads();
     if (grid_.threads[1] * grid_.threads[2] > 1) return grid_.threads[0];
-    int64_t period = 0;
+    int64_t wide = 0, largest = 0;
     llvm::DenseSet<mlir::Operation*> seen;
     std::function<void(mlir::Operation*)> visit = [&](mlir::Operation* op) {
       if (!seen.insert(op).second) return;
@@ -818,7 +824,8 @@ class KernelLowering {
         auto d = mlir::getConstantIntValue(op->getOperand(1));
         if (id && id.getDimension() == mlir::gpu::Dimension::x && d && *d > 1 && *d < n &&
             n % *d == 0) {
-          period = std::max(period, *d);
+          if (*d >= kMinPeriod) wide = std::gcd(wide, *d);
+          largest = std::max(largest, *d);
         }
       }
       // Through the ops a phase recomputes (index maps of the ids).
@@ -827,7 +834,7 @@ class KernelLowering {
       }
     };
     for (mlir::Operation* op : phase) op->walk([&](mlir::Operation* inner) { visit(inner); });
-    return period;
+    return wide > 0 ? wide : largest;
   }
 
   // `shape`, an interval of whole periods, as warps of `period` lanes.
@@ -1329,16 +1336,53 @@ class KernelLowering {
     auto hi = mlir::getConstantIntValue(lanes.getUpperBound());
     if (!lo || !hi || *lo < 0) return {};
     auto inside = [&](Value v) { return lanes.getRegion().isAncestor(v.getParentRegion()); };
-    // offset + tid, offset invariant in the loop (tid = base + lane).
-    auto offsetOf = [&](Value x) -> Value {
-      auto add = x.getDefiningOp<mlir::arith::AddIOp>();
-      if (!add) return {};
+    // The invariant index arithmetic under the loop's guards (a swizzle's
+    // (lane + warp + 2 * step) mod 32 in a tile's scf.if) out too, where
+    // it can be computed before the loop: ops without effects that are
+    // safe to speculate, operands from outside.
+    for (bool moved = true; moved;) {
+      SmallVector<mlir::Operation*> invariant;
+      lanes.getBody()->walk([&](mlir::Operation* op) {
+        if (op->getParentOp() != lanes && op->getNumRegions() == 0 && op->getNumResults() == 1 &&
+            mlir::isMemoryEffectFree(op) && mlir::isSpeculatable(op) &&
+            !llvm::any_of(op->getOperands(), inside)) {
+          invariant.push_back(op);
+        }
+      });
+      for (mlir::Operation* op : invariant) op->moveBefore(lanes);
+      moved = !invariant.empty();
+    }
+    // offset + tid or offset + lane, offset a sum of values invariant in
+    // the loop (tid = base + lane); the terms of the offset and whether the
+    // base is in it.
+    std::function<bool(Value, SmallVector<Value>&, bool&)> terms =
+        [&](Value v, SmallVector<Value>& sum, bool& viaTid) -> bool {
+      if (v == lanes_.tid) {
+        viaTid = true;
+        return true;
+      }
+      if (v == lanes_.lane) {
+        viaTid = false;
+        return true;
+      }
+      auto add = v.getDefiningOp<mlir::arith::AddIOp>();
+      if (!add || !inside(v)) return false;
       for (int i = 0; i < 2; ++i) {
-        if (add->getOperand(i) == lanes_.tid && !inside(add->getOperand(1 - i))) {
-          return add->getOperand(1 - i);
+        Value other = add->getOperand(1 - i);
+        if (inside(other)) continue;
+        if (terms(add->getOperand(i), sum, viaTid)) {
+          sum.push_back(other);
+          return true;
         }
       }
-      return {};
+      return false;
+    };
+    bool viaTid = false;
+    SmallVector<Value> sum;
+    auto offsetOf = [&](Value x) -> Value {
+      sum.clear();
+      if (!terms(x, sum, viaTid) || sum.empty()) return {};
+      return sum.front();
     };
     Value x, offset;
     int64_t d = 0;
@@ -1360,8 +1404,11 @@ class KernelLowering {
     mlir::OpBuilder b(lanes);
     auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
     // x = start + lane.
-    Value start = offset;
-    if (lanes_.tid != lanes_.lane) start = b.create<mlir::arith::AddIOp>(loc, offset, lanes_.base);
+    Value start = sum.front();
+    for (Value term : llvm::drop_begin(sum)) start = b.create<mlir::arith::AddIOp>(loc, start, term);
+    if (viaTid && lanes_.tid != lanes_.lane) {
+      start = b.create<mlir::arith::AddIOp>(loc, start, lanes_.base);
+    }
     Value divisor = index(d);
     Value q0 = b.create<mlir::arith::DivUIOp>(loc, start, divisor);
     Value r0 = b.create<mlir::arith::RemUIOp>(loc, start, divisor);

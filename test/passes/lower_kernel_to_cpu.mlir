@@ -192,7 +192,9 @@ func.func @huge_shared(%out: !llvm.ptr) {
 // the next one reads. The store's guard (lane == 0) is a function of the
 // thread id, so the last phase runs lane 0 of each warp; the one before,
 // lanes 0-1 (lane 0 reads lane 1); the loads, lanes 0-3. A division of the
-// thread id by the warp is the warp loop's base divided by it.
+// thread id by the warp is the warp loop's base divided by it, and the
+// address it makes, the same for every lane, leaves the lane loop (and the
+// guard it was under).
 // CHECK-LABEL: func.func @shuffle_tree
 // CHECK:     scf.for %[[W0:.*]] = %c0 to %c64 step %c32
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c4
@@ -201,13 +203,14 @@ func.func @huge_shared(%out: !llvm.ptr) {
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c2
 // CHECK:         arith.addf
 // CHECK:     scf.for %[[W2:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
+// CHECK:       %[[WARP:.*]] = arith.divui %[[W2]], %c32
+// CHECK:       %[[W64:.*]] = arith.index_cast %[[WARP]]
+// CHECK:       %[[AT:.*]] = llvm.getelementptr %{{.*}}[%[[W64]]]
 // CHECK:       scf.for %[[L2:.*]] = %c0{{.*}} to %c1
 // CHECK:         arith.addf
 // CHECK:         %[[LANE:.*]] = arith.cmpi eq, %[[L2]], %c0
 // CHECK:         scf.if %[[LANE]]
-// CHECK:           %[[WARP:.*]] = arith.divui %[[W2]], %c32
-// CHECK:           arith.index_cast %[[WARP]]
-// CHECK:           llvm.store
+// CHECK:           llvm.store %{{.*}}, %[[AT]]
 // CHECK-NOT: scf.for
 // CHECK:     return
 func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
@@ -399,6 +402,53 @@ func.func @accumulate_visits(%in: !llvm.ptr, %out: !llvm.ptr) {
   %j = arith.index_cast %tid : index to i64
   %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %v, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// A packed transpose's swizzle, (lane + tid / 64) mod 32, under a guard:
+// the lanes run in warps of 32 (the divisors 32 and 64 are multiples of
+// it), so tid / 64 is the warp loop's base / 64; the rotation's invariant
+// part leaves the guard and the lane loop, and the lane loop is cut where
+// the rotation wraps, 32 - (base / 64) mod 32: no division is left in it.
+// CHECK-LABEL: func.func @rotated_store
+// CHECK:     scf.for %[[BASE:.*]] = %c0{{.*}} to %c128 step %c32
+// CHECK:       %[[HALF:.*]] = arith.divui %[[BASE]], %c64
+// CHECK:       %[[R0:.*]] = arith.remui %[[HALF]], %c32
+// CHECK:       %[[WRAP:.*]] = arith.subi %c32{{.*}}, %[[R0]]
+// CHECK:       %[[LO:.*]] = arith.minsi %c32{{.*}}, %[[WRAP]]
+// CHECK:       %[[CUT:.*]] = arith.maxsi %c0{{.*}}, %[[LO]]
+// CHECK:       scf.for %[[L:.*]] = %c0{{.*}} to %[[CUT]]
+// CHECK-NOT:     arith.remui
+// CHECK:         scf.if
+// CHECK:           arith.addi %[[R0]], %[[L]]
+// CHECK:           llvm.store
+// CHECK:       scf.for %[[L2:.*]] = %[[CUT]] to %c32
+// CHECK-NOT:     arith.remui
+// CHECK:         scf.if
+// CHECK:           %[[AT:.*]] = arith.addi %[[R0]], %[[L2]]
+// CHECK:           arith.subi %[[AT]], %c32
+// CHECK:           llvm.store
+func.func @rotated_store(%in: !llvm.ptr, %out: !llvm.ptr, %flag: i1) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %lane = arith.remui %tid, %c32 : index
+  %warp = arith.divui %tid, %c32 : index
+  %half = arith.divui %tid, %c64 : index
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  scf.if %flag {
+    %shifted = arith.addi %lane, %half : index
+    %rotated = arith.remui %shifted, %c32 : index
+    %row = arith.muli %warp, %c32 : index
+    %e = arith.addi %row, %rotated : index
+    %j = arith.index_cast %e : index to i64
+    %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o : f32, !llvm.ptr
+  }
   return
 }
 

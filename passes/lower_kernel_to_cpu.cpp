@@ -728,8 +728,8 @@ class KernelLowering {
 
   // A short loop LLVM is to unroll completely (emitInterchanged's visits).
   static mlir::LLVM::LoopAnnotationAttr fullUnroll(mlir::MLIRContext* ctx) {
-    auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, {}, {}, {}, /*full=*/mlir::BoolAttr::get(ctx, true),
-                                                  {}, {}, {});
+    auto unroll = mlir::LLVM::LoopUnrollAttr::get(
+        ctx, {}, {}, {}, /*full=*/mlir::BoolAttr::get(ctx, true), {}, {}, {});
     return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {}, {}, {}, {}, {},
                                                {}, {}, {}, {}, {});
   }
@@ -808,10 +808,11 @@ class KernelLowering {
   // The period the threads of `phase` run in when it runs them all: the x
   // extent of a grid with y or z threads, else what every constant from a
   // warp up that the phase divides the thread id by is a multiple of (a
-  // warp, a row of a tile), else the largest constant: splitDivision then
-  // makes each such quotient and remainder affine in the lane. (With the
-  // largest, a packed transpose's tid / 64 left tid / 32 and tid mod 32 as
-  // divisions in a loop of 64 lanes.) 0 for none.
+  // warp, a row of a tile) if that is a warp or more, else the largest
+  // constant: splitDivision then makes each such quotient and remainder
+  // affine in the lane. (With the largest, a packed transpose's tid / 64
+  // left tid / 32 and tid mod 32 as divisions in a loop of 64 lanes.) 0
+  // for none.
   int64_t periodOf(llvm::ArrayRef<mlir::Operation*> phase) {
     int64_t n = grid_.numThreads();
     if (grid_.threads[1] * grid_.threads[2] > 1) return grid_.threads[0];
@@ -834,7 +835,7 @@ class KernelLowering {
       }
     };
     for (mlir::Operation* op : phase) op->walk([&](mlir::Operation* inner) { visit(inner); });
-    return wide > 0 ? wide : largest;
+    return wide >= kMinPeriod ? wide : largest;
   }
 
   // `shape`, an interval of whole periods, as warps of `period` lanes.
@@ -1405,7 +1406,9 @@ class KernelLowering {
     auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
     // x = start + lane.
     Value start = sum.front();
-    for (Value term : llvm::drop_begin(sum)) start = b.create<mlir::arith::AddIOp>(loc, start, term);
+    for (Value term : llvm::drop_begin(sum)) {
+      start = b.create<mlir::arith::AddIOp>(loc, start, term);
+    }
     if (viaTid && lanes_.tid != lanes_.lane) {
       start = b.create<mlir::arith::AddIOp>(loc, start, lanes_.base);
     }

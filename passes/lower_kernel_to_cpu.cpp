@@ -1252,6 +1252,27 @@ class KernelLowering {
       }
     });
     if (guards.empty()) return;
+    // m * iv + base with base a multiple of m is below t exactly when it
+    // is below t rounded up to a multiple of m: guards that differ only
+    // below m (a thread's two columns, 2 * lane and 2 * lane + 1) cut at
+    // one lane, and the loop is copied once fewer.
+    std::function<bool(Value, int)> multipleOfStride = [&](Value v, int depth) -> bool {
+      if (!v) return true;
+      if (auto k = mlir::getConstantIntValue(v)) return *k % stride == 0;
+      if (depth == 0) return false;
+      if (auto mul = v.getDefiningOp<mlir::arith::MulIOp>()) {
+        return multipleOfStride(mul.getLhs(), depth - 1) ||
+               multipleOfStride(mul.getRhs(), depth - 1);
+      }
+      if (auto add = v.getDefiningOp<mlir::arith::AddIOp>()) {
+        return multipleOfStride(add.getLhs(), depth - 1) &&
+               multipleOfStride(add.getRhs(), depth - 1);
+      }
+      return false;
+    };
+    if (stride != 1 && multipleOfStride(base, 4)) {
+      for (Guard& g : guards) g.t = llvm::divideCeilSigned(g.t, stride) * stride;
+    }
     SmallVector<int64_t> cuts;
     for (const Guard& g : guards) cuts.push_back(g.t);
     llvm::sort(cuts);

@@ -314,20 +314,25 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 // -----
 
 // An accumulation behind its thread's bounds check (a partial tile: the
-// threads whose columns 2 * tid + 1 pass 99 skip their walk) runs
-// interchanged like an unguarded one: the check moves into each step, and
-// each step's lane loop is cut where it flips, at ceil(99 / 2) = 50 (the
-// stride of the lanes divides), so that neither piece keeps a branch.
+// threads whose columns 2 * tid and 2 * tid + 1 pass 99 skip their walk)
+// runs interchanged like an unguarded one: the check moves into each step,
+// and each step's lane loop is cut where it flips. 2 * tid is even, so
+// both comparisons flip below 100 (2 * tid + 1 <= 99 is 2 * tid < 100):
+// one cut, at ceil(100 / 2) = 50, and neither piece keeps a branch.
 // CHECK-LABEL: func.func @guarded_accumulate
 // CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1
-// CHECK:       %[[CUT:.*]] = arith.ceildivsi %c99{{.*}}, %c2{{.*}} : index
+// CHECK:       %[[CUT:.*]] = arith.ceildivsi %c100{{.*}}, %c2{{.*}} : index
 // CHECK:       %[[LO:.*]] = arith.minsi %c64{{.*}}, %[[CUT]] : index
 // CHECK:       %[[AT:.*]] = arith.maxsi %c0{{.*}}, %[[LO]] : index
+// CHECK-NOT:   arith.ceildivsi
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %[[AT]]
-// CHECK:         scf.if %true
+// CHECK:         scf.if %{{.*}}
 // CHECK:           arith.addf
 // CHECK:       scf.for %{{.*}} = %[[AT]] to %c64
-// CHECK:         scf.if %false
+// CHECK:         scf.if %{{.*}}
+// CHECK-NOT:   scf.for %{{.*}} = %[[AT]]
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64
+// CHECK:       llvm.store
 func.func @guarded_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
   %c0 = arith.constant 0 : index
@@ -339,7 +344,9 @@ func.func @guarded_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
   %zero = arith.constant 0.0 : f32
   %col = arith.muli %tid, %c2 : index
   %last = arith.addi %col, %c1 : index
-  %inside = arith.cmpi sle, %last, %c99 : index
+  %first_in = arith.cmpi sle, %col, %c99 : index
+  %last_in = arith.cmpi sle, %last, %c99 : index
+  %inside = arith.andi %first_in, %last_in : i1
   %sum = scf.if %inside -> (f32) {
     %s = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f32) {
       %row = arith.muli %k, %c128 : index

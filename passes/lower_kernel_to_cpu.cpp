@@ -406,7 +406,7 @@ void sinkGuardsIntoAccumulations(mlir::func::FuncOp f) {
     if (!guard || guard.getNumResults() == 0 || !guard.elseBlock()) continue;
     mlir::Block* then = guard.thenBlock();
     auto loop = llvm::dyn_cast<mlir::scf::ForOp>(then->front());
-    if (!loop || &then->front() != &*std::prev(then->end(), 2) ||
+    if (!loop || then->getOperations().size() != 2 ||
         !isInterchangeable(loop) ||
         guard.thenYield().getOperands() != loop.getResults() ||
         guard.elseYield().getOperands() != loop.getInitArgs()) {
@@ -587,10 +587,12 @@ class KernelLowering {
     auto bytesOf = [&](mlir::Type t, int64_t n) -> uint64_t {
       return llvm::alignTo(layout.getTypeSize(t).getFixedValue() * uint64_t(n), 16);
     };
+    // A spilled value's slots for one block.
+    auto slotBytes = [&](Value v) {
+      return bytesOf(storageType(v.getType()), slotsOf(v) * componentsOf(v.getType()));
+    };
     uint64_t storage = 0;
-    for (Value v : spilled_) {
-      storage += bytesOf(storageType(v.getType()), slotsOf(v) * componentsOf(v.getType()));
-    }
+    for (Value v : spilled_) storage += slotBytes(v);
     for (auto global : shared) storage += bytesOf(global.getType(), 1);
     if (storage > kMaxStorageBytes) {
       return f_.emitOpError() << "needs " << storage << " bytes of per-thread and shared "
@@ -617,9 +619,7 @@ class KernelLowering {
     storage *= batch_;
     for (mlir::Operation* loop : interchanged_) {
       uint64_t bytes = 0;
-      for (Value r : loop->getResults()) {
-        bytes += bytesOf(storageType(r.getType()), slotsOf(r) * componentsOf(r.getType()));
-      }
+      for (Value r : loop->getResults()) bytes += slotBytes(r);
       carriedBytes_[loop] = bytes * batch_;
     }
     Value heap;
@@ -1374,39 +1374,35 @@ class KernelLowering {
       for (mlir::Operation* op : invariant) op->moveBefore(lanes);
       moved = !invariant.empty();
     }
-    // offset + tid or offset + lane, offset a sum of values invariant in
-    // the loop (tid = base + lane); the terms of the offset and whether the
-    // base is in it.
-    std::function<bool(Value, SmallVector<Value>&, bool&)> terms =
-        [&](Value v, SmallVector<Value>& sum, bool& viaTid) -> bool {
-      if (v == lanes_.tid) {
-        viaTid = true;
-        return true;
-      }
-      if (v == lanes_.lane) {
-        viaTid = false;
+    // x = offset + tid or offset + lane (tid = base + lane), the offset a
+    // sum of values invariant in the loop: its terms, and whether the base
+    // is in x too.
+    struct Offset {
+      SmallVector<Value> terms;
+      bool viaTid = false;
+    };
+    std::function<bool(Value, Offset&)> collect = [&](Value v, Offset& offset) -> bool {
+      if (v == lanes_.tid || v == lanes_.lane) {
+        offset.viaTid = v == lanes_.tid;
         return true;
       }
       auto add = v.getDefiningOp<mlir::arith::AddIOp>();
       if (!add || !inside(v)) return false;
       for (int i = 0; i < 2; ++i) {
         Value other = add->getOperand(1 - i);
-        if (inside(other)) continue;
-        if (terms(add->getOperand(i), sum, viaTid)) {
-          sum.push_back(other);
-          return true;
-        }
+        if (inside(other) || !collect(add->getOperand(i), offset)) continue;
+        offset.terms.push_back(other);
+        return true;
       }
       return false;
     };
-    bool viaTid = false;
-    SmallVector<Value> sum;
-    auto offsetOf = [&](Value x) -> Value {
-      sum.clear();
-      if (!terms(x, sum, viaTid) || sum.empty()) return {};
-      return sum.front();
+    auto offsetOf = [&](Value x) -> std::optional<Offset> {
+      Offset offset;
+      if (!collect(x, offset) || offset.terms.empty()) return std::nullopt;
+      return offset;
     };
-    Value x, offset;
+    Value x;
+    std::optional<Offset> offset;
     int64_t d = 0;
     SmallVector<mlir::Operation*> divisions;
     lanes.getBody()->walk([&](mlir::Operation* op) {
@@ -1426,11 +1422,11 @@ class KernelLowering {
     mlir::OpBuilder b(lanes);
     auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
     // x = start + lane.
-    Value start = sum.front();
-    for (Value term : llvm::drop_begin(sum)) {
+    Value start = offset->terms.front();
+    for (Value term : llvm::drop_begin(offset->terms)) {
       start = b.create<mlir::arith::AddIOp>(loc, start, term);
     }
-    if (viaTid && lanes_.tid != lanes_.lane) {
+    if (offset->viaTid && lanes_.tid != lanes_.lane) {
       start = b.create<mlir::arith::AddIOp>(loc, start, lanes_.base);
     }
     Value divisor = index(d);

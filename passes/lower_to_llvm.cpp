@@ -262,10 +262,10 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       if (!f.isPublic() || f.isExternal()) return;
       kernels.push_back(f.getName().str());
       if (!cpu) return;
-      // Host entry points: callable through the C interface, and their
-      // buffers do not alias (merge-pointers passed shared slices once),
-      // which is what lets LLVM vectorize the thread loops.
-      f->setAttr(mlir::LLVM::LLVMDialect::getEmitCWrapperAttrName(), mlir::UnitAttr::get(ctx));
+      // Host entry points' buffers do not alias (merge-pointers passed
+      // shared slices once), which is what lets LLVM vectorize the thread
+      // loops. (No C-interface copy: the JIT calls the packed wrapper
+      // HostJit.cpp adds after optimization.)
       for (unsigned i = 0; i < f.getNumArguments(); ++i) {
         if (llvm::isa<mlir::LLVM::LLVMPointerType>(f.getArgument(i).getType())) {
           f.setArgAttr(i, mlir::LLVM::LLVMDialect::getNoAliasAttrName(),

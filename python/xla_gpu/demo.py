@@ -18,6 +18,7 @@ from mlir import ir
 
 import xla_gpu  # noqa: F401  (registers the dialect and passes)
 from xla_gpu import benchmarks, emitters, examples, pipelines, ptx
+from xla_gpu.context import new_context
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.tools import run_hlo
 
@@ -28,7 +29,7 @@ def _banner(title: str) -> None:
 
 def main() -> int:
     source = examples.path("seed_gelu.mlir").read_text()
-    with ir.Context():
+    with new_context():
         _banner("seed kernel: parse + verify (examples/seed_gelu.mlir)")
         module = ir.Module.parse(source)
         module.operation.verify()
@@ -68,7 +69,7 @@ def main() -> int:
 
     _banner("gelu.hlo -> loop emitter -> PTX and a CPU run against XLA")
     hlo = str(examples.path("gelu.hlo"))
-    with ir.Context():
+    with new_context():
         fusion = emitters.find_fusion(parse_hlo(examples.path("gelu.hlo").read_text()))
         emitted = str(emitters.emit_fusion(fusion))
         print(emitted)

@@ -34,6 +34,7 @@ from mlir.passmanager import PassManager
 import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
 from . import ptx as _ptx
+from .context import new_context
 
 __all__ = ["PipelineOptions", "STAGES", "compile_kernel_to_ptx", "compile_to_ptx",
            "lowered_to_ptx", "pipeline_passes", "parse_module", "pipeline_string", "run_pipeline",
@@ -441,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"xla_gpu.pipelines: error: cannot read {args.file}: {e.strerror}", file=sys.stderr)
         return 1
-    with ir.Context():
+    with new_context():
         try:
             module = parse_module(text, args.file)
             if args.ptx:

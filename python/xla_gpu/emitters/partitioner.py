@@ -93,7 +93,10 @@ def partition(comp: HloComputation,
     # The map from an element of the owning subgraph's roots to the element
     # of the instruction they read.
     reach: dict[int, IndexingMap] = {id(r): identity_map(_index_dims(r)) for r in roots}
-    split = _users_reading_at_different_indices(comp)
+    # Each user's operand maps, computed once (both walks ask for them
+    # once per operand).
+    operand_maps: _OperandMaps = {}
+    split = _users_reading_at_different_indices(comp, operand_maps)
     for inst in reversed(comp.topological_order()):
         # A multi-output fusion's tuple root only names the outputs.
         if id(inst) in owner or inst.opcode == "parameter" or inst is comp.root:
@@ -103,7 +106,7 @@ def partition(comp: HloComputation,
         maps: list[IndexingMap] = []
         if len(groups) == 1 and len(users) == sum(id(u) in owner for u in users):
             for u in users:
-                for m in _reads(u, inst):
+                for m in _reads(u, inst, operand_maps):
                     composed = reach[id(u)].then(m)
                     if composed not in maps:
                         maps.append(composed)
@@ -124,6 +127,10 @@ def partition(comp: HloComputation,
     return subgraphs
 
 
+# Each user's maps per operand (output_to_input_indexing), by user.
+_OperandMaps = dict[HloInstruction, list[list[IndexingMap]]]
+
+
 def _index_dims(inst: HloInstruction) -> tuple[int, ...]:
     """The dimensions a subgraph function of `inst` is indexed by: those of
     its array, or of the arrays of a tuple (a variadic reduce's, all of one
@@ -132,18 +139,22 @@ def _index_dims(inst: HloInstruction) -> tuple[int, ...]:
     return shape.leaves()[0].dims if shape.is_tuple else shape.dims
 
 
-def _reads(user: HloInstruction, inst: HloInstruction) -> list[IndexingMap]:
+def _reads(user: HloInstruction, inst: HloInstruction,
+           operand_maps: _OperandMaps) -> list[IndexingMap]:
     """The maps through which `user` reads `inst` (one per operand slot);
     none for a user that reads at data-dependent indices (a scatter: the
     emitter that owns it reads its operands), so `inst` roots its own
-    subgraph."""
+    subgraph. `operand_maps` keeps each user's maps."""
     if user.opcode == "scatter":
         return []
-    per_operand = output_to_input_indexing(user)
+    per_operand = operand_maps.get(user)
+    if per_operand is None:
+        per_operand = operand_maps[user] = output_to_input_indexing(user)
     return [m for k, op in enumerate(user.operands) if op is inst for m in per_operand[k]]
 
 
-def _users_reading_at_different_indices(comp: HloComputation) -> set[int]:
+def _users_reading_at_different_indices(comp: HloComputation,
+                                        operand_maps: _OperandMaps) -> set[int]:
     """Users that read an instruction (not a parameter) at other indices
     than its other users do, through a map other than the identity. A
     scalar has one element: all its users read the same."""
@@ -152,7 +163,7 @@ def _users_reading_at_different_indices(comp: HloComputation) -> set[int]:
         if inst.opcode == "parameter" or inst.shape.rank == 0:
             continue
         users = [u for u in inst.users if u.parent is comp and u.opcode != "tuple"]
-        reads = {id(u): _reads(u, inst) for u in users}
+        reads = {id(u): _reads(u, inst, operand_maps) for u in users}
         distinct: list[IndexingMap] = []
         for m in (m for ms in reads.values() for m in ms):
             if m not in distinct:

@@ -167,11 +167,14 @@ def _rule(*opcodes):
 
 def _elementwise(instr: HloInstruction, out: Shape) -> OperandMaps:
     maps = []
+    identity = None  # one map for the operands of the output's shape
     for op in instr.operands:
         if op.shape.is_array and op.shape.rank == 0 and out.rank > 0:
             maps.append([_scalar_read(out.dims)])  # clamp/select scalar operands
         elif op.shape.is_array and op.shape.dims == out.dims:
-            maps.append([identity_map(out.dims)])
+            if identity is None:
+                identity = identity_map(out.dims)
+            maps.append([identity])
         else:
             raise IndexingError(instr, f"operand {op.name} of shape {op.shape} does not "
                                 f"match the output {out}")

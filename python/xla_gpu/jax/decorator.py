@@ -39,8 +39,8 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-from mlir import ir
 
+from ..context import new_context
 from ..emitters import EmitterError, emit_kernel, find_fusion
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import parse_hlo
@@ -130,7 +130,7 @@ def _build(fn, name: str, avals: tuple, platform: str, device: DeviceDescription
         return built
     try:
         module = parse_hlo(text, source=f"<{name}>")
-        with ir.Context():
+        with new_context():
             emitted = emit_kernel(find_fusion(module), device)
             built = prepare(emitted, platform, device)
     except EmitterError as e:

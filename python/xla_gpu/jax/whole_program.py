@@ -29,6 +29,7 @@ import jax
 import numpy as np
 from mlir import ir
 
+from ..context import new_context
 from ..emitters import EmitterError, emit_kernel
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import HloInstruction, HloModule, parse_hlo
@@ -85,7 +86,7 @@ _LIBRARY_OPS = {"dot", "convolution", "custom-call", "fft", "cholesky", "triangu
 
 def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
     """Turns fusion `inst` into the typed-FFI custom call of `call`."""
-    with ir.Context():
+    with new_context():
         config = str(ir.DictAttr.get({k: _mlir_attribute(v) for k, v in call.attributes.items()}))
     attributes = {
         "custom_call_target": Attribute("custom_call_target", _hlo_string(call.target)),
@@ -121,7 +122,7 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
                                             "an operand or result is not row-major"))
             continue
         try:
-            with ir.Context():
+            with new_context():
                 emitted.append((inst, emit_kernel(inst, device)))
         except EmitterError as e:
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))

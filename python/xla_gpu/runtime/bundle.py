@@ -13,6 +13,7 @@ from pathlib import Path
 from mlir import ir
 
 from .. import pipelines
+from ..context import new_context
 from ..emitters import EmitterNotBuiltError, emit_kernel, find_fusion
 from ..emitters.device import DeviceDescription
 from ..emitters.kernel import EmittedKernel
@@ -60,7 +61,7 @@ def write_bundles(module: HloModule, folder: str | Path, device: DeviceDescripti
             # reference.hlo.
             skipped.append(f"{fusion.name}: an operand or result is not row-major")
             continue
-        with ir.Context():
+        with new_context():
             try:
                 kernel = emit_kernel(fusion, device)
             except EmitterNotBuiltError as e:

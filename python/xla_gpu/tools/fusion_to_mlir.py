@@ -12,8 +12,7 @@ import shutil
 import subprocess
 import sys
 
-from mlir import ir
-
+from ..context import new_context
 from ..emitters import (DEFAULT_DEVICE, DEVICES, EmitterError, device_named, find_fusion,
                         make_emitter)
 from ..emitters.partitioner import partition_to_dot
@@ -30,7 +29,7 @@ def emit_file(path: str, dump_partition: str | None = None,
         raise  # located at the instruction
     except ValueError as e:
         raise ToolError(str(e)) from None
-    with ir.Context():
+    with new_context():
         emitter = make_emitter(fusion, device_named(device))
         text = str(emitter.emit_module())
         if dump_partition:

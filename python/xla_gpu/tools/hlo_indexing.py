@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import sys
 
-from mlir import ir
-
 import xla_gpu  # noqa: F401  (registers the dialect)
 
+from ..context import new_context
 from ..emitters.elemental import EmitterNotBuiltError
 from ..emitters.verifier import verify_instruction
 from ..indexing import IndexingError, input_to_output_indexing, output_to_input_indexing
@@ -65,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                                 f"(the module has: {names})") from None
         else:
             comp = module.entry
-        with ir.Context():
+        with new_context():
             # The tools' one verifier: a malformed instruction is an error
             # at its file:line:col, not a map printed for it.
             for instr in comp.instructions:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from mlir import ir
 
+from ..context import new_context
 from ..emitters import DEFAULT_DEVICE, DEVICES, device_named, find_fusion, make_emitter
 from ..indexing import indexing_from, output_to_input_indexing
 from ..reference import as_xla_takes_it, run_with_xla
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             inputs[number] = identity
         roots = comp.outputs
         outputs = [unwritten(r.shape.dims, r.shape.element_type.dtype) for r in roots]
-        with ir.Context():
+        with new_context():
             emitter = make_emitter(fusion, device_named(args.device))
             kernel = emitter.emit()
             names = [r.name for r in roots]

@@ -50,9 +50,8 @@ def _timed(fn, *args, **kwargs):
 
 def profile_once(text: str) -> dict[str, float]:
     """Seconds per column for the module's fusions (summed), one compile."""
-    from mlir import ir
-
     from xla_gpu import pipelines
+    from xla_gpu.context import new_context
     from xla_gpu.emitters import DEFAULT_DEVICE, emit_kernel
     from xla_gpu.hlo import parse_hlo
     from xla_gpu.reference import XlaCpuExecutable
@@ -66,7 +65,7 @@ def profile_once(text: str) -> dict[str, float]:
     for inst in module.entry.instructions:
         if inst.opcode != "fusion" or inst.fusion_kind == "kCustom":
             continue
-        with ir.Context():
+        with new_context():
             kernel, row_emit = _timed(emit_kernel, inst, DEFAULT_DEVICE)
             source = kernel.text
             row["emit"] += row_emit

@@ -5,6 +5,7 @@ threads (compile_kernels)."""
 
 import importlib
 import os
+import struct
 import subprocess
 import sys
 import threading
@@ -79,6 +80,36 @@ def test_object_is_elf_with_the_packed_wrapper():
     assert code.lookup("_mlir_main", needed_by="main") != 0
     with pytest.raises(JitError, match="no_such_function"):
         code.lookup("no_such_function", needed_by="main")
+
+
+def _symbol_sizes(obj: bytes) -> dict[str, int]:
+    """Name -> size of the defined functions of an ELF64 little-endian
+    object (its .symtab)."""
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize) for i in range(shnum)]
+    sizes = {}
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        strings = sections[link][4]
+        for at in range(offset, offset + size, entsize):
+            name, info, _, index, _, length = struct.unpack_from("<IBBHQQ", obj, at)
+            if info & 0xF == 2 and index != 0:  # STT_FUNC, defined
+                end = obj.index(b"\0", strings + name)
+                sizes[obj[strings + name:end].decode()] = length
+    return sizes
+
+
+def test_the_wrapper_calls_the_kernel_optimized_once():
+    """The packed wrapper is added after LLVM's O3: it calls the kernel
+    (a few loads and a call), instead of holding a second optimized copy of
+    it, and there is no C-interface copy."""
+    with ir.Context():
+        obj = host_code.compile_object(lowered(kernel_text(2.0)))
+    sizes = _symbol_sizes(obj)
+    assert set(sizes) == {"main", "_mlir_main"}
+    assert sizes["_mlir_main"] < 64 < sizes["main"]
 
 
 def test_a_module_that_is_not_llvm_is_an_error():

@@ -102,9 +102,17 @@ class PipelineOptions:
                    warp_size=device.threads_per_warp, **overrides)
 
 
+# The inliner simplifies what it inlined with CSE (XLA's choice), not with
+# its default, a canonicalize of every function: the canonicalize after it
+# does that once. Over the bench kernels the two inliners took 43 of the
+# CPU pipeline's ~390 ms, now 12; the IR out of the pipeline differs only
+# in the order of the constants hoisted to the top.
+_INLINE = "inline{default-pipeline=cse}"
+
+
 def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
     passes += [
-        "inline",
+        _INLINE,
         "xla-erase-dead-functions",
         "cse",
         "canonicalize",
@@ -112,7 +120,7 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         # A vector a loop builds and the next one reads back (XLA's place),
         # then the combiners the shuffles call are inlined.
         "func.func(xla-gpu-fuse-loops)",
-        "inline",
+        _INLINE,
         # XLA's place for it: before the loops become scf, so that a loop
         # whose last iteration alone needs a bounds check is split.
         *(["func.func(xla-gpu-peel-loops)"] if opts.peel_loops else []),

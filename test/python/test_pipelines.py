@@ -30,7 +30,7 @@ def test_options_validate(kwargs, message):
 
 def test_stages_in_xla_order():
     passes = pipelines.pipeline_passes()
-    order = ["inline", "func.func(xla-gpu-fuse-loops)",
+    order = ["inline{default-pipeline=cse}", "func.func(xla-gpu-fuse-loops)",
              "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
              "xla-gpu-flatten-tensors", "func.func(xla-gpu-vectorize-loads-stores)",
              "func.func(xla-gpu-optimize-loops)",

@@ -69,11 +69,8 @@ def bench(text: str, runs: int) -> dict:
     module = parse_hlo(text)
     rng = np.random.RandomState(0)
     inputs = [random_input(p.shape, rng) for p in module.entry.parameters]
-    def compile_ours():
-        cpu_runtime._cache.clear()
-        return _compile(module, None, DEFAULT_DEVICE)
-
-    ours_compile, kernels = compile_ms(compile_ours)
+    ours_compile, kernels = compile_ms(lambda: _compile(module, None, DEFAULT_DEVICE),
+                                       before=cpu_runtime._cache.clear)
     xla_compile, xla = compile_ms(lambda: XlaCpuExecutable(reference_text(module)))
     buffers = xla.put(inputs)
     ours = _run(module, kernels, inputs)

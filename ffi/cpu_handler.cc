@@ -199,6 +199,10 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
   for (void* slot : *slots) values.push_back(reinterpret_cast<intptr_t>(slot));
   const int64_t workers = std::max<int64_t>(
       1, std::min<int64_t>(k.num_blocks, pool.num_threads() + 1));
+  if (workers == 1) {  // no pool, no shared state: a small kernel's call
+    ::xla_gpu::PackedArgs(std::move(values)).run(k.fn, 0, k.num_blocks);
+    return Error::Success();
+  }
   auto work = std::make_shared<ChunkedLaunch>(k.fn, std::move(values), k.num_blocks, workers);
   for (int64_t w = 1; w < workers; ++w) {
     pool.Schedule([work] { work->runChunks(); });

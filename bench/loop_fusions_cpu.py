@@ -6,8 +6,8 @@ dominates. Both sides are compiled once and run on the same inputs in the
 same process; medians of --runs timed runs after one warm-up. Read the
 ratio ours / XLA (machines are noisy), and the max error beside it.
 Compile times are the median of COMPILE_REPEATS compiles a side, ours
-with the kernel caches cleared (the disk cache, $XLA_GPU_CACHE_DIR, is
-not used here).
+with the kernel caches cleared (compile_ms: the disk cache,
+$XLA_GPU_CACHE_DIR, is not used for them).
 
     .venv/bin/python bench/loop_fusions_cpu.py [--runs 10] [--only NAME]
 """
@@ -15,7 +15,6 @@ not used here).
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import numpy as np
@@ -28,10 +27,6 @@ from xla_gpu.reference import XlaCpuExecutable
 from xla_gpu.runtime import cpu as cpu_runtime
 from xla_gpu.tools.run_hlo import _compile, _run, reference_text
 from xla_gpu.tools.test_correctness import errors, random_input
-
-
-# Compile times are of compiles, not of reads from the disk cache.
-os.environ.pop("XLA_GPU_CACHE_DIR", None)
 
 
 def _module(body: str, params: list[str], out: str) -> str:

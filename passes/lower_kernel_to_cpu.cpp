@@ -447,9 +447,11 @@ class KernelLowering {
   KernelLowering(mlir::func::FuncOp f, Grid grid) : f_(f), grid_(grid) {}
 
   mlir::LogicalResult run() {
-    // 1. Phases: top-level ops between cuts. A shuffle is a cut whose
-    //    results each later phase that uses them computes, reading the
-    //    shuffled value's per-thread slots at the source lanes (shuffleAt).
+    // 1. Phases: top-level ops between cuts. A shuffle's result is
+    //    computed where it is used (shuffleAt): the shuffled value at the
+    //    source lane, from its per-thread slots when an earlier phase
+    //    computed it, else computed there too. A shuffle is a cut when its
+    //    phase cannot compute its value at another lane.
     mlir::Block& body = f_.getBody().front();
     auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(body.getTerminator());
     if (!ret || ret.getNumOperands() != 0) {
@@ -457,28 +459,96 @@ class KernelLowering {
                                  "-xla-gpu-lower-tensors first)";
     }
     SmallVector<SmallVector<mlir::Operation*>> phases(1);
+    // Whether `v` can be computed at any lane of the current phase: it
+    // comes from an earlier phase (its slots, or recomputed), or is a
+    // shuffle's or a pure op's result on such values (cloned per lane).
+    llvm::DenseMap<Value, bool> atAnyLane;
+    std::function<bool(Value)> computableAtLanes = [&](Value v) -> bool {
+      if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) return arg.getOwner() == &body;
+      mlir::Operation* def = v.getDefiningOp();
+      auto placed = phaseOf_.find(def);
+      if (placed == phaseOf_.end()) return false;
+      if (placed->second + 1 != phases.size()) return true;
+      if (llvm::isa<mlir::gpu::ShuffleOp>(def)) return true;
+      if (auto it = atAnyLane.find(v); it != atAnyLane.end()) return it->second;
+      bool computable = isLaneEvaluable(def) && llvm::all_of(def->getOperands(), computableAtLanes);
+      atAnyLane[v] = computable;
+      return computable;
+    };
+    // Whether the current phase may have written memory so far, and
+    // whether it holds a shuffle.
+    bool phaseWrites = false, phaseShuffles = false;
+    auto module = f_->getParentOfType<mlir::ModuleOp>();
+    auto newPhase = [&](SmallVector<mlir::Operation*> ops = {}) {
+      phases.push_back(std::move(ops));
+      atAnyLane.clear();
+      phaseWrites = phaseShuffles = false;
+      for (mlir::Operation* op : phases.back()) {
+        phaseOf_[op] = phases.size() - 1;
+        phaseWrites |= writesMemory(op, module, callees_);
+      }
+    };
     for (mlir::Operation& op : body.without_terminator()) {
       if (llvm::isa<mlir::gpu::BarrierOp>(op)) {
-        phases.emplace_back();
+        newPhase();
         continue;
       }
       if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(op)) {
         if (mlir::failed(checkShuffle(shuffle))) return mlir::failure();
-        phases.emplace_back();
-        hasShuffles_ = true;
+        // A shuffle of a value each lane of this phase can compute stays
+        // in the phase: the lanes that use its result compute the source
+        // lane's value too (a warp's whole shuffle tree in one loop over
+        // the lanes that keep its result, lane 0 of each warp, instead of
+        // a loop per level). Else the value is computed for every lane
+        // first (a load after a store) and the shuffle starts the next
+        // phase; when this phase holds a shuffle tree already, the ops
+        // from the value's first such dependency on go to a phase of
+        // their own (any cut is a schedule a GPU may run), so that the
+        // tree's phase still runs only the lanes that keep its result.
+        if (!computableAtLanes(shuffle.getValue())) {
+          if (phaseShuffles) {
+            SmallVector<mlir::Operation*>& current = phases.back();
+            size_t from = current.size();
+            llvm::SmallPtrSet<mlir::Operation*, 16> seen;
+            std::function<void(Value)> visit = [&](Value v) {
+              mlir::Operation* def = v.getDefiningOp();
+              if (!def || phaseOf_.lookup(def) + 1 != phases.size() || !seen.insert(def).second) {
+                return;
+              }
+              if (!isLaneEvaluable(def) && !llvm::isa<mlir::gpu::ShuffleOp>(def)) {
+                from = std::min<size_t>(from, llvm::find(current, def) - current.begin());
+              }
+              for (Value operand : def->getOperands()) visit(operand);
+            };
+            visit(shuffle.getValue());
+            if (from > 0 && from < current.size()) {
+              SmallVector<mlir::Operation*> moved(current.begin() + from, current.end());
+              current.truncate(from);
+              newPhase(std::move(moved));
+            }
+          }
+          newPhase();
+        }
+        hasShuffles_ = phaseShuffles = true;
         phaseOf_[&op] = phases.size() - 1;
         continue;
       }
       if (isInterchangeable(&op)) {
         interchanged_.insert(&op);
-        phases.push_back({&op});
-        phases.emplace_back();
+        newPhase({&op});
+        newPhase();
         continue;
       }
+      // A load no store of its phase precedes reads at any lane what that
+      // lane's thread reads (a store of another thread to the same place
+      // would race).
+      if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op);
+          load && !phaseWrites && !load.getVolatile_() && load.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic) {
+        evaluableLoads_.insert(&op);
+      }
+      phaseWrites |= writesMemory(&op, module, callees_);
       phases.back().push_back(&op);
-    }
-    for (auto [i, phase] : llvm::enumerate(phases)) {
-      for (mlir::Operation* op : phase) phaseOf_[op] = i;
+      phaseOf_[&op] = phases.size() - 1;
     }
     // 2. What a later phase recomputes instead of reloading: ids, constants,
     //    and the integer and pointer arithmetic on them (index maps of the
@@ -515,6 +585,24 @@ class KernelLowering {
         }
       }
     }
+    // A shuffle's result used in another phase than its value's reads the
+    // value's slots there (shuffleAt); through shuffles of shuffles.
+    std::function<void(Value, unsigned)> neededIn = [&](Value v, unsigned phase) {
+      mlir::Operation* def = v.getDefiningOp();
+      if (!def || def->getBlock() != &body || recomputed_.contains(def)) return;
+      if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(def)) {
+        return neededIn(shuffle.getValue(), phase);
+      }
+      if (phaseOf_.lookup(def) != phase) spilled_.insert(v);
+    };
+    for (auto shuffle : body.getOps<mlir::gpu::ShuffleOp>()) {
+      for (mlir::Operation* user : shuffle->getUsers()) {
+        mlir::Operation* top = body.findAncestorOpInBlock(*user);
+        if (top && !llvm::isa<mlir::gpu::ShuffleOp>(top)) {
+          neededIn(shuffle.getValue(), phaseOf_.lookup(top));
+        }
+      }
+    }
     // An interchanged loop keeps its carried values in its results' slots.
     for (mlir::Operation* loop : interchanged_) {
       for (Value r : loop->getResults()) spilled_.insert(r);
@@ -527,14 +615,25 @@ class KernelLowering {
     //    0's result is stored, so each round needs half the lanes of the one
     //    before. The values a phase reads from earlier phases are demanded
     //    for every thread it runs, so none reads a slot never written.
-    auto module = f_->getParentOfType<mlir::ModuleOp>();
     int64_t n = grid_.numThreads();
     llvm::DenseMap<Value, llvm::BitVector> demanded;
-    std::function<void(Value, const llvm::BitVector&)> demand =
-        [&](Value v, const llvm::BitVector& threads) {
-          if (auto shuffle = v.getDefiningOp<mlir::gpu::ShuffleOp>()) {
-            demand(shuffle.getValue(), shuffleSources(shuffle, threads));
-          } else if (spilled_.contains(v)) {
+    // What phase `p` computes at other lanes than its own (a shuffle's
+    // source lanes), and the lanes.
+    llvm::DenseMap<Value, llvm::BitVector> evaluated;
+    std::function<void(Value, const llvm::BitVector&, unsigned)> demand =
+        [&](Value v, const llvm::BitVector& threads, unsigned p) {
+          mlir::Operation* def = v.getDefiningOp();
+          if (auto shuffle = llvm::dyn_cast_or_null<mlir::gpu::ShuffleOp>(def)) {
+            demand(shuffle.getValue(), shuffleSources(shuffle, threads), p);
+          } else if (def && def->getBlock() == &body && phaseOf_.lookup(def) == p &&
+                     isLaneEvaluable(def)) {
+            llvm::BitVector& done = evaluated.try_emplace(v, n).first->second;
+            llvm::BitVector more = threads;
+            more.reset(done);
+            if (more.none()) return;
+            done |= more;
+            for (Value operand : def->getOperands()) demand(operand, more, p);
+          } else if (spilled_.contains(v) && (!def || phaseOf_.lookup(def) != p)) {
             demanded.try_emplace(v, n).first->second |= threads;
           }
         };
@@ -552,9 +651,10 @@ class KernelLowering {
       }
       shapes[p] = inPeriods(shapeOf(threads, n), periodOf(phases[p]));
       llvm::BitVector ran = bitsOf(shapes[p]);
+      evaluated.clear();
       for (mlir::Operation* op : phases[p]) {
         op->walk([&](mlir::Operation* inner) {
-          for (Value v : inner->getOperands()) demand(v, ran);
+          for (Value v : inner->getOperands()) demand(v, ran, p);
         });
       }
     }
@@ -669,8 +769,9 @@ class KernelLowering {
     b.setInsertionPointToStart(blockLoop.getBody());
     batchFirst_ = blockLoop.getInductionVar();
     batchLast_ = last;
-    for (auto [phase, shape] : llvm::zip(phases, shapes)) {
+    for (auto [p, phase, shape] : llvm::enumerate(phases, shapes)) {
       if (phase.empty() || shape.count() == 0) continue;
+      curPhase_ = p;
       if (interchanged_.contains(phase.front())) {
         if (mlir::failed(emitInterchanged(b, llvm::cast<mlir::scf::ForOp>(phase.front()), shape))) {
           return mlir::failure();
@@ -771,12 +872,16 @@ class KernelLowering {
                                               index(*at, 1));
     lanes->setAttr("loop_annotation", noUnroll(b.getContext()));
     inner.setInsertionPoint(lanes.getBody()->getTerminator());
+    // One lane a warp (lane 0 keeps a shuffle tree's result): a constant,
+    // which the lane's arithmetic folds with.
     Value lane = lanes.getInductionVar();
+    if (shape.l1 - shape.l0 == 1) lane = index(inner, shape.l0);
     Value tid = lane;
     if (shape.w1 - shape.w0 > 1 || shape.w0 > 0) {
       tid = inner.create<mlir::arith::AddIOp>(loc, base, lane);
     }
-    lanes_ = {tid, base, lane, shape.period, lanes};
+    lanes_ = {tid, base, lane, shape.period, lanes, shape};
+    laneValues_.clear();
     return tid;
   }
 
@@ -784,9 +889,13 @@ class KernelLowering {
   // split into its base (invariant in the loop over the lanes) and its
   // lane, so that LLVM sees addresses affine in the lane; std::nullopt
   // when the period and d do not divide one another.
-  std::optional<Value> splitDivision(mlir::OpBuilder& b, int64_t d, bool div) {
+  // With `lane` (a lane plus a constant: a shuffle's source lane), the
+  // same of base + lane, when d divides the period.
+  std::optional<Value> splitDivision(mlir::OpBuilder& b, int64_t d, bool div, Value lane = {}) {
     int64_t p = lanes_.period;
     if (d <= 0 || p <= 0 || (p % d != 0 && d % p != 0)) return std::nullopt;
+    if (lane && p % d != 0) return std::nullopt;
+    if (!lane) lane = lanes_.lane;
     mlir::Location loc = lanes_.tid.getLoc();
     auto op = [&](bool quotient, Value v) -> Value {
       Value divisor = b.create<mlir::arith::ConstantIndexOp>(loc, d);
@@ -795,9 +904,9 @@ class KernelLowering {
     };
     if (p % d == 0) {
       // base is a multiple of d: the remainder is the lane's.
-      if (!div) return d == p ? lanes_.lane : op(false, lanes_.lane);
-      if (d == p) return op(true, lanes_.base);
-      return b.create<mlir::arith::AddIOp>(loc, op(true, lanes_.base), op(true, lanes_.lane))
+      if (!div) return d == p && lane == lanes_.lane ? lane : op(false, lane);
+      if (d == p && lane == lanes_.lane) return op(true, lanes_.base);
+      return b.create<mlir::arith::AddIOp>(loc, op(true, lanes_.base), op(true, lane))
           .getResult();
     }
     // base % d + lane < d: the lane adds to the remainder alone.
@@ -1122,7 +1231,7 @@ class KernelLowering {
         if (recomputed_.contains(def)) {
           if (mlir::failed(emitOp(b, def, mapping, tid, bid))) result = mlir::failure();
         } else if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(def)) {
-          auto results = shuffleAt(b, shuffle, tid, bid);
+          auto results = shuffleAt(b, shuffle, Lane{}, bid, mapping);
           if (mlir::failed(results)) {
             result = mlir::failure();
             continue;
@@ -1326,16 +1435,32 @@ class KernelLowering {
 
   void splitLaneDivisions() {
     SmallVector<mlir::Operation*> divisions;
+    // The constant c >= 0 of `v` = tid + c (a shuffle's source lane).
+    auto pastTid = [&](Value v) -> std::optional<int64_t> {
+      if (v == lanes_.tid) return 0;
+      auto add = v.getDefiningOp<mlir::arith::AddIOp>();
+      if (!add) return std::nullopt;
+      for (int i = 0; i < 2; ++i) {
+        auto c = mlir::getConstantIntValue(add->getOperand(1 - i));
+        if (add->getOperand(i) == lanes_.tid && c && *c >= 0) return c;
+      }
+      return std::nullopt;
+    };
     lanes_.loop.getBody()->walk([&](mlir::Operation* op) {
       if (llvm::isa<mlir::arith::DivUIOp, mlir::arith::RemUIOp>(op) &&
-          op->getOperand(0) == lanes_.tid && mlir::getConstantIntValue(op->getOperand(1))) {
+          pastTid(op->getOperand(0)) && mlir::getConstantIntValue(op->getOperand(1))) {
         divisions.push_back(op);
       }
     });
     for (mlir::Operation* op : divisions) {
       mlir::OpBuilder b(op);
+      Value lane;
+      if (int64_t c = *pastTid(op->getOperand(0)); c > 0) {
+        lane = b.create<mlir::arith::AddIOp>(
+            op->getLoc(), lanes_.lane, b.create<mlir::arith::ConstantIndexOp>(op->getLoc(), c));
+      }
       std::optional<Value> split = splitDivision(b, *mlir::getConstantIntValue(op->getOperand(1)),
-                                                 llvm::isa<mlir::arith::DivUIOp>(op));
+                                                 llvm::isa<mlir::arith::DivUIOp>(op), lane);
       if (!split) continue;
       op->getResult(0).replaceAllUsesWith(*split);
       op->erase();
@@ -1579,6 +1704,15 @@ class KernelLowering {
     return mlir::success();
   }
 
+  // Ops a phase may compute at another lane than the thread's own (a
+  // shuffle's source lane): pure ops without regions, and the loads no
+  // store of their phase precedes.
+  bool isLaneEvaluable(mlir::Operation* op) const {
+    if (evaluableLoads_.contains(op)) return true;
+    return op->getNumRegions() == 0 && op->getNumResults() > 0 && mlir::isPure(op) &&
+           !llvm::isa<mlir::gpu::ShuffleOp>(op);
+  }
+
   mlir::LogicalResult checkShuffle(mlir::gpu::ShuffleOp shuffle) {
     if (shuffle.getMode() != mlir::gpu::ShuffleMode::DOWN) {
       return shuffle.emitOpError() << "only shuffle down is supported by the CPU target";
@@ -1602,49 +1736,147 @@ class KernelLowering {
   // its shuffles read past the last one.
   int64_t slotsOf(Value v) const { return grid_.numThreads() + padding_.lookup(v); }
 
-  // The results of `shuffle` for thread `tid`: lane l of a segment of
-  // `width` lanes reads lane l + offset of the same segment, or its own
-  // value when that lane is past the segment or past the block's last
-  // thread (a partial warp: no such lane) -- exactly `shfl.down`.
+  // A thread of the loop being emitted as a shuffle reads it: the loop's
+  // thread id plus a constant (`id` null), or a computed id.
+  struct Lane {
+    int64_t offset = 0;
+    Value id;
+  };
+
+  Value idOfLane(mlir::OpBuilder& b, Lane lane) {
+    if (lane.id) return lane.id;
+    if (lane.offset == 0) return lanes_.tid;
+    mlir::Location loc = lanes_.tid.getLoc();
+    return b.create<mlir::arith::AddIOp>(
+        loc, lanes_.tid, b.create<mlir::arith::ConstantIndexOp>(loc, lane.offset));
+  }
+
+  // Whether `shuffle` at `lane` reads another lane, for every thread of
+  // the loop being emitted; std::nullopt when that differs between them.
+  // The loop's threads' lanes within a segment of the shuffle's width
+  // (tid mod width) lie in [lo, hi]: an interval of one segment, a period
+  // of segments, or every k-th lane (a period dividing the width).
+  std::optional<bool> readsAnotherLane(mlir::gpu::ShuffleOp shuffle, Lane lane) const {
+    if (lane.id) return std::nullopt;
+    int64_t width = *mlir::getConstantIntValue(shuffle.getWidth());
+    int64_t offset = *mlir::getConstantIntValue(shuffle.getOffset());
+    const ThreadShape& s = lanes_.shape;
+    int64_t lo, hi;
+    int64_t last = (s.w1 - 1) * s.period + s.l1 - 1;
+    if (s.w1 - s.w0 == 1) {
+      int64_t first = s.w0 * s.period + s.l0;
+      if (first / width != last / width) return std::nullopt;
+      lo = first % width;
+      hi = last % width;
+    } else if (s.period % width == 0) {
+      if (s.l0 / width != (s.l1 - 1) / width) return std::nullopt;
+      lo = s.l0 % width;
+      hi = (s.l1 - 1) % width;
+    } else if (width % s.period == 0) {
+      lo = s.l0;
+      hi = width - s.period + s.l1 - 1;
+    } else {
+      return std::nullopt;
+    }
+    // An offset is added only where it stayed in the segment.
+    lo += lane.offset;
+    hi += lane.offset;
+    if (hi + offset < width && last + lane.offset + offset < grid_.numThreads()) return true;
+    if (lo + offset >= width) return false;
+    return std::nullopt;
+  }
+
+  // `v` at `lane` of the loop being emitted, `own` mapping the loop's own
+  // thread's values: a block argument, a value every phase recomputes
+  // (computed again there), one of an earlier phase (its slot), a shuffle
+  // result (shuffleAt), or a pure op of this phase (cloned on its
+  // operands at the lane).
+  mlir::FailureOr<Value> atLane(mlir::OpBuilder& b, Value v, Lane lane, Value bid,
+                                mlir::IRMapping& own) {
+    if (!lane.id && lane.offset == 0) {
+      if (Value mapped = own.lookupOrNull(v)) return mapped;
+    }
+    if (argMap_.contains(v)) return argMap_.lookup(v);
+    auto key = std::make_tuple(v, lane.id, lane.offset, b.getInsertionBlock());
+    if (auto it = laneValues_.find(key); it != laneValues_.end()) return it->second;
+    mlir::Operation* def = v.getDefiningOp();
+    if (!def || def->getBlock() != &f_.getBody().front()) {
+      return f_.emitOpError() << "shuffles a value the CPU target cannot see per thread";
+    }
+    Value result;
+    if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(def)) {
+      auto results = shuffleAt(b, shuffle, lane, bid, own);
+      if (mlir::failed(results)) return mlir::failure();
+      result = v == shuffle.getShuffleResult() ? results->first : results->second;
+    } else if (recomputed_.contains(def)) {
+      mlir::IRMapping mapping;
+      if (mlir::failed(emitOp(b, def, mapping, idOfLane(b, lane), bid))) return mlir::failure();
+      result = mapping.lookup(v);
+    } else if (phaseOf_.lookup(def) != curPhase_ && spilled_.contains(v)) {
+      result = reload(b, v, idOfLane(b, lane));
+    } else if (phaseOf_.lookup(def) == curPhase_ && isLaneEvaluable(def)) {
+      mlir::IRMapping mapping;
+      for (Value operand : def->getOperands()) {
+        mlir::FailureOr<Value> at = atLane(b, operand, lane, bid, own);
+        if (mlir::failed(at)) return mlir::failure();
+        mapping.map(operand, *at);
+      }
+      mlir::Operation* clone = b.clone(*def, mapping);
+      for (auto [original, copy] : llvm::zip(def->getResults(), clone->getResults())) {
+        laneValues_[std::make_tuple(original, lane.id, lane.offset, b.getInsertionBlock())] = copy;
+      }
+      return mapping.lookup(v);
+    } else {
+      return def->emitOpError() << "is shuffled, and the CPU target cannot see it per thread";
+    }
+    laneValues_[key] = result;
+    return result;
+  }
+
+  // The results of `shuffle` at `lane`: lane l of a segment of `width`
+  // lanes reads lane l + offset of the same segment, or its own value when
+  // that lane is past the segment or past the block's last thread (a
+  // partial warp: no such lane) -- exactly `shfl.down`.
   mlir::FailureOr<std::pair<Value, Value>> shuffleAt(mlir::OpBuilder& b,
-                                                     mlir::gpu::ShuffleOp shuffle, Value tid,
-                                                     Value bid) {
+                                                     mlir::gpu::ShuffleOp shuffle, Lane lane,
+                                                     Value bid, mlir::IRMapping& own) {
     mlir::Location loc = shuffle.getLoc();
     int64_t offset = *mlir::getConstantIntValue(shuffle.getOffset());
     int64_t width = *mlir::getConstantIntValue(shuffle.getWidth());
     Value value = shuffle.getValue();
+    if (std::optional<bool> reads = readsAnotherLane(shuffle, lane)) {
+      Lane source = lane;
+      if (*reads) source.offset += offset;
+      mlir::FailureOr<Value> moved = atLane(b, value, source, bid, own);
+      if (mlir::failed(moved)) return mlir::failure();
+      return std::make_pair(*moved,
+                            b.create<mlir::arith::ConstantIntOp>(loc, *reads, 1).getResult());
+    }
+    Value tid = idOfLane(b, lane);
     Value cw = b.create<mlir::arith::ConstantIndexOp>(loc, width);
     Value co = b.create<mlir::arith::ConstantIndexOp>(loc, offset);
-    Value lane = b.create<mlir::arith::RemUIOp>(loc, tid, cw);
-    Value target = b.create<mlir::arith::AddIOp>(loc, lane, co);
+    Value inSegment = b.create<mlir::arith::AddIOp>(
+        loc, b.create<mlir::arith::RemUIOp>(loc, tid, cw), co);
     Value other = b.create<mlir::arith::AddIOp>(loc, tid, co);
     Value valid = b.create<mlir::arith::AndIOp>(
-        loc, b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ult, target, cw),
+        loc, b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ult, inSegment, cw),
         b.create<mlir::arith::CmpIOp>(
             loc, mlir::arith::CmpIPredicate::ult, other,
             b.create<mlir::arith::ConstantIndexOp>(loc, grid_.numThreads())));
-    auto src = [&]() -> Value { return b.create<mlir::arith::SelectOp>(loc, valid, other, tid); };
-    Value moved;
     mlir::Operation* def = value.getDefiningOp();
-    if (argMap_.contains(value)) {
-      moved = argMap_.lookup(value);
-    } else if (auto inner = llvm::dyn_cast_or_null<mlir::gpu::ShuffleOp>(def)) {
-      auto innerResults = shuffleAt(b, inner, src(), bid);
-      if (mlir::failed(innerResults)) return mlir::failure();
-      moved = value == inner.getShuffleResult() ? innerResults->first : innerResults->second;
-    } else if (spilled_.contains(value)) {
+    Value moved;
+    if (def && spilled_.contains(value) && phaseOf_.lookup(def) != curPhase_) {
       // Both loads are in the slots (see checkShuffle): two contiguous
       // vector loads and a blend once the thread loop is vectorized.
       moved = b.create<mlir::arith::SelectOp>(loc, valid, reload(b, value, other),
                                               reload(b, value, tid));
-    } else if (def && recomputed_.contains(def)) {
-      // A value every phase recomputes (a constant: a reduction whose input
-      // folded away; a thread id) is computed again for the source lane.
-      mlir::IRMapping mapping;
-      if (mlir::failed(emitOp(b, def, mapping, src(), bid))) return mlir::failure();
-      moved = mapping.lookup(value);
     } else {
-      return shuffle.emitOpError() << "shuffles a value the CPU target cannot see per thread";
+      Value source = b.create<mlir::arith::SelectOp>(loc, valid, other, tid);
+      mlir::FailureOr<Value> there = atLane(b, value, Lane{0, source}, bid, own);
+      if (mlir::failed(there)) return mlir::failure();
+      mlir::FailureOr<Value> here = atLane(b, value, lane, bid, own);
+      if (mlir::failed(here)) return mlir::failure();
+      moved = b.create<mlir::arith::SelectOp>(loc, valid, *there, *here);
     }
     return std::make_pair(moved, valid);
   }
@@ -1671,7 +1903,15 @@ class KernelLowering {
     Value tid, base, lane;
     int64_t period = 0;
     mlir::scf::ForOp loop;
+    ThreadShape shape;
   } lanes_;
+  // The phase being emitted.
+  unsigned curPhase_ = 0;
+  // Top-level loads a phase may compute at other lanes (isLaneEvaluable).
+  llvm::DenseSet<mlir::Operation*> evaluableLoads_;
+  // Values computed at other lanes in the thread loop being emitted
+  // (atLane): by value, lane (id, offset) and the block they were put in.
+  llvm::DenseMap<std::tuple<Value, Value, int64_t, mlir::Block*>, Value> laneValues_;
   // Loops run as steps over all threads (see isInterchangeable), and the
   // bytes of their carried values' slots for a batch of blocks.
   llvm::SetVector<mlir::Operation*> interchanged_;

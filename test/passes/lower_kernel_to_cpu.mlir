@@ -58,20 +58,59 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
-// A shuffle is a cut, and the phase after it reads the shuffled value's
-// slots: lane l reads lane l + 4 of its 32-lane segment, or itself past the
+// A shuffle of a value its phase can compute at any lane (here from the
+// thread id) is no cut: the phase computes the value at the lane read as
+// well, lane l + 4 of the lane's 32-lane segment, or the lane itself past
+// the segment or past the block's last thread. No slots.
+// CHECK-LABEL: func.func @shuffle
+// CHECK-NOT: llvm.alloca
+// CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64
+// CHECK:       %[[OWN:.*]] = arith.sitofp
+// CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32{{.*}}
+// CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c4{{.*}}
+// CHECK:       %[[OTHER:.*]] = arith.addi %[[T]], %c4{{.*}}
+// CHECK:       %[[IN_BLOCK:.*]] = arith.cmpi ult, %[[OTHER]], %c64{{.*}}
+// CHECK:       %[[IN_SEGMENT:.*]] = arith.cmpi ult, %[[TARGET]], %c32{{.*}}
+// CHECK:       %[[VALID:.*]] = arith.andi %[[IN_SEGMENT]], %[[IN_BLOCK]]
+// CHECK:       %[[SOURCE:.*]] = arith.select %[[VALID]], %[[OTHER]], %[[T]] : index
+// CHECK:       %[[X:.*]] = arith.index_cast %[[SOURCE]] : index to i32
+// CHECK:       %[[READ:.*]] = arith.sitofp %[[X]]
+// CHECK:       %[[S:.*]] = arith.select %[[VALID]], %[[READ]], %[[OWN]] : f32
+// CHECK:       llvm.store %[[S]]
+// CHECK:     } {loop_annotation = #[[$LANES]]}
+// CHECK-NOT: scf.for
+// CHECK:     return
+func.func @shuffle(%out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c4 = arith.constant 4 : i32
+  %c32 = arith.constant 32 : i32
+  %x = arith.index_cast %tid : index to i32
+  %f = arith.sitofp %x : i32 to f32
+  %s, %valid = gpu.shuffle down %f, %c4, %c32 : f32
+  %i = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %s, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// A shuffle of a value its phase cannot compute at another lane -- a load
+// after a store of the phase: the other lane's store may not have run yet
+// -- is a cut, and the phase after it reads the shuffled value's slots:
+// lane l reads lane l + 4 of its 32-lane segment, or itself past the
 // segment or past the block's last thread. Both loads are contiguous across
 // the threads (the slots are 4 longer than the block), a select keeps the
-// one the lane reads. The phase before runs only the lanes read: [4, 32) of
-// each warp (lanes 0-3 of a warp are never a source).
-// CHECK-LABEL: func.func @shuffle
+// one the lane reads. The phase before runs every thread (each stores) and
+// keeps the value of lanes [4, 32) of each warp, the lanes read.
+// CHECK-LABEL: func.func @shuffle_slots
 // CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
-// The loop over the warps is not to be unrolled either (LLVM would
-// vectorize each copy of the lane loop on its own).
-// CHECK:     scf.for %[[W:.*]] = %c0 to %c64 step %c32
-// CHECK:       scf.for %{{.*}} = %c4{{.*}} to %c32{{.*}}
-// CHECK:         llvm.store
-// CHECK:       } {loop_annotation = #[[$LANES]]}
+// CHECK:     scf.for %[[T0:.*]] = %c0{{.*}} to %c64
+// CHECK:       llvm.store
+// CHECK:       %[[G:.*]] = llvm.load
+// CHECK:       %[[I0:.*]] = arith.index_cast %[[T0]] : index to i64
+// CHECK:       %[[SLOT:.*]] = llvm.getelementptr %[[SLOTS]][%[[I0]]]
+// CHECK:       llvm.store %[[G]], %[[SLOT]]
 // CHECK:     } {loop_annotation = #[[$LANES]]}
 // CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64
 // CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32{{.*}}
@@ -85,14 +124,17 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:       %[[AT:.*]] = llvm.getelementptr %[[SLOTS]][%[[I]]]
 // CHECK:       %[[READ:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
 // CHECK:       arith.select %[[VALID]], %[[READ]], %[[OWN]] : f32
-func.func @shuffle(%out: !llvm.ptr) {
+func.func @shuffle_slots(%buffer: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
   %c4 = arith.constant 4 : i32
   %c32 = arith.constant 32 : i32
   %x = arith.index_cast %tid : index to i32
   %f = arith.sitofp %x : i32 to f32
-  %s, %valid = gpu.shuffle down %f, %c4, %c32 : f32
   %i = arith.index_cast %tid : index to i64
+  %b = llvm.getelementptr %buffer[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %f, %b : f32, !llvm.ptr
+  %g = llvm.load %b : !llvm.ptr -> f32
+  %s, %valid = gpu.shuffle down %g, %c4, %c32 : f32
   %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %s, %o : f32, !llvm.ptr
   return
@@ -188,29 +230,42 @@ func.func @huge_shared(%out: !llvm.ptr) {
 
 // -----
 
-// A shuffle tree whose result only lane 0 stores: each phase runs the lanes
-// the next one reads. The store's guard (lane == 0) is a function of the
-// thread id, so the last phase runs lane 0 of each warp; the one before,
-// lanes 0-1 (lane 0 reads lane 1); the loads, lanes 0-3. A division of the
-// thread id by the warp is the warp loop's base divided by it, and the
-// address it makes, the same for every lane, leaves the lane loop (and the
-// guard it was under).
+// A shuffle tree whose result only lane 0 stores, on a loaded value (no
+// store of the phase before the load): one phase, which runs the lane the
+// store's guard (lane == 0, a function of the thread id) lets through, lane
+// 0 of each warp, and computes the tree there whole: the loads of lanes
+// 0-3 and the adds, no slots, no select (the lanes each level reads are
+// known for lane 0). The lane is a constant: a division of the thread id
+// by the warp is the warp loop's base divided by it, the guard folds.
 // CHECK-LABEL: func.func @shuffle_tree
-// CHECK:     scf.for %[[W0:.*]] = %c0 to %c64 step %c32
-// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c4
-// CHECK:         llvm.load %{{.*}} : !llvm.ptr -> f32
-// CHECK:     scf.for %[[W1:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
-// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c2
-// CHECK:         arith.addf
-// CHECK:     scf.for %[[W2:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
-// CHECK:       %[[WARP:.*]] = arith.divui %[[W2]], %c32
+// CHECK-NOT: llvm.alloca
+// CHECK:     scf.for %[[W:.*]] = %c0 to %c64 step %c32
+// CHECK-NOT:   arith.select
+// CHECK:       %[[LANE0:.*]] = arith.addi %[[W]], %c0
+// CHECK:       %[[I0:.*]] = arith.index_cast %[[LANE0]]
+// CHECK:       %[[P0:.*]] = llvm.getelementptr %{{.*}}[%[[I0]]]
+// CHECK:       %[[LANE2:.*]] = arith.addi %[[LANE0]], %c2
+// CHECK:       %[[I2:.*]] = arith.index_cast %[[LANE2]]
+// CHECK:       %[[P2:.*]] = llvm.getelementptr %{{.*}}[%[[I2]]]
+// CHECK:       %[[LANE1:.*]] = arith.addi %[[LANE0]], %c1
+// CHECK:       %[[I1:.*]] = arith.index_cast %[[LANE1]]
+// CHECK:       %[[P1:.*]] = llvm.getelementptr %{{.*}}[%[[I1]]]
+// CHECK:       %[[LANE3:.*]] = arith.addi %[[LANE0]], %c3
+// CHECK:       %[[I3:.*]] = arith.index_cast %[[LANE3]]
+// CHECK:       %[[P3:.*]] = llvm.getelementptr %{{.*}}[%[[I3]]]
+// CHECK:       %[[WARP:.*]] = arith.divui %[[W]], %c32
 // CHECK:       %[[W64:.*]] = arith.index_cast %[[WARP]]
 // CHECK:       %[[AT:.*]] = llvm.getelementptr %{{.*}}[%[[W64]]]
-// CHECK:       scf.for %[[L2:.*]] = %c0{{.*}} to %c1
-// CHECK:         arith.addf
-// CHECK:         %[[LANE:.*]] = arith.cmpi eq, %[[L2]], %c0
-// CHECK:         scf.if %[[LANE]]
-// CHECK:           llvm.store %{{.*}}, %[[AT]]
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1
+// CHECK:         %[[V0:.*]] = llvm.load %[[P0]]
+// CHECK:         %[[V2:.*]] = llvm.load %[[P2]]
+// CHECK:         %[[A0:.*]] = arith.addf %[[V0]], %[[V2]]
+// CHECK:         %[[V1:.*]] = llvm.load %[[P1]]
+// CHECK:         %[[V3:.*]] = llvm.load %[[P3]]
+// CHECK:         %[[A1:.*]] = arith.addf %[[V1]], %[[V3]]
+// CHECK:         %[[SUM:.*]] = arith.addf %[[A0]], %[[A1]]
+// CHECK:         scf.if
+// CHECK:           llvm.store %[[SUM]], %[[AT]]
 // CHECK-NOT: scf.for
 // CHECK:     return
 func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
@@ -240,9 +295,73 @@ func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// Two trees, the second on a load after the first's store: that load cannot
+// be computed at another lane, so its shuffle is a cut -- and the load goes
+// to a phase of its own before it, so that the first tree's phase still
+// runs lane 0 of each warp alone, not every lane the second tree reads.
+// The load's phase runs lanes 0-1 of each warp (the lanes the second tree
+// reads), into slots; the second tree's phase reads them.
+// CHECK-LABEL: func.func @two_trees
+// CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
+// CHECK:     scf.for %[[W0:.*]] = %c0 to %c64 step %c32
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}}
+// CHECK:         llvm.load
+// CHECK:         llvm.load
+// CHECK:         arith.addf
+// CHECK:         llvm.store
+// CHECK:     scf.for %[[W1:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}}
+// CHECK:         %[[X:.*]] = llvm.load
+// CHECK:         llvm.store %[[X]]
+// CHECK:     scf.for %[[W2:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}}
+// CHECK:         llvm.load
+// CHECK:         llvm.load
+// CHECK:         arith.addf
+// CHECK:         llvm.store
+// CHECK-NOT: scf.for
+// CHECK:     return
+func.func @two_trees(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %c1_i32 = arith.constant 1 : i32
+  %c32_i32 = arith.constant 32 : i32
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %s, %valid = gpu.shuffle down %v, %c1_i32, %c32_i32 : f32
+  %a = arith.addf %v, %s : f32
+  %lane = arith.remui %tid, %c32 : index
+  %first = arith.cmpi eq, %lane, %c0 : index
+  %warp = arith.divui %tid, %c32 : index
+  scf.if %first {
+    %w = arith.index_cast %warp : index to i64
+    %o = llvm.getelementptr %out[%w] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %a, %o : f32, !llvm.ptr
+  }
+  %j = arith.addi %tid, %c64 : index
+  %j64 = arith.index_cast %j : index to i64
+  %q = llvm.getelementptr %in[%j64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x = llvm.load %q : !llvm.ptr -> f32
+  %t, %valid2 = gpu.shuffle down %x, %c1_i32, %c32_i32 : f32
+  %b = arith.addf %x, %t : f32
+  scf.if %first {
+    %k = arith.addi %warp, %c2 : index
+    %w = arith.index_cast %k : index to i64
+    %o = llvm.getelementptr %out[%w] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %b, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
 // A store whose guard is not a function of the thread id (a loaded flag)
-// runs for every thread; the phase before runs every lane the shuffle
-// reads, [1, 32) of each warp (lane 31 reads its own value).
+// runs for every thread; the phase before the barrier runs every lane the
+// shuffle reads, [1, 32) of each warp (lane 31 reads its own value).
 // CHECK-LABEL: func.func @data_guard
 // CHECK:     scf.for %{{.*}} = %c0 to %c64 step %c32
 // CHECK:       scf.for %{{.*}} = %c1{{.*}} to %c32
@@ -255,6 +374,7 @@ func.func @data_guard(%in: !llvm.ptr, %flag: !llvm.ptr, %out: !llvm.ptr) {
   %i = arith.index_cast %tid : index to i64
   %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   %v = llvm.load %p : !llvm.ptr -> f32
+  gpu.barrier
   %s, %valid = gpu.shuffle down %v, %c1_i32, %c32_i32 : f32
   %f = llvm.load %flag : !llvm.ptr -> i1
   scf.if %f {

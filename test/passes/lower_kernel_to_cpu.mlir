@@ -236,7 +236,10 @@ func.func @huge_shared(%out: !llvm.ptr) {
 // 0 of each warp, and computes the tree there whole: the loads of lanes
 // 0-3 and the adds, no slots, no select (the lanes each level reads are
 // known for lane 0). The lane is a constant: a division of the thread id
-// by the warp is the warp loop's base divided by it, the guard folds.
+// by the warp is the warp loop's base divided by it, the guard folds. LLVM
+// is not to vectorize that loop over the warps (strided loads).
+// CHECK: #[[$SCALAR:.*]] = #llvm.loop_vectorize<disable = true>
+// CHECK: #[[$WARPS:.*]] = #llvm.loop_annotation<vectorize = #[[$SCALAR]], unroll = #{{.*}}>
 // CHECK-LABEL: func.func @shuffle_tree
 // CHECK-NOT: llvm.alloca
 // CHECK:     scf.for %[[W:.*]] = %c0 to %c64 step %c32
@@ -266,6 +269,8 @@ func.func @huge_shared(%out: !llvm.ptr) {
 // CHECK:         %[[SUM:.*]] = arith.addf %[[A0]], %[[A1]]
 // CHECK:         scf.if
 // CHECK:           llvm.store %[[SUM]], %[[AT]]
+// CHECK:       } {loop_annotation = #[[$LANES]]}
+// CHECK:     } {loop_annotation = #[[$WARPS]]}
 // CHECK-NOT: scf.for
 // CHECK:     return
 func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {

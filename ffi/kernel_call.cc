@@ -144,8 +144,6 @@ ErrorOr<std::vector<KernelBuffer>> CheckBuffers(const Signature& sig,
     Span<const int64_t> dims(sig.dims.begin() + dim_offset, rank);
     dim_offset += rank;
     const auto dtype = static_cast<DataType>(sig.dtypes[i]);
-    auto pattern = m::Buffer().WithElementType(dtype).WithShape(dims);
-    const std::string name = ParamName(sig, i);
     std::optional<AnyBuffer> buffer;
     std::string why;
     if (i < num_inputs) {
@@ -157,10 +155,15 @@ ErrorOr<std::vector<KernelBuffer>> CheckBuffers(const Signature& sig,
     }
     if (!buffer) {
       return xffi::Unexpected(
-          Error::InvalidArgument(name + ": not a buffer (" + why + ")"));
+          Error::InvalidArgument(ParamName(sig, i) + ": not a buffer (" + why + ")"));
     }
-    if (Error e = xffi::Verify(name, *buffer, pattern); e.failure()) {
-      return xffi::Unexpected(std::move(e));
+    // The pattern (and the buffer's name) only to say what is wrong: this
+    // runs at every call.
+    if (buffer->element_type() != dtype || !SameSpan(buffer->dimensions(), dims)) {
+      auto pattern = m::Buffer().WithElementType(dtype).WithShape(dims);
+      if (Error e = xffi::Verify(ParamName(sig, i), *buffer, pattern); e.failure()) {
+        return xffi::Unexpected(std::move(e));
+      }
     }
     int64_t count = 1;
     for (int64_t d : dims) count *= d;

@@ -664,6 +664,7 @@ class KernelLowering {
     mlir::Location loc = f_.getLoc();
     auto* newBody = new mlir::Block();
     f_.getBody().push_back(newBody);
+    newBody_ = newBody;
     SmallVector<mlir::Location> locs(body.getNumArguments(), loc);
     newBody->addArguments(body.getArgumentTypes(), locs);
     Value first = newBody->addArgument(mlir::IndexType::get(ctx), loc);
@@ -857,9 +858,7 @@ class KernelLowering {
   // (base + lane, which lanes_ keeps for splitDivision).
   Value emitThreadLoops(mlir::OpBuilder& b, const ThreadShape& shape, mlir::OpBuilder& inner) {
     mlir::Location loc = b.getUnknownLoc();
-    auto index = [](mlir::OpBuilder& at, int64_t v) -> Value {
-      return at.create<mlir::arith::ConstantIndexOp>(at.getUnknownLoc(), v);
-    };
+    auto index = [&](mlir::OpBuilder&, int64_t v) -> Value { return indexConstant(v); };
     mlir::OpBuilder* at = &b;
     // The blocks of the batch (see run()), each block's threads inside.
     mlir::OpBuilder blockBuilder(b.getContext());
@@ -916,9 +915,9 @@ class KernelLowering {
     if (!lane) lane = lanes_.lane;
     mlir::Location loc = lanes_.tid.getLoc();
     auto op = [&](bool quotient, Value v) -> Value {
-      Value divisor = b.create<mlir::arith::ConstantIndexOp>(loc, d);
-      if (quotient) return b.create<mlir::arith::DivUIOp>(loc, v, divisor);
-      return b.create<mlir::arith::RemUIOp>(loc, v, divisor);
+      Value divisor = indexConstant(d);
+      if (quotient) return b.createOrFold<mlir::arith::DivUIOp>(loc, v, divisor);
+      return b.createOrFold<mlir::arith::RemUIOp>(loc, v, divisor);
     };
     if (p % d == 0) {
       // base is a multiple of d: the remainder is the lane's.
@@ -1474,8 +1473,7 @@ class KernelLowering {
       mlir::OpBuilder b(op);
       Value lane;
       if (int64_t c = *pastTid(op->getOperand(0)); c > 0) {
-        lane = b.create<mlir::arith::AddIOp>(
-            op->getLoc(), lanes_.lane, b.create<mlir::arith::ConstantIndexOp>(op->getLoc(), c));
+        lane = b.createOrFold<mlir::arith::AddIOp>(op->getLoc(), lanes_.lane, indexConstant(c));
       }
       std::optional<Value> split = splitDivision(b, *mlir::getConstantIntValue(op->getOperand(1)),
                                                  llvm::isa<mlir::arith::DivUIOp>(op), lane);
@@ -1604,8 +1602,29 @@ class KernelLowering {
     return second;
   }
 
+  // The constant `v` of index type, made once at the top of the new body.
+  Value indexConstant(int64_t v) {
+    Value& c = indexConstants_[v];
+    if (!c) {
+      c = mlir::OpBuilder::atBlockBegin(newBody_).create<mlir::arith::ConstantIndexOp>(
+          f_.getLoc(), v);
+    }
+    return c;
+  }
+
   mlir::LogicalResult emitOp(mlir::OpBuilder& b, mlir::Operation* op, mlir::IRMapping& mapping,
                              Value tid, Value bid) {
+    // A constant is made once, at the top of the new body, however many
+    // phases and lanes use it (not a copy each: the canonicalizer after
+    // this pass spent much of its time gathering the copies).
+    if (op->hasTrait<mlir::OpTrait::ConstantLike>() && op->getNumResults() == 1 &&
+        op->getNumRegions() == 0 && op->getNumOperands() == 0) {
+      Value& hoisted = hoistedConstants_[op];
+      if (!hoisted) hoisted = mlir::OpBuilder::atBlockBegin(newBody_).clone(*op)->getResult(0);
+      mapping.map(op->getResult(0), hoisted);
+      if (spilled_.contains(op->getResult(0))) spill(b, op->getResult(0), hoisted, tid);
+      return mlir::success();
+    }
     if (auto t = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(op)) {
       mapping.map(t.getResult(), idOf(b, tid, grid_.threads, t.getDimension()));
       return mlir::success();
@@ -1764,9 +1783,8 @@ class KernelLowering {
   Value idOfLane(mlir::OpBuilder& b, Lane lane) {
     if (lane.id) return lane.id;
     if (lane.offset == 0) return lanes_.tid;
-    mlir::Location loc = lanes_.tid.getLoc();
-    return b.create<mlir::arith::AddIOp>(
-        loc, lanes_.tid, b.create<mlir::arith::ConstantIndexOp>(loc, lane.offset));
+    return b.create<mlir::arith::AddIOp>(lanes_.tid.getLoc(), lanes_.tid,
+                                         indexConstant(lane.offset));
   }
 
   // Whether `shuffle` at `lane` reads another lane, for every thread of
@@ -1871,16 +1889,15 @@ class KernelLowering {
                             b.create<mlir::arith::ConstantIntOp>(loc, *reads, 1).getResult());
     }
     Value tid = idOfLane(b, lane);
-    Value cw = b.create<mlir::arith::ConstantIndexOp>(loc, width);
-    Value co = b.create<mlir::arith::ConstantIndexOp>(loc, offset);
+    Value cw = indexConstant(width);
+    Value co = indexConstant(offset);
     Value inSegment = b.create<mlir::arith::AddIOp>(
         loc, b.create<mlir::arith::RemUIOp>(loc, tid, cw), co);
     Value other = b.create<mlir::arith::AddIOp>(loc, tid, co);
     Value valid = b.create<mlir::arith::AndIOp>(
         loc, b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ult, inSegment, cw),
         b.create<mlir::arith::CmpIOp>(
-            loc, mlir::arith::CmpIPredicate::ult, other,
-            b.create<mlir::arith::ConstantIndexOp>(loc, grid_.numThreads())));
+            loc, mlir::arith::CmpIPredicate::ult, other, indexConstant(grid_.numThreads())));
     mlir::Operation* def = value.getDefiningOp();
     Value moved;
     if (def && spilled_.contains(value) && phaseOf_.lookup(def) != curPhase_) {
@@ -1925,6 +1942,11 @@ class KernelLowering {
   } lanes_;
   // The phase being emitted.
   unsigned curPhase_ = 0;
+  // The new body, and the constants made at its top (indexConstant,
+  // emitOp).
+  mlir::Block* newBody_ = nullptr;
+  llvm::DenseMap<int64_t, Value> indexConstants_;
+  llvm::DenseMap<mlir::Operation*, Value> hoistedConstants_;
   // Top-level loads a phase may compute at other lanes (isLaneEvaluable).
   llvm::DenseSet<mlir::Operation*> evaluableLoads_;
   // Values computed at other lanes in the thread loop being emitted

@@ -17,12 +17,12 @@
 // CHECK-DAG: %[[SPILL:.*]] = llvm.alloca %{{.*}} x f32 {alignment = 16 : i64} : (i64) -> !llvm.ptr
 // CHECK-DAG: %[[SHMEM:.*]] = llvm.alloca %{{.*}} x !llvm.array<64 x f32> {alignment = 16 : i64} : (i64) -> !llvm.ptr
 // CHECK-NOT: llvm.alloca
-// CHECK: scf.for %[[B0:.*]] = %[[FIRST]] to %[[LAST]] step %c4
+// CHECK: scf.for %[[B0:.*]] = %[[FIRST]] to %[[LAST]] step %c4{{(_[0-9]+)?}}
 // CHECK:   %[[END:.*]] = arith.minsi %{{.*}}, %[[LAST]]
 // CHECK:   scf.for %[[BID:.*]] = %[[B0]] to %[[END]]
 // CHECK:     %[[NTH:.*]] = arith.subi %[[BID]], %[[B0]]
 // CHECK:     llvm.getelementptr %[[SHMEM]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, !llvm.array<64 x f32>
-// CHECK:     arith.muli %[[NTH]], %c64
+// CHECK:     arith.muli %[[NTH]], %c64{{(_[0-9]+)?}}
 // CHECK:   scf.for %[[T1:.*]] = %c0{{.*}} to %c64{{.*}} step
 // CHECK:     %[[V:.*]] = llvm.load
 // CHECK:     llvm.store %[[V]], %{{.*}}
@@ -64,7 +64,7 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 // the segment or past the block's last thread. No slots.
 // CHECK-LABEL: func.func @shuffle
 // CHECK-NOT: llvm.alloca
-// CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64
+// CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64{{(_[0-9]+)?}}
 // CHECK:       %[[OWN:.*]] = arith.sitofp
 // CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32{{.*}}
 // CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c4{{.*}}
@@ -105,14 +105,14 @@ func.func @shuffle(%out: !llvm.ptr) {
 // keeps the value of lanes [4, 32) of each warp, the lanes read.
 // CHECK-LABEL: func.func @shuffle_slots
 // CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
-// CHECK:     scf.for %[[T0:.*]] = %c0{{.*}} to %c64
+// CHECK:     scf.for %[[T0:.*]] = %c0{{.*}} to %c64{{(_[0-9]+)?}}
 // CHECK:       llvm.store
 // CHECK:       %[[G:.*]] = llvm.load
 // CHECK:       %[[I0:.*]] = arith.index_cast %[[T0]] : index to i64
 // CHECK:       %[[SLOT:.*]] = llvm.getelementptr %[[SLOTS]][%[[I0]]]
 // CHECK:       llvm.store %[[G]], %[[SLOT]]
 // CHECK:     } {loop_annotation = #[[$LANES]]}
-// CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64
+// CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64{{(_[0-9]+)?}}
 // CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32{{.*}}
 // CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c4{{.*}}
 // CHECK:       %[[OTHER:.*]] = arith.addi %[[T]], %c4{{.*}}
@@ -242,24 +242,24 @@ func.func @huge_shared(%out: !llvm.ptr) {
 // CHECK: #[[$WARPS:.*]] = #llvm.loop_annotation<vectorize = #[[$SCALAR]], unroll = #{{.*}}>
 // CHECK-LABEL: func.func @shuffle_tree
 // CHECK-NOT: llvm.alloca
-// CHECK:     scf.for %[[W:.*]] = %c0 to %c64 step %c32
+// CHECK:     scf.for %[[W:.*]] = %c0{{(_[0-9]+)?}} to %c64{{(_[0-9]+)?}} step %c32{{(_[0-9]+)?}}
 // CHECK-NOT:   arith.select
-// CHECK:       %[[LANE0:.*]] = arith.addi %[[W]], %c0
+// CHECK:       %[[LANE0:.*]] = arith.addi %[[W]], %c0{{(_[0-9]+)?}}
 // CHECK:       %[[I0:.*]] = arith.index_cast %[[LANE0]]
 // CHECK:       %[[P0:.*]] = llvm.getelementptr %{{.*}}[%[[I0]]]
-// CHECK:       %[[LANE2:.*]] = arith.addi %[[LANE0]], %c2
+// CHECK:       %[[LANE2:.*]] = arith.addi %[[LANE0]], %c2{{(_[0-9]+)?}}
 // CHECK:       %[[I2:.*]] = arith.index_cast %[[LANE2]]
 // CHECK:       %[[P2:.*]] = llvm.getelementptr %{{.*}}[%[[I2]]]
-// CHECK:       %[[LANE1:.*]] = arith.addi %[[LANE0]], %c1
+// CHECK:       %[[LANE1:.*]] = arith.addi %[[LANE0]], %c1{{(_[0-9]+)?}}
 // CHECK:       %[[I1:.*]] = arith.index_cast %[[LANE1]]
 // CHECK:       %[[P1:.*]] = llvm.getelementptr %{{.*}}[%[[I1]]]
-// CHECK:       %[[LANE3:.*]] = arith.addi %[[LANE0]], %c3
+// CHECK:       %[[LANE3:.*]] = arith.addi %[[LANE0]], %c3{{(_[0-9]+)?}}
 // CHECK:       %[[I3:.*]] = arith.index_cast %[[LANE3]]
 // CHECK:       %[[P3:.*]] = llvm.getelementptr %{{.*}}[%[[I3]]]
-// CHECK:       %[[WARP:.*]] = arith.divui %[[W]], %c32
+// CHECK:       %[[WARP:.*]] = arith.divui %[[W]], %c32{{(_[0-9]+)?}}
 // CHECK:       %[[W64:.*]] = arith.index_cast %[[WARP]]
 // CHECK:       %[[AT:.*]] = llvm.getelementptr %{{.*}}[%[[W64]]]
-// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1{{(_[0-9]+)?}}
 // CHECK:         %[[V0:.*]] = llvm.load %[[P0]]
 // CHECK:         %[[V2:.*]] = llvm.load %[[P2]]
 // CHECK:         %[[A0:.*]] = arith.addf %[[V0]], %[[V2]]
@@ -308,17 +308,17 @@ func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
 // reads), into slots; the second tree's phase reads them.
 // CHECK-LABEL: func.func @two_trees
 // CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
-// CHECK:     scf.for %[[W0:.*]] = %c0 to %c64 step %c32
+// CHECK:     scf.for %[[W0:.*]] = %c0{{(_[0-9]+)?}} to %c64{{(_[0-9]+)?}} step %c32{{(_[0-9]+)?}}
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}}
 // CHECK:         llvm.load
 // CHECK:         llvm.load
 // CHECK:         arith.addf
 // CHECK:         llvm.store
-// CHECK:     scf.for %[[W1:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
+// CHECK:     scf.for %[[W1:.*]] = %c0{{.*}} to %c64{{.*}} step %c32{{(_[0-9]+)?}}
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}}
 // CHECK:         %[[X:.*]] = llvm.load
 // CHECK:         llvm.store %[[X]]
-// CHECK:     scf.for %[[W2:.*]] = %c0{{.*}} to %c64{{.*}} step %c32
+// CHECK:     scf.for %[[W2:.*]] = %c0{{.*}} to %c64{{.*}} step %c32{{(_[0-9]+)?}}
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}}
 // CHECK:         llvm.load
 // CHECK:         llvm.load
@@ -368,9 +368,9 @@ func.func @two_trees(%in: !llvm.ptr, %out: !llvm.ptr) {
 // runs for every thread; the phase before the barrier runs every lane the
 // shuffle reads, [1, 32) of each warp (lane 31 reads its own value).
 // CHECK-LABEL: func.func @data_guard
-// CHECK:     scf.for %{{.*}} = %c0 to %c64 step %c32
-// CHECK:       scf.for %{{.*}} = %c1{{.*}} to %c32
-// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1
+// CHECK:     scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c64{{(_[0-9]+)?}} step %c32{{(_[0-9]+)?}}
+// CHECK:       scf.for %{{.*}} = %c1{{.*}} to %c32{{(_[0-9]+)?}}
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1{{(_[0-9]+)?}}
 // CHECK:       scf.if
 func.func @data_guard(%in: !llvm.ptr, %flag: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
@@ -399,11 +399,11 @@ func.func @data_guard(%in: !llvm.ptr, %flag: !llvm.ptr, %out: !llvm.ptr) {
 // vectorize).
 // CHECK-LABEL: func.func @accumulate
 // CHECK:     %[[ACC:.*]] = llvm.alloca %{{.*}} x f32
-// CHECK:     scf.for %[[T0:.*]] = %c0{{.*}} to %c64
+// CHECK:     scf.for %[[T0:.*]] = %c0{{.*}} to %c64{{(_[0-9]+)?}}
 // CHECK:       llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
-// CHECK:     scf.for %[[K:.*]] = %c0{{.*}} to %c16{{.*}} step %c1
-// CHECK:       %[[ROW:.*]] = arith.muli %[[K]], %c64
-// CHECK:       scf.for %[[T:.*]] = %c0{{.*}} to %c64
+// CHECK:     scf.for %[[K:.*]] = %c0{{.*}} to %c16{{.*}} step %c1{{(_[0-9]+)?}}
+// CHECK:       %[[ROW:.*]] = arith.muli %[[K]], %c64{{(_[0-9]+)?}}
+// CHECK:       scf.for %[[T:.*]] = %c0{{.*}} to %c64{{(_[0-9]+)?}}
 // CHECK:         %[[AT:.*]] = llvm.getelementptr %[[ACC]][%{{.*}}]
 // CHECK:         %[[OLD:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
 // CHECK:         %[[E:.*]] = arith.addi %[[ROW]], %[[T]]
@@ -412,7 +412,7 @@ func.func @data_guard(%in: !llvm.ptr, %flag: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:         llvm.store %[[NEW]]
 // CHECK:       } {loop_annotation = #[[$LANES]]}
 // CHECK:     } {loop_annotation = #[[$LANES]]}
-// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{(_[0-9]+)?}}
 // CHECK:       llvm.getelementptr %[[ACC]]
 func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
@@ -445,7 +445,7 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 // both comparisons flip below 100 (2 * tid + 1 <= 99 is 2 * tid < 100):
 // one cut, at ceil(100 / 2) = 50, and neither piece keeps a branch.
 // CHECK-LABEL: func.func @guarded_accumulate
-// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1{{(_[0-9]+)?}}
 // CHECK:       %[[CUT:.*]] = arith.ceildivsi %c100{{.*}}, %c2{{.*}} : index
 // CHECK:       %[[LO:.*]] = arith.minsi %c64{{.*}}, %[[CUT]] : index
 // CHECK:       %[[AT:.*]] = arith.maxsi %c0{{.*}}, %[[LO]] : index
@@ -453,10 +453,10 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %[[AT]]
 // CHECK:         scf.if %{{.*}}
 // CHECK:           arith.addf
-// CHECK:       scf.for %{{.*}} = %[[AT]] to %c64
+// CHECK:       scf.for %{{.*}} = %[[AT]] to %c64{{(_[0-9]+)?}}
 // CHECK:         scf.if %{{.*}}
 // CHECK-NOT:   scf.for %{{.*}} = %[[AT]]
-// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{(_[0-9]+)?}}
 // CHECK:       llvm.store
 func.func @guarded_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
@@ -499,12 +499,12 @@ func.func @guarded_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 // in each lane an inner loop of 8 steps, for LLVM to unroll whole, carries
 // them in registers; the slots are stored after it.
 // CHECK-LABEL: func.func @accumulate_visits
-// CHECK:     scf.for %[[K:.*]] = %c0{{.*}} to %c16{{.*}} step %c8
-// CHECK:       scf.for %[[T:.*]] = %c0{{.*}} to %c1024
+// CHECK:     scf.for %[[K:.*]] = %c0{{.*}} to %c16{{.*}} step %c8{{(_[0-9]+)?}}
+// CHECK:       scf.for %[[T:.*]] = %c0{{.*}} to %c1024{{(_[0-9]+)?}}
 // CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr -> f32
 // CHECK:         %[[R:.*]]:4 = scf.for %[[J:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{.*}} iter_args
 // CHECK:           %[[STEP:.*]] = arith.addi %[[K]], %{{.*}} : index
-// CHECK:           arith.muli %[[STEP]], %c1024
+// CHECK:           arith.muli %[[STEP]], %c1024{{(_[0-9]+)?}}
 // CHECK:           arith.addf
 // CHECK:         } {loop_annotation = #{{.*}}}
 // CHECK:         llvm.store %[[R]]#0
@@ -545,9 +545,9 @@ func.func @accumulate_visits(%in: !llvm.ptr, %out: !llvm.ptr) {
 // part leaves the guard and the lane loop, and the lane loop is cut where
 // the rotation wraps, 32 - (base / 64) mod 32: no division is left in it.
 // CHECK-LABEL: func.func @rotated_store
-// CHECK:     scf.for %[[BASE:.*]] = %c0{{.*}} to %c128 step %c32
-// CHECK:       %[[HALF:.*]] = arith.divui %[[BASE]], %c64
-// CHECK:       %[[R0:.*]] = arith.remui %[[HALF]], %c32
+// CHECK:     scf.for %[[BASE:.*]] = %c0{{.*}} to %c128{{(_[0-9]+)?}} step %c32{{(_[0-9]+)?}}
+// CHECK:       %[[HALF:.*]] = arith.divui %[[BASE]], %c64{{(_[0-9]+)?}}
+// CHECK:       %[[R0:.*]] = arith.remui %[[HALF]], %c32{{(_[0-9]+)?}}
 // CHECK:       %[[WRAP:.*]] = arith.subi %c32{{.*}}, %[[R0]]
 // CHECK:       %[[LO:.*]] = arith.minsi %c32{{.*}}, %[[WRAP]]
 // CHECK:       %[[CUT:.*]] = arith.maxsi %c0{{.*}}, %[[LO]]
@@ -556,11 +556,11 @@ func.func @accumulate_visits(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:         scf.if
 // CHECK:           arith.addi %[[R0]], %[[L]]
 // CHECK:           llvm.store
-// CHECK:       scf.for %[[L2:.*]] = %[[CUT]] to %c32
+// CHECK:       scf.for %[[L2:.*]] = %[[CUT]] to %c32{{(_[0-9]+)?}}
 // CHECK-NOT:     arith.remui
 // CHECK:         scf.if
 // CHECK:           %[[AT:.*]] = arith.addi %[[R0]], %[[L2]]
-// CHECK:           arith.subi %[[AT]], %c32
+// CHECK:           arith.subi %[[AT]], %c32{{(_[0-9]+)?}}
 // CHECK:           llvm.store
 func.func @rotated_store(%in: !llvm.ptr, %out: !llvm.ptr, %flag: i1) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
@@ -593,11 +593,11 @@ func.func @rotated_store(%in: !llvm.ptr, %out: !llvm.ptr, %flag: i1) {
 // around the batch's blocks, and each block keeps its own slots.
 // CHECK-LABEL: func.func @column_accumulate
 // CHECK-SAME: %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index)
-// CHECK:     scf.for %[[B0:.*]] = %[[FIRST]] to %[[LAST]] step %c4
-// CHECK:       scf.for %[[K:.*]] = %c0{{.*}} to %c8{{.*}} step %c1
-// CHECK:         scf.for %[[BID:.*]] = %[[B0]] to %{{.*}} step %c1
+// CHECK:     scf.for %[[B0:.*]] = %[[FIRST]] to %[[LAST]] step %c4{{(_[0-9]+)?}}
+// CHECK:       scf.for %[[K:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{(_[0-9]+)?}}
+// CHECK:         scf.for %[[BID:.*]] = %[[B0]] to %{{.*}} step %c1{{(_[0-9]+)?}}
 // CHECK:           arith.subi %[[BID]], %[[B0]]
-// CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c32
+// CHECK:           scf.for %{{.*}} = %c0{{.*}} to %c32{{(_[0-9]+)?}}
 func.func @column_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
   %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
@@ -635,12 +635,12 @@ func.func @column_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 // f32[1024,4096] ran 1.8x slower).
 // CHECK-LABEL: func.func @row_accumulate
 // CHECK-SAME: %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index)
-// CHECK:     scf.for %[[BID:.*]] = %[[FIRST]] to %[[LAST]] step %c1 {
-// CHECK:       scf.for %[[K:.*]] = %c0{{.*}} to %c8{{.*}} step %c1
+// CHECK:     scf.for %[[BID:.*]] = %[[FIRST]] to %[[LAST]] step %c1{{(_[0-9]+)?}} {
+// CHECK:       scf.for %[[K:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{(_[0-9]+)?}}
 // CHECK-NOT:     scf.for
-// CHECK:         arith.muli %[[BID]], %c256
+// CHECK:         arith.muli %[[BID]], %c256{{(_[0-9]+)?}}
 // CHECK-NEXT:    arith.addi
-// CHECK-NEXT:    scf.for %{{.*}} = %c0{{.*}} to %c32
+// CHECK-NEXT:    scf.for %{{.*}} = %c0{{.*}} to %c32{{(_[0-9]+)?}}
 func.func @row_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
   %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
@@ -694,7 +694,7 @@ func.func @shuffle_offset_unknown(%out: !llvm.ptr, %offset: i32) {
 // CHECK:       %[[E0:.*]] = vector.extract %{{.*}}[0] : f32 from vector<2xf32>
 // CHECK:       llvm.store %[[E0]]
 // CHECK:       %[[E1:.*]] = vector.extract %{{.*}}[1] : f32 from vector<2xf32>
-// CHECK:       %[[SECOND:.*]] = arith.addi %{{.*}}, %c32
+// CHECK:       %[[SECOND:.*]] = arith.addi %{{.*}}, %c32{{(_[0-9]+)?}}
 // CHECK:       llvm.store %[[E1]]
 // CHECK:     scf.for
 // CHECK:       %[[L0:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
@@ -746,8 +746,8 @@ func.func private @small_division(%a: i8, %b: i8, %c: vector<4xi16>, %d: vector<
 // or the old one stored back) take that form; a max stays atomic.
 // CHECK-LABEL: func.func @atomics
 // CHECK-SAME: (%[[P:.*]]: !llvm.ptr, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
-// CHECK-DAG:  %[[FROM0:.*]] = arith.cmpi eq, %[[FIRST]], %c0
-// CHECK-DAG:  %[[TOEND:.*]] = arith.cmpi sge, %[[LAST]], %c8
+// CHECK-DAG:  %[[FROM0:.*]] = arith.cmpi eq, %[[FIRST]], %c0{{(_[0-9]+)?}}
+// CHECK-DAG:  %[[TOEND:.*]] = arith.cmpi sge, %[[LAST]], %c8{{(_[0-9]+)?}}
 // CHECK:      %[[EXCL:.*]] = arith.andi %[[FROM0]], %[[TOEND]]
 // CHECK:      scf.if %[[EXCL]] -> (f32) {
 // CHECK:        %[[OLD:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> f32

@@ -828,21 +828,28 @@ class KernelLowering {
                                                {}, {}, {}, {}, {});
   }
 
-  // Neither unrolled nor vectorized by LLVM: a loop over warps that runs
-  // one lane of each (lane 0 computing a shuffle tree whole, see run()).
-  // Vectorized across the warps, the tree's loads are a stride-k
-  // interleave group or gathers: the multi-row max f32[8192,16] (a row of
-  // 16 per 8 lanes) took 63 ms to compile, O3 22 and code generation 19,
-  // against 25 ms (6 and 6) scalar, and ran 0.029 ms against 0.077 --
-  // still 0.7 of XLA:CPU's 0.11; the other trees the same either way (A/B
-  // in one process, bits the same).
-  static mlir::LLVM::LoopAnnotationAttr scalarLoop(mlir::MLIRContext* ctx) {
+  // A loop over periods that runs one lane of each (lane 0 computing a
+  // shuffle tree whole, see run()): not unrolled, and vectorized 4 periods
+  // at a time, or not at all. Vectorized across the periods, a tree's
+  // loads are a stride-k interleave group: LLVM's default width cost the
+  // multi-row max f32[8192,16] (8 lanes a row of 16, a period of 8: 1024
+  // rows a launch, the kernel's whole work) 56-67 ms to compile against
+  // 28 ms scalar, which ran 0.080 ms against 0.029 (XLA:CPU 0.05-0.11);
+  // 4 at a time: 30 ms and 0.035 ms. A tree a warp (a period of 32: a
+  // row or column reduction's few warps) gains nothing at run time and
+  // compiled slower: 4 at a time, row sum 34 -> 40 ms, softmax's exp + sum
+  // 48 -> 67 ms (A/B in one process, bits the same).
+  static mlir::LLVM::LoopAnnotationAttr oneLanePerPeriod(mlir::MLIRContext* ctx, bool vectorize) {
     auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
                                                   {}, {}, {}, {}, {}, {});
-    auto vectorize = mlir::LLVM::LoopVectorizeAttr::get(
-        ctx, /*disable=*/mlir::BoolAttr::get(ctx, true), {}, {}, {}, {}, {}, {});
-    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, vectorize, {}, unroll, {}, {}, {}, {}, {},
-                                               {}, {}, {}, {}, {}, {});
+    auto hint = vectorize
+        ? mlir::LLVM::LoopVectorizeAttr::get(
+              ctx, {}, {}, {}, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 32), 4), {}, {},
+              {})
+        : mlir::LLVM::LoopVectorizeAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true), {},
+                                             {}, {}, {}, {}, {});
+    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, hint, {}, unroll, {}, {}, {}, {}, {}, {},
+                                               {}, {}, {}, {}, {});
   }
 
   // A short loop LLVM is to unroll completely (emitInterchanged's visits).
@@ -880,7 +887,10 @@ class KernelLowering {
       auto warps = at->create<mlir::scf::ForOp>(loc, base, index(*at, shape.w1 * shape.period),
                                                 index(*at, shape.period));
       warps->setAttr("loop_annotation", noUnroll(b.getContext()));
-      if (shape.l1 - shape.l0 == 1) warps->setAttr("loop_annotation", scalarLoop(b.getContext()));
+      if (shape.l1 - shape.l0 == 1) {
+        warps->setAttr("loop_annotation",
+                       oneLanePerPeriod(b.getContext(), /*vectorize=*/shape.period < kMinPeriod));
+      }
       warpBuilder.setInsertionPoint(warps.getBody()->getTerminator());
       at = &warpBuilder;
       base = warps.getInductionVar();

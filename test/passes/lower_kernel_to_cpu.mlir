@@ -300,6 +300,44 @@ func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// Trees of 8 lanes (several rows a warp): the phase runs lane 0 of each
+// 8 lanes, a loop over 8 periods of 8 that LLVM is to vectorize 4 at a
+// time (a row each: the kernel's main work; its default width made the
+// strided loads' shuffles cost more to compile than they gained).
+// CHECK: #[[$FOUR:.*]] = #llvm.loop_vectorize<width = 4 : i32>
+// CHECK: #[[$ROWS:.*]] = #llvm.loop_annotation<vectorize = #[[$FOUR]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @segment_trees
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8
+// CHECK-COUNT-4: llvm.load
+// CHECK:       llvm.store
+// CHECK:     } {loop_annotation = #[[$ROWS]]}
+func.func @segment_trees(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c1_i32 = arith.constant 1 : i32
+  %c2_i32 = arith.constant 2 : i32
+  %c32_i32 = arith.constant 32 : i32
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %s1, %valid1 = gpu.shuffle down %v, %c2_i32, %c32_i32 : f32
+  %a = arith.maximumf %v, %s1 : f32
+  %s2, %valid2 = gpu.shuffle down %a, %c1_i32, %c32_i32 : f32
+  %b = arith.maximumf %a, %s2 : f32
+  %lane = arith.remui %tid, %c8 : index
+  %first = arith.cmpi eq, %lane, %c0 : index
+  scf.if %first {
+    %row = arith.divui %tid, %c8 : index
+    %r = arith.index_cast %row : index to i64
+    %o = llvm.getelementptr %out[%r] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %b, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
 // Two trees, the second on a load after the first's store: that load cannot
 // be computed at another lane, so its shuffle is a cut -- and the load goes
 // to a phase of its own before it, so that the first tree's phase still

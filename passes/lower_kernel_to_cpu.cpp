@@ -475,6 +475,28 @@ class KernelLowering {
       atAnyLane[v] = computable;
       return computable;
     };
+    // Whether `shuffle` is a level of a tree over a warp or more: its
+    // offset is half a warp or more, or its value comes from such a level
+    // in this phase. A narrower tree (several rows a warp: the multi-row
+    // max's rows of 8 lanes) keeps a phase per level, each running the
+    // lanes the next reads: computed whole by lane 0 of each row, it ran
+    // 1.2x slower (0.052 against 0.044 ms, A/B in one process, bits the
+    // same), the rows' strided loads in one loop over them.
+    llvm::DenseSet<mlir::Operation*> wide;
+    auto treeOfAWarp = [&](mlir::gpu::ShuffleOp shuffle) {
+      bool result = 2 * *mlir::getConstantIntValue(shuffle.getOffset()) >= kMinPeriod;
+      llvm::SmallVector<Value> work = {shuffle.getValue()};
+      llvm::DenseSet<Value> seen;
+      while (!result && !work.empty()) {
+        Value v = work.pop_back_val();
+        mlir::Operation* def = v.getDefiningOp();
+        if (!def || !seen.insert(v).second || phaseOf_.lookup(def) + 1 != phases.size()) continue;
+        if (wide.contains(def)) result = true;
+        if (isLaneEvaluable(def)) llvm::append_range(work, def->getOperands());
+      }
+      if (result) wide.insert(shuffle);
+      return result;
+    };
     // Whether the current phase may have written memory so far, and
     // whether it holds a shuffle.
     bool phaseWrites = false, phaseShuffles = false;
@@ -495,17 +517,18 @@ class KernelLowering {
       }
       if (auto shuffle = llvm::dyn_cast<mlir::gpu::ShuffleOp>(op)) {
         if (mlir::failed(checkShuffle(shuffle))) return mlir::failure();
-        // A shuffle of a value each lane of this phase can compute stays
-        // in the phase: the lanes that use its result compute the source
-        // lane's value too (a warp's whole shuffle tree in one loop over
-        // the lanes that keep its result, lane 0 of each warp, instead of
-        // a loop per level). Else the value is computed for every lane
+        // A shuffle of a tree over a warp, of a value each lane of this
+        // phase can compute, stays in the phase: the lanes that use its
+        // result compute the source lane's value too (a warp's whole
+        // shuffle tree in one loop over the lanes that keep its result,
+        // lane 0 of each warp, instead of a loop per level). Else (or for
+        // a narrower tree, see treeOfAWarp) the value is computed for every lane
         // first (a load after a store) and the shuffle starts the next
         // phase; when this phase holds a shuffle tree already, the ops
         // from the value's first such dependency on go to a phase of
         // their own (any cut is a schedule a GPU may run), so that the
         // tree's phase still runs only the lanes that keep its result.
-        if (!computableAtLanes(shuffle.getValue())) {
+        if (!treeOfAWarp(shuffle) || !computableAtLanes(shuffle.getValue())) {
           if (phaseShuffles) {
             SmallVector<mlir::Operation*>& current = phases.back();
             size_t from = current.size();

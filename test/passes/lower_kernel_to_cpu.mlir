@@ -60,15 +60,15 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // A shuffle of a value its phase can compute at any lane (here from the
 // thread id) is no cut: the phase computes the value at the lane read as
-// well, lane l + 4 of the lane's 32-lane segment, or the lane itself past
+// well, lane l + 16 of the lane's 32-lane segment, or the lane itself past
 // the segment or past the block's last thread. No slots.
 // CHECK-LABEL: func.func @shuffle
 // CHECK-NOT: llvm.alloca
 // CHECK:     scf.for %[[T:.*]] = %c0{{.*}} to %c64{{(_[0-9]+)?}}
 // CHECK:       %[[OWN:.*]] = arith.sitofp
 // CHECK:       %[[LANE:.*]] = arith.remui %[[T]], %c32{{.*}}
-// CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c4{{.*}}
-// CHECK:       %[[OTHER:.*]] = arith.addi %[[T]], %c4{{.*}}
+// CHECK:       %[[TARGET:.*]] = arith.addi %[[LANE]], %c16{{.*}}
+// CHECK:       %[[OTHER:.*]] = arith.addi %[[T]], %c16{{.*}}
 // CHECK:       %[[IN_BLOCK:.*]] = arith.cmpi ult, %[[OTHER]], %c64{{.*}}
 // CHECK:       %[[IN_SEGMENT:.*]] = arith.cmpi ult, %[[TARGET]], %c32{{.*}}
 // CHECK:       %[[VALID:.*]] = arith.andi %[[IN_SEGMENT]], %[[IN_BLOCK]]
@@ -82,11 +82,11 @@ func.func @main(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:     return
 func.func @shuffle(%out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
-  %c4 = arith.constant 4 : i32
+  %c16 = arith.constant 16 : i32
   %c32 = arith.constant 32 : i32
   %x = arith.index_cast %tid : index to i32
   %f = arith.sitofp %x : i32 to f32
-  %s, %valid = gpu.shuffle down %f, %c4, %c32 : f32
+  %s, %valid = gpu.shuffle down %f, %c16, %c32 : f32
   %i = arith.index_cast %tid : index to i64
   %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %s, %o : f32, !llvm.ptr
@@ -230,12 +230,12 @@ func.func @huge_shared(%out: !llvm.ptr) {
 
 // -----
 
-// A shuffle tree whose result only lane 0 stores, on a loaded value (no
-// store of the phase before the load): one phase, which runs the lane the
-// store's guard (lane == 0, a function of the thread id) lets through, lane
-// 0 of each warp, and computes the tree there whole: the loads of lanes
-// 0-3 and the adds, no slots, no select (the lanes each level reads are
-// known for lane 0). The lane is a constant: a division of the thread id
+// A shuffle tree over a warp whose result only lane 0 stores, on a loaded
+// value (no store of the phase before the load): one phase, which runs the
+// lane the store's guard (lane == 0, a function of the thread id) lets
+// through, lane 0 of each warp, and computes the tree there whole: the
+// loads of lanes 0, 16, 8 and 24 and the adds, no slots, no select (the
+// lanes each level reads are known for lane 0). The lane is a constant: a division of the thread id
 // by the warp is the warp loop's base divided by it, the guard folds. LLVM
 // is not to vectorize that loop over the warps (strided loads).
 // CHECK: #[[$SCALAR:.*]] = #llvm.loop_vectorize<disable = true>
@@ -247,13 +247,13 @@ func.func @huge_shared(%out: !llvm.ptr) {
 // CHECK:       %[[LANE0:.*]] = arith.addi %[[W]], %c0{{(_[0-9]+)?}}
 // CHECK:       %[[I0:.*]] = arith.index_cast %[[LANE0]]
 // CHECK:       %[[P0:.*]] = llvm.getelementptr %{{.*}}[%[[I0]]]
-// CHECK:       %[[LANE2:.*]] = arith.addi %[[LANE0]], %c2{{(_[0-9]+)?}}
+// CHECK:       %[[LANE2:.*]] = arith.addi %[[LANE0]], %c16{{(_[0-9]+)?}}
 // CHECK:       %[[I2:.*]] = arith.index_cast %[[LANE2]]
 // CHECK:       %[[P2:.*]] = llvm.getelementptr %{{.*}}[%[[I2]]]
-// CHECK:       %[[LANE1:.*]] = arith.addi %[[LANE0]], %c1{{(_[0-9]+)?}}
+// CHECK:       %[[LANE1:.*]] = arith.addi %[[LANE0]], %c8{{(_[0-9]+)?}}
 // CHECK:       %[[I1:.*]] = arith.index_cast %[[LANE1]]
 // CHECK:       %[[P1:.*]] = llvm.getelementptr %{{.*}}[%[[I1]]]
-// CHECK:       %[[LANE3:.*]] = arith.addi %[[LANE0]], %c3{{(_[0-9]+)?}}
+// CHECK:       %[[LANE3:.*]] = arith.addi %[[LANE0]], %c24{{(_[0-9]+)?}}
 // CHECK:       %[[I3:.*]] = arith.index_cast %[[LANE3]]
 // CHECK:       %[[P3:.*]] = llvm.getelementptr %{{.*}}[%[[I3]]]
 // CHECK:       %[[WARP:.*]] = arith.divui %[[W]], %c32{{(_[0-9]+)?}}
@@ -277,15 +277,15 @@ func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
   %c0 = arith.constant 0 : index
   %c32 = arith.constant 32 : index
-  %c1_i32 = arith.constant 1 : i32
-  %c2_i32 = arith.constant 2 : i32
+  %c8_i32 = arith.constant 8 : i32
+  %c16_i32 = arith.constant 16 : i32
   %c32_i32 = arith.constant 32 : i32
   %i = arith.index_cast %tid : index to i64
   %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   %v = llvm.load %p : !llvm.ptr -> f32
-  %s1, %valid1 = gpu.shuffle down %v, %c2_i32, %c32_i32 : f32
+  %s1, %valid1 = gpu.shuffle down %v, %c16_i32, %c32_i32 : f32
   %a = arith.addf %v, %s1 : f32
-  %s2, %valid2 = gpu.shuffle down %a, %c1_i32, %c32_i32 : f32
+  %s2, %valid2 = gpu.shuffle down %a, %c8_i32, %c32_i32 : f32
   %b = arith.addf %a, %s2 : f32
   %lane = arith.remui %tid, %c32 : index
   %first = arith.cmpi eq, %lane, %c0 : index
@@ -300,16 +300,25 @@ func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
-// Trees of 8 lanes (several rows a warp): the phase runs lane 0 of each
-// 8 lanes, a loop over 8 periods of 8 that LLVM is to vectorize 4 at a
-// time (a row each: the kernel's main work; its default width made the
-// strided loads' shuffles cost more to compile than they gained).
+// Trees of 8 lanes (several rows a warp) keep a phase per level, each
+// running the lanes the next reads: lanes 0-3 of each 8 load (into slots),
+// lanes 0-1 take the first level, lane 0 the second and stores. That last
+// loop, one lane a row, LLVM is to vectorize 4 rows at a time (its
+// default width made the strided loads' shuffles cost more to compile
+// than they gained).
 // CHECK: #[[$FOUR:.*]] = #llvm.loop_vectorize<width = 4 : i32>
 // CHECK: #[[$ROWS:.*]] = #llvm.loop_annotation<vectorize = #[[$FOUR]], unroll = #{{.*}}>
 // CHECK-LABEL: func.func @segment_trees
 // CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8
-// CHECK-COUNT-4: llvm.load
-// CHECK:       llvm.store
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}}
+// CHECK:         llvm.load
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}}
+// CHECK:         arith.maximumf
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}}
+// CHECK:         arith.maximumf
+// CHECK:         llvm.store
 // CHECK:     } {loop_annotation = #[[$ROWS]]}
 func.func @segment_trees(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
@@ -342,7 +351,7 @@ func.func @segment_trees(%in: !llvm.ptr, %out: !llvm.ptr) {
 // be computed at another lane, so its shuffle is a cut -- and the load goes
 // to a phase of its own before it, so that the first tree's phase still
 // runs lane 0 of each warp alone, not every lane the second tree reads.
-// The load's phase runs lanes 0-1 of each warp (the lanes the second tree
+// The load's phase runs lanes 0 and 16 of each warp (the lanes the second tree
 // reads), into slots; the second tree's phase reads them.
 // CHECK-LABEL: func.func @two_trees
 // CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
@@ -352,8 +361,8 @@ func.func @segment_trees(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:         llvm.load
 // CHECK:         arith.addf
 // CHECK:         llvm.store
-// CHECK:     scf.for %[[W1:.*]] = %c0{{.*}} to %c64{{.*}} step %c32{{(_[0-9]+)?}}
-// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}}
+// CHECK:     scf.for %[[W1:.*]] = %c0{{.*}} to %c64{{.*}} step %c16{{(_[0-9]+)?}}
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}}
 // CHECK:         %[[X:.*]] = llvm.load
 // CHECK:         llvm.store %[[X]]
 // CHECK:     scf.for %[[W2:.*]] = %c0{{.*}} to %c64{{.*}} step %c32{{(_[0-9]+)?}}
@@ -370,12 +379,12 @@ func.func @two_trees(%in: !llvm.ptr, %out: !llvm.ptr) {
   %c2 = arith.constant 2 : index
   %c32 = arith.constant 32 : index
   %c64 = arith.constant 64 : index
-  %c1_i32 = arith.constant 1 : i32
+  %c16_i32 = arith.constant 16 : i32
   %c32_i32 = arith.constant 32 : i32
   %i = arith.index_cast %tid : index to i64
   %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   %v = llvm.load %p : !llvm.ptr -> f32
-  %s, %valid = gpu.shuffle down %v, %c1_i32, %c32_i32 : f32
+  %s, %valid = gpu.shuffle down %v, %c16_i32, %c32_i32 : f32
   %a = arith.addf %v, %s : f32
   %lane = arith.remui %tid, %c32 : index
   %first = arith.cmpi eq, %lane, %c0 : index
@@ -389,7 +398,7 @@ func.func @two_trees(%in: !llvm.ptr, %out: !llvm.ptr) {
   %j64 = arith.index_cast %j : index to i64
   %q = llvm.getelementptr %in[%j64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   %x = llvm.load %q : !llvm.ptr -> f32
-  %t, %valid2 = gpu.shuffle down %x, %c1_i32, %c32_i32 : f32
+  %t, %valid2 = gpu.shuffle down %x, %c16_i32, %c32_i32 : f32
   %b = arith.addf %x, %t : f32
   scf.if %first {
     %k = arith.addi %warp, %c2 : index

@@ -154,7 +154,6 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
 struct CpuCallState {
   static xffi::TypeId id;
   std::shared_ptr<const CpuKernelEntry> kernel;
-  std::string kernel_hash;
   OwnedSignature signature;
 };
 xffi::TypeId CpuCallState::id = {};
@@ -176,12 +175,7 @@ xffi::ErrorOr<std::unique_ptr<CpuCallState>> CpuKernelInstantiate(
   }
   auto state = std::make_unique<CpuCallState>();
   state->kernel = std::move(*entry);
-  state->kernel_hash = std::string(kernel_hash);
-  state->signature.dtypes.assign(signature.dtypes.begin(), signature.dtypes.end());
-  state->signature.ranks.assign(signature.ranks.begin(), signature.ranks.end());
-  state->signature.dims.assign(signature.dims.begin(), signature.dims.end());
-  state->signature.aliases.assign(signature.aliases.begin(), signature.aliases.end());
-  state->signature.num_results = signature.num_results;
+  state->signature = OwnedSignature(signature);
   return state;
 }
 
@@ -204,26 +198,12 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
   // 5. Chunks of blocks, taken by whoever is free (HostLaunch.h).
   const int64_t workers = std::max<int64_t>(
       1, std::min<int64_t>(k.num_blocks, pool.num_threads() + 1));
-  constexpr size_t kMaxOnStack = 16;
-  if (workers == 1 && slots->size() + 2 <= kMaxOnStack) {
-    // No pool, no shared state, no allocation: a small kernel's call. The
-    // packed arguments: a pointer to each value, the block range last.
-    int64_t values[kMaxOnStack];
-    void* pointers[kMaxOnStack];
-    size_t n = 0;
-    for (void* slot : *slots) values[n++] = reinterpret_cast<intptr_t>(slot);
-    values[n++] = 0;
-    values[n++] = k.num_blocks;
-    for (size_t i = 0; i < n; ++i) pointers[i] = &values[i];
-    k.fn(pointers);
+  if (workers == 1) {  // no pool, no shared state: a small kernel's call
+    ::xla_gpu::PackedArgs(slots->data(), slots->size()).run(k.fn, 0, k.num_blocks);
     return Error::Success();
   }
   std::vector<int64_t> values;
   for (void* slot : *slots) values.push_back(reinterpret_cast<intptr_t>(slot));
-  if (workers == 1) {
-    ::xla_gpu::PackedArgs(std::move(values)).run(k.fn, 0, k.num_blocks);
-    return Error::Success();
-  }
   auto work = std::make_shared<ChunkedLaunch>(k.fn, std::move(values), k.num_blocks, workers);
   for (int64_t w = 1; w < workers; ++w) {
     pool.Schedule([work] { work->runChunks(); });

@@ -64,6 +64,14 @@ struct OwnedSignature {
   std::vector<int64_t> aliases;
   int64_t num_results = 0;
 
+  OwnedSignature() = default;
+  explicit OwnedSignature(const Signature& sig)
+      : dtypes(sig.dtypes.begin(), sig.dtypes.end()),
+        ranks(sig.ranks.begin(), sig.ranks.end()),
+        dims(sig.dims.begin(), sig.dims.end()),
+        aliases(sig.aliases.begin(), sig.aliases.end()),
+        num_results(sig.num_results) {}
+
   Signature view() const {
     return Signature{{dtypes.data(), dtypes.size()},
                      {ranks.data(), ranks.size()},

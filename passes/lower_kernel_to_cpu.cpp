@@ -888,7 +888,6 @@ class KernelLowering {
   // (base + lane, which lanes_ keeps for splitDivision).
   Value emitThreadLoops(mlir::OpBuilder& b, const ThreadShape& shape, mlir::OpBuilder& inner) {
     mlir::Location loc = b.getUnknownLoc();
-    auto index = [&](mlir::OpBuilder&, int64_t v) -> Value { return indexConstant(v); };
     mlir::OpBuilder* at = &b;
     // The blocks of the batch (see run()), each block's threads inside.
     mlir::OpBuilder blockBuilder(b.getContext());
@@ -896,8 +895,8 @@ class KernelLowering {
     blockInBatch_ = {};
     if (batch_ > 1) {
       Value end = b.create<mlir::arith::MinSIOp>(
-          loc, b.create<mlir::arith::AddIOp>(loc, batchFirst_, index(b, batch_)), batchLast_);
-      auto blocks = b.create<mlir::scf::ForOp>(loc, batchFirst_, end, index(b, 1));
+          loc, b.create<mlir::arith::AddIOp>(loc, batchFirst_, indexConstant(batch_)), batchLast_);
+      auto blocks = b.create<mlir::scf::ForOp>(loc, batchFirst_, end, indexConstant(1));
       blocks->setAttr("loop_annotation", noUnroll(b.getContext()));
       blockBuilder.setInsertionPoint(blocks.getBody()->getTerminator());
       at = &blockBuilder;
@@ -905,10 +904,10 @@ class KernelLowering {
       blockInBatch_ = blockBuilder.create<mlir::arith::SubIOp>(loc, bid_, batchFirst_);
     }
     mlir::OpBuilder warpBuilder(b.getContext());
-    Value base = index(*at, shape.w0 * shape.period);
+    Value base = indexConstant(shape.w0 * shape.period);
     if (shape.w1 - shape.w0 > 1) {
-      auto warps = at->create<mlir::scf::ForOp>(loc, base, index(*at, shape.w1 * shape.period),
-                                                index(*at, shape.period));
+      auto warps = at->create<mlir::scf::ForOp>(loc, base, indexConstant(shape.w1 * shape.period),
+                                                indexConstant(shape.period));
       warps->setAttr("loop_annotation", noUnroll(b.getContext()));
       if (shape.l1 - shape.l0 == 1) {
         warps->setAttr("loop_annotation",
@@ -918,14 +917,14 @@ class KernelLowering {
       at = &warpBuilder;
       base = warps.getInductionVar();
     }
-    auto lanes = at->create<mlir::scf::ForOp>(loc, index(*at, shape.l0), index(*at, shape.l1),
-                                              index(*at, 1));
+    auto lanes = at->create<mlir::scf::ForOp>(loc, indexConstant(shape.l0), indexConstant(shape.l1),
+                                              indexConstant(1));
     lanes->setAttr("loop_annotation", noUnroll(b.getContext()));
     inner.setInsertionPoint(lanes.getBody()->getTerminator());
     // One lane a warp (lane 0 keeps a shuffle tree's result): a constant,
     // which the lane's arithmetic folds with.
     Value lane = lanes.getInductionVar();
-    if (shape.l1 - shape.l0 == 1) lane = index(inner, shape.l0);
+    if (shape.l1 - shape.l0 == 1) lane = indexConstant(shape.l0);
     Value tid = lane;
     if (shape.w1 - shape.w0 > 1 || shape.w0 > 0) {
       tid = inner.create<mlir::arith::AddIOp>(loc, base, lane);

@@ -97,7 +97,6 @@ extern "C" {
 void xlaGpuHostLaunch(void* fn, const int64_t* values, int64_t count, int64_t numBlocks,
                       int64_t numChunks, int64_t threads) {
   auto kernel = reinterpret_cast<PackedKernelFn>(fn);
-  std::vector<int64_t> arguments(values, values + count);
   numChunks = std::max<int64_t>(1, std::min(numChunks, numBlocks));
   int64_t helpers = std::min(threads, numChunks) - 1;
   std::unique_lock<std::mutex> workers;
@@ -106,10 +105,11 @@ void xlaGpuHostLaunch(void* fn, const int64_t* values, int64_t count, int64_t nu
     helpers = workers.owns_lock() ? std::min(helpers, Pool::get().numWorkers()) : 0;
   }
   if (helpers <= 0) {
-    PackedArgs(std::move(arguments)).run(kernel, 0, numBlocks);
+    PackedArgs(values, static_cast<size_t>(count)).run(kernel, 0, numBlocks);
     return;
   }
-  auto launch = std::make_shared<ChunkedLaunch>(kernel, std::move(arguments), numBlocks, numChunks);
+  auto launch = std::make_shared<ChunkedLaunch>(
+      kernel, std::vector<int64_t>(values, values + count), numBlocks, numChunks);
   Pool::get().post(launch, helpers);
   launch->runChunks();
   launch->wait();

@@ -26,26 +26,48 @@ namespace xla_gpu {
 
 using PackedKernelFn = void (*)(void**);
 
-// The packed entry's arguments: the kernel's values with the block range
-// appended.
+// The packed entry's arguments: the kernel's `count` values (integers, or
+// pointers: a buffer's address) with the block range appended. Up to
+// kInline of them are held in the object itself, so that a launch on one
+// thread allocates nothing (a small kernel's call through the FFI handler:
+// +0.26-0.31 us over jax's own dispatch with its three allocations,
+// +0.18-0.27 without). Not copyable: it points into itself.
 class PackedArgs {
  public:
-  explicit PackedArgs(std::vector<int64_t> values) : values_(std::move(values)) {
-    values_.resize(values_.size() + 2);
-    pointers_.reserve(values_.size());
-    for (int64_t& v : values_) pointers_.push_back(&v);
+  template <typename T>
+  PackedArgs(const T* values, size_t count) : size_(count + 2) {
+    if (size_ > kInline) {
+      heapValues_.resize(size_);
+      heapPointers_.resize(size_);
+    }
+    int64_t* v = valueData();
+    void** p = pointerData();
+    for (size_t i = 0; i < count; ++i) v[i] = asValue(values[i]);
+    for (size_t i = 0; i < size_; ++i) p[i] = &v[i];
   }
+  PackedArgs(const PackedArgs&) = delete;
+  PackedArgs& operator=(const PackedArgs&) = delete;
 
   // Runs the blocks [lo, hi).
   void run(PackedKernelFn fn, int64_t lo, int64_t hi) {
-    values_[values_.size() - 2] = lo;
-    values_.back() = hi;
-    fn(pointers_.data());
+    int64_t* v = valueData();
+    v[size_ - 2] = lo;
+    v[size_ - 1] = hi;
+    fn(pointerData());
   }
 
  private:
-  std::vector<int64_t> values_;
-  std::vector<void*> pointers_;
+  static constexpr size_t kInline = 16;
+  static int64_t asValue(int64_t v) { return v; }
+  static int64_t asValue(void* p) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(p)); }
+  int64_t* valueData() { return size_ > kInline ? heapValues_.data() : inlineValues_; }
+  void** pointerData() { return size_ > kInline ? heapPointers_.data() : inlinePointers_; }
+
+  size_t size_;
+  int64_t inlineValues_[kInline];
+  void* inlinePointers_[kInline];
+  std::vector<int64_t> heapValues_;
+  std::vector<void*> heapPointers_;
 };
 
 // One launch of `numChunks` chunks of [0, numBlocks); hold it in a
@@ -58,7 +80,7 @@ class ChunkedLaunch {
 
   // Takes chunks until none is left.
   void runChunks() {
-    PackedArgs args(values_);
+    PackedArgs args(values_.data(), values_.size());
     for (;;) {
       int64_t chunk = next_.fetch_add(1);
       if (chunk >= numChunks_) return;

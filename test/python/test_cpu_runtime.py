@@ -552,3 +552,29 @@ def test_host_indices_are_64_bit():
     assert not extended.search(CpuKernel(src).llvm_ir)
     narrow = dataclasses.replace(CPU_DEFAULT_OPTIONS, index_bitwidth=32)
     assert extended.search(CpuKernel(src, narrow).llvm_ir)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_kernel_of_more_buffers_than_the_packed_arguments_hold_inline(threads):
+    """19 operands and the result: 22 packed arguments with the block
+    range, past the 16 PackedArgs (HostLaunch.h) holds in itself, on one
+    thread (the launch's own arguments) and on two (a chunked launch)."""
+    from mlir import ir
+
+    from xla_gpu.emitters import emit_fusion, find_fusion
+    from xla_gpu.hlo import parse_hlo
+
+    n, k = 4096, 19
+    params = "".join(f"  a{i} = f32[{n}] parameter({i})\n" for i in range(k))
+    sums = "".join(f"  s{i} = f32[{n}] add(s{i - 1}, a{i})\n" for i in range(1, k))
+    args = ", ".join(f"a{i}" for i in range(k))
+    text = (f"HloModule m\n\nfused {{\n{params}  s0 = f32[{n}] add(a0, a0)\n{sums}"
+            f"  ROOT r = f32[{n}] add(s{k - 1}, s{k - 1})\n}}\n\nENTRY e {{\n{params}"
+            f"  ROOT f = f32[{n}] fusion({args}), kind=kLoop, calls=fused\n}}\n")
+    with ir.Context():
+        kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))))
+    xs = [np.full(n, float(i + 1), np.float32) for i in range(k)]
+    out = np.zeros(n, np.float32)
+    kernel(*xs, out, num_threads=threads)
+    want = 2 * (2 * xs[0] + sum(xs[1:]))
+    np.testing.assert_array_equal(out, want)

@@ -17,6 +17,9 @@ Per case (its fusions together), milliseconds on one thread, the best of
     nvptx       convert-gpu-to-nvvm, translation, O3 and the NVPTX backend
                 (upstream's gpu-module-to-binary: one step)
     xla:cpu     XLA:CPU compiling the module (its whole pipeline)
+    xla nolib   XLA:CPU with its library fusions off (lib: how many fusions
+                of the module it otherwise hands to a library -- YNNPACK
+                for reductions -- whose code it does not generate)
 
 `cpu total` is emit through load; `make bench`'s compile_ours_ms is the
 wall time of the same on the cores (compile_kernels, a thread a kernel).
@@ -38,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 CPU_COLUMNS = ("emit", "opt", "loops", "lower", "translate", "O3", "codegen", "load")
-COLUMNS = (*CPU_COLUMNS, "cpu total", "gpu passes", "nvptx", "xla:cpu")
+COLUMNS = (*CPU_COLUMNS, "cpu total", "gpu passes", "nvptx", "xla:cpu", "xla nolib")
 _STAGE_COLUMN = {"optimization": "opt", "loop-transformation": "loops", "cpu-lowering": "lower"}
 
 
@@ -86,7 +89,10 @@ def profile_once(text: str) -> dict[str, float]:
             row["gpu passes"] += _timed(pipelines.run_pipeline, gpu, gpu_opts)[1]
             row["nvptx"] += _timed(pipelines.lowered_to_ptx, gpu, gpu_opts)[1]
     row["cpu total"] = sum(row[c] for c in CPU_COLUMNS)
-    row["xla:cpu"] = _timed(XlaCpuExecutable, reference_text(module))[1]
+    xla, row["xla:cpu"] = _timed(XlaCpuExecutable, reference_text(module))
+    row["lib"] = xla.library_fusions()
+    row["xla nolib"] = (_timed(XlaCpuExecutable, reference_text(module), library_fusions=False)[1]
+                          if row["lib"] else row["xla:cpu"])
     return row
 
 
@@ -94,7 +100,7 @@ def profile(text: str, repeats: int) -> dict[str, float]:
     """Milliseconds per column: the best of `repeats` compiles, column by
     column (the first also warms up what is loaded once)."""
     rows = [profile_once(text) for _ in range(repeats)]
-    return {c: min(r[c] for r in rows) * 1e3 for c in COLUMNS}
+    return {**{c: min(r[c] for r in rows) * 1e3 for c in COLUMNS}, "lib": rows[0]["lib"]}
 
 
 def main(argv=None) -> int:
@@ -112,12 +118,13 @@ def main(argv=None) -> int:
         return 1
     width = max(len(name) for name, _ in cases)
     print(f"compile time (ms, best of {args.repeats}, one thread)")
-    print(f"  {'case':{width}s} " + " ".join(f"{c:>9s}" for c in COLUMNS))
+    print(f"  {'case':{width}s} " + " ".join(f"{c:>9s}" for c in COLUMNS) + "  lib")
     records = []
     for name, text in cases:
         row = profile(text, args.repeats)
         records.append({"name": name, **row})
-        print(f"  {name:{width}s} " + " ".join(f"{row[c]:9.1f}" for c in COLUMNS), flush=True)
+        print(f"  {name:{width}s} " + " ".join(f"{row[c]:9.1f}" for c in COLUMNS)
+              + f"  {row['lib']:3d}", flush=True)
     totals = {c: sum(r[c] for r in records) for c in COLUMNS}
     print(f"  {'all cases':{width}s} " + " ".join(f"{totals[c]:9.1f}" for c in COLUMNS))
     share = {c: totals[c] / totals["cpu total"] for c in CPU_COLUMNS}

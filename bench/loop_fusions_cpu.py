@@ -67,6 +67,13 @@ def bench(text: str, runs: int) -> dict:
     ours_compile, kernels = compile_ms(lambda: _compile(module, None, DEFAULT_DEVICE),
                                        before=cpu_runtime._cache.clear)
     xla_compile, xla = compile_ms(lambda: XlaCpuExecutable(reference_text(module)))
+    # Where XLA:CPU calls a library (YNNPACK for reductions) it generates no
+    # code; its compile with the libraries off is the code generator's.
+    library_fusions = xla.library_fusions()
+    xla_codegen_compile = xla_compile
+    if library_fusions:
+        xla_codegen_compile, _ = compile_ms(
+            lambda: XlaCpuExecutable(reference_text(module), library_fusions=False))
     buffers = xla.put(inputs)
     ours = _run(module, kernels, inputs)
     want = [np.asarray(o) for o in xla.execute(buffers)]
@@ -83,7 +90,8 @@ def bench(text: str, runs: int) -> dict:
     xla_q = quartiles([t * 1e3 for t in xla_t])
     return {"ours_ms": ours_q[1], "xla_ms": xla_q[1], "ours_quartiles_ms": ours_q,
             "xla_quartiles_ms": xla_q, "ours_compile_ms": ours_compile,
-            "xla_compile_ms": xla_compile, "max_abs_error": err}
+            "xla_compile_ms": xla_compile, "xla_codegen_compile_ms": xla_codegen_compile,
+            "xla_library_fusions": library_fusions, "max_abs_error": err}
 
 
 def run_cases(cases: dict[str, str], title: str, argv=None) -> int:

@@ -7,7 +7,13 @@ with a progress line per case, then
 
     bench/out/results.json   one record per case: name, ours_ms, xla_ms,
                              ratio, compile_ours_ms, compile_xla_ms,
-                             max_abs_error, and the spread: each side's
+                             max_abs_error, xla_library_fusions (XLA:CPU's
+                             fusions that call a library: YNNPACK's
+                             reductions), compile_xla_codegen_ms (XLA:CPU's
+                             compile with those libraries off, so that it
+                             generates every fusion's code as we do; the
+                             same compile where it calls none), and the
+                             spread: each side's
                              quartiles (ours_q1_ms, ours_q3_ms, xla_q1_ms,
                              xla_q3_ms) and the ratio's band between them
                              (ratio_low = ours_q1 / xla_q3, ratio_high =
@@ -36,7 +42,7 @@ sys.path.insert(0, str(HERE))
 # The files whose CASES run, in the order they are reported.
 BENCH_FILES = ["loop_fusions_cpu", "reductions_cpu", "transposes_cpu", "scatter_cpu", "programs_cpu"]
 RECORD_FIELDS = ("name", "ours_ms", "xla_ms", "ratio", "compile_ours_ms", "compile_xla_ms",
-                 "max_abs_error", "ours_q1_ms", "ours_q3_ms", "xla_q1_ms", "xla_q3_ms",
+                 "compile_xla_codegen_ms", "xla_library_fusions", "max_abs_error", "ours_q1_ms", "ours_q3_ms", "xla_q1_ms", "xla_q3_ms",
                  "ratio_low", "ratio_high")
 
 
@@ -50,7 +56,8 @@ def hlo_cases() -> list[tuple[str, str, str]]:
 
 
 def _record(name: str, ours: tuple[float, float, float], xla: tuple[float, float, float],
-            compile_ours_ms: float, compile_xla_ms: float, max_abs_error: float) -> dict:
+            compile_ours_ms: float, compile_xla_ms: float, max_abs_error: float,
+            compile_xla_codegen_ms: float | None = None, xla_library_fusions: int = 0) -> dict:
     """A case's record from each side's (first quartile, median, third
     quartile) in ms. The ratio is of the medians; its band, of the
     quartiles crosswise -- how far apart the middle halves of the two
@@ -59,6 +66,9 @@ def _record(name: str, ours: tuple[float, float, float], xla: tuple[float, float
     (ours_q1, ours_ms, ours_q3), (xla_q1, xla_ms, xla_q3) = ours, xla
     return {"name": name, "ours_ms": ours_ms, "xla_ms": xla_ms, "ratio": ours_ms / xla_ms,
             "compile_ours_ms": compile_ours_ms, "compile_xla_ms": compile_xla_ms,
+            "compile_xla_codegen_ms": (compile_xla_ms if compile_xla_codegen_ms is None
+                                       else compile_xla_codegen_ms),
+            "xla_library_fusions": xla_library_fusions,
             "max_abs_error": max_abs_error, "ours_q1_ms": ours_q1, "ours_q3_ms": ours_q3,
             "xla_q1_ms": xla_q1, "xla_q3_ms": xla_q3, "ratio_low": ours_q1 / xla_q3,
             "ratio_high": ours_q3 / xla_q1}
@@ -91,7 +101,8 @@ def run_suite(runs: int, only: str | None = None, progress=print) -> list[dict]:
         r = bench(text, runs)
         report(_record(name, r["ours_quartiles_ms"], r["xla_quartiles_ms"],
                        float(r["ours_compile_ms"]), float(r["xla_compile_ms"]),
-                       float(r["max_abs_error"])))
+                       float(r["max_abs_error"]), float(r["xla_codegen_compile_ms"]),
+                       int(r["xla_library_fusions"])))
     # The JAX backend: jax programs calling our kernels against plain jax.
     if not only or only in "jax_backend_cpu":
         import jax_backend_cpu

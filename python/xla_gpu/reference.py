@@ -153,10 +153,18 @@ def xla_parser_error(hlo_text: str) -> str | None:
     return lines[-1] if lines else f"XLA's HLO parser failed (exit status {r.returncode})"
 
 
-class XlaCpuExecutable:
-    """HLO text compiled by XLA:CPU (once); `run` executes it."""
+# XLA:CPU's flags that hand fusions to its libraries (YNNPACK reductions,
+# dots and convolutions; XNNPACK) rather than generate their code.
+_LIBRARY_FLAGS_OFF = (("xla_cpu_experimental_ynn_fusion_type", ""), ("xla_cpu_use_xnnpack", False))
 
-    def __init__(self, hlo_text: str):
+
+class XlaCpuExecutable:
+    """HLO text compiled by XLA:CPU (once); `run` executes it. With
+    `library_fusions=False`, XLA:CPU generates the code of every fusion
+    itself: by default it calls YNNPACK for reductions (a `__ynn_fusion`),
+    whose compile is no code generation at all."""
+
+    def __init__(self, hlo_text: str, library_fusions: bool = True):
         _round_as_the_hlo_says()
         from jax._src import xla_bridge
         from jax._src.lib import xla_client as xc
@@ -165,8 +173,16 @@ class XlaCpuExecutable:
         stablehlo = xc._xla.mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
         client = xla_bridge.get_backend("cpu")
         self.device = client.devices()[0]
+        options = xc.CompileOptions()
+        if not library_fusions:
+            options.env_option_overrides = list(_LIBRARY_FLAGS_OFF)
         self.executable = client.compile_and_load(stablehlo, xc.DeviceList((self.device,)),
-                                                  xc.CompileOptions())
+                                                  options)
+
+    def library_fusions(self) -> int:
+        """How many fusions of XLA's optimized module call a library
+        (kCustom fusions: YNNPACK's, XNNPACK's)."""
+        return sum(m.to_string().count("kind=kCustom") for m in self.executable.hlo_modules())
 
     def put(self, args: list[np.ndarray]) -> list:
         """The arguments as device buffers (to time `execute` alone)."""

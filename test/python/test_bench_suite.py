@@ -28,7 +28,8 @@ def test_every_benchmark_file_with_cases_is_in_the_suite():
 def test_results_are_a_json_record_per_case_and_a_png(tmp_path):
     # Each side as (first quartile, median, third quartile), in ms.
     records = [suite._record("fast", (0.5, 1.0, 2.0), (2.0, 4.0, 5.0), 10.0, 20.0, 0.0),
-               suite._record("slow", (9.0, 9.0, 9.0), (1.5, 3.0, 4.5), 30.0, 20.0, 1e-6)]
+               suite._record("slow", (9.0, 9.0, 9.0), (1.5, 3.0, 4.5), 30.0, 20.0, 1e-6,
+                             compile_xla_codegen_ms=55.0, xla_library_fusions=1)]
     json_path, png_path = suite.write_results(records, tmp_path / "out")
     written = json.loads(json_path.read_text())
     assert [r["name"] for r in written] == ["fast", "slow"]
@@ -38,5 +39,29 @@ def test_results_are_a_json_record_per_case_and_a_png(tmp_path):
     # XLA's first.
     assert [(r["ratio_low"], r["ratio_high"]) for r in written] == [(0.1, 1.0), (2.0, 6.0)]
     assert written[0]["ours_q1_ms"] == 0.5 and written[1]["xla_q3_ms"] == 4.5
+    # XLA's code generator's compile: its own where XLA calls a library,
+    # else the same compile.
+    assert [(r["compile_xla_codegen_ms"], r["xla_library_fusions"]) for r in written] == [
+        (20.0, 0), (55.0, 1)]
     png = png_path.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_xla_cpu_generates_the_code_of_a_reduction_with_its_libraries_off():
+    # The compile anchor beside XLA:CPU's own: by default it hands a
+    # reduction to YNNPACK (a kCustom fusion, no code generated); with its
+    # library fusions off it emits the reduction as a loop fusion. Both
+    # compute the same sums.
+    import numpy as np
+    from reductions_cpu import CASES
+    from xla_gpu.hlo import parse_hlo
+    from xla_gpu.reference import XlaCpuExecutable
+    from xla_gpu.tools.run_hlo import reference_text
+
+    text = reference_text(parse_hlo(CASES["row sum f32[1024,4096]"]))
+    library, codegen = XlaCpuExecutable(text), XlaCpuExecutable(text, library_fusions=False)
+    assert (library.library_fusions(), codegen.library_fusions()) == (1, 0)
+    x = np.random.RandomState(0).uniform(-1, 1, (1024, 4096)).astype(np.float32)
+    want = x.astype(np.float64).sum(axis=1)
+    for executable in (library, codegen):
+        np.testing.assert_allclose(executable.run([x])[0], want, rtol=0, atol=1e-3)

@@ -25,6 +25,8 @@ struct F32Builder {
   mlir::PatternRewriter& rewriter;
   mlir::Location loc;
   mlir::Type type;
+  // For the host (x86): clamps as compares and selects (see clamp).
+  bool host = false;
 
   // Only f32 is approximated (expand-float-ops widened the narrower types).
   static bool applies(mlir::Operation* op) {
@@ -59,20 +61,30 @@ struct F32Builder {
   mlir::Value select(mlir::Value cond, mlir::Value a, mlir::Value b) const {
     return rewriter.create<mlir::arith::SelectOp>(loc, cond, a, b);
   }
-  // x clamped to [lo, hi] (a NaN stays a NaN).
+  // x clamped to [lo, hi] (a NaN stays a NaN). On the GPU minimumf and
+  // maximumf are an instruction each (min.NaN, max.NaN). On x86, which
+  // has no such instruction, each is a sequence (it also orders -0 below
+  // +0) that slows instruction selection: there x > hi ? hi : x is one
+  // MINPS (hi < x ? hi : x), and the same for lo.
   mlir::Value clamp(mlir::Value x, double lo, double hi) const {
-    return rewriter.create<mlir::arith::MaximumFOp>(
-        loc, rewriter.create<mlir::arith::MinimumFOp>(loc, x, c(hi)), c(lo));
+    if (!host) {
+      return rewriter.create<mlir::arith::MaximumFOp>(
+          loc, rewriter.create<mlir::arith::MinimumFOp>(loc, x, c(hi)), c(lo));
+    }
+    mlir::Value high = c(hi), low = c(lo);
+    mlir::Value below = select(cmp(mlir::arith::CmpFPredicate::OLT, high, x), high, x);
+    return select(cmp(mlir::arith::CmpFPredicate::OLT, below, low), low, below);
   }
 };
 
-// An f32 op replaced by `Approximation::build(f32, operand)` (each below).
-template <typename Op, typename Approximation>
+// An f32 op replaced by `Approximation::build(f32, operand)` (each below),
+// for the host or the GPU.
+template <typename Op, typename Approximation, bool Host = false>
 struct ApproximateF32 : public mlir::OpRewritePattern<Op> {
   using mlir::OpRewritePattern<Op>::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
     if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
-    F32Builder f32{rewriter, op.getLoc(), op.getType()};
+    F32Builder f32{rewriter, op.getLoc(), op.getType(), Host};
     rewriter.replaceOp(op, Approximation::build(f32, op.getOperand()));
     return mlir::success();
   }

@@ -245,10 +245,10 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
         }
       });
       mlir::RewritePatternSet approximations(ctx);
-      approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh>,
-                         ApproximateF32<mlir::math::ExpOp, Exp>,
-                         ApproximateF32<mlir::math::LogOp, Log>,
-                         ApproximateF32<mlir::math::ErfOp, Erf>>(ctx);
+      approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh, /*Host=*/true>,
+                         ApproximateF32<mlir::math::ExpOp, Exp, /*Host=*/true>,
+                         ApproximateF32<mlir::math::LogOp, Log, /*Host=*/true>,
+                         ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>>(ctx);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

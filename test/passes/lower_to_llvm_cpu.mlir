@@ -49,3 +49,22 @@ func.func @bf16_memory(%p: !llvm.ptr, %q: !llvm.ptr) {
   llvm.store %v, %q : vector<8xbf16>, !llvm.ptr
   return
 }
+
+// f32 exp's input clamp on the host: compares and selects (one MINPS and
+// one MAXPS on x86; a NaN stays a NaN), not llvm.intr.minimum/maximum,
+// which x86 has no instruction for.
+// CPU-LABEL: llvm.func @exp_clamp
+// CPU-DAG:   %[[HI:.*]] = llvm.mlir.constant(88.7228394 : f32) : f32
+// CPU-DAG:   %[[LO:.*]] = llvm.mlir.constant(-1.040000e+02 : f32) : f32
+// CPU:       %[[OVER:.*]] = llvm.fcmp "olt" %[[HI]], %[[X:.*]] : f32
+// CPU:       %[[BELOW:.*]] = llvm.select %[[OVER]], %[[HI]], %[[X]] : i1, f32
+// CPU:       %[[UNDER:.*]] = llvm.fcmp "olt" %[[BELOW]], %[[LO]] : f32
+// CPU:       %[[CLAMPED:.*]] = llvm.select %[[UNDER]], %[[LO]], %[[BELOW]] : i1, f32
+// CPU:       llvm.fmul %[[CLAMPED]]
+// CPU-NOT:   llvm.intr.minimum
+// CPU-NOT:   llvm.intr.maximum
+// CPU:       llvm.return
+func.func @exp_clamp(%x: f32) -> f32 {
+  %e = math.exp %x : f32
+  return %e : f32
+}

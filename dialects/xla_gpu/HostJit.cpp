@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -170,11 +171,33 @@ llvm::Expected<llvm::TargetMachine*> hostMachine(int optLevel) {
   return machine.get();
 }
 
+// One JIT for the process, an object a JITDylib in it: building an LLJIT
+// (its session, linking layer and host detection) cost ~1 ms an object,
+// as much as linking a small kernel. The session is thread-safe; linking
+// runs on the thread that looks a symbol up, so what the session reports
+// (the symbols not found) is kept per thread for that lookup to return.
+thread_local std::string reportedOnThisThread;
+
+llvm::Expected<llvm::orc::LLJIT&> sharedJit() {
+  static std::once_flag once;
+  static std::unique_ptr<llvm::orc::LLJIT> jit;
+  static std::string error;
+  std::call_once(once, [] {
+    auto built = llvm::orc::LLJITBuilder().create();
+    if (!built) {
+      error = llvm::toString(built.takeError());
+      return;
+    }
+    jit = std::move(*built);
+    jit->getExecutionSession().setErrorReporter(
+        [](llvm::Error e) { reportedOnThisThread += llvm::toString(std::move(e)) + "\n"; });
+  });
+  if (!jit) return llvm::createStringError(error);
+  return *jit;
+}
+
 struct HostJit {
-  // Declared first, destroyed last: the JIT's reporter writes into them.
-  std::mutex mutex;
-  std::string reported;
-  std::unique_ptr<llvm::orc::LLJIT> jit;
+  llvm::orc::JITDylib* dylib;
 };
 
 }  // namespace
@@ -251,47 +274,57 @@ size_t xlaGpuHostTarget(char* description, size_t capacity) {
 
 void* xlaGpuHostJitLoad(const void* object, size_t size, char* error, size_t capacity) {
   initializeNativeTarget();
-  auto built = llvm::orc::LLJITBuilder().create();
-  if (!built) {
-    writeMessage(llvm::toString(built.takeError()), error, capacity);
+  auto jit = sharedJit();
+  if (!jit) {
+    writeMessage(llvm::toString(jit.takeError()), error, capacity);
     return nullptr;
   }
-  auto jit = std::make_unique<HostJit>();
-  jit->jit = std::move(*built);
-  // Linking errors (the symbols not found) go to the session's reporter,
-  // not to the lookup's error: keep them for the lookup to return.
-  jit->jit->getExecutionSession().setErrorReporter([state = jit.get()](llvm::Error e) {
-    std::lock_guard<std::mutex> hold(state->mutex);
-    state->reported += llvm::toString(std::move(e)) + "\n";
-  });
-  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      jit->jit->getDataLayout().getGlobalPrefix());
-  if (!process) {
-    writeMessage(llvm::toString(process.takeError()), error, capacity);
+  // A unique name a dylib: the session holds them by name.
+  static std::atomic<uint64_t> loaded{0};
+  // Its link order: the process's symbols (LLJIT's default links).
+  auto dylib = jit->createJITDylib("xla_gpu_kernel_" + std::to_string(loaded++));
+  if (!dylib) {
+    writeMessage(llvm::toString(dylib.takeError()), error, capacity);
     return nullptr;
   }
-  jit->jit->getMainJITDylib().addGenerator(std::move(*process));
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
       llvm::StringRef(static_cast<const char*>(object), size), "xla_gpu_kernel");
-  if (llvm::Error e = jit->jit->addObjectFile(std::move(buffer))) {
+  if (llvm::Error e = jit->addObjectFile(*dylib, std::move(buffer))) {
     writeMessage("the object does not load: " + llvm::toString(std::move(e)), error, capacity);
+    if (llvm::Error r = jit->getExecutionSession().removeJITDylib(*dylib)) {
+      llvm::consumeError(std::move(r));
+    }
     return nullptr;
   }
-  return jit.release();
+  return new HostJit{&*dylib};
 }
 
 uint64_t xlaGpuHostJitLookup(void* handle, const char* name, char* error, size_t capacity) {
-  auto* jit = static_cast<HostJit*>(handle);
-  auto address = jit->jit->lookup(name);
+  auto* code = static_cast<HostJit*>(handle);
+  auto jit = sharedJit();
+  if (!jit) {  // not reached: the dylib came from the same JIT
+    writeMessage(llvm::toString(jit.takeError()), error, capacity);
+    return 0;
+  }
+  reportedOnThisThread.clear();
+  auto address = jit->lookup(*code->dylib, name);
   if (!address) {
-    std::string message = llvm::toString(address.takeError());
-    std::lock_guard<std::mutex> hold(jit->mutex);
-    writeMessage(jit->reported + message, error, capacity);
+    writeMessage(reportedOnThisThread + llvm::toString(address.takeError()), error, capacity);
     return 0;
   }
   return address->getValue();
 }
 
-void xlaGpuHostJitDestroy(void* jit) { delete static_cast<HostJit*>(jit); }
+void xlaGpuHostJitDestroy(void* handle) {
+  auto* code = static_cast<HostJit*>(handle);
+  if (auto jit = sharedJit()) {
+    if (llvm::Error e = jit->getExecutionSession().removeJITDylib(*code->dylib)) {
+      llvm::consumeError(std::move(e));
+    }
+  } else {
+    llvm::consumeError(jit.takeError());
+  }
+  delete code;
+}
 
 }  // extern "C"

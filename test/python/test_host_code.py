@@ -228,8 +228,11 @@ def test_compile_profile_accounts_for_every_stage():
     _module = _bench("loop_fusions_cpu")._module
     text = _module("  ROOT e = f32[4096] exponential(a0)", ["f32[4096]"], "f32[4096]")
     row = compile_profile.profile_once(text)
-    assert set(row) == set(compile_profile.COLUMNS)
+    assert set(row) == {*compile_profile.COLUMNS, "lib"}
     assert all(row[c] > 0 for c in compile_profile.COLUMNS)
+    # An elementwise exp: XLA:CPU generates its code (no library fusion),
+    # so its compile with the libraries off is the same compile.
+    assert row["lib"] == 0 and row["xla nolib"] == row["xla:cpu"]
     assert row["cpu total"] == pytest.approx(sum(row[c] for c in compile_profile.CPU_COLUMNS))
 
 

@@ -61,9 +61,16 @@ class IndexingMap:
     """An immutable indexing map, backed by an `#xla_gpu.indexing_map`."""
 
     def __init__(self, attr: ir.Attribute):
-        if not lib.xlaGpuAttributeIsAIndexingMap(_capi.unwrap(attr, "Attribute")):
+        handle = _capi.unwrap(attr, "Attribute")
+        if not lib.xlaGpuAttributeIsAIndexingMap(handle):
             raise TypeError(f"not an #xla_gpu.indexing_map: {attr}")
         self.attr = attr
+        # The map is immutable: its handle (valid while `attr` lives), its
+        # variables and result count are read once (the emitters ask for
+        # them thousands of times a fusion).
+        self._handle = handle
+        self._vars_of: dict[int, list[Var]] = {}
+        self._num_results: int | None = None
 
     # -- construction --------------------------------------------------------
 
@@ -138,14 +145,18 @@ class IndexingMap:
             lib.xlaGpuIndexingMapAttrGetAffineMap(self._handle), ir.AffineMap)
 
     def _vars(self, kind: int) -> list[Var]:
-        out = []
-        for i in range(lib.xlaGpuIndexingMapAttrGetNumVars(self._handle, kind)):
-            lo, hi = ctypes.c_int64(), ctypes.c_int64()
-            name = lib.xlaGpuIndexingMapAttrGetVar(
-                self._handle, kind, i, ctypes.byref(lo), ctypes.byref(hi))
-            out.append(Var(ctypes.string_at(name.data, name.length).decode(),
-                           lo.value, hi.value))
-        return out
+        """The variables of a kind (a new list; Var is immutable)."""
+        cached = self._vars_of.get(kind)
+        if cached is None:
+            cached = []
+            for i in range(lib.xlaGpuIndexingMapAttrGetNumVars(self._handle, kind)):
+                lo, hi = ctypes.c_int64(), ctypes.c_int64()
+                name = lib.xlaGpuIndexingMapAttrGetVar(
+                    self._handle, kind, i, ctypes.byref(lo), ctypes.byref(hi))
+                cached.append(Var(ctypes.string_at(name.data, name.length).decode(),
+                                  lo.value, hi.value))
+            self._vars_of[kind] = cached
+        return list(cached)
 
     @property
     def dim_vars(self) -> list[Var]:
@@ -171,7 +182,7 @@ class IndexingMap:
 
     @property
     def num_dims(self) -> int:
-        return len(self.dim_vars)
+        return len(self._vars(_DIM))
 
     @property
     def num_symbols(self) -> int:
@@ -179,7 +190,9 @@ class IndexingMap:
 
     @property
     def num_results(self) -> int:
-        return len(self.affine_map.results)
+        if self._num_results is None:
+            self._num_results = len(self.affine_map.results)
+        return self._num_results
 
     # -- algebra ---------------------------------------------------------------
 
@@ -337,10 +350,6 @@ class IndexingMap:
         return result == 1, reason.value.decode()
 
     # -- comparison and printing --------------------------------------------
-
-    @property
-    def _handle(self):
-        return _capi.unwrap(self.attr, "Attribute")
 
     def __eq__(self, other) -> bool:
         """Semantic equality: same map, ranges and constraints; names aside."""

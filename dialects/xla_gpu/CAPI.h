@@ -147,6 +147,14 @@ MLIR_CAPI_EXPORTED uint64_t xlaGpuHostJitLookup(void* jit, const char* name, cha
                                                 size_t capacity);
 MLIR_CAPI_EXPORTED void xlaGpuHostJitDestroy(void* jit);
 
+/// Runs a pass pipeline (the passes of `builtin.module(...)`, comma
+/// separated) on `module`, like the bindings' PassManager.parse + run but
+/// callable without the GIL. Null on success; otherwise the message (the
+/// pipeline's parse error, or "Failure while executing pass pipeline:" and
+/// an `error: <loc>: <message>` line a diagnostic), to free with
+/// xlaGpuFreeBuffer.
+MLIR_CAPI_EXPORTED char* xlaGpuRunPassPipeline(MlirModule module, const char* pipeline);
+
 #ifdef __cplusplus
 }
 #endif

@@ -119,6 +119,9 @@ def _load() -> ctypes.CDLL:
             [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t],
             ctypes.c_uint64),
         "xlaGpuHostJitDestroy": ([ctypes.c_void_p], None),
+        # PassPipeline.cpp (without the GIL: a module's kernels go through
+        # the pipeline on several threads).
+        "xlaGpuRunPassPipeline": ([H, ctypes.c_char_p], ctypes.c_void_p),
         # HostCopy.cpp, HostLaunch.cpp (without the GIL too).
         "xlaGpuHostCopy": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                             ctypes.c_int64], None),

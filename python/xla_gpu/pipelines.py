@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import dataclasses
 import glob
 import os
@@ -29,10 +30,10 @@ from typing import Callable, Iterable
 
 from mlir import ir
 from mlir.dialects import gpu as _gpu
-from mlir.passmanager import PassManager
 
 import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
+from . import _capi
 from . import ptx as _ptx
 from .context import new_context
 
@@ -334,23 +335,28 @@ def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
     except ir.MLIRError as e:
         raise PipelineError(f"the input does not verify: {e}") from None
     if dump_to is None:
-        _run(module, f"builtin.module({','.join(passes)})")
+        _run(module, ",".join(passes))
         return module
     out = Path(dump_to)
     out.mkdir(parents=True, exist_ok=True)
     (out / "000.input.mlir").write_text(str(module))
     for i, p in enumerate(passes, start=1):
-        _run(module, f"builtin.module({p})")
+        _run(module, p)
         name = p.split("(")[-1].split("{")[0].rstrip(")")
         (out / f"{i:03d}.{name}.mlir").write_text(str(module))
     return module
 
 
-def _run(module: ir.Module, pipeline: str) -> None:
-    try:
-        PassManager.parse(pipeline, module.context).run(module.operation)
-    except ir.MLIRError as e:
-        raise PipelineError(str(e)) from None
+def _run(module: ir.Module, passes: str) -> None:
+    """Runs `passes` (comma separated, on the module) through the plugin's
+    C API: ctypes releases the GIL, so other threads' kernels go through
+    their pipelines meanwhile (the bindings' PassManager.run holds it)."""
+    message = _capi.lib.xlaGpuRunPassPipeline(_capi.unwrap(module, "Module"), passes.encode())
+    if message:
+        try:
+            raise PipelineError(ctypes.string_at(message).decode(errors="replace"))
+        finally:
+            _capi.lib.xlaGpuFreeBuffer(message)
 
 
 _LIBDEVICE_GLOBS = ("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",

@@ -1,0 +1,98 @@
+//===- PassPipeline.cpp - a pass pipeline run without the Python GIL -----===//
+//
+// `PassManager.run` of the Python bindings holds the GIL while the passes
+// run, so the kernels of a module could not go through our pipeline on
+// several threads at once (only LLVM's share of a compile did). Called
+// through ctypes, which releases the GIL, xlaGpuRunPassPipeline does what
+// PassManager.parse + run do, the diagnostics gathered here instead of by
+// the bindings' capture (which needs the GIL, and aborted the process when
+// a verifier error came from a worker thread).
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "dialects/xla_gpu/CAPI.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/CAPI/IR.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+namespace {
+
+// `"file":line:col` for a location (its text without `loc(...)`).
+std::string locationText(mlir::Location loc) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  llvm::StringRef inner(text);
+  if (inner.consume_front("loc(") && inner.consume_back(")")) return inner.str();
+  return text;
+}
+
+// The diagnostics of a run, as the bindings' MLIRError prints them: an
+// `error: <loc>: <message>` line each, its notes indented below it.
+class DiagnosticText {
+ public:
+  explicit DiagnosticText(mlir::MLIRContext* context)
+      : handler_(context, [this](mlir::Diagnostic& diagnostic) {
+          std::lock_guard<std::mutex> hold(mutex_);
+          append(diagnostic, "");
+          for (mlir::Diagnostic& note : diagnostic.getNotes()) append(note, " ");
+          return mlir::success();
+        }) {}
+  std::string take() {
+    std::lock_guard<std::mutex> hold(mutex_);
+    return std::move(text_);
+  }
+
+ private:
+  void append(mlir::Diagnostic& diagnostic, const char* indent) {
+    const char* severity = "error";
+    switch (diagnostic.getSeverity()) {
+      case mlir::DiagnosticSeverity::Note: severity = "note"; break;
+      case mlir::DiagnosticSeverity::Warning: severity = "warning"; break;
+      case mlir::DiagnosticSeverity::Remark: severity = "remark"; break;
+      case mlir::DiagnosticSeverity::Error: break;
+    }
+    text_ += "\n" + std::string(indent) + severity + ": " +
+             locationText(diagnostic.getLocation()) + ": " + diagnostic.str();
+  }
+
+  std::mutex mutex_;
+  std::string text_;
+  mlir::ScopedDiagnosticHandler handler_;
+};
+
+char* copyOut(const std::string& text) {
+  char* out = static_cast<char*>(std::malloc(text.size() + 1));
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+char* xlaGpuRunPassPipeline(MlirModule module, const char* pipeline) {
+  mlir::ModuleOp op = unwrap(module);
+  mlir::MLIRContext* context = op.getContext();
+  mlir::PassManager pm(context, mlir::ModuleOp::getOperationName());
+  std::string parseError;
+  llvm::raw_string_ostream errorStream(parseError);
+  if (failed(mlir::parsePassPipeline(pipeline, pm, errorStream))) {
+    return copyOut("the pass pipeline does not parse: " + parseError);
+  }
+  DiagnosticText diagnostics(context);
+  if (failed(pm.run(op))) {
+    return copyOut("Failure while executing pass pipeline:" + diagnostics.take());
+  }
+  return nullptr;
+}
+
+}  // extern "C"

@@ -372,8 +372,9 @@ def compile_kernels(sources: "list[str | EmittedKernel]",
                     opts: pipelines.PipelineOptions | None = None,
                     workers: int | None = None) -> list[CpuKernel]:
     """CpuKernel of each source, compiled on up to `workers` threads (the
-    cores, by default): LLVM's share of a compile -- most of it -- runs
-    without the GIL. Raises the first source's error, in order."""
+    cores, by default): our passes and LLVM -- all of a compile but
+    parsing the kernel -- run without the GIL. Raises the first source's
+    error, in order."""
     workers = max(1, min(workers or _CPUS, len(sources)))
     if workers == 1:
         return [CpuKernel(s, opts) for s in sources]

@@ -68,6 +68,41 @@ def LowerTileCopiesPass : Pass<"xla-gpu-lower-tile-copies", "mlir::func::FuncOp"
                            "::mlir::tensor::TensorDialect", "::xla::gpu::XlaGpuDialect"];
 }
 
+def FoldLoopsIntoThreadsPass
+    : Pass<"xla-gpu-fold-loops-into-threads", "mlir::func::FuncOp"> {
+  let summary = "Folds a thread's loop over its elements into K times as many threads (CPU).";
+  let description = [{
+    For the CPU target. A kernel whose threads each run one top-level
+    `scf.for` from 0 to K by 1 over their elements (the loop emitter's
+    unrolled elements, `unroll_id`) becomes a kernel of K times as many
+    threads, thread t running iteration t mod K of old thread t floordiv K:
+
+      %t = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+      %r = scf.for %k = %c0 to %c4 step %c1 iter_args(%o = %out) { ... }
+
+    becomes, with xla.launch_dims' threads a block 512,
+
+      %t2 = gpu.thread_id x {xla.range = [0 : index, 511 : index]}
+      %t = xla_gpu.apply_indexing #map<"(d0) -> (d0 floordiv 4) ...">(%t2)
+      %k = xla_gpu.apply_indexing #map<"(d0) -> (d0 mod 4) ...">(%t2)
+      ... the body once ...
+
+    and canonicalization folds the maps into the ones that index with them
+    (`th_x * 4 + unroll_id` becomes the new thread id). On the CPU the
+    threads of a block are a loop: LLVM then vectorizes one copy of the body
+    across neighbouring elements, where it had K copies to vectorize across
+    the threads, each a strided access (4x the code for the loop fusions'
+    O3 and x86 code generation). The elements each thread writes are the
+    same, so the kernel computes the same bits.
+
+    Only where no thread can tell: no barrier, shuffle, shared memory,
+    block or grid size, no thread id but x's, the loop's carried values
+    tensors the kernel's arguments start (and it returns), written only by
+    tensor.insert and never read, and K times the threads at most 1024.
+  }];
+  let dependentDialects = ["::xla::gpu::XlaGpuDialect"];
+}
+
 def UnswitchLoopsPass : Pass<"xla-gpu-unswitch-loops", "mlir::func::FuncOp"> {
   let summary = "Hoists a loop-invariant scf.if out of the scf.for it is the body of.";
   let description = [{

@@ -69,6 +69,11 @@ class PipelineOptions:
     # tile read its input twice, 3.5x slower), and the lane loops are cut
     # where a bounds check flips instead (-xla-gpu-lower-kernel-to-cpu).
     peel_loops: bool = True
+    # The CPU target's: a thread's top-level loop over its elements (the
+    # loop emitter's unroll) becomes K times as many threads
+    # (xla-gpu-fold-loops-into-threads), one copy of the body for LLVM to
+    # vectorize instead of K strided ones. No GPU kernel wants it.
+    fold_loops_into_threads: bool = False
     # None: 32 when every tensor of the module is small enough that index
     # arithmetic cannot overflow it (cheaper on GPUs), else 64.
     index_bitwidth: int | None = None
@@ -134,6 +139,8 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
 
 
 def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> None:
+    if opts.fold_loops_into_threads:
+        passes += ["func.func(xla-gpu-fold-loops-into-threads)"]
     passes += ["xla-gpu-flatten-tensors", "canonicalize", "cse",
                # XLA's order: the unswitcher takes loops whose body is one
                # if, so invariant code moves out first, and again after.

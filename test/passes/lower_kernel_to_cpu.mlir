@@ -823,3 +823,48 @@ func.func @atomics(%p: !llvm.ptr) {
   %m = llvm.atomicrmw max %p, %c1 monotonic : !llvm.ptr, i32
   return
 }
+
+// -----
+
+// A kernel whose threads each ran 4 elements (-xla-gpu-fold-loops-into-
+// threads made them 4 threads) interleaves 4 vector iterations of its lane
+// loop where the body has long-latency arithmetic (math, a division): the
+// 4 independent chains a thread had.
+// CHECK: #[[$CHAINS:.*]] = #llvm.loop_interleave<count = 4 : i32>
+// CHECK: #[[$INTERLEAVED:.*]] = #llvm.loop_annotation<interleave = #[[$CHAINS]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @folded_elements
+// CHECK:         scf.for
+// CHECK:           math.exp
+// CHECK:         } {loop_annotation = #[[$INTERLEAVED]]}
+func.func @folded_elements(%in: !llvm.ptr, %out: !llvm.ptr)
+    attributes {xla.elements_per_thread = 4 : i64} {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 511 : index]}
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %e = math.exp %v : f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %e, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// Without such arithmetic (a copy, a conversion: memory-bound), LLVM
+// chooses.
+// CHECK:       // -----
+// CHECK-NOT:   loop_interleave
+// CHECK:       #[[$PLAIN:.*]] = #llvm.loop_annotation<unroll = #{{.*}}>
+// CHECK-NOT:   loop_interleave
+// CHECK-LABEL: func.func @folded_copy
+// CHECK:         } {loop_annotation = #[[$PLAIN]]}
+func.func @folded_copy(%in: !llvm.ptr, %out: !llvm.ptr)
+    attributes {xla.elements_per_thread = 4 : i64} {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 511 : index]}
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}

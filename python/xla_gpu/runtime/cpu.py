@@ -80,7 +80,7 @@ _CPUS = os.cpu_count() or 1
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False, pipeline_loads=False,
                                                unroll_accumulations=False,
                                                partial_unroll=False, index_bitwidth=64,
-                                               peel_loops=False)
+                                               peel_loops=False, fold_loops_into_threads=True)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

@@ -39,7 +39,7 @@ bool onlyWritten(Value v, mlir::scf::ForOp loop) {
   for (mlir::OpOperand& use : v.getUses()) {
     mlir::Operation* user = use.getOwner();
     if (auto insert = llvm::dyn_cast<mlir::tensor::InsertOp>(user)) {
-      if (use.get() != insert.getDest() || insert.getScalar() == v) return false;
+      if (use.get() != insert.getDest()) return false;
       if (!onlyWritten(insert.getResult(), loop)) return false;
       continue;
     }
@@ -101,10 +101,7 @@ mlir::scf::ForOp foldableLoop(mlir::func::FuncOp f, int64_t& threads) {
                     !element.isInteger(1))) {
       return {};
     }
-    if (!argument ||
-        argument.getOwner() != &body || !onlyWritten(carried, loop)) {
-      return {};
-    }
+    if (!argument || argument.getOwner() != &body || !onlyWritten(carried, loop)) return {};
     // Read nowhere else: the loop's writes are the kernel's only access.
     if (!init.hasOneUse()) return {};
     for (mlir::Operation* user : result.getUsers()) {

@@ -453,13 +453,16 @@ class KernelLowering {
     // GELUs: bf16 8.5 -> 6.0 ms, erf 0.72 -> 0.61 ms; the conversions and
     // integer ops, memory-bound, ran slower with it (f8 1.06 -> 1.23 ms).
     auto elements = f->getAttrOfType<mlir::IntegerAttr>("xla.elements_per_thread");
+    if (!elements) return;
     bool latencyBound = f.walk([](mlir::Operation* op) {
-                           return llvm::isa<mlir::math::MathDialect>(op->getDialect()) ||
+                           mlir::Dialect* dialect = op->getDialect();  // null: unregistered
+                           return (dialect && llvm::isa<mlir::math::MathDialect>(dialect)) ||
                                           llvm::isa<mlir::arith::DivFOp, mlir::arith::RemFOp>(op)
                                       ? mlir::WalkResult::interrupt()
                                       : mlir::WalkResult::advance();
                          }).wasInterrupted();
-    if (elements && latencyBound) laneInterleave_ = elements.getInt();
+    // At most 8 (the loop emitter unrolls by 4, packed types by 8).
+    if (latencyBound) laneInterleave_ = std::clamp<int64_t>(elements.getInt(), 0, 8);
   }
 
   mlir::LogicalResult run() {

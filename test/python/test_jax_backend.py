@@ -241,6 +241,34 @@ def test_disk_cache_skips_emission(tmp_path, monkeypatch):
     assert list(tmp_path.glob("*.json")) == [entry]
 
 
+def test_a_cached_kernel_is_found_without_converting_to_hlo(monkeypatch):
+    # The cache key is the StableHLO text (no locations); the conversion
+    # to XLA's HLO text, 3-5 ms, is made only for a kernel not yet built.
+    import jax.stages
+
+    conversions = []
+    as_text = jax.stages.Lowered.as_text
+
+    def counted(self, *args, **kwargs):
+        if kwargs.get("dialect") == "hlo":
+            conversions.append(kwargs)
+        return as_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(jax.stages.Lowered, "as_text", counted)
+    x = f32(12, 20)
+    f = kernel(lambda v: jnp.tanh(v) * 3.0)
+    np.testing.assert_allclose(f(x), jnp.tanh(x) * 3.0, rtol=2e-6)
+    assert len(conversions) == 1
+    # Another function object, defined on another line, of the same body.
+    g = kernel(lambda v: jnp.tanh(v) * 3.0)
+    np.testing.assert_allclose(g(x), jnp.tanh(x) * 3.0, rtol=2e-6)
+    assert len(conversions) == 1
+    # A different body is a different kernel.
+    h = kernel(lambda v: jnp.tanh(v) * 4.0)
+    np.testing.assert_allclose(h(x), jnp.tanh(x) * 4.0, rtol=2e-6)
+    assert len(conversions) == 2
+
+
 def test_op_the_emitters_lack_names_it_and_its_line():
     @kernel
     def matmul(x, y):

@@ -42,8 +42,8 @@ sys.path.insert(0, str(HERE))
 # The files whose CASES run, in the order they are reported.
 BENCH_FILES = ["loop_fusions_cpu", "reductions_cpu", "transposes_cpu", "scatter_cpu", "programs_cpu"]
 RECORD_FIELDS = ("name", "ours_ms", "xla_ms", "ratio", "compile_ours_ms", "compile_xla_ms",
-                 "compile_xla_codegen_ms", "xla_library_fusions", "max_abs_error", "ours_q1_ms", "ours_q3_ms", "xla_q1_ms", "xla_q3_ms",
-                 "ratio_low", "ratio_high")
+                 "compile_xla_codegen_ms", "xla_library_fusions", "max_abs_error",
+                 "ours_q1_ms", "ours_q3_ms", "xla_q1_ms", "xla_q3_ms", "ratio_low", "ratio_high")
 
 
 def hlo_cases() -> list[tuple[str, str, str]]:

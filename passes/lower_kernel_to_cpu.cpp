@@ -461,7 +461,9 @@ class KernelLowering {
                                       ? mlir::WalkResult::interrupt()
                                       : mlir::WalkResult::advance();
                          }).wasInterrupted();
-    // At most 8 (the loop emitter unrolls by 4, packed types by 8).
+    // At most 8: the loop emitter unrolls by 4 at most (packed sub-byte
+    // types, unrolled further, are not folded); a hand-written attribute
+    // asks LLVM for no more than that.
     if (latencyBound) laneInterleave_ = std::clamp<int64_t>(elements.getInt(), 0, 8);
   }
 
@@ -934,11 +936,10 @@ class KernelLowering {
     if (shape.w1 - shape.w0 > 1) {
       auto warps = at->create<mlir::scf::ForOp>(loc, base, indexConstant(shape.w1 * shape.period),
                                                 indexConstant(shape.period));
-      warps->setAttr("loop_annotation", noUnroll(b.getContext()));
-      if (shape.l1 - shape.l0 == 1) {
-        warps->setAttr("loop_annotation",
-                       oneLanePerPeriod(b.getContext(), /*vectorize=*/shape.period < kMinPeriod));
-      }
+      warps->setAttr("loop_annotation",
+                     shape.l1 - shape.l0 == 1
+                         ? oneLanePerPeriod(b.getContext(), /*vectorize=*/shape.period < kMinPeriod)
+                         : noUnroll(b.getContext()));
       warpBuilder.setInsertionPoint(warps.getBody()->getTerminator());
       at = &warpBuilder;
       base = warps.getInductionVar();

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include <array>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <optional>
@@ -178,6 +179,142 @@ constexpr uint64_t kStepsPerVisitSlotBytes = uint64_t{16} << 10;
 constexpr int64_t kStepsPerVisit = 8;
 // The shortest lane loop periodOf picks for its divisors: a warp.
 constexpr int64_t kMinPeriod = 32;
+// Marks the lane loops while the kernel is lowered (see foldsTail).
+constexpr llvm::StringLiteral kLaneLoop = "xla.lane_loop";
+
+// How `v` moves as `iv` steps by one: by a constant, or unknown (nullopt).
+// Values from outside `loop` and the induction variables of loops inside it
+// do not move; sums, differences, products with a constant and casts of
+// moving values move accordingly; anything else that depends on `iv` (a
+// division, a remainder, a select) is unknown.
+std::optional<int64_t> strideIn(mlir::scf::ForOp loop, Value v,
+                                llvm::DenseMap<Value, std::optional<int64_t>>& memo) {
+  if (v == loop.getInductionVar()) return 1;
+  if (!loop.getRegion().isAncestor(v.getParentRegion())) return 0;
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  std::optional<int64_t> stride;
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+    auto inner = llvm::dyn_cast<mlir::scf::ForOp>(arg.getOwner()->getParentOp());
+    if (inner && inner != loop && arg == inner.getInductionVar()) stride = 0;
+  } else {
+    mlir::Operation* op = v.getDefiningOp();
+    auto operand = [&](int i) { return strideIn(loop, op->getOperand(i), memo); };
+    if (llvm::isa<mlir::arith::AddIOp, mlir::arith::SubIOp>(op)) {
+      auto a = operand(0), b = operand(1);
+      if (a && b) stride = llvm::isa<mlir::arith::AddIOp>(op) ? *a + *b : *a - *b;
+    } else if (llvm::isa<mlir::arith::MulIOp>(op)) {
+      for (int i = 0; i < 2 && !stride; ++i) {
+        auto k = mlir::getConstantIntValue(op->getOperand(1 - i));
+        auto a = operand(i);
+        int64_t product;
+        if (k && a && !__builtin_mul_overflow(*a, *k, &product)) stride = product;
+      }
+    } else if (llvm::isa<mlir::arith::IndexCastOp, mlir::arith::IndexCastUIOp,
+                         mlir::arith::ExtSIOp, mlir::arith::ExtUIOp>(op)) {
+      stride = operand(0);
+    }
+    if (!stride && op->getNumRegions() == 0 &&
+        llvm::all_of(op->getOperands(), [&](Value x) {
+          auto s = strideIn(loop, x, memo);
+          return s && *s == 0;
+        })) {
+      stride = 0;
+    }
+  }
+  memo[v] = stride;
+  return stride;
+}
+
+// Whether every memory access in `loop` is to an element the same for all
+// iterations or the next one each iteration: scalar loads and stores
+// through `getelementptr base[i]` of their own type, base fixed and i
+// stepping by 0 or 1, and no other side effect.
+bool accessesContiguously(mlir::scf::ForOp loop) {
+  llvm::DenseMap<Value, std::optional<int64_t>> memo;
+  auto contiguous = [&](Value address, mlir::Type accessed) {
+    if (llvm::isa<mlir::VectorType, mlir::LLVM::LLVMArrayType, mlir::LLVM::LLVMStructType>(
+            accessed)) {
+      return false;
+    }
+    auto fixed = [&](Value x) {
+      auto s = strideIn(loop, x, memo);
+      return s && *s == 0;
+    };
+    auto gep = address.getDefiningOp<mlir::LLVM::GEPOp>();
+    if (!gep) return fixed(address);
+    if (gep.getElemType() != accessed || !fixed(gep.getBase())) return false;
+    auto indices = gep.getDynamicIndices();
+    if (indices.size() != 1 || gep.getRawConstantIndices().size() != 1) return false;
+    auto s = strideIn(loop, indices.front(), memo);
+    return s && (*s == 0 || *s == 1);
+  };
+  mlir::WalkResult result = loop.getBody()->walk([&](mlir::Operation* op) {
+    bool ok = true;
+    if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op)) {
+      ok = contiguous(load.getAddr(), load.getType());
+    } else if (auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(op)) {
+      ok = contiguous(store.getAddr(), store.getValue().getType());
+    } else if (!op->hasTrait<mlir::OpTrait::HasRecursiveMemoryEffects>()) {
+      ok = mlir::isMemoryEffectFree(op);
+    }
+    return ok ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+  });
+  return !result.wasInterrupted();
+}
+
+// A division or a transcendental (a polynomial of a dozen dependent steps
+// once expanded) anywhere in `op`.
+bool hasLongLatencyArithmetic(mlir::Operation* op) {
+  return op
+      ->walk([](mlir::Operation* inner) {
+        mlir::Dialect* dialect = inner->getDialect();  // null: unregistered
+        return (dialect && llvm::isa<mlir::math::MathDialect>(dialect)) ||
+                       llvm::isa<mlir::arith::DivFOp, mlir::arith::RemFOp>(inner)
+                   ? mlir::WalkResult::interrupt()
+                   : mlir::WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+// Whether LLVM is to fold the tail of lane loop `loop` into its vector
+// loop (`llvm.loop.vectorize.predicate.enable`: the last iteration masked)
+// instead of following the vector loop with a vectorized epilogue and a
+// scalar remainder. A block's lanes are cut into short pieces of unknown
+// length (a concatenate's operands, a window's pads, a partial tile's
+// edge), each of which LLVM otherwise vectorized three times over: half
+// the x86 code generation of the concatenate, and the remainders ran
+// element by element. Only loops whose accesses are all contiguous
+// (accessesContiguously): a masked strided access is a masked gather or
+// scatter, which LLVM splits into a branch per lane (the seed transpose's
+// tile writes ran 2.7x slower). Only the pieces cut from a thread shape's
+// lane loop (bounds not constant here): a whole one (a warp's 32 lanes, a
+// block's threads) has a known length, mostly a multiple of the vector,
+// where LLVM ignores the hint (the transposes' 32-lane loops compiled to
+// the same objects with it). Lane loops that run every step of an
+// interchanged accumulation with long-latency arithmetic are left out
+// where they are made (emitInterchanged): softmax's exp + sum ran 1.23x
+// slower with its exp masked every step.
+// A/B in one process, bits the same; 4 of the 27 bench kernels change:
+// two of the cumsum's six fusions (its run 0.69-0.70x), the concatenate 0.94-
+// 0.96x, the seed transpose 0.93x; LLVM's O3 and code generation of the
+// concatenate took 34 ms instead of 48, the cumsum's 65 instead of 73.
+bool foldsTail(mlir::scf::ForOp loop) {
+  if (mlir::getConstantIntValue(loop.getLowerBound()) &&
+      mlir::getConstantIntValue(loop.getUpperBound())) {
+    return false;
+  }
+  return accessesContiguously(loop);
+}
+
+// `annotation` (a lane loop's) asking LLVM to fold the tail (foldsTail).
+mlir::LLVM::LoopAnnotationAttr predicated(mlir::MLIRContext* ctx,
+                                          mlir::LLVM::LoopAnnotationAttr annotation) {
+  auto vectorize = mlir::LLVM::LoopVectorizeAttr::get(
+      ctx, {}, /*predicateEnable=*/mlir::BoolAttr::get(ctx, true), {}, {}, {}, {}, {});
+  return mlir::LLVM::LoopAnnotationAttr::get(
+      ctx, {}, vectorize, annotation ? annotation.getInterleave() : nullptr,
+      annotation ? annotation.getUnroll() : nullptr, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
+}
 
 bool isCut(mlir::Operation* op) { return llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op); }
 
@@ -454,17 +591,10 @@ class KernelLowering {
     // integer ops, memory-bound, ran slower with it (f8 1.06 -> 1.23 ms).
     auto elements = f->getAttrOfType<mlir::IntegerAttr>("xla.elements_per_thread");
     if (!elements) return;
-    bool latencyBound = f.walk([](mlir::Operation* op) {
-                           mlir::Dialect* dialect = op->getDialect();  // null: unregistered
-                           return (dialect && llvm::isa<mlir::math::MathDialect>(dialect)) ||
-                                          llvm::isa<mlir::arith::DivFOp, mlir::arith::RemFOp>(op)
-                                      ? mlir::WalkResult::interrupt()
-                                      : mlir::WalkResult::advance();
-                         }).wasInterrupted();
     // At most 8: the loop emitter unrolls by 4 at most (packed sub-byte
     // types, unrolled further, are not folded); a hand-written attribute
     // asks LLVM for no more than that.
-    if (latencyBound) laneInterleave_ = std::clamp<int64_t>(elements.getInt(), 0, 8);
+    if (hasLongLatencyArithmetic(f)) laneInterleave_ = std::clamp<int64_t>(elements.getInt(), 0, 8);
   }
 
   mlir::LogicalResult run() {
@@ -842,6 +972,12 @@ class KernelLowering {
     }
     body.erase();
     f_.setType(mlir::FunctionType::get(ctx, newBody->getArgumentTypes(), {}));
+    f_.walk([&](mlir::scf::ForOp loop) {
+      if (loop->removeAttr(kLaneLoop) && foldsTail(loop)) {
+        auto annotation = loop->getAttrOfType<mlir::LLVM::LoopAnnotationAttr>("loop_annotation");
+        loop->setAttr("loop_annotation", predicated(ctx, annotation));
+      }
+    });
     return mlir::success();
   }
 
@@ -947,6 +1083,7 @@ class KernelLowering {
     auto lanes = at->create<mlir::scf::ForOp>(loc, indexConstant(shape.l0), indexConstant(shape.l1),
                                               indexConstant(1));
     lanes->setAttr("loop_annotation", noUnroll(b.getContext(), laneInterleave_));
+    lanes->setAttr(kLaneLoop, b.getUnitAttr());
     inner.setInsertionPoint(lanes.getBody()->getTerminator());
     // One lane a warp (lane 0 keeps a shuffle tree's result): a constant,
     // which the lane's arithmetic folds with.
@@ -1754,6 +1891,9 @@ class KernelLowering {
     steps->setAttr("loop_annotation", noUnroll(b.getContext()));
     mlir::OpBuilder sb(steps.getBody()->getTerminator());
     tid = emitThreadLoops(sb, shape, tb);
+    // Its lanes run every step: no folded tail for long-latency arithmetic
+    // (see foldsTail).
+    if (hasLongLatencyArithmetic(loop)) lanes_.loop->removeAttr(kLaneLoop);
     SmallVector<Value> carried;
     for (Value result : loop.getResults()) carried.push_back(reload(tb, result, tid));
     // One step of `loop` at `iv` from the carried `values`: what it yields.

@@ -36,6 +36,9 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PassTimingInfo.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -43,7 +46,6 @@
 #include "mlir-c/RegisterEverything.h"
 #include "mlir/CAPI/IR.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -202,12 +204,53 @@ struct HostJit {
   llvm::orc::JITDylib* dylib;
 };
 
+// With $XLA_GPU_TIME_LLVM_PASSES set, each compile prints the time of every
+// pass of LLVM's pipeline and of code generation to stderr (a debugging
+// aid: compile one kernel at a time; bench/compile_profile.py gives the
+// stages' totals).
+bool timeLlvmPasses() { return std::getenv("XLA_GPU_TIME_LLVM_PASSES") != nullptr; }
+
+// LLVM's default O<level> pipeline with every loop and SLP transformation
+// on (what mlir::makeOptimizingTransformer runs), timed per pass when
+// timeLlvmPasses(). `optLevel` is 0 to 3.
+void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* machine) {
+  static const llvm::OptimizationLevel levels[] = {
+      llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
+      llvm::OptimizationLevel::O3};
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassInstrumentationCallbacks callbacks;
+  llvm::TimePassesHandler timer(/*Enabled=*/true);
+  bool timing = timeLlvmPasses();
+  if (timing) timer.registerCallbacks(callbacks);
+  llvm::PassBuilder builder(machine, tuning, std::nullopt, timing ? &callbacks : nullptr);
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(levels[optLevel]).run(module, modules);
+  if (timing) timer.print();
+}
+
 }  // namespace
 
 extern "C" {
 
 void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
                                 double* seconds, char* error, size_t capacity) {
+  if (optLevel < 0 || optLevel > 3) {
+    writeMessage("invalid optimization level " + std::to_string(optLevel) + " (LLVM's are 0 to 3)",
+                 error, capacity);
+    return nullptr;
+  }
   initializeNativeTarget();
   Stopwatch clock(seconds);
   mlir::ModuleOp op = unwrap(module);
@@ -230,12 +273,7 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   for (llvm::Function& fn : *llvmModule) {
     if (!fn.isDeclaration() && fn.hasExternalLinkage()) publics.push_back(&fn);
   }
-  auto optimize = mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, *machine);
-  if (llvm::Error e = optimize(llvmModule.get())) {
-    writeMessage("LLVM's optimization pipeline failed: " + llvm::toString(std::move(e)), error,
-                 capacity);
-    return nullptr;
-  }
+  optimizeModule(*llvmModule, optLevel, *machine);
   for (llvm::Function* fn : publics) addPackedWrapper(*llvmModule, *fn);
   clock.lap(1);
   // Host code generation with the host flags (see codegenFlagsMutex);
@@ -243,7 +281,9 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   std::shared_lock<std::shared_mutex> hostCodegen(codegenFlagsMutex());
   setHostCodegenFlags(true);
   llvm::orc::SimpleCompiler compile(**machine);
+  if (timeLlvmPasses()) llvm::TimePassesIsEnabled = true;
   auto object = compile(*llvmModule);
+  if (timeLlvmPasses()) llvm::reportAndResetTimings();
   if (!object) {
     writeMessage("code generation failed: " + llvm::toString(object.takeError()), error, capacity);
     return nullptr;

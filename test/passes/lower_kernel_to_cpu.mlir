@@ -868,3 +868,149 @@ func.func @folded_copy(%in: !llvm.ptr, %out: !llvm.ptr)
   llvm.store %v, %o : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// A lane loop cut at a guard (the block's elements end at 300: a piece of
+// unknown length) whose loads and stores all move by one element a lane
+// asks LLVM to fold its tail into the vector loop: its last iteration
+// masked, no vectorized epilogue and scalar remainder after it.
+// CHECK:       // -----
+// CHECK:       #[[$TAIL_VEC:.*]] = #llvm.loop_vectorize<predicateEnable = true>
+// CHECK:       #[[$TAIL:.*]] = #llvm.loop_annotation<vectorize = #[[$TAIL_VEC]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @contiguous_lanes
+// CHECK:         %[[CUT:.*]] = arith.maxsi
+// CHECK:         scf.for %{{.*}} = %c0{{.*}} to %[[CUT]]
+// CHECK:           llvm.load
+// CHECK:           llvm.store
+// CHECK:         } {loop_annotation = #[[$TAIL]]}
+// CHECK:         scf.for %{{.*}} = %[[CUT]] to %c128
+// CHECK:         } {loop_annotation = #[[$TAIL]]}
+func.func @contiguous_lanes(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c128 = arith.constant 128 : index
+  %c300 = arith.constant 300 : index
+  %base = arith.muli %bid, %c128 : index
+  %e = arith.addi %base, %tid : index
+  %ok = arith.cmpi slt, %e, %c300 : index
+  scf.if %ok {
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
+// The same with a strided store (a transpose tile's column): masked, it
+// would be a scatter, so the tail stays LLVM's.
+// CHECK:       // -----
+// CHECK-NOT:   predicateEnable
+// CHECK-LABEL: func.func @strided_lanes
+// CHECK-NOT:   predicateEnable
+func.func @strided_lanes(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c33 = arith.constant 33 : index
+  %c128 = arith.constant 128 : index
+  %c300 = arith.constant 300 : index
+  %base = arith.muli %bid, %c128 : index
+  %e = arith.addi %base, %tid : index
+  %ok = arith.cmpi slt, %e, %c300 : index
+  scf.if %ok {
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %s = arith.muli %e, %c33 : index
+    %j = arith.index_cast %s : index to i64
+    %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
+// An interchanged accumulation behind a guard: each step's lane loop is cut
+// where the guard flips, and its pieces fold their tails...
+// CHECK:       // -----
+// CHECK:       #[[$SUM_VEC:.*]] = #llvm.loop_vectorize<predicateEnable = true>
+// CHECK:       #[[$SUM_TAIL:.*]] = #llvm.loop_annotation<vectorize = #[[$SUM_VEC]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @accumulate_cut
+// CHECK:         scf.for %{{.*}} = %c0{{.*}} to %c16
+// CHECK:           scf.for
+// CHECK:             arith.addf
+// CHECK:           } {loop_annotation = #[[$SUM_TAIL]]}
+// CHECK:           scf.for
+// CHECK:           } {loop_annotation = #[[$SUM_TAIL]]}
+func.func @accumulate_cut(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c49 = arith.constant 49 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  %inside = arith.cmpi sle, %tid, %c49 : index
+  %sum = scf.if %inside -> (f32) {
+    %s = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %row = arith.muli %k, %c128 : index
+      %e = arith.addi %row, %tid : index
+      %i = arith.index_cast %e : index to i64
+      %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %x = llvm.load %p : !llvm.ptr -> f32
+      %next = arith.addf %acc, %x : f32
+      scf.yield %next : f32
+    }
+    scf.yield %s : f32
+  } else {
+    scf.yield %zero : f32
+  }
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// ...but not with a transcendental: masked every step, the exp ran slower.
+// CHECK:       // -----
+// CHECK-NOT:   predicateEnable
+// CHECK-LABEL: func.func @accumulate_exp_cut
+// CHECK:         scf.for %{{.*}} = %c0{{.*}} to %c16
+// CHECK:           math.exp
+// CHECK-NOT:   predicateEnable
+func.func @accumulate_exp_cut(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c49 = arith.constant 49 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  %inside = arith.cmpi sle, %tid, %c49 : index
+  %sum = scf.if %inside -> (f32) {
+    %s = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f32) {
+      %row = arith.muli %k, %c128 : index
+      %e = arith.addi %row, %tid : index
+      %i = arith.index_cast %e : index to i64
+      %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %x = llvm.load %p : !llvm.ptr -> f32
+      %ex = math.exp %x : f32
+      %next = arith.addf %acc, %ex : f32
+      scf.yield %next : f32
+    }
+    scf.yield %s : f32
+  } else {
+    scf.yield %zero : f32
+  }
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}

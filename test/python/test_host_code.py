@@ -119,6 +119,30 @@ def test_a_module_that_is_not_llvm_is_an_error():
             host_code.compile_object(module)
 
 
+def test_an_optimization_level_llvm_lacks_is_an_error():
+    with ir.Context():
+        module = lowered(kernel_text(2.0))
+        for level in (-1, 4):
+            with pytest.raises(JitError, match=f"invalid optimization level {level} "):
+                host_code.compile_object(module, opt_level=level)
+
+
+def test_llvm_pass_times_are_printed_on_request():
+    """$XLA_GPU_TIME_LLVM_PASSES: LLVM's pipeline and code generation
+    report each pass's time on stderr; without it, nothing is printed."""
+    script = ("import sys; from xla_gpu.runtime import CpuKernel\n"
+              "CpuKernel(sys.stdin.read())\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
+                                                             "XLA_GPU_TIME_LLVM_PASSES")}
+    quiet, timed = (subprocess.run([sys.executable, "-c", script], input=kernel_text(9.0),
+                                   env={**env, **extra}, capture_output=True, text=True,
+                                   check=True).stderr
+                    for extra in ({}, {"XLA_GPU_TIME_LLVM_PASSES": "1"}))
+    assert "Pass execution timing report" not in quiet
+    assert timed.count("Pass execution timing report") == 2  # O3, then code generation
+    assert "LoopVectorizePass" in timed and "X86 DAG->DAG Instruction Selection" in timed
+
+
 def test_garbage_is_not_an_object():
     with pytest.raises(JitError, match="does not load"):
         host_code.HostCode(b"not an object file at all")

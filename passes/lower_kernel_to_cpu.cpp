@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include <array>
-#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <optional>

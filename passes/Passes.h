@@ -3,6 +3,7 @@
 #ifndef XLA_GPU_PASSES_PASSES_H
 #define XLA_GPU_PASSES_PASSES_H
 
+#include <cstdint>
 #include <memory>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,6 +26,11 @@ namespace xla::gpu {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// A GPU's limit on the threads of a block, which the CPU target keeps too
+/// (-xla-gpu-lower-kernel-to-cpu checks it, -xla-gpu-fold-loops-into-threads
+/// folds no loop past it).
+inline constexpr int64_t kMaxThreadsPerBlock = 1024;
 
 /// XLA's test pipelines, by their flags: `xla-gpu-test-optimize` (see
 /// test_pipelines.cpp).

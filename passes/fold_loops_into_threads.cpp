@@ -18,8 +18,6 @@ namespace {
 
 using mlir::Value;
 
-constexpr int64_t kMaxThreadsPerBlock = 1024;
-
 // The ops a thread could tell its neighbours or the block's size by.
 bool communicates(mlir::Operation* op) {
   if (llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp, mlir::gpu::BlockDimOp,

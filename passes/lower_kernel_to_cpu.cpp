@@ -159,8 +159,8 @@ int64_t idAt(int64_t linear, const std::array<int64_t, 3>& counts, int d) {
   return (linear / below) % counts[d];
 }
 
-// As a GPU: at most 1024 threads per block; grid dimensions below 2^31.
-constexpr int64_t kMaxThreadsPerBlock = 1024;
+// As a GPU: at most kMaxThreadsPerBlock (Passes.h) threads per block; grid
+// dimensions below 2^31.
 constexpr int64_t kMaxGridDim = int64_t{1} << 31;
 // The storage a call of the lowered kernel needs (see KernelLowering::run).
 constexpr uint64_t kMaxStackStorageBytes = uint64_t{1} << 20;
@@ -303,16 +303,6 @@ bool foldsTail(mlir::scf::ForOp loop) {
     return false;
   }
   return accessesContiguously(loop);
-}
-
-// `annotation` (a lane loop's) asking LLVM to fold the tail (foldsTail).
-mlir::LLVM::LoopAnnotationAttr predicated(mlir::MLIRContext* ctx,
-                                          mlir::LLVM::LoopAnnotationAttr annotation) {
-  auto vectorize = mlir::LLVM::LoopVectorizeAttr::get(
-      ctx, {}, /*predicateEnable=*/mlir::BoolAttr::get(ctx, true), {}, {}, {}, {}, {});
-  return mlir::LLVM::LoopAnnotationAttr::get(
-      ctx, {}, vectorize, annotation ? annotation.getInterleave() : nullptr,
-      annotation ? annotation.getUnroll() : nullptr, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});
 }
 
 bool isCut(mlir::Operation* op) { return llvm::isa<mlir::gpu::BarrierOp, mlir::gpu::ShuffleOp>(op); }
@@ -973,8 +963,7 @@ class KernelLowering {
     f_.setType(mlir::FunctionType::get(ctx, newBody->getArgumentTypes(), {}));
     f_.walk([&](mlir::scf::ForOp loop) {
       if (loop->removeAttr(kLaneLoop) && foldsTail(loop)) {
-        auto annotation = loop->getAttrOfType<mlir::LLVM::LoopAnnotationAttr>("loop_annotation");
-        loop->setAttr("loop_annotation", predicated(ctx, annotation));
+        loop->setAttr("loop_annotation", noUnroll(ctx, laneInterleave_, /*foldTail=*/true));
       }
     });
     return mlir::success();
@@ -1001,8 +990,10 @@ class KernelLowering {
   // scatter-add 49 -> 33 ms, the KV-cache update 36 -> 12, the packed s4
   // add 41 -> 20). Run times the same (the benchmarks, A/B in one process).
   // With `interleave`, also `llvm.loop.interleave.count` (see
-  // laneInterleave_).
-  static mlir::LLVM::LoopAnnotationAttr noUnroll(mlir::MLIRContext* ctx, int64_t interleave = 0) {
+  // laneInterleave_); with `foldTail`, `llvm.loop.vectorize.predicate.enable`
+  // (a lane loop's, see foldsTail).
+  static mlir::LLVM::LoopAnnotationAttr noUnroll(mlir::MLIRContext* ctx, int64_t interleave = 0,
+                                                 bool foldTail = false) {
     auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
                                                   {}, {}, {}, {}, {}, {});
     mlir::LLVM::LoopInterleaveAttr chains;
@@ -1010,8 +1001,13 @@ class KernelLowering {
       chains = mlir::LLVM::LoopInterleaveAttr::get(
           ctx, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 32), interleave));
     }
-    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, {}, chains, unroll, {}, {}, {}, {}, {},
-                                               {}, {}, {}, {}, {}, {});
+    mlir::LLVM::LoopVectorizeAttr masked;
+    if (foldTail) {
+      masked = mlir::LLVM::LoopVectorizeAttr::get(
+          ctx, {}, /*predicateEnable=*/mlir::BoolAttr::get(ctx, true), {}, {}, {}, {}, {});
+    }
+    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, masked, chains, unroll, {}, {}, {}, {},
+                                               {}, {}, {}, {}, {}, {}, {});
   }
 
   // A loop over periods that runs one lane of each (lane 0 computing a

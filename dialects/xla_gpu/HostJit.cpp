@@ -211,9 +211,10 @@ struct HostJit {
 bool timeLlvmPasses() { return std::getenv("XLA_GPU_TIME_LLVM_PASSES") != nullptr; }
 
 // LLVM's default O<level> pipeline with every loop and SLP transformation
-// on (what mlir::makeOptimizingTransformer runs), timed per pass when
-// timeLlvmPasses(). `optLevel` is 0 to 3.
-void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* machine) {
+// on (what mlir::makeOptimizingTransformer runs), timed per pass with
+// `timing`. `optLevel` is 0 to 3.
+void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* machine,
+                    bool timing) {
   static const llvm::OptimizationLevel levels[] = {
       llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
       llvm::OptimizationLevel::O3};
@@ -224,7 +225,6 @@ void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* mac
   tuning.SLPVectorization = true;
   llvm::PassInstrumentationCallbacks callbacks;
   llvm::TimePassesHandler timer(/*Enabled=*/true);
-  bool timing = timeLlvmPasses();
   if (timing) timer.registerCallbacks(callbacks);
   llvm::PassBuilder builder(machine, tuning, std::nullopt, timing ? &callbacks : nullptr);
   llvm::LoopAnalysisManager loops;
@@ -252,6 +252,7 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
     return nullptr;
   }
   initializeNativeTarget();
+  bool timing = timeLlvmPasses();
   Stopwatch clock(seconds);
   mlir::ModuleOp op = unwrap(module);
   mlirRegisterAllLLVMTranslations(wrap(op.getContext()));
@@ -273,7 +274,7 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   for (llvm::Function& fn : *llvmModule) {
     if (!fn.isDeclaration() && fn.hasExternalLinkage()) publics.push_back(&fn);
   }
-  optimizeModule(*llvmModule, optLevel, *machine);
+  optimizeModule(*llvmModule, optLevel, *machine, timing);
   for (llvm::Function* fn : publics) addPackedWrapper(*llvmModule, *fn);
   clock.lap(1);
   // Host code generation with the host flags (see codegenFlagsMutex);
@@ -281,9 +282,9 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   std::shared_lock<std::shared_mutex> hostCodegen(codegenFlagsMutex());
   setHostCodegenFlags(true);
   llvm::orc::SimpleCompiler compile(**machine);
-  if (timeLlvmPasses()) llvm::TimePassesIsEnabled = true;
+  if (timing) llvm::TimePassesIsEnabled = true;
   auto object = compile(*llvmModule);
-  if (timeLlvmPasses()) llvm::reportAndResetTimings();
+  if (timing) llvm::reportAndResetTimings();
   if (!object) {
     writeMessage("code generation failed: " + llvm::toString(object.takeError()), error, capacity);
     return nullptr;

@@ -494,18 +494,50 @@ std::optional<llvm::APInt> foldInteger(mlir::Operation* op, llvm::ArrayRef<llvm:
   return std::nullopt;
 }
 
-// A per-thread accumulation -- an scf.for with constant bounds carrying
-// values -- runs interchanged with the threads: each iteration is a loop
-// over the threads, which LLVM vectorizes (neighbouring threads read
-// neighbouring elements), where a loop over the threads around each
-// thread's whole walk is scalar and strided. Threads do not communicate
-// within a phase, so any interleaving of their steps is one a GPU may run.
+// A per-thread loop with constant bounds runs interchanged with the
+// threads: each iteration is a loop over the threads, which LLVM
+// vectorizes (neighbouring threads read neighbouring elements), where a
+// loop over the threads around each thread's whole walk is scalar and
+// strided. Threads do not communicate within a phase, so any interleaving
+// of their steps is one a GPU may run. Such loops are
+//  - accumulations (carrying values: a reduction's walk), which
+//    xla-gpu-optimize-loops keeps whole for the CPU target;
+//  - loops of two or more steps that only write memory (the rows of a
+//    transpose's tile a thread copies, too long for optimize-loops to
+//    unroll). In one lane loop around all the steps, LLVM unrolled them
+//    and analysed every copy's accesses: the f16 021 transpose's 16
+//    stores at (lane + warp + 2 * step) mod 32 (its swizzle) took 30 of
+//    O3's 57 ms and vectorized nothing. In a step's lane loop the
+//    rotation is invariant, and the loop is cut where it wraps
+//    (splitAtQuotientStep): O3 28 ms, the same run time (A/B in one
+//    process, bits the same).
 bool isInterchangeable(mlir::Operation* op) {
   auto loop = llvm::dyn_cast_or_null<mlir::scf::ForOp>(op);
-  return loop && loop.getNumRegionIterArgs() > 0 &&
-         mlir::getConstantIntValue(loop.getLowerBound()) &&
-         mlir::getConstantIntValue(loop.getUpperBound()) &&
-         mlir::getConstantIntValue(loop.getStep());
+  if (!loop) return false;
+  auto lower = mlir::getConstantIntValue(loop.getLowerBound());
+  auto upper = mlir::getConstantIntValue(loop.getUpperBound());
+  auto step = mlir::getConstantIntValue(loop.getStep());
+  if (!lower || !upper || !step || *step <= 0) return false;
+  return loop.getNumRegionIterArgs() > 0 || *upper - *lower > *step;
+}
+
+// Whether `a` and `b` are the same value: the same SSA value, or the same
+// pure op without regions on the same values (two copies of one index
+// computation, made each where a step or a vector element needed it).
+bool sameValue(Value a, Value b, int depth = 4) {
+  if (a == b) return true;
+  mlir::Operation* x = a.getDefiningOp();
+  mlir::Operation* y = b.getDefiningOp();
+  if (!x || !y || depth == 0 || x->getName() != y->getName() || x->getNumRegions() != 0 ||
+      x->getNumResults() != 1 || y->getNumResults() != 1 || !mlir::isPure(x) ||
+      x->getAttrDictionary() != y->getAttrDictionary() ||
+      x->getNumOperands() != y->getNumOperands()) {
+    return false;
+  }
+  for (auto [u, v] : llvm::zip(x->getOperands(), y->getOperands())) {
+    if (!sameValue(u, v, depth - 1)) return false;
+  }
+  return true;
 }
 
 // A per-thread accumulation behind a guard of the thread -- a partial
@@ -873,7 +905,10 @@ class KernelLowering {
     // its rows whole already, and the batch's slots crowd the L1.
     int64_t numPhases = llvm::count_if(phases, [](const auto& phase) { return !phase.empty(); });
     int64_t numBlocks = grid_.numBlocks();
-    if ((numPhases > 1 || !interchanged_.empty()) &&
+    bool accumulates = llvm::any_of(interchanged_, [](mlir::Operation* loop) {
+      return loop->getNumResults() > 0;
+    });
+    if ((numPhases > 1 || accumulates) &&
         (!hasShuffles_ || llvm::any_of(interchanged_, [&](mlir::Operation* loop) {
           return readsAcrossBlocks(llvm::cast<mlir::scf::ForOp>(loop));
         }))) {
@@ -1723,7 +1758,17 @@ class KernelLowering {
       for (int i = 0; i < 2; ++i) {
         Value other = add->getOperand(1 - i);
         if (inside(other) || !collect(add->getOperand(i), offset)) continue;
-        offset.terms.push_back(other);
+        // Sums of invariants as their terms, so that two ways of adding
+        // the same terms compare equal (sameTerms).
+        std::function<void(Value)> addTerm = [&](Value t) {
+          if (auto sum = t.getDefiningOp<mlir::arith::AddIOp>()) {
+            addTerm(sum.getLhs());
+            addTerm(sum.getRhs());
+          } else {
+            offset.terms.push_back(t);
+          }
+        };
+        addTerm(other);
         return true;
       }
       return false;
@@ -1733,7 +1778,18 @@ class KernelLowering {
       if (!collect(x, offset) || offset.terms.empty()) return std::nullopt;
       return offset;
     };
-    Value x;
+    // The divisions of one offset (the same terms, however the sums
+    // associate: a vector's elements each have their own) by one divisor.
+    auto sameTerms = [](const Offset& a, const Offset& b) {
+      if (a.viaTid != b.viaTid || a.terms.size() != b.terms.size()) return false;
+      SmallVector<Value> rest(b.terms);
+      for (Value t : a.terms) {
+        auto it = llvm::find_if(rest, [&](Value r) { return sameValue(t, r); });
+        if (it == rest.end()) return false;
+        rest.erase(it);
+      }
+      return true;
+    };
     std::optional<Offset> offset;
     int64_t d = 0;
     SmallVector<mlir::Operation*> divisions;
@@ -1741,13 +1797,13 @@ class KernelLowering {
       if (!llvm::isa<mlir::arith::DivUIOp, mlir::arith::RemUIOp>(op)) return;
       auto divisor = mlir::getConstantIntValue(op->getOperand(1));
       if (!divisor || *divisor < *hi) return;
-      if (!x) {
-        offset = offsetOf(op->getOperand(0));
-        if (!offset) return;
-        x = op->getOperand(0);
+      std::optional<Offset> own = offsetOf(op->getOperand(0));
+      if (!own) return;
+      if (!offset) {
+        offset = own;
         d = *divisor;
       }
-      if (op->getOperand(0) == x && *divisor == d) divisions.push_back(op);
+      if (*divisor == d && sameTerms(*offset, *own)) divisions.push_back(op);
     });
     if (divisions.empty()) return {};
     mlir::Location loc = lanes.getLoc();
@@ -1849,20 +1905,22 @@ class KernelLowering {
   }
 
   // `loop` (see isInterchangeable) over the threads of `shape`: the carried
-  // values start in its results' slots, every iteration reads and writes
-  // them there, thread by thread.
+  // values (if any) start in its results' slots, every iteration reads and
+  // writes them there, thread by thread.
   mlir::LogicalResult emitInterchanged(mlir::OpBuilder& b, mlir::scf::ForOp loop,
                                        const ThreadShape& shape) {
     mlir::OpBuilder tb(b.getContext());
-    Value tid = emitThreadLoops(b, shape, tb);
-    mlir::IRMapping init;
-    if (mlir::failed(provideOperands(tb, loop, init, tid, bid_, /*operandsOnly=*/true))) {
-      return mlir::failure();
+    if (loop.getNumResults() > 0) {
+      Value tid = emitThreadLoops(b, shape, tb);
+      mlir::IRMapping init;
+      if (mlir::failed(provideOperands(tb, loop, init, tid, bid_, /*operandsOnly=*/true))) {
+        return mlir::failure();
+      }
+      for (auto [result, start] : llvm::zip(loop.getResults(), loop.getInitArgs())) {
+        spill(tb, result, init.lookupOrDefault(start), tid);
+      }
+      simplifyLaneLoop();
     }
-    for (auto [result, start] : llvm::zip(loop.getResults(), loop.getInitArgs())) {
-      spill(tb, result, init.lookupOrDefault(start), tid);
-    }
-    simplifyLaneLoop();
     auto bound = [&](Value v) -> Value {
       return b.create<mlir::arith::ConstantIndexOp>(loop.getLoc(), *mlir::getConstantIntValue(v));
     };
@@ -1885,7 +1943,7 @@ class KernelLowering {
         b.create<mlir::arith::ConstantIndexOp>(loc, stride * factor));
     steps->setAttr("loop_annotation", noUnroll(b.getContext()));
     mlir::OpBuilder sb(steps.getBody()->getTerminator());
-    tid = emitThreadLoops(sb, shape, tb);
+    Value tid = emitThreadLoops(sb, shape, tb);
     // Its lanes run every step: no folded tail for long-latency arithmetic
     // (see foldsTail).
     if (hasLongLatencyArithmetic(loop)) lanes_.loop->removeAttr(kLaneLoop);

@@ -633,6 +633,77 @@ func.func @rotated_store(%in: !llvm.ptr, %out: !llvm.ptr, %flag: i1) {
 
 // -----
 
+// A thread's loop that only writes memory runs interchanged with the
+// threads as an accumulation does: a loop over the steps, each a loop over
+// the lanes. In a step's lane loop the step's part of the swizzle,
+// (lane + tid / 64 + 2 * k) mod 32, is invariant, so the loop is cut where
+// the rotation wraps, for both stores though their sums associate
+// differently (a vector's two elements): no division is left in either
+// piece. (Around all the steps, one lane loop kept them all rotated.)
+// CHECK-LABEL: func.func @rotated_steps
+// CHECK:     scf.for %[[K:.*]] = %c0{{.*}} to %c4{{.*}} step %c1
+// CHECK:       scf.for %[[BASE:.*]] = %c0{{.*}} to %c128{{(_[0-9]+)?}} step %c32
+// CHECK:         %[[R0:.*]] = arith.remui %{{.*}}, %c32
+// CHECK:         %[[WRAP:.*]] = arith.subi %c32{{.*}}, %[[R0]]
+// CHECK:         %[[LO:.*]] = arith.minsi %c32{{.*}}, %[[WRAP]]
+// CHECK:         %[[CUT:.*]] = arith.maxsi %c0{{.*}}, %[[LO]]
+// CHECK:         scf.for %[[L:.*]] = %c0{{.*}} to %[[CUT]]
+// CHECK-NOT:       arith.remui
+// CHECK:           arith.addi %[[R0]], %[[L]]
+// CHECK:           llvm.store
+// CHECK-NOT:       arith.remui
+// CHECK:           arith.addi %[[R0]], %[[L]]
+// CHECK:           llvm.store
+// CHECK:         } {loop_annotation
+// CHECK:         scf.for %[[L2:.*]] = %[[CUT]] to %c32
+// CHECK-NOT:       arith.remui
+// CHECK:           llvm.store
+// CHECK-NOT:       arith.remui
+// CHECK:           llvm.store
+// CHECK:         } {loop_annotation
+// CHECK:       } {loop_annotation
+// CHECK:     } {loop_annotation
+func.func @rotated_steps(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  scf.for %k = %c0 to %c4 step %c1 {
+    %lane = arith.remui %tid, %c32 : index
+    %warp = arith.divui %tid, %c32 : index
+    %row = arith.muli %warp, %c64 : index
+    %i = arith.index_cast %tid : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %k2 = arith.muli %k, %c2 : index
+    %half = arith.divui %tid, %c64 : index
+    %s0 = arith.addi %lane, %half : index
+    %s1 = arith.addi %s0, %k2 : index
+    %r0 = arith.remui %s1, %c32 : index
+    %e0 = arith.muli %r0, %c2 : index
+    %a0 = arith.addi %row, %e0 : index
+    %j0 = arith.index_cast %a0 : index to i64
+    %o0 = llvm.getelementptr %out[%j0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o0 : f32, !llvm.ptr
+    %half2 = arith.divui %tid, %c64 : index
+    %t0 = arith.addi %half2, %k2 : index
+    %t1 = arith.addi %lane, %t0 : index
+    %r1 = arith.remui %t1, %c32 : index
+    %e1 = arith.muli %r1, %c2 : index
+    %a1 = arith.addi %row, %e1 : index
+    %b1 = arith.addi %a1, %c1 : index
+    %j1 = arith.index_cast %b1 : index to i64
+    %o1 = llvm.getelementptr %out[%j1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o1 : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
 // A reduction (shuffles) runs its blocks in batches only when its
 // accumulation reads across them: here a column strip a block, each step
 // 8 rows of 128 further on, and the neighbouring block the next 32 columns

@@ -522,22 +522,21 @@ bool isInterchangeable(mlir::Operation* op) {
 }
 
 // Whether `a` and `b` are the same value: the same SSA value, or the same
-// pure op without regions on the same values (two copies of one index
-// computation, made each where a step or a vector element needed it).
+// result of equivalent pure ops without regions on the same values (two
+// copies of one index computation, made each where a step or a vector
+// element needed it), up to `depth` ops deep.
 bool sameValue(Value a, Value b, int depth = 4) {
   if (a == b) return true;
-  mlir::Operation* x = a.getDefiningOp();
-  mlir::Operation* y = b.getDefiningOp();
-  if (!x || !y || depth == 0 || x->getName() != y->getName() || x->getNumRegions() != 0 ||
-      x->getNumResults() != 1 || y->getNumResults() != 1 || !mlir::isPure(x) ||
-      x->getAttrDictionary() != y->getAttrDictionary() ||
-      x->getNumOperands() != y->getNumOperands()) {
+  auto x = llvm::dyn_cast<mlir::OpResult>(a);
+  auto y = llvm::dyn_cast<mlir::OpResult>(b);
+  if (!x || !y || depth == 0 || x.getResultNumber() != y.getResultNumber() ||
+      x.getOwner()->getNumRegions() != 0 || !mlir::isPure(x.getOwner())) {
     return false;
   }
-  for (auto [u, v] : llvm::zip(x->getOperands(), y->getOperands())) {
-    if (!sameValue(u, v, depth - 1)) return false;
-  }
-  return true;
+  return mlir::OperationEquivalence::isEquivalentTo(
+      x.getOwner(), y.getOwner(),
+      [&](Value u, Value v) { return mlir::success(sameValue(u, v, depth - 1)); },
+      /*markEquivalent=*/nullptr, mlir::OperationEquivalence::IgnoreLocations);
 }
 
 // A per-thread accumulation behind a guard of the thread -- a partial

@@ -527,3 +527,50 @@ def test_threads_compile_and_call_kernels_concurrently():
     for t in threads:
         t.join(timeout=300)
     assert not failures and not any(t.is_alive() for t in threads)
+
+
+UNRESOLVED_HELPER = """
+func.func private @xla_gpu_no_such_helper(f32) -> f32
+func.func @main(%in: tensor<128xf32>, %out: tensor<128xf32>) -> tensor<128xf32> {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %v = tensor.extract %in[%tid] : tensor<128xf32>
+  %r = func.call @xla_gpu_no_such_helper(%v) : (f32) -> f32
+  %w = tensor.insert %r into %out[%tid] : tensor<128xf32>
+  return %w : tensor<128xf32>
+}
+"""
+
+
+def test_background_compile_error_is_the_first_calls_error():
+    """prepare(background=True) -- the decorator's and jit's way -- returns
+    before the kernel is compiled; a kernel that does not compile (here: it
+    calls a function nothing defines) is then an error of its first call,
+    naming the kernel and the cause, as the synchronous prepare raises it."""
+    from xla_gpu.jax.kernel_call import kernel_from_mlir
+    from xla_gpu.runtime import JitError
+
+    with ir.Context():
+        given = kernel_from_mlir(UNRESOLVED_HELPER)
+        with pytest.raises(JitError, match="cannot resolve xla_gpu_no_such_helper"):
+            xj.prepare(given, "cpu")
+        later = xj.prepare(given, "cpu", background=True)
+    x = f32(128)
+    for _ in range(2):  # a failed compile is not left registered
+        with pytest.raises(Exception, match=rf"kernel {later.kernel_hash[:12]}.*does not "
+                                            r"compile: .*cannot resolve xla_gpu_no_such_helper"):
+            jax.block_until_ready(later(x))
+
+
+def test_background_compiles_wait_for_each_other():
+    """Kernels prepared in the background and called at once: each call
+    waits for its own kernel; results as synchronously compiled."""
+    with ir.Context():
+        emitted = [emit_kernel(find_fusion(parse_hlo(
+            f"HloModule m\nENTRY e {{\n  p = f32[64,{n}] parameter(0)\n"
+            f"  c = f32[] constant({n})\n  b = f32[64,{n}] broadcast(c), dimensions={{}}\n"
+            f"  ROOT r = f32[64,{n}] multiply(p, b)\n}}\n"))) for n in (3, 5, 7, 9)]
+        calls = [xj.prepare(k, "cpu", background=True) for k in emitted]
+    for n, call in zip((3, 5, 7, 9), calls):
+        x = f32(64, n)
+        (out,) = call(x)
+        np.testing.assert_array_equal(out, x * n)

@@ -8,8 +8,10 @@ Importing this module registers everything; it is idempotent.
 
 from __future__ import annotations
 
+import concurrent.futures
 import ctypes
 import hashlib
+import os
 import threading
 from pathlib import Path
 
@@ -18,7 +20,8 @@ import jax
 from .. import _capi
 from ..runtime.cpu import CpuKernel
 
-__all__ = ["CPU_TARGET", "CUDA_TARGET", "library", "register_cpu_kernel", "cpu_kernel_count"]
+__all__ = ["CPU_TARGET", "CUDA_TARGET", "compile_cpu_kernel_soon", "cpu_kernel_count",
+           "library", "register_cpu_kernel"]
 
 CPU_TARGET = "xla_gpu_cpu_kernel"
 CUDA_TARGET = "xla_gpu_cuda_kernel"
@@ -32,6 +35,9 @@ _lock = threading.Lock()
 _library: ctypes.CDLL | None = None
 # Compiled kernels stay alive (their code is what the registry points at).
 _compiled: dict[str, CpuKernel] = {}
+# Kernels compiling on a worker thread (compile_cpu_kernel_soon), by hash.
+_pending: dict[str, concurrent.futures.Future] = {}
+_workers: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 def content_hash(text: str) -> str:
@@ -111,6 +117,30 @@ def register_cpu_kernel(key: str, kernel: CpuKernel) -> None:
         raise RuntimeError(f"the FFI registry refused kernel {key[:12]}")
 
 
+def compile_cpu_kernel_soon(key: str, text: str, entry: str | None = None) -> None:
+    """Compiles the kernel IR `text` on a worker thread and registers it
+    under `key` (its content hash), so that the caller goes on -- jax
+    traces, lowers and compiles the program around the call meanwhile (our
+    passes and LLVM run without the GIL). The handler's compiler waits for
+    it when a call needs the kernel first; a compile error is that call's."""
+    global _workers
+    with _lock:
+        if key in _compiled or key in _pending:
+            return
+        if _workers is None:
+            _workers = concurrent.futures.ThreadPoolExecutor(
+                max_workers=os.cpu_count() or 1, thread_name_prefix="xla_gpu_compile")
+        _pending[key] = _workers.submit(_compile_and_register, key, text, entry)
+
+
+def _compile_and_register(key: str, text: str, entry: str | None) -> None:
+    try:
+        register_cpu_kernel(key, CpuKernel(text, entry=entry))
+    finally:
+        with _lock:
+            _pending.pop(key, None)
+
+
 def cpu_kernel_count() -> int:
     """Kernels in the handler's registry (for tests)."""
     return library().XlaGpuFfiNumCpuKernels()
@@ -125,7 +155,12 @@ def _compile_callback(key_ptr, key_len, text_ptr, text_len, error_ptr, error_cap
         text = ctypes.string_at(text_ptr, text_len).decode()
         if content_hash(text) != key:
             raise ValueError("the kernel text does not have the hash the call names")
-        register_cpu_kernel(key, CpuKernel(text))
+        with _lock:
+            done, pending = key in _compiled, _pending.get(key)
+        if pending is not None:
+            pending.result()  # compiling on a worker: waits (without the GIL)
+        elif not done:
+            register_cpu_kernel(key, CpuKernel(text))
         return 0
     except Exception as e:  # reported to XLA as the call's error
         message = f"{type(e).__name__}: {e}".encode()[:max(0, error_capacity - 1)]

@@ -133,7 +133,7 @@ def _build(fn, name: str, avals: tuple, platform: str, device: DeviceDescription
         module = parse_hlo(text, source=f"<{name}>")
         with new_context():
             emitted = emit_kernel(find_fusion(module), device)
-            built = prepare(emitted, platform, device)
+            built = prepare(emitted, platform, device, background=True)
     except EmitterError as e:
         raise KernelError(f"{name}: our emitters cannot take this function as one kernel: "
                           f"{e}{_where(e, text)}") from None

@@ -96,7 +96,7 @@ class KernelCall:
     @classmethod
     def from_json(cls, text: str) -> "KernelCall":
         """A call written by to_json; a CPU kernel is compiled (from the MLIR
-        it carries) and registered with the handler."""
+        it carries, on a worker thread) and registered with the handler."""
         def decode(v):
             if isinstance(v, dict) and "array" in v:
                 return _array(v["array"], np.dtype(v["dtype"]))
@@ -109,7 +109,7 @@ class KernelCall:
         d = json.loads(text)
         attributes = decode(d["attributes"])
         if d["target"] == _ffi.CPU_TARGET:
-            _ffi.register_cpu_kernel(d["kernel_hash"], CpuKernel(attributes["kernel"]))
+            _ffi.compile_cpu_kernel_soon(d["kernel_hash"], attributes["kernel"])
         shapes = tuple(jax.ShapeDtypeStruct(tuple(dims), _dtype(name))
                        for dims, name in d["result_shapes"])
         return cls(d["target"], attributes, shapes,
@@ -137,12 +137,15 @@ def _launch(kernel) -> dict:
 
 
 def prepare(kernel: EmittedKernel, platform: str = "cpu",
-            device: DeviceDescription = DEFAULT_DEVICE, scratch: tuple[int, ...] = ()
-            ) -> KernelCall:
+            device: DeviceDescription = DEFAULT_DEVICE, scratch: tuple[int, ...] = (),
+            background: bool = False) -> KernelCall:
     """Compiles `kernel` for `platform` ("cpu": the CPU target, JIT-compiled
     and registered with the handler; "cuda": PTX for `device`) and returns
     the call. Results listed in `scratch` are temporary memory of the
-    kernel: passed to it, never returned."""
+    kernel: passed to it, never returned. With `background`, a CPU kernel
+    compiles on a worker thread while the caller goes on (jax compiling the
+    program around the call); its first call waits for it, and a compile
+    error is that call's error."""
     if any(not 0 <= k < len(kernel.results) for k in scratch):
         raise ValueError(f"scratch results {scratch} are not results of the kernel "
                          f"({len(kernel.results)})")
@@ -150,13 +153,16 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
     num_inputs = len(kernel.parameters)
     result_shapes = tuple(jax.ShapeDtypeStruct(s.dims, s.element_type.dtype)
                           for s in kernel.results)
+    aliases = {num_inputs + k: v for k, v in kernel.aliases.items()}
     if platform == "cpu":
         text = kernel.text
         key = _ffi.content_hash(text)
-        compiled = CpuKernel(kernel)
-        _ffi.register_cpu_kernel(key, compiled)
-        aliases = dict(compiled.aliases)
-        attributes = {"kernel_hash": key, "kernel": text, "launch": _launch(compiled),
+        if background:
+            _ffi.compile_cpu_kernel_soon(key, text, kernel.entry)
+        else:
+            _ffi.register_cpu_kernel(key, CpuKernel(kernel))
+        # The handler checks both against the compiled kernel's.
+        attributes = {"kernel_hash": key, "kernel": text, "launch": _launch(kernel),
                       "target": np.int32(Target.CPU)}
         target = _ffi.CPU_TARGET
     elif platform == "cuda":
@@ -165,7 +171,6 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
             copy = ir.Module.parse(kernel.text)
         text = pipelines.compile_to_ptx(copy, pipelines.PipelineOptions.for_device(device))
         key = _ffi.content_hash(text)
-        aliases = {num_inputs + k: v for k, v in kernel.aliases.items()}
         attributes = {"kernel_hash": key, "kernel": text, "entry": kernel.entry,
                       "launch": _launch(kernel), "shared_memory_bytes": np.int64(0),
                       "target": np.int32(Target.CUDA)}

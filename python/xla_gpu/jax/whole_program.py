@@ -35,7 +35,6 @@ from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.module import Attribute
 from ..reference import XlaCpuExecutable, as_xla_takes_it, kernel_row_major
-from ..runtime.cpu import compile_kernels
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["FusionDecision", "jit"]
@@ -128,10 +127,9 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))
             continue
         decisions.append(FusionDecision(inst.name, kind, True))
-    # Compiled on several threads first; prepare() then finds them compiled.
-    compile_kernels([kernel for _, kernel in emitted])
+    # Compiled on worker threads while XLA compiles the module around them.
     for inst, kernel in emitted:
-        _as_custom_call(inst, prepare(kernel, "cpu", device))
+        _as_custom_call(inst, prepare(kernel, "cpu", device, background=True))
     # Computations nothing calls any more (the replaced fusions' bodies).
     called = {id(c) for i in module.instructions() for c in i.called_computations}
     module.computations = [c for c in module.computations

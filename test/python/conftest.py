@@ -1,4 +1,4 @@
-"""Shared fixtures of the Python tests."""
+"""Shared fixtures and inputs of the Python tests."""
 
 import pytest
 
@@ -11,3 +11,17 @@ def ctx():
     """A fresh context with an unknown location as the default."""
     with ir.Context() as context, ir.Location.unknown():
         yield context
+
+
+# A kernel that parses, verifies and lowers but does not link: it calls a
+# function nothing defines (the CPU JIT must refuse it, not jump to null).
+UNRESOLVED_HELPER_KERNEL = """
+func.func private @xla_gpu_no_such_helper(f32) -> f32
+func.func @main(%in: tensor<128xf32>, %out: tensor<128xf32>) -> tensor<128xf32> {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %v = tensor.extract %in[%tid] : tensor<128xf32>
+  %r = func.call @xla_gpu_no_such_helper(%v) : (f32) -> f32
+  %w = tensor.insert %r into %out[%tid] : tensor<128xf32>
+  return %w : tensor<128xf32>
+}
+"""

@@ -445,19 +445,10 @@ def test_f64_narrowing_is_correctly_rounded_without_helpers():
 
 
 def test_unresolved_symbol_is_an_error_not_a_jump_to_null():
+    from conftest import UNRESOLVED_HELPER_KERNEL
     from xla_gpu.runtime import JitError
-    source = """
-func.func private @xla_gpu_no_such_helper(f32) -> f32
-func.func @main(%in: tensor<128xf32>, %out: tensor<128xf32>) -> tensor<128xf32> {
-  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
-  %v = tensor.extract %in[%tid] : tensor<128xf32>
-  %r = func.call @xla_gpu_no_such_helper(%v) : (f32) -> f32
-  %w = tensor.insert %r into %out[%tid] : tensor<128xf32>
-  return %w : tensor<128xf32>
-}
-"""
     with pytest.raises(JitError, match="cannot resolve xla_gpu_no_such_helper .needed by @main"):
-        CpuKernel(source)
+        CpuKernel(UNRESOLVED_HELPER_KERNEL)
 
 
 @pytest.mark.parametrize("bits,dtype", [(4, "int4"), (4, "uint4"), (2, "int2"), (2, "uint2")])

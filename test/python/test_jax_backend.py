@@ -529,28 +529,17 @@ def test_threads_compile_and_call_kernels_concurrently():
     assert not failures and not any(t.is_alive() for t in threads)
 
 
-UNRESOLVED_HELPER = """
-func.func private @xla_gpu_no_such_helper(f32) -> f32
-func.func @main(%in: tensor<128xf32>, %out: tensor<128xf32>) -> tensor<128xf32> {
-  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
-  %v = tensor.extract %in[%tid] : tensor<128xf32>
-  %r = func.call @xla_gpu_no_such_helper(%v) : (f32) -> f32
-  %w = tensor.insert %r into %out[%tid] : tensor<128xf32>
-  return %w : tensor<128xf32>
-}
-"""
-
-
 def test_background_compile_error_is_the_first_calls_error():
     """prepare(background=True) -- the decorator's and jit's way -- returns
     before the kernel is compiled; a kernel that does not compile (here: it
     calls a function nothing defines) is then an error of its first call,
     naming the kernel and the cause, as the synchronous prepare raises it."""
+    from conftest import UNRESOLVED_HELPER_KERNEL
     from xla_gpu.jax.kernel_call import kernel_from_mlir
     from xla_gpu.runtime import JitError
 
     with ir.Context():
-        given = kernel_from_mlir(UNRESOLVED_HELPER)
+        given = kernel_from_mlir(UNRESOLVED_HELPER_KERNEL)
         with pytest.raises(JitError, match="cannot resolve xla_gpu_no_such_helper"):
             xj.prepare(given, "cpu")
         later = xj.prepare(given, "cpu", background=True)

@@ -245,7 +245,8 @@ void capInterleaveCounts(llvm::Module& module) {
         if (!count) break;
         uint64_t size = 0;
         for (llvm::BasicBlock* block : loop->blocks()) size += block->size();
-        uint64_t fits = std::max<uint64_t>(1, kInterleavedInstructions / std::max<uint64_t>(1, size));
+        uint64_t fits =
+            std::max<uint64_t>(1, kInterleavedInstructions / std::max<uint64_t>(1, size));
         uint64_t capped = std::min<uint64_t>(count->getZExtValue(), llvm::bit_floor(fits));
         if (capped == count->getZExtValue()) break;
         llvm::SmallVector<llvm::Metadata*> operands(id->op_begin(), id->op_end());

@@ -160,7 +160,7 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
         if background:
             _ffi.compile_cpu_kernel_soon(key, text, kernel.entry)
         else:
-            _ffi.register_cpu_kernel(key, CpuKernel(kernel))
+            _ffi.register_cpu_kernel(key, CpuKernel(text, entry=kernel.entry))
         # The handler checks both against the compiled kernel's.
         attributes = {"kernel_hash": key, "kernel": text, "launch": _launch(kernel),
                       "target": np.int32(Target.CPU)}

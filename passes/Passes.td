@@ -240,6 +240,13 @@ def OptimizeLoopsPass : Pass<"xla-gpu-optimize-loops", "mlir::func::FuncOp"> {
            "than a tensor (a thread's accumulator); false for the CPU target, "
            "which runs such a loop interchanged with the threads "
            "(-xla-gpu-lower-kernel-to-cpu) so that its steps vectorize">,
+    Option<"unrollTopLevelMathLoops", "unroll-top-level-math-loops", "bool",
+           /*default=*/"true",
+           "Unroll loops that carry only tensors and compute a transcendental "
+           "(exp, log, tanh, ...) at the top level of a function or as the whole "
+           "of a top-level scf.if's then-branch; false for the CPU target, which "
+           "runs such a loop interchanged with the threads: LLVM vectorizes one "
+           "copy of the math a step instead of one a step unrolled">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }

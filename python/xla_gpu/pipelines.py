@@ -58,6 +58,10 @@ class PipelineOptions:
     # the CPU target keeps it a loop and runs it interchanged with the
     # threads (each step a vectorized loop over them).
     unroll_accumulations: bool = True
+    # Unroll a thread's top-level loop that writes transcendentals (a
+    # transpose's rows of exp); the CPU target keeps it a loop too, run
+    # interchanged: one copy of the math for LLVM to vectorize.
+    unroll_math_loops: bool = True
     # XLA's partial unrolling of long loops (by the largest factor that
     # divides the trip count and keeps the body small); the CPU target
     # leaves that to LLVM's unroller.
@@ -152,6 +156,8 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
         options = [] if opts.pipeline_loads else ["pipeline-loads=false"]
         if not opts.unroll_accumulations:
             options.append("unroll-top-level-accumulations=false")
+        if not opts.unroll_math_loops:
+            options.append("unroll-top-level-math-loops=false")
         if not opts.partial_unroll:
             options.append("partial-unroll=false")
         suffix = "{" + " ".join(options) + "}" if options else ""

@@ -1085,3 +1085,47 @@ func.func @accumulate_exp_cut(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %sum, %o : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// A thread's loop that writes exp behind a guard of the thread (a partial
+// tile's columns, a transpose's first phase that -xla-gpu-optimize-loops
+// kept a loop): the guard goes into the loop, which then runs interchanged
+// with the threads -- a loop over the steps, each a lane loop with one exp,
+// cut where the guard flips -- and the lane loop interleaves 2 vector
+// iterations, the independent chains the unrolled steps had.
+// CHECK:       // -----
+// CHECK:       #[[$TWO:.*]] = #llvm.loop_interleave<count = 2 : i32>
+// CHECK:       #[[$STEP_LANES:.*]] = #llvm.loop_annotation<interleave = #[[$TWO]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @guarded_math_rows
+// CHECK:         scf.for %[[K:.*]] = %c0{{.*}} to %c5{{.*}} step %c1
+// CHECK:           %[[CUT:.*]] = arith.maxsi
+// CHECK:           scf.for %{{.*}} = %c0{{.*}} to %[[CUT]]
+// CHECK:             math.exp
+// CHECK:             llvm.store
+// CHECK:           } {loop_annotation = #[[$STEP_LANES]]}
+// CHECK:           scf.for %{{.*}} = %[[CUT]] to %c32
+// CHECK:             scf.if %false
+// CHECK:           } {loop_annotation = #[[$STEP_LANES]]}
+func.func @guarded_math_rows(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c20 = arith.constant 20 : index
+  %c32 = arith.constant 32 : index
+  %inside = arith.cmpi slt, %tid, %c20 : index
+  scf.if %inside {
+    scf.for %k = %c0 to %c5 step %c1 {
+      %row = arith.muli %k, %c32 : index
+      %e = arith.addi %row, %tid : index
+      %i = arith.index_cast %e : index to i64
+      %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %v = llvm.load %p : !llvm.ptr -> f32
+      %x = math.exp %v : f32
+      %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      llvm.store %x, %o : f32, !llvm.ptr
+    }
+  }
+  return
+}

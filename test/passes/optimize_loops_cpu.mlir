@@ -1,6 +1,7 @@
 // RUN: xla-gpu-opt %s -split-input-file -xla-gpu-optimize-loops | FileCheck %s --check-prefix=GPU
 // RUN: xla-gpu-opt %s -split-input-file \
-// RUN:   -xla-gpu-optimize-loops=unroll-top-level-accumulations=false | FileCheck %s --check-prefix=CPU
+// RUN:   -xla-gpu-optimize-loops="pipeline-loads=false unroll-top-level-accumulations=false \
+// RUN:   unroll-top-level-math-loops=false" | FileCheck %s --check-prefix=CPU
 
 // A thread's accumulation over 8 elements at the top level of the kernel:
 // unrolled for the GPU; for the CPU target (unroll-top-level-accumulations
@@ -77,4 +78,88 @@ func.func @tensor_only(%t: tensor<64xf32>, %v: f32) -> tensor<64xf32> {
     scf.yield %u : tensor<64xf32>
   }
   return %r : tensor<64xf32>
+}
+
+// -----
+
+// A thread's rows of exp written into a tile, at the top level or as the
+// whole of a guard (a partial tile's threads past the edge skip it):
+// unrolled for the GPU; for the CPU target (unroll-top-level-math-loops
+// =false) they stay loops, which -xla-gpu-lower-kernel-to-cpu runs
+// interchanged with the threads, one exp a step for LLVM to vectorize.
+// The same loop without a transcendental (@tensor_only), or inside another
+// op than a top-level guard, is unrolled on both targets.
+// GPU-LABEL: func.func @math_rows
+// GPU-NOT:   scf.for
+// GPU-COUNT-5: math.exp
+// CPU-LABEL: func.func @math_rows
+// CPU:       scf.for {{.*}} iter_args
+// CPU-COUNT-1: math.exp
+// CPU-NOT:   math.exp
+// CPU-LABEL: func.func @guarded_math_rows
+// CPU:       scf.if
+// CPU-NEXT:    scf.for {{.*}} iter_args
+// CPU-COUNT-1: math.exp
+// CPU-NOT:   math.exp
+// CPU-LABEL: func.func @math_rows_after_other_work
+// CPU-NOT:   scf.for
+// CPU-COUNT-5: math.exp
+func.func @math_rows(%t: tensor<160xf32>, %in: tensor<160xf32>, %tid: index) -> tensor<160xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c32 = arith.constant 32 : index
+  %r = scf.for %k = %c0 to %c5 step %c1 iter_args(%acc = %t) -> (tensor<160xf32>) {
+    %row = arith.muli %k, %c32 : index
+    %i = arith.addi %row, %tid : index
+    %x = tensor.extract %in[%i] : tensor<160xf32>
+    %e = math.exp %x : f32
+    %u = tensor.insert %e into %acc[%i] : tensor<160xf32>
+    scf.yield %u : tensor<160xf32>
+  }
+  return %r : tensor<160xf32>
+}
+func.func @guarded_math_rows(%t: tensor<160xf32>, %in: tensor<160xf32>, %tid: index,
+                             %inside: i1) -> tensor<160xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c32 = arith.constant 32 : index
+  %g = scf.if %inside -> (tensor<160xf32>) {
+    %r = scf.for %k = %c0 to %c5 step %c1 iter_args(%acc = %t) -> (tensor<160xf32>) {
+      %row = arith.muli %k, %c32 : index
+      %i = arith.addi %row, %tid : index
+      %x = tensor.extract %in[%i] : tensor<160xf32>
+      %e = math.exp %x : f32
+      %u = tensor.insert %e into %acc[%i] : tensor<160xf32>
+      scf.yield %u : tensor<160xf32>
+    }
+    scf.yield %r : tensor<160xf32>
+  } else {
+    scf.yield %t : tensor<160xf32>
+  }
+  return %g : tensor<160xf32>
+}
+func.func @math_rows_after_other_work(%t: tensor<160xf32>, %in: tensor<160xf32>, %tid: index,
+                                      %inside: i1) -> tensor<160xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c32 = arith.constant 32 : index
+  %g = scf.if %inside -> (tensor<160xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %first = tensor.insert %zero into %t[%tid] : tensor<160xf32>
+    %r = scf.for %k = %c0 to %c5 step %c1 iter_args(%acc = %first) -> (tensor<160xf32>) {
+      %row = arith.muli %k, %c32 : index
+      %i = arith.addi %row, %tid : index
+      %x = tensor.extract %in[%i] : tensor<160xf32>
+      %e = math.exp %x : f32
+      %u = tensor.insert %e into %acc[%i] : tensor<160xf32>
+      scf.yield %u : tensor<160xf32>
+    }
+    scf.yield %r : tensor<160xf32>
+  } else {
+    scf.yield %t : tensor<160xf32>
+  }
+  return %g : tensor<160xf32>
 }

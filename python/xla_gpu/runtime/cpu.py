@@ -79,6 +79,7 @@ _CPUS = os.cpu_count() or 1
 # result bit for bit the same.
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False, pipeline_loads=False,
                                                unroll_accumulations=False,
+                                               unroll_math_loops=False,
                                                partial_unroll=False, index_bitwidth=64,
                                                peel_loops=False, fold_loops_into_threads=True)
 

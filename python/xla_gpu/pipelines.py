@@ -231,7 +231,11 @@ def add_cpu_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
     _add_tensor_lowering(passes)
     passes += [
         "xla-gpu-lower-kernel-to-cpu",
-        "canonicalize",
+        # Its output (each phase's and lane's copies of constants and index
+        # arithmetic) canonicalizes faster bottom-up, to the same IR but the
+        # order of constants: the column sum's pipeline 17.3 -> 15.4 ms, all
+        # cases' 187 -> 180 ms, every bench kernel's object the same.
+        "canonicalize{top-down=false}",
         "cse",
         # bf16 conversions in integer ops: no compiler-rt helpers needed.
         "func.func(arith-expand{include-bf16=true})",

@@ -550,9 +550,10 @@ def test_background_compile_error_is_the_first_calls_error():
             jax.block_until_ready(later(x))
 
 
-def test_background_compiles_wait_for_each_other():
-    """Kernels prepared in the background and called at once: each call
-    waits for its own kernel; results as synchronously compiled."""
+def test_calls_wait_for_their_background_compiles():
+    """Four kernels prepared in the background and called right away: each
+    call waits for its own kernel's compile; results as synchronously
+    compiled."""
     with ir.Context():
         emitted = [emit_kernel(find_fusion(parse_hlo(
             f"HloModule m\nENTRY e {{\n  p = f32[64,{n}] parameter(0)\n"

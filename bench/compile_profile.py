@@ -76,6 +76,7 @@ def profile_once(text: str) -> dict[str, float]:
             kernel, row_emit = _timed(emit_kernel, inst, DEFAULT_DEVICE)
             source = kernel.text
             row["emit"] += row_emit
+        with pipelines.compile_context():  # a context CpuKernel compiles in
             cpu = pipelines.parse_module(source)
             _signature(cpu, kernel.entry)
             opts = CPU_DEFAULT_OPTIONS  # as CpuKernel compiles
@@ -89,6 +90,7 @@ def profile_once(text: str) -> dict[str, float]:
             start = time.perf_counter()
             HostCode(obj).lookup(f"_mlir_{kernel.entry}", needed_by=kernel.entry)
             row["load"] += time.perf_counter() - start
+        with new_context():
             gpu = pipelines.parse_module(source)
             row["gpu passes"] += _timed(pipelines.run_pipeline, gpu, gpu_opts)[1]
             row["nvptx"] += _timed(pipelines.lowered_to_ptx, gpu, gpu_opts)[1]

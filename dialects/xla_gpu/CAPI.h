@@ -155,6 +155,17 @@ MLIR_CAPI_EXPORTED void xlaGpuHostJitDestroy(void* jit);
 /// xlaGpuFreeBuffer.
 MLIR_CAPI_EXPORTED char* xlaGpuRunPassPipeline(MlirModule module, const char* pipeline);
 
+/// The same in two steps, for many modules of one context: the pipeline
+/// parsed once (its passes then initialize once, on the first run -- the
+/// canonicalizer's patterns -- and again only when the context loads more
+/// dialects), null and `*error` (the parse error, to free with
+/// xlaGpuFreeBuffer) if it does not parse; each run as xlaGpuRunPassPipeline's
+/// (a run at a time); destroyed before its context.
+MLIR_CAPI_EXPORTED void* xlaGpuParsePassPipeline(MlirContext context, const char* pipeline,
+                                                 char** error);
+MLIR_CAPI_EXPORTED char* xlaGpuRunParsedPassPipeline(void* pipeline, MlirModule module);
+MLIR_CAPI_EXPORTED void xlaGpuDestroyPassPipeline(void* pipeline);
+
 #ifdef __cplusplus
 }
 #endif

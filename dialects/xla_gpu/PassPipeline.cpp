@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -80,19 +81,36 @@ char* copyOut(const std::string& text) {
 extern "C" {
 
 char* xlaGpuRunPassPipeline(MlirModule module, const char* pipeline) {
-  mlir::ModuleOp op = unwrap(module);
-  mlir::MLIRContext* context = op.getContext();
-  mlir::PassManager pm(context, mlir::ModuleOp::getOperationName());
+  char* error = nullptr;
+  void* pm = xlaGpuParsePassPipeline(wrap(unwrap(module)->getContext()), pipeline, &error);
+  if (!pm) return error;
+  char* message = xlaGpuRunParsedPassPipeline(pm, module);
+  xlaGpuDestroyPassPipeline(pm);
+  return message;
+}
+
+void* xlaGpuParsePassPipeline(MlirContext context, const char* pipeline, char** error) {
+  auto pm = std::make_unique<mlir::PassManager>(unwrap(context),
+                                                mlir::ModuleOp::getOperationName());
   std::string parseError;
   llvm::raw_string_ostream errorStream(parseError);
-  if (failed(mlir::parsePassPipeline(pipeline, pm, errorStream))) {
-    return copyOut("the pass pipeline does not parse: " + parseError);
+  if (failed(mlir::parsePassPipeline(pipeline, *pm, errorStream))) {
+    *error = copyOut("the pass pipeline does not parse: " + parseError);
+    return nullptr;
   }
-  DiagnosticText diagnostics(context);
-  if (failed(pm.run(op))) {
+  return pm.release();
+}
+
+char* xlaGpuRunParsedPassPipeline(void* pipeline, MlirModule module) {
+  auto* pm = static_cast<mlir::PassManager*>(pipeline);
+  mlir::ModuleOp op = unwrap(module);
+  DiagnosticText diagnostics(op.getContext());
+  if (failed(pm->run(op))) {
     return copyOut("Failure while executing pass pipeline:" + diagnostics.take());
   }
   return nullptr;
 }
+
+void xlaGpuDestroyPassPipeline(void* pipeline) { delete static_cast<mlir::PassManager*>(pipeline); }
 
 }  // extern "C"

@@ -126,21 +126,53 @@ def test_index_bitwidth_choice(ctx):
     assert pipelines.choose_index_bitwidth(dynamic) == 64
 
 
+UNLOWERABLE = """
+  #map = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 15], d1 in [0, 1]">
+  #vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
+  func.func @main(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>)
+      -> tensor<16x2xf32> {
+    %tid = gpu.thread_id x {xla.range = [0 : index, 15 : index]}
+    %r = xla_gpu.insert %v(%tid) into %out at #map
+      : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
+    return %r : tensor<16x2xf32>
+  }"""
+
+
 def test_unlowerable_op_is_named(ctx):
     """An xla_gpu.insert of an indexed vector that no materialize produced
     cannot be lowered: the failure names the op and its location."""
-    module = ir.Module.parse("""
-      #map = #xla_gpu.indexing_map<"(d0, d1) -> (d0, d1), domain: d0 in [0, 15], d1 in [0, 1]">
-      #vmap = #xla_gpu.indexing_map<"(d0)[s0] -> (d0, s0), domain: d0 in [0, 15], s0 in [0, 1]">
-      func.func @main(%v: !xla_gpu.indexed_vector<2xf32, #vmap>, %out: tensor<16x2xf32>)
-          -> tensor<16x2xf32> {
-        %tid = gpu.thread_id x {xla.range = [0 : index, 15 : index]}
-        %r = xla_gpu.insert %v(%tid) into %out at #map
-          : !xla_gpu.indexed_vector<2xf32, #vmap> -> tensor<16x2xf32>
-        return %r : tensor<16x2xf32>
-      }""")
+    module = ir.Module.parse(UNLOWERABLE)
     with pytest.raises(pipelines.PipelineError, match="'xla_gpu.insert' op can only be lowered"):
         pipelines.run_pipeline(module)
+
+
+def test_compile_contexts_are_reused_with_their_pipelines_parsed():
+    """compile_context() lends the context the compile before it returned,
+    its CPU pipeline still parsed (the same pass manager runs: not parsed,
+    its passes not initialized again). The pipeline gives there, after
+    other kernels and after a failure, the IR it gives in a new context."""
+    opts = pipelines.PipelineOptions(index_bitwidth=32)
+
+    def lowered(text):
+        module = pipelines.parse_module(text)
+        pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
+        return str(module)
+
+    row_reduction = examples.path("row_reduction.mlir").read_text()
+    with ir.Context():
+        want = {"seed": lowered(SEED), "rows": lowered(row_reduction)}
+    with pipelines.compile_context() as first:
+        assert lowered(SEED) == want["seed"]
+        parsed = dict(pipelines._lent[id(first)]._parsed)
+    with pipelines.compile_context() as second:
+        with pytest.raises(pipelines.PipelineError, match="'xla_gpu.insert' op can only be"):
+            lowered(UNLOWERABLE)
+    with pipelines.compile_context() as third:
+        assert lowered(row_reduction) == want["rows"]
+        assert lowered(SEED) == want["seed"]
+        assert pipelines._lent[id(third)]._parsed == parsed
+    assert first is second is third
+    assert not pipelines._lent
 
 
 def test_cli_reports_errors_cleanly(tmp_path):

@@ -30,7 +30,6 @@ from mlir import ir
 import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
 from .. import _capi, pipelines
-from ..context import new_context
 from ..emitters.device import DeviceDescription
 from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
 from ..hlo.types import BY_MLIR, ELEMENT_TYPES
@@ -263,7 +262,7 @@ class CpuKernel:
     def _compile(self, source: str, opts: pipelines.PipelineOptions, entry: str | None,
                  key: str) -> None:
         self._source, self._opts, self._llvm_ir = source, opts, None
-        with new_context():
+        with pipelines.compile_context():
             module = pipelines.parse_module(source)
             entry, self.params, self.num_results, self.launch = _signature(module, entry)
             self.aliases = _aliases(_entry_function(module, entry))
@@ -309,7 +308,7 @@ class CpuKernel:
         pipeline runs again here, the first time it is asked for (printing
         it at every compile cost up to ~1 ms of a small kernel's ~30)."""
         if self._llvm_ir is None:
-            with new_context():
+            with pipelines.compile_context():
                 module = pipelines.parse_module(self._source)
                 _signature(module, self.entry)  # records the grid, as _compile did
                 pipelines.run_pipeline(module, self._opts, stages=pipelines.CPU_STAGES)

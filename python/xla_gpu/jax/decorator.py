@@ -40,7 +40,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from ..context import new_context
+from ..pipelines import compile_context
 from ..emitters import EmitterError, emit_kernel, find_fusion
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import parse_hlo
@@ -131,7 +131,7 @@ def _build(fn, name: str, avals: tuple, platform: str, device: DeviceDescription
     text = lowered.as_text(dialect="hlo", debug_info=True)
     try:
         module = parse_hlo(text, source=f"<{name}>")
-        with new_context():
+        with compile_context():
             emitted = emit_kernel(find_fusion(module), device)
             built = prepare(emitted, platform, device, background=True)
     except EmitterError as e:

@@ -1129,3 +1129,79 @@ func.func @guarded_math_rows(%in: !llvm.ptr, %out: !llvm.ptr) {
   }
   return
 }
+
+// -----
+
+// A lane loop that only copies, reading a slice's column (stride 16, one
+// load): LLVM is to leave it scalar (vectorized without gathers, it is a
+// scalar load and a lane insert each, for ~2 ms of compile a loop).
+// CHECK:       // -----
+// CHECK:       #[[$NO_VEC:.*]] = #llvm.loop_vectorize<disable = true>
+// CHECK:       #[[$SCALAR_COPY:.*]] = #llvm.loop_annotation<vectorize = #[[$NO_VEC]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @strided_copy
+// CHECK:         scf.for
+// CHECK:           llvm.load
+// CHECK:           llvm.store
+// CHECK:         } {loop_annotation = #[[$SCALAR_COPY]]}
+func.func @strided_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c15 = arith.constant 15 : index
+  %c16 = arith.constant 16 : index
+  %c128 = arith.constant 128 : index
+  %base = arith.muli %bid, %c128 : index
+  %e = arith.addi %base, %tid : index
+  %s = arith.muli %e, %c16 : index
+  %r = arith.addi %s, %c15 : index
+  %i = arith.index_cast %r : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %j = arith.index_cast %e : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// Stride 2 with two loads (a thread's vector of two) is an interleave group
+// LLVM loads whole; a strided read that is added to is no copy: both stay
+// LLVM's to vectorize.
+// CHECK:       // -----
+// CHECK-NOT:   loop_vectorize<disable
+// CHECK-LABEL: func.func @pair_copy
+// CHECK-NOT:   loop_vectorize<disable
+// CHECK-LABEL: func.func @strided_sum
+// CHECK-NOT:   loop_vectorize<disable
+func.func @pair_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %e = arith.muli %tid, %c2 : index
+  %f = arith.addi %e, %c1 : index
+  %i = arith.index_cast %e : index to i64
+  %k = arith.index_cast %f : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %q = llvm.getelementptr %in[%k] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %w = llvm.load %q : !llvm.ptr -> f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %u = llvm.getelementptr %out[%k] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  llvm.store %w, %u : f32, !llvm.ptr
+  return
+}
+
+func.func @strided_sum(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %c16 = arith.constant 16 : index
+  %s = arith.muli %tid, %c16 : index
+  %i = arith.index_cast %s : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %d = arith.addf %v, %v : f32
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %d, %o : f32, !llvm.ptr
+  return
+}

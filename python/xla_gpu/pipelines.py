@@ -436,7 +436,9 @@ def compile_context():
     """`with compile_context():` an MLIR context (current in the block) for
     one compile at a time on this thread: one of a pool reused from compile
     to compile, whose pass pipelines (run_pipeline) stay parsed. What the
-    block creates in it may outlive the block; the context lives as long."""
+    block makes in it is not to be used after the block: the next compile,
+    perhaps on another thread, gets the context (which lives as long as
+    anything made in it)."""
     with _contexts_lock:
         lent = _idle.pop() if _idle else None
     if lent is None:

@@ -40,11 +40,11 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from ..pipelines import compile_context
 from ..emitters import EmitterError, emit_kernel, find_fusion
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import parse_hlo
 from ..hlo.parser import HloParseError
+from ..pipelines import compile_context
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["KernelError", "kernel"]

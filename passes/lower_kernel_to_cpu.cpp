@@ -1084,20 +1084,12 @@ class KernelLowering {
   // (a lane loop's, see foldsTail).
   static mlir::LLVM::LoopAnnotationAttr noUnroll(mlir::MLIRContext* ctx, int64_t interleave = 0,
                                                  bool foldTail = false) {
-    auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
-                                                  {}, {}, {}, {}, {}, {});
-    mlir::LLVM::LoopInterleaveAttr chains;
-    if (interleave > 1) {
-      chains = mlir::LLVM::LoopInterleaveAttr::get(
-          ctx, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 32), interleave));
-    }
     mlir::LLVM::LoopVectorizeAttr masked;
     if (foldTail) {
       masked = mlir::LLVM::LoopVectorizeAttr::get(
           ctx, {}, /*predicateEnable=*/mlir::BoolAttr::get(ctx, true), {}, {}, {}, {}, {});
     }
-    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, masked, chains, unroll, {}, {}, {}, {},
-                                               {}, {}, {}, {}, {}, {}, {});
+    return notUnrolled(ctx, masked, interleave);
   }
 
   // A loop over periods that runs one lane of each (lane 0 computing a
@@ -1112,26 +1104,35 @@ class KernelLowering {
   // compiled slower: 4 at a time, row sum 34 -> 40 ms, softmax's exp + sum
   // 48 -> 67 ms (A/B in one process, bits the same).
   static mlir::LLVM::LoopAnnotationAttr oneLanePerPeriod(mlir::MLIRContext* ctx, bool vectorize) {
-    auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
-                                                  {}, {}, {}, {}, {}, {});
-    auto hint = vectorize
-        ? mlir::LLVM::LoopVectorizeAttr::get(
-              ctx, {}, {}, {}, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 32), 4), {}, {},
-              {})
-        : mlir::LLVM::LoopVectorizeAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true), {},
-                                             {}, {}, {}, {}, {});
-    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, hint, {}, unroll, {}, {}, {}, {}, {}, {},
-                                               {}, {}, {}, {}, {});
+    if (!vectorize) return scalarLoop(ctx);
+    return notUnrolled(ctx, mlir::LLVM::LoopVectorizeAttr::get(
+                                ctx, {}, {}, {},
+                                mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 32), 4), {},
+                                {}, {}));
   }
 
-  // A lane loop LLVM is to leave scalar (isStridedCopy).
+  // A loop LLVM is to leave scalar and rolled (a strided copy's lane loop,
+  // isStridedCopy; a period loop not to vectorize, oneLanePerPeriod).
   static mlir::LLVM::LoopAnnotationAttr scalarLoop(mlir::MLIRContext* ctx) {
+    return notUnrolled(ctx, mlir::LLVM::LoopVectorizeAttr::get(
+                                ctx, /*disable=*/mlir::BoolAttr::get(ctx, true), {}, {}, {}, {},
+                                {}, {}));
+  }
+
+  // `llvm.loop.unroll.disable` with the vectorizer's hint `vectorize` (null:
+  // none) and, above 1, `llvm.loop.interleave.count` (the builders above).
+  static mlir::LLVM::LoopAnnotationAttr notUnrolled(mlir::MLIRContext* ctx,
+                                                    mlir::LLVM::LoopVectorizeAttr vectorize,
+                                                    int64_t interleave = 0) {
     auto unroll = mlir::LLVM::LoopUnrollAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
                                                   {}, {}, {}, {}, {}, {});
-    auto off = mlir::LLVM::LoopVectorizeAttr::get(ctx, /*disable=*/mlir::BoolAttr::get(ctx, true),
-                                                  {}, {}, {}, {}, {}, {});
-    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, off, {}, unroll, {}, {}, {}, {}, {}, {},
-                                               {}, {}, {}, {}, {});
+    mlir::LLVM::LoopInterleaveAttr chains;
+    if (interleave > 1) {
+      chains = mlir::LLVM::LoopInterleaveAttr::get(
+          ctx, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 32), interleave));
+    }
+    return mlir::LLVM::LoopAnnotationAttr::get(ctx, {}, vectorize, chains, unroll, {}, {}, {}, {},
+                                               {}, {}, {}, {}, {}, {}, {});
   }
 
   // A short loop LLVM is to unroll completely (emitInterchanged's visits).

@@ -355,10 +355,7 @@ def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
         raise PipelineError(f"the input does not verify: {e}") from None
     if dump_to is None:
         lent = _lent.get(id(module.context))
-        if lent is not None:
-            lent.run(module, ",".join(passes))
-        else:
-            _run(module, ",".join(passes))
+        (lent.run if lent is not None else _run)(module, ",".join(passes))
         return module
     out = Path(dump_to)
     out.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,10 @@ XLA:CPU running the same HLO.
 
 Each case is a module with one fusion at a size where memory traffic
 dominates. Both sides are compiled once and run on the same inputs in the
-same process; medians of --runs timed runs after one warm-up. Read the
-ratio ours / XLA (machines are noisy), and the max error beside it.
+same process; medians of --runs timed runs, each side in blocks of
+BLOCK_RUNS runs in a row after an untimed one, the sides taking turns
+(benchmarks.block_times_ms). Read the ratio ours / XLA (machines are
+noisy), and the max error beside it.
 Compile times are the median of COMPILE_REPEATS compiles a side, ours
 with the kernel caches cleared (compile_ms: the disk cache,
 $XLA_GPU_CACHE_DIR, is not used for them).
@@ -15,12 +17,11 @@ $XLA_GPU_CACHE_DIR, is not used for them).
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from xla_gpu import examples
-from xla_gpu.benchmarks import compile_ms, quartiles
+from xla_gpu.benchmarks import block_times_ms, compile_ms, quartiles
 from xla_gpu.emitters import DEFAULT_DEVICE
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.reference import XlaCpuExecutable
@@ -77,17 +78,11 @@ def bench(text: str, runs: int) -> dict:
     buffers = xla.put(inputs)
     ours = _run(module, kernels, inputs)
     want = [np.asarray(o) for o in xla.execute(buffers)]
-    ours_t, xla_t = [], []
-    for _ in range(runs):
-        start = time.perf_counter()
-        _run(module, kernels, inputs)
-        ours_t.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        xla.execute(buffers)
-        xla_t.append(time.perf_counter() - start)
+    ours_t, xla_t = block_times_ms([lambda: _run(module, kernels, inputs),
+                                    lambda: xla.execute(buffers)], runs)
     err = max(float(np.max(errors(g, w)[0])) for g, w in zip(ours, want))
-    ours_q = quartiles([t * 1e3 for t in ours_t])
-    xla_q = quartiles([t * 1e3 for t in xla_t])
+    ours_q = quartiles(ours_t)
+    xla_q = quartiles(xla_t)
     return {"ours_ms": ours_q[1], "xla_ms": xla_q[1], "ours_quartiles_ms": ours_q,
             "xla_quartiles_ms": xla_q, "ours_compile_ms": ours_compile,
             "xla_compile_ms": xla_compile, "xla_codegen_compile_ms": xla_codegen_compile,

@@ -3,7 +3,8 @@ target against XLA:CPU running the same HLO (the cases of the reduction
 issue: row sum, column sum, short-row max, softmax's exp + sum).
 
 Both sides are compiled once and run on the same inputs in the same
-process; medians of --runs timed runs after one warm-up. Read the ratio
+process; medians of --runs timed runs a side, in blocks
+(loop_fusions_cpu.bench). Read the ratio
 ours / XLA (machines are noisy), and the max error beside it: f32 sums in
 another order than XLA's differ in the last bits; in the bf16 softmax
 XLA:CPU keeps exp() in f32 at this size (it rounds to bf16 on small

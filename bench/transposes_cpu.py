@@ -4,7 +4,8 @@ f32[20,160,170] -> [170,160,20] with exp and abs, a 021 transpose of
 f16[8,200,96], a transpose + add, and a concatenate of three operands).
 
 Both sides are compiled once and run on the same inputs in the same
-process; medians of --runs timed runs after one warm-up. Read the ratio
+process; medians of --runs timed runs a side, in blocks
+(loop_fusions_cpu.bench). Read the ratio
 ours / XLA (machines are noisy).
 
     .venv/bin/python bench/transposes_cpu.py [--runs 10] [--only NAME]

@@ -14,10 +14,13 @@ import numpy as np
 from . import examples
 from .runtime import CpuKernel, cpu
 
-__all__ = ["COMPILE_REPEATS", "GELU_SHAPE", "bench_gelu_cpu", "compile_ms", "gelu", "median_ms",
-           "quartiles", "times_ms"]
+__all__ = ["BLOCK_RUNS", "COMPILE_REPEATS", "GELU_SHAPE", "bench_gelu_cpu", "block_times_ms",
+           "compile_ms", "gelu", "median_ms", "quartiles", "times_ms"]
 
 GELU_SHAPE = (6, 512, 4096)
+
+# Timed runs a side gets in a row (block_times_ms).
+BLOCK_RUNS = 5
 
 # Compiles timed a side: one compile's time varies up to 2x on these
 # machines (and a process's first one also pays for what is set up once).
@@ -42,6 +45,28 @@ def times_ms(fn, runs: int, calls: int = 1) -> list[float]:
         for _ in range(calls):
             fn()
         times.append((time.perf_counter() - start) / calls * 1e3)
+    return times
+
+
+def block_times_ms(sides, runs: int, block: int = BLOCK_RUNS) -> list[list[float]]:
+    """The milliseconds of `runs` timed calls of each function in `sides`,
+    taken in blocks: each side in turn makes one untimed call, then `block`
+    timed calls in a row. Each side is timed in its own steady state (its
+    data in the caches, its code and thread pool warm, as a program that
+    runs it step after step has them), and the sides still share whatever
+    the machine does over the minutes of the run. Single runs in turn
+    instead time each side after the other has run: the other's buffers
+    have displaced its data from the caches (a 16 MiB row sum's input, of a
+    32 MiB L3), and the timings carry that: the row sum read 0.58-0.93x,
+    interleaved, against 1.08-1.20x in blocks of 5, in one process."""
+    times: list[list[float]] = [[] for _ in sides]
+    while len(times[0]) < runs:
+        for fn, timed in zip(sides, times):
+            fn()
+            for _ in range(min(block, runs - len(timed))):
+                start = time.perf_counter()
+                fn()
+                timed.append((time.perf_counter() - start) * 1e3)
     return times
 
 

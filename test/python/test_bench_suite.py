@@ -65,3 +65,17 @@ def test_xla_cpu_generates_the_code_of_a_reduction_with_its_libraries_off():
     want = x.astype(np.float64).sum(axis=1)
     for executable in (library, codegen):
         np.testing.assert_allclose(executable.run([x])[0], want, rtol=0, atol=1e-3)
+
+
+def test_each_side_is_timed_in_blocks_after_an_untimed_run():
+    # The suite's HLO cases time ours and XLA:CPU in turns of a block each:
+    # one untimed call (the side's caches and pool warm again after the
+    # other side ran), then up to `block` timed calls in a row.
+    from xla_gpu.benchmarks import block_times_ms
+
+    calls = []
+    times = block_times_ms([lambda: calls.append("a"), lambda: calls.append("b")], runs=7,
+                           block=5)
+    assert "".join(calls) == "a" * 6 + "b" * 6 + "a" * 3 + "b" * 3
+    assert [len(t) for t in times] == [7, 7]
+    assert all(t >= 0 for side in times for t in side)

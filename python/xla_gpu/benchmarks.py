@@ -62,11 +62,7 @@ def block_times_ms(sides, runs: int, block: int = BLOCK_RUNS) -> list[list[float
     times: list[list[float]] = [[] for _ in sides]
     while len(times[0]) < runs:
         for fn, timed in zip(sides, times):
-            fn()
-            for _ in range(min(block, runs - len(timed))):
-                start = time.perf_counter()
-                fn()
-                timed.append((time.perf_counter() - start) * 1e3)
+            timed += times_ms(fn, min(block, runs - len(timed)))  # a block
     return times
 
 

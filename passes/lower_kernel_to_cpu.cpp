@@ -1144,28 +1144,19 @@ class KernelLowering {
   }
 
   // The loop, or the loop over warps around the loop over their lanes, that
-  // runs the threads of `shape`; `inner` is set inside, at the thread id
-  // (base + lane, which lanes_ keeps for splitDivision).
-  Value emitThreadLoops(mlir::OpBuilder& b, const ThreadShape& shape, mlir::OpBuilder& inner) {
+  // runs the threads of `shape` (of each block of the batch); `inner` is
+  // set inside, at the thread id (base + lane, which lanes_ keeps for
+  // splitDivision).
+  Value emitThreadLoops(mlir::OpBuilder& b, const ThreadShape& shape, mlir::OpBuilder& inner,
+                        bool warpsOutside = false) {
     mlir::Location loc = b.getUnknownLoc();
     mlir::OpBuilder* at = &b;
-    // The blocks of the batch (see run()), each block's threads inside.
-    mlir::OpBuilder blockBuilder(b.getContext());
-    bid_ = batchFirst_;
-    blockInBatch_ = {};
-    if (batch_ > 1) {
-      Value end = b.create<mlir::arith::MinSIOp>(
-          loc, b.create<mlir::arith::AddIOp>(loc, batchFirst_, indexConstant(batch_)), batchLast_);
-      auto blocks = b.create<mlir::scf::ForOp>(loc, batchFirst_, end, indexConstant(1));
-      blocks->setAttr("loop_annotation", noUnroll(b.getContext()));
-      blockBuilder.setInsertionPoint(blocks.getBody()->getTerminator());
-      at = &blockBuilder;
-      bid_ = blocks.getInductionVar();
-      blockInBatch_ = blockBuilder.create<mlir::arith::SubIOp>(loc, bid_, batchFirst_);
-    }
-    mlir::OpBuilder warpBuilder(b.getContext());
+    // The blocks of the batch (see run()), each block's threads inside --
+    // or, `warpsOutside`, each warp's lanes of every block of the batch.
+    mlir::OpBuilder blockBuilder(b.getContext()), warpBuilder(b.getContext());
     Value base = indexConstant(shape.w0 * shape.period);
-    if (shape.w1 - shape.w0 > 1) {
+    auto emitWarps = [&] {
+      if (shape.w1 - shape.w0 == 1) return;
       auto warps = at->create<mlir::scf::ForOp>(loc, base, indexConstant(shape.w1 * shape.period),
                                                 indexConstant(shape.period));
       warps->setAttr("loop_annotation",
@@ -1175,7 +1166,22 @@ class KernelLowering {
       warpBuilder.setInsertionPoint(warps.getBody()->getTerminator());
       at = &warpBuilder;
       base = warps.getInductionVar();
+    };
+    if (warpsOutside) emitWarps();
+    bid_ = batchFirst_;
+    blockInBatch_ = {};
+    if (batch_ > 1) {
+      Value end = at->create<mlir::arith::MinSIOp>(
+          loc, at->create<mlir::arith::AddIOp>(loc, batchFirst_, indexConstant(batch_)),
+          batchLast_);
+      auto blocks = at->create<mlir::scf::ForOp>(loc, batchFirst_, end, indexConstant(1));
+      blocks->setAttr("loop_annotation", noUnroll(b.getContext()));
+      blockBuilder.setInsertionPoint(blocks.getBody()->getTerminator());
+      at = &blockBuilder;
+      bid_ = blocks.getInductionVar();
+      blockInBatch_ = blockBuilder.create<mlir::arith::SubIOp>(loc, bid_, batchFirst_);
     }
+    if (!warpsOutside) emitWarps();
     auto lanes = at->create<mlir::scf::ForOp>(loc, indexConstant(shape.l0), indexConstant(shape.l1),
                                               indexConstant(1));
     lanes->setAttr("loop_annotation", noUnroll(b.getContext(), laneInterleave_));
@@ -1310,51 +1316,73 @@ class KernelLowering {
     return threads;
   }
 
-  // Whether every load of the accumulation `loop` (see isInterchangeable)
-  // is nearer its neighbouring block's load of the same step than its own
-  // load of the next step: a column reduction's block reads a strip of 64
-  // columns of 32 rows a step, its neighbour the next strip -- batched
-  // blocks (see run()) read whole rows. A row reduction's step reads on
-  // along its row, and batched, its slots only crowd the L1 (measured:
-  // row sum f32[1024,4096] 1.8x slower, column sum f32[4096,1024] 0.86x).
-  bool readsAcrossBlocks(mlir::scf::ForOp loop) {
+  // Whether `addr` points into shared memory: a GEP of the shared global,
+  // address-cast to the generic space.
+  static bool isSharedAddress(Value addr) {
+    while (auto gep = addr.getDefiningOp<mlir::LLVM::GEPOp>()) addr = gep.getBase();
+    auto cast = addr.getDefiningOp<mlir::LLVM::AddrSpaceCastOp>();
+    if (cast) addr = cast.getArg();
+    return llvm::cast<mlir::LLVM::LLVMPointerType>(addr.getType()).getAddressSpace() == 3;
+  }
+
+  // The element offsets of the loads and stores of global memory in the
+  // interchanged `loop` (see isInterchangeable) at thread `t` of block
+  // `bid`, step `iv`, in order; std::nullopt where the ids and the step do
+  // not decide one. (A block's shared memory is its own: where it reads and
+  // writes there says nothing of where its neighbour does.)
+  std::optional<SmallVector<llvm::APInt>> globalOffsetsAt(mlir::scf::ForOp loop, int64_t bid,
+                                                          int64_t t, int64_t iv) {
+    unsigned width = mlir::IndexType::kInternalStorageBitWidth;
+    llvm::DenseMap<Value, llvm::APInt> known;
+    known[loop.getInductionVar()] = llvm::APInt(width, iv);
+    f_.walk([&](mlir::gpu::BlockIdOp id) {
+      int64_t value = idAt(bid, grid_.blocks, static_cast<int>(id.getDimension()));
+      known[id.getResult()] = llvm::APInt(width, value);
+    });
+    SmallVector<llvm::APInt> offsets;
+    bool decided = true;
+    loop.getBody()->walk([&](mlir::Operation* op) {
+      Value addr;
+      if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op)) addr = load.getAddr();
+      if (auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(op)) addr = store.getAddr();
+      if (!addr || isSharedAddress(addr)) return mlir::WalkResult::advance();
+      auto gep = addr.getDefiningOp<mlir::LLVM::GEPOp>();
+      std::optional<llvm::APInt> offset;
+      if (gep && gep.getDynamicIndices().size() == 1) {
+        offset = valueAt(gep.getDynamicIndices()[0], t, known, 0, loop);
+      }
+      if (!offset) {
+        decided = false;
+        return mlir::WalkResult::interrupt();
+      }
+      offsets.push_back(offset->sextOrTrunc(64));
+      return mlir::WalkResult::advance();
+    });
+    if (!decided) return std::nullopt;
+    return offsets;
+  }
+
+  // Whether every access of global memory in the interchanged `loop` at
+  // thread `t` of block 0 is nearer its neighbouring block's (thread `t`)
+  // than its own at `other` (thread, step; by default the same thread's
+  // next step): a column reduction's block reads a strip of 64 columns of
+  // 32 rows a step, its
+  // neighbour the next strip, so batched blocks (see run()) read whole
+  // rows. A row reduction's step reads on along its row, and batched, its
+  // slots only crowd the L1 (measured: row sum f32[1024,4096] 1.8x slower,
+  // column sum f32[4096,1024] 0.86x).
+  bool readsAcrossBlocks(mlir::scf::ForOp loop, int64_t t = 0,
+                         std::optional<std::pair<int64_t, int64_t>> other = std::nullopt) {
     int64_t lb = *mlir::getConstantIntValue(loop.getLowerBound());
     int64_t step = *mlir::getConstantIntValue(loop.getStep());
     if (lb + step >= *mlir::getConstantIntValue(loop.getUpperBound())) return false;
     if (grid_.numBlocks() < 2) return false;
-    SmallVector<mlir::gpu::BlockIdOp> blockIds;
-    f_.walk([&](mlir::gpu::BlockIdOp id) { blockIds.push_back(id); });
-    // The loads' element offsets at thread 0, for block `bid`, step `iv`.
-    auto offsetsAt = [&](int64_t bid, int64_t iv) -> std::optional<SmallVector<llvm::APInt>> {
-      llvm::DenseMap<Value, llvm::APInt> known;
-      unsigned width = mlir::IndexType::kInternalStorageBitWidth;
-      known[loop.getInductionVar()] = llvm::APInt(width, iv);
-      for (mlir::gpu::BlockIdOp id : blockIds) {
-        int64_t value = idAt(bid, grid_.blocks, static_cast<int>(id.getDimension()));
-        known[id.getResult()] = llvm::APInt(width, value);
-      }
-      SmallVector<llvm::APInt> offsets;
-      bool decided = true;
-      loop.getBody()->walk([&](mlir::LLVM::LoadOp load) {
-        auto gep = load.getAddr().getDefiningOp<mlir::LLVM::GEPOp>();
-        std::optional<llvm::APInt> offset;
-        if (gep && gep.getDynamicIndices().size() == 1) {
-          offset = valueAt(gep.getDynamicIndices()[0], 0, known, 0, loop);
-        }
-        if (!offset) {
-          decided = false;
-          return mlir::WalkResult::interrupt();
-        }
-        offsets.push_back(offset->sextOrTrunc(64));
-        return mlir::WalkResult::advance();
-      });
-      if (!decided) return std::nullopt;
-      return offsets;
-    };
-    auto here = offsetsAt(0, lb), neighbour = offsetsAt(1, lb), next = offsetsAt(0, lb + step);
-    if (!here || !neighbour || !next || here->empty()) return false;
-    for (auto [h, b, s] : llvm::zip(*here, *neighbour, *next)) {
-      if ((b - h).abs().uge((s - h).abs())) return false;
+    auto [otherThread, otherStep] = other.value_or(std::pair{t, lb + step});
+    auto here = globalOffsetsAt(loop, 0, t, lb), neighbour = globalOffsetsAt(loop, 1, t, lb),
+         there = globalOffsetsAt(loop, 0, otherThread, otherStep);
+    if (!here || !neighbour || !there || here->empty()) return false;
+    for (auto [h, b, o] : llvm::zip(*here, *neighbour, *there)) {
+      if ((b - h).abs().uge((o - h).abs())) return false;
     }
     return true;
   }
@@ -2009,7 +2037,27 @@ class KernelLowering {
         b.create<mlir::arith::ConstantIndexOp>(loc, stride * factor));
     steps->setAttr("loop_annotation", noUnroll(b.getContext()));
     mlir::OpBuilder sb(steps.getBody()->getTerminator());
-    Value tid = emitThreadLoops(sb, shape, tb);
+    // Where the neighbouring block of a batch accesses global memory nearer
+    // than the next warp does (a column reduction: a warp reads 64 columns
+    // of a row, the neighbouring block the next 64, the next warp the next
+    // row), the warps run outside the batch's blocks, so that a step reads
+    // its rows whole, one after the other -- not a strip of each of 8 rows
+    // 4 KiB apart, block after block. Column sum f32[4096,1024] 0.58-0.82x
+    // the time, the 021 transpose's tile reads 0.85x (A/B in one process,
+    // bits the same). Not where the step writes shared memory: each step's
+    // stores then spread over all the batch's tiles, past the L1 (the seed
+    // transpose's tile writes ran 1.03-1.04x slower).
+    int64_t first = shape.w0 * shape.period + shape.l0;
+    bool writesShared = loop.getBody()
+                            ->walk([](mlir::LLVM::StoreOp store) {
+                              return isSharedAddress(store.getAddr())
+                                         ? mlir::WalkResult::interrupt()
+                                         : mlir::WalkResult::advance();
+                            })
+                            .wasInterrupted();
+    bool warpsOutside = batch_ > 1 && shape.w1 - shape.w0 > 1 && !writesShared &&
+                        readsAcrossBlocks(loop, first, {{first + shape.period, lower}});
+    Value tid = emitThreadLoops(sb, shape, tb, warpsOutside);
     // Its lanes run every step: no folded tail for long-latency arithmetic
     // (see foldsTail). A step that only writes such arithmetic (a
     // transpose's row of exp into its tile, kept a loop by

@@ -176,6 +176,9 @@ constexpr uint64_t kBatchStorageBytes = uint64_t{512} << 10;
 // steps each time a thread's slots are loaded (emitInterchanged).
 constexpr uint64_t kStepsPerVisitSlotBytes = uint64_t{16} << 10;
 constexpr int64_t kStepsPerVisit = 8;
+// The side of the squares a transposing copy moves through registers
+// (emitTransposingCopy: AVX's 8 x 8 of 32-bit elements).
+constexpr int64_t kTransposeTile = 8;
 // The shortest lane loop periodOf picks for its divisors: a warp.
 constexpr int64_t kMinPeriod = 32;
 // Marks the lane loops while the kernel is lowered (see foldsTail).
@@ -1029,6 +1032,10 @@ class KernelLowering {
         }
         continue;
       }
+      if (auto copy = matchTransposingCopy(phase, shape)) {
+        if (mlir::failed(emitTransposingCopy(b, phase, *copy))) return mlir::failure();
+        continue;
+      }
       mlir::OpBuilder tb(ctx);
       Value tid = emitThreadLoops(b, shape, tb);
       mlir::IRMapping mapping;
@@ -1385,6 +1392,224 @@ class KernelLowering {
       if ((b - h).abs().uge((o - h).abs())) return false;
     }
     return true;
+  }
+
+  // How the integer `v` of the kernel's body depends on the ids: bit 0 on
+  // the block's, bit 1 on the thread's; std::nullopt where an op other than
+  // a sum, a difference or a cast takes both (the thread's part of `v` may
+  // then differ from block to block), or `v` depends on anything but ids
+  // and constants.
+  std::optional<unsigned> idDependence(Value v, llvm::DenseMap<Value, unsigned>& memo) {
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
+    mlir::Operation* def = v.getDefiningOp();
+    if (!def || def->getBlock() != &f_.getBody().front() || def->getNumRegions() != 0 ||
+        !mlir::isPure(def)) {
+      return std::nullopt;
+    }
+    unsigned deps = 0;
+    if (llvm::isa<mlir::gpu::BlockIdOp>(def)) {
+      deps = 1;
+    } else if (llvm::isa<mlir::gpu::ThreadIdOp>(def)) {
+      deps = 2;
+    } else {
+      for (Value operand : def->getOperands()) {
+        std::optional<unsigned> d = idDependence(operand, memo);
+        if (!d) return std::nullopt;
+        deps |= *d;
+      }
+      if (deps == 3 && !llvm::isa<mlir::arith::AddIOp, mlir::arith::SubIOp, mlir::arith::IndexCastOp,
+                                  mlir::arith::IndexCastUIOp>(def)) {
+        return std::nullopt;
+      }
+    }
+    memo[v] = deps;
+    return deps;
+  }
+
+  // A phase that copies a tile of 32-bit elements from global memory into
+  // shared memory transposed (a transpose's first phase: element (r, c) of
+  // the tile from src[r * srcRowStride + c] to dst[c * dstColStride + r]),
+  // in rows and columns of multiples of 8; see matchTransposingCopy.
+  struct TransposingCopy {
+    mlir::LLVM::GEPOp src, dst;  // one copy's addresses: thread 0's of them
+    int64_t srcShift, dstShift;  // element (0, 0) from there, in elements
+    int64_t rows, cols, srcRowStride, dstColStride;
+    mlir::Type element;
+  };
+
+  // Whether `phase`, run by every thread, is a transposing copy: nothing
+  // but loads of global memory stored as they are into shared memory, and
+  // the index arithmetic of their addresses, in which the block's part and
+  // the thread's only add (idDependence) -- so the thread's element of
+  // each copy, evaluated at block 0, is its element in every block. Each
+  // lane storing a column of the tile (33 elements apart, the padding
+  // against bank conflicts), LLVM wrote it element by element: half the
+  // time of the transpose + add f32[1024,1024].
+  std::optional<TransposingCopy> matchTransposingCopy(llvm::ArrayRef<mlir::Operation*> phase,
+                                                      const ThreadShape& shape) {
+    int64_t n = grid_.numThreads();
+    if (shape.count() != n) return std::nullopt;
+    SmallVector<std::pair<mlir::LLVM::GEPOp, mlir::LLVM::GEPOp>> copies;
+    int64_t loads = 0;
+    mlir::Type element;
+    Value srcBase, dstBase;
+    for (mlir::Operation* op : phase) {
+      for (Value r : op->getResults()) {
+        if (spilled_.contains(r)) return std::nullopt;
+      }
+      if (llvm::isa<mlir::LLVM::LoadOp>(op)) {
+        ++loads;
+        continue;
+      }
+      auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(op);
+      if (!store) {
+        if (op->getNumRegions() != 0 || !mlir::isMemoryEffectFree(op)) return std::nullopt;
+        continue;
+      }
+      auto load = store.getValue().getDefiningOp<mlir::LLVM::LoadOp>();
+      if (!load || !load->hasOneUse() || phaseOf_.lookup(load) != curPhase_) return std::nullopt;
+      auto src = load.getAddr().getDefiningOp<mlir::LLVM::GEPOp>();
+      auto dst = store.getAddr().getDefiningOp<mlir::LLVM::GEPOp>();
+      mlir::Type t = load.getType();
+      if (!src || !dst || src.getIndices().size() != 1 || dst.getIndices().size() != 1 ||
+          src.getDynamicIndices().size() != 1 || dst.getDynamicIndices().size() != 1 ||
+          src.getElemType() != t || dst.getElemType() != t || !t.isIntOrFloat() ||
+          t.getIntOrFloatBitWidth() != 32 || (element && element != t) ||
+          isSharedAddress(src.getResult()) || !isSharedAddress(dst.getResult()) ||
+          (srcBase && srcBase != src.getBase()) || (dstBase && dstBase != dst.getBase())) {
+        return std::nullopt;
+      }
+      element = t;
+      srcBase = src.getBase();
+      dstBase = dst.getBase();
+      copies.push_back({src, dst});
+    }
+    if (copies.empty() || loads != static_cast<int64_t>(copies.size())) return std::nullopt;
+    llvm::DenseMap<Value, unsigned> memo;
+    for (auto [src, dst] : copies) {
+      auto s = idDependence(src.getDynamicIndices()[0], memo);
+      auto d = idDependence(dst.getDynamicIndices()[0], memo);
+      if (!s || !d || (*d & 1)) return std::nullopt;
+    }
+    // Every copy's elements at block 0.
+    unsigned width = mlir::IndexType::kInternalStorageBitWidth;
+    SmallVector<int64_t> from, to;
+    for (int64_t t = 0; t < n; ++t) {
+      llvm::DenseMap<Value, llvm::APInt> known;
+      f_.walk([&](mlir::gpu::BlockIdOp id) { known[id.getResult()] = llvm::APInt(width, 0); });
+      for (auto [src, dst] : copies) {
+        auto s = valueAt(src.getDynamicIndices()[0], t, known, 0);
+        auto d = valueAt(dst.getDynamicIndices()[0], t, known, 0);
+        if (!s || !d) return std::nullopt;
+        from.push_back(s->getSExtValue());
+        to.push_back(d->getSExtValue());
+      }
+    }
+    // Element (0, 0) is the first of the tile; a column's next element (in
+    // the tile) is its row's next in the source, a row's next its column's.
+    size_t origin = std::min_element(to.begin(), to.end()) - to.begin();
+    TransposingCopy copy{copies.front().first, copies.front().second, from[origin] - from.front(),
+                         to[origin] - to.front(), 0, 0, 0, 0, element};
+    for (size_t e = 0; e < to.size(); ++e) {
+      if (from[e] - from[origin] == 1) copy.dstColStride = to[e] - to[origin];
+      if (to[e] - to[origin] == 1) copy.srcRowStride = from[e] - from[origin];
+    }
+    if (copy.dstColStride < 2 || copy.srcRowStride < 2) return std::nullopt;
+    llvm::DenseSet<int64_t> seen;
+    for (size_t e = 0; e < to.size(); ++e) {
+      int64_t offset = to[e] - to[origin];
+      int64_t r = offset % copy.dstColStride, c = offset / copy.dstColStride;
+      if (from[e] - from[origin] != r * copy.srcRowStride + c || !seen.insert(offset).second) {
+        return std::nullopt;
+      }
+      copy.rows = std::max(copy.rows, r + 1);
+      copy.cols = std::max(copy.cols, c + 1);
+    }
+    if (copy.rows * copy.cols != static_cast<int64_t>(to.size()) || copy.rows % kTransposeTile ||
+        copy.cols % kTransposeTile) {
+      return std::nullopt;
+    }
+    return copy;
+  }
+
+  // `copy` (matchTransposingCopy) for the blocks of the batch, in squares
+  // of kTransposeTile x kTransposeTile elements: kTransposeTile vector
+  // loads of its rows, the square transposed in registers (unpacks,
+  // shuffles and 128-bit permutes: 24 shuffles), kTransposeTile vector
+  // stores of its columns. The loop over the squares' rows runs outside
+  // the batch's blocks (reading neighbouring blocks' rows on where the one
+  // before stopped, see emitInterchanged): transpose + add f32[1024,1024]
+  // 0.73x the time of the copy element by element, 0.79x with the blocks
+  // outside (A/B in one process, bits the same).
+  mlir::LogicalResult emitTransposingCopy(mlir::OpBuilder& b, llvm::ArrayRef<mlir::Operation*> phase,
+                                          TransposingCopy copy) {
+    mlir::Location loc = copy.src.getLoc();
+    auto loopOver = [&](mlir::OpBuilder& builder, int64_t n) {
+      auto loop = builder.create<mlir::scf::ForOp>(loc, indexConstant(0), indexConstant(n),
+                                                   indexConstant(kTransposeTile));
+      loop->setAttr("loop_annotation", scalarLoop(b.getContext()));
+      return loop;
+    };
+    auto rows = loopOver(b, copy.rows);
+    mlir::OpBuilder rb(rows.getBody()->getTerminator());
+    // In each block of the batch, thread 0's addresses of its first copy.
+    mlir::OpBuilder tb(b.getContext());
+    Value tid = emitThreadLoops(rb, ThreadShape{1, 0, 1, 0, 1}, tb);
+    mlir::IRMapping mapping;
+    for (mlir::Operation* op : phase) {
+      if (llvm::isa<mlir::LLVM::LoadOp, mlir::LLVM::StoreOp>(op)) continue;
+      if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
+    }
+    auto ptrType = mlir::LLVM::LLVMPointerType::get(b.getContext());
+    auto at = [&](mlir::OpBuilder& builder, Value base, Value offset) -> Value {
+      Value i = builder.create<mlir::arith::IndexCastOp>(loc, builder.getI64Type(), offset);
+      return builder.create<mlir::LLVM::GEPOp>(loc, ptrType, copy.element, base,
+                                               mlir::ValueRange{i});
+    };
+    Value src = at(tb, mapping.lookup(copy.src.getResult()), indexConstant(copy.srcShift));
+    Value dst = at(tb, mapping.lookup(copy.dst.getResult()), indexConstant(copy.dstShift));
+    auto cols = loopOver(tb, copy.cols);
+    mlir::OpBuilder cb(cols.getBody()->getTerminator());
+    Value r0 = rows.getInductionVar(), c0 = cols.getInductionVar();
+    auto vectorType = mlir::VectorType::get({kTransposeTile}, copy.element);
+    // Row j of the square: src + (r0 + j) * srcRowStride + c0.
+    SmallVector<Value> v;
+    for (int64_t j = 0; j < kTransposeTile; ++j) {
+      Value row = j ? cb.create<mlir::arith::AddIOp>(loc, r0, indexConstant(j)) : r0;
+      Value offset = cb.create<mlir::arith::AddIOp>(
+          loc, cb.create<mlir::arith::MulIOp>(loc, row, indexConstant(copy.srcRowStride)), c0);
+      v.push_back(cb.create<mlir::LLVM::LoadOp>(loc, vectorType, at(cb, src, offset),
+                                                /*alignment=*/4));
+    }
+    // Elements [0, 8) of a and b shuffled by `mask` (< 8 from a, else b).
+    auto shuffle = [&](Value a, Value c, llvm::ArrayRef<int32_t> mask) -> Value {
+      return cb.create<mlir::LLVM::ShuffleVectorOp>(loc, a, c, mask);
+    };
+    // Pairs of rows interleaved (unpacklo/hi), then pairs of pairs
+    // (shufps), then the 128-bit halves (vperm2f128): v[j][i] -> w[i][j].
+    SmallVector<Value> t(kTransposeTile), u(kTransposeTile), w(kTransposeTile);
+    for (int j = 0; j < kTransposeTile; j += 2) {
+      t[j] = shuffle(v[j], v[j + 1], {0, 8, 1, 9, 4, 12, 5, 13});
+      t[j + 1] = shuffle(v[j], v[j + 1], {2, 10, 3, 11, 6, 14, 7, 15});
+    }
+    for (int j = 0; j < kTransposeTile; j += 4) {
+      for (int k = 0; k < 2; ++k) {
+        u[j + 2 * k] = shuffle(t[j + k], t[j + k + 2], {0, 1, 8, 9, 4, 5, 12, 13});
+        u[j + 2 * k + 1] = shuffle(t[j + k], t[j + k + 2], {2, 3, 10, 11, 6, 7, 14, 15});
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      w[i] = shuffle(u[i], u[i + 4], {0, 1, 2, 3, 8, 9, 10, 11});
+      w[i + 4] = shuffle(u[i], u[i + 4], {4, 5, 6, 7, 12, 13, 14, 15});
+    }
+    // Column i of the square: dst + (c0 + i) * dstColStride + r0.
+    for (int64_t i = 0; i < kTransposeTile; ++i) {
+      Value col = i ? cb.create<mlir::arith::AddIOp>(loc, c0, indexConstant(i)) : c0;
+      Value offset = cb.create<mlir::arith::AddIOp>(
+          loc, cb.create<mlir::arith::MulIOp>(loc, col, indexConstant(copy.dstColStride)), r0);
+      cb.create<mlir::LLVM::StoreOp>(loc, w[i], at(cb, dst, offset), /*alignment=*/4);
+    }
+    return mlir::success();
   }
 
   // The integer `v` of the kernel's body (or of an op inside `alsoIn`) at

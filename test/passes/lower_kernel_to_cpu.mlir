@@ -902,6 +902,175 @@ func.func @tile_rows_to_shared(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// A transpose's first phase: each thread copies 4 elements of a row of the
+// tile (row warp + 2 * k, column lane) from global memory into shared
+// memory transposed (column-major, 9 apart: the padding). The phase is
+// copied in squares of 8 x 8: 8 vector loads of rows, 24 shuffles, 8
+// vector stores of columns; the loop over the squares' rows runs outside
+// the batch's blocks, each block's addresses those of its thread 0.
+// CHECK-LABEL: func.func @transposing_copy
+// CHECK-SAME: %[[IN:[^:]*]]: !llvm.ptr, %{{[^:]*}}: !llvm.ptr, %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index)
+// CHECK:     scf.for %[[B0:.*]] = %[[FIRST]] to %[[LAST]] step %c4{{(_[0-9]+)?}}
+// CHECK:       scf.for %[[R0:.*]] = %c0{{.*}} to %c8{{.*}} step %c8{{(_[0-9]+)?}}
+// CHECK:         scf.for %[[BID:.*]] = %[[B0]] to %{{.*}} step %c1{{(_[0-9]+)?}}
+// CHECK:           %[[BASE:.*]] = llvm.getelementptr inbounds %[[IN]][%{{.*}}]
+// CHECK:           scf.for %[[C0:.*]] = %c0{{.*}} to %c32{{.*}} step %c8{{(_[0-9]+)?}}
+// CHECK:             %[[ROW0:.*]] = arith.muli %[[R0]], %c128
+// CHECK:             %[[AT0:.*]] = arith.addi %[[ROW0]], %[[C0]]
+// CHECK:             %[[I0:.*]] = arith.index_cast %[[AT0]]
+// CHECK:             %[[P0:.*]] = llvm.getelementptr %{{.*}}[%[[I0]]]
+// CHECK:             llvm.load %[[P0]] {alignment = 4 : i64} : !llvm.ptr -> vector<8xf32>
+// CHECK-COUNT-7:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<8xf32>
+// CHECK-COUNT-24:    llvm.shufflevector
+// CHECK:             %[[COL0:.*]] = arith.muli %[[C0]], %c9
+// CHECK:             arith.addi %[[COL0]], %[[R0]]
+// CHECK-COUNT-8:     llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<8xf32>, !llvm.ptr
+// CHECK-NOT:         llvm.store
+// CHECK:           } {loop_annotation
+llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<288 x f32>
+func.func @transposing_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %sh = llvm.mlir.addressof @shared_0 : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %c9 = arith.constant 9 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %warp = arith.divui %tid, %c32 : index
+  %lane = arith.remui %tid, %c32 : index
+  %col = arith.muli %bid, %c32 : index
+  %row = arith.muli %warp, %c128 : index
+  %at = arith.addi %row, %col : index
+  %e = arith.addi %at, %lane : index
+  %l9 = arith.muli %lane, %c9 : index
+  %te = arith.addi %l9, %warp : index
+  %i0 = arith.index_castui %e : index to i64
+  %p0 = llvm.getelementptr inbounds %in[%i0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x0 = llvm.load %p0 invariant : !llvm.ptr -> f32
+  %t0 = arith.index_castui %te : index to i64
+  %q0 = llvm.getelementptr inbounds %shp[%t0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x0, %q0 : f32, !llvm.ptr
+  %c256 = arith.constant 256 : index
+  %c2 = arith.constant 2 : index
+  %e1 = arith.addi %e, %c256 : index
+  %te1 = arith.addi %te, %c2 : index
+  %i1 = arith.index_castui %e1 : index to i64
+  %p1 = llvm.getelementptr inbounds %in[%i1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x1 = llvm.load %p1 invariant : !llvm.ptr -> f32
+  %t1 = arith.index_castui %te1 : index to i64
+  %q1 = llvm.getelementptr inbounds %shp[%t1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x1, %q1 : f32, !llvm.ptr
+  %c512 = arith.constant 512 : index
+  %c4 = arith.constant 4 : index
+  %e2 = arith.addi %e, %c512 : index
+  %te2 = arith.addi %te, %c4 : index
+  %i2 = arith.index_castui %e2 : index to i64
+  %p2 = llvm.getelementptr inbounds %in[%i2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x2 = llvm.load %p2 invariant : !llvm.ptr -> f32
+  %t2 = arith.index_castui %te2 : index to i64
+  %q2 = llvm.getelementptr inbounds %shp[%t2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x2, %q2 : f32, !llvm.ptr
+  %c768 = arith.constant 768 : index
+  %c6 = arith.constant 6 : index
+  %e3 = arith.addi %e, %c768 : index
+  %te3 = arith.addi %te, %c6 : index
+  %i3 = arith.index_castui %e3 : index to i64
+  %p3 = llvm.getelementptr inbounds %in[%i3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x3 = llvm.load %p3 invariant : !llvm.ptr -> f32
+  %t3 = arith.index_castui %te3 : index to i64
+  %q3 = llvm.getelementptr inbounds %shp[%t3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x3, %q3 : f32, !llvm.ptr
+  gpu.barrier
+  %ti = arith.index_cast %tid : index to i64
+  %q = llvm.getelementptr %shp[%ti] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %q : !llvm.ptr -> f32
+  %c64 = arith.constant 64 : index
+  %obase = arith.muli %bid, %c64 : index
+  %oat = arith.addi %obase, %tid : index
+  %j = arith.index_cast %oat : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// The same copy with the thread's column and the block's index
+// multiplied together (a wrap of the column at the block's width, here
+// column lane * (block + 1)): the copy differs from block to block, so it
+// stays element by element.
+// CHECK-LABEL: func.func @transposing_copy_not_separable
+// CHECK-NOT:   vector<8xf32>
+// CHECK:       return
+llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<288 x f32>
+func.func @transposing_copy_not_separable(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %sh = llvm.mlir.addressof @shared_0 : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %c1 = arith.constant 1 : index
+  %c9 = arith.constant 9 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %warp = arith.divui %tid, %c32 : index
+  %lane = arith.remui %tid, %c32 : index
+  %b1 = arith.addi %bid, %c1 : index
+  %col = arith.muli %lane, %b1 : index
+  %row = arith.muli %warp, %c128 : index
+  %e = arith.addi %row, %col : index
+  %l9 = arith.muli %lane, %c9 : index
+  %te = arith.addi %l9, %warp : index
+  %i0 = arith.index_castui %e : index to i64
+  %p0 = llvm.getelementptr inbounds %in[%i0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x0 = llvm.load %p0 invariant : !llvm.ptr -> f32
+  %t0 = arith.index_castui %te : index to i64
+  %q0 = llvm.getelementptr inbounds %shp[%t0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x0, %q0 : f32, !llvm.ptr
+  %c256 = arith.constant 256 : index
+  %c2 = arith.constant 2 : index
+  %e1 = arith.addi %e, %c256 : index
+  %te1 = arith.addi %te, %c2 : index
+  %i1 = arith.index_castui %e1 : index to i64
+  %p1 = llvm.getelementptr inbounds %in[%i1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x1 = llvm.load %p1 invariant : !llvm.ptr -> f32
+  %t1 = arith.index_castui %te1 : index to i64
+  %q1 = llvm.getelementptr inbounds %shp[%t1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x1, %q1 : f32, !llvm.ptr
+  %c512 = arith.constant 512 : index
+  %c4 = arith.constant 4 : index
+  %e2 = arith.addi %e, %c512 : index
+  %te2 = arith.addi %te, %c4 : index
+  %i2 = arith.index_castui %e2 : index to i64
+  %p2 = llvm.getelementptr inbounds %in[%i2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x2 = llvm.load %p2 invariant : !llvm.ptr -> f32
+  %t2 = arith.index_castui %te2 : index to i64
+  %q2 = llvm.getelementptr inbounds %shp[%t2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x2, %q2 : f32, !llvm.ptr
+  %c768 = arith.constant 768 : index
+  %c6 = arith.constant 6 : index
+  %e3 = arith.addi %e, %c768 : index
+  %te3 = arith.addi %te, %c6 : index
+  %i3 = arith.index_castui %e3 : index to i64
+  %p3 = llvm.getelementptr inbounds %in[%i3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x3 = llvm.load %p3 invariant : !llvm.ptr -> f32
+  %t3 = arith.index_castui %te3 : index to i64
+  %q3 = llvm.getelementptr inbounds %shp[%t3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x3, %q3 : f32, !llvm.ptr
+  gpu.barrier
+  %ti = arith.index_cast %tid : index to i64
+  %q = llvm.getelementptr %shp[%ti] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %q : !llvm.ptr -> f32
+  %c64 = arith.constant 64 : index
+  %obase = arith.muli %bid, %c64 : index
+  %oat = arith.addi %obase, %tid : index
+  %j = arith.index_cast %oat : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 func.func @shuffle_offset_unknown(%out: !llvm.ptr, %offset: i32) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
   %c32 = arith.constant 32 : i32

@@ -1332,6 +1332,16 @@ class KernelLowering {
     return llvm::cast<mlir::LLVM::LLVMPointerType>(addr.getType()).getAddressSpace() == 3;
   }
 
+  // The kernel's block ids at block `bid`: valueAt's `known` values.
+  llvm::DenseMap<Value, llvm::APInt> blockIdsAt(int64_t bid) {
+    llvm::DenseMap<Value, llvm::APInt> known;
+    f_.walk([&](mlir::gpu::BlockIdOp id) {
+      int64_t value = idAt(bid, grid_.blocks, static_cast<int>(id.getDimension()));
+      known[id.getResult()] = llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, value);
+    });
+    return known;
+  }
+
   // The element offsets of the loads and stores of global memory in the
   // interchanged `loop` (see isInterchangeable) at thread `t` of block
   // `bid`, step `iv`, in order; std::nullopt where the ids and the step do
@@ -1339,13 +1349,8 @@ class KernelLowering {
   // writes there says nothing of where its neighbour does.)
   std::optional<SmallVector<llvm::APInt>> globalOffsetsAt(mlir::scf::ForOp loop, int64_t bid,
                                                           int64_t t, int64_t iv) {
-    unsigned width = mlir::IndexType::kInternalStorageBitWidth;
-    llvm::DenseMap<Value, llvm::APInt> known;
-    known[loop.getInductionVar()] = llvm::APInt(width, iv);
-    f_.walk([&](mlir::gpu::BlockIdOp id) {
-      int64_t value = idAt(bid, grid_.blocks, static_cast<int>(id.getDimension()));
-      known[id.getResult()] = llvm::APInt(width, value);
-    });
+    llvm::DenseMap<Value, llvm::APInt> known = blockIdsAt(bid);
+    known[loop.getInductionVar()] = llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, iv);
     SmallVector<llvm::APInt> offsets;
     bool decided = true;
     loop.getBody()->walk([&](mlir::Operation* op) {
@@ -1373,11 +1378,10 @@ class KernelLowering {
   // thread `t` of block 0 is nearer its neighbouring block's (thread `t`)
   // than its own at `other` (thread, step; by default the same thread's
   // next step): a column reduction's block reads a strip of 64 columns of
-  // 32 rows a step, its
-  // neighbour the next strip, so batched blocks (see run()) read whole
-  // rows. A row reduction's step reads on along its row, and batched, its
-  // slots only crowd the L1 (measured: row sum f32[1024,4096] 1.8x slower,
-  // column sum f32[4096,1024] 0.86x).
+  // 32 rows a step, its neighbour the next strip, so batched blocks (see
+  // run()) read whole rows. A row reduction's step reads on along its row,
+  // and batched, its slots only crowd the L1 (measured: row sum
+  // f32[1024,4096] 1.8x slower, column sum f32[4096,1024] 0.86x).
   bool readsAcrossBlocks(mlir::scf::ForOp loop, int64_t t = 0,
                          std::optional<std::pair<int64_t, int64_t>> other = std::nullopt) {
     int64_t lb = *mlir::getConstantIntValue(loop.getLowerBound());
@@ -1492,11 +1496,10 @@ class KernelLowering {
       if (!s || !d || (*d & 1)) return std::nullopt;
     }
     // Every copy's elements at block 0.
-    unsigned width = mlir::IndexType::kInternalStorageBitWidth;
+    const llvm::DenseMap<Value, llvm::APInt> blockZero = blockIdsAt(0);
     SmallVector<int64_t> from, to;
     for (int64_t t = 0; t < n; ++t) {
-      llvm::DenseMap<Value, llvm::APInt> known;
-      f_.walk([&](mlir::gpu::BlockIdOp id) { known[id.getResult()] = llvm::APInt(width, 0); });
+      llvm::DenseMap<Value, llvm::APInt> known = blockZero;
       for (auto [src, dst] : copies) {
         auto s = valueAt(src.getDynamicIndices()[0], t, known, 0);
         auto d = valueAt(dst.getDynamicIndices()[0], t, known, 0);

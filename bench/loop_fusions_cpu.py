@@ -54,6 +54,10 @@ CASES = {
     "transpose + add": _module("  t = f32[2048,4096] transpose(a0), dimensions={1,0}\n"
                                "  ROOT s = f32[2048,4096] add(t, a1)",
                                [f"f32{N}", "f32[2048,4096]"], "f32[2048,4096]"),
+    "expm1, log1p f32": _module(f"  e = f32{N} exponential-minus-one(a0)\n"
+                                f"  s = f32{N} multiply(a1, a1)\n"
+                                f"  l = f32{N} log-plus-one(s)\n  ROOT r = f32{N} add(e, l)",
+                                [f"f32{N}", f"f32{N}"], f"f32{N}"),
     "slices + concat": _module("  lo = f32[2048,2048] slice(a0), slice={[0:2048], [0:2048]}\n"
                                "  hi = f32[2048,2048] slice(a0), slice={[2048:4096], [0:2048]}\n"
                                "  ROOT c = f32[2048,4096] concatenate(hi, lo), dimensions={1}",

@@ -42,6 +42,13 @@ struct Tanh {
   }
 };
 
+// Cephes' P with e^r = 1 + r + r^2 P(r) within 1 ulp of expf on [-ln2/2,
+// ln2/2].
+mlir::Value expPolynomial(const F32Builder& f32, mlir::Value r) {
+  return f32.horner(r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                        1.6666665459e-1, 5.0000001201e-1});
+}
+
 // exp(x) for f32 in arithmetic LLVM vectorizes (a libm call does not):
 // Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2, ln2 in two parts),
 // Cephes' degree-6 polynomial for e^r (within 1 ulp of expf on [-ln2/2,
@@ -60,8 +67,7 @@ struct Exp {
         loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, f32.c(1.44269504088896341)));
     mlir::Value r = f32.fma(n, f32.c(-0.693359375), clamped);
     r = f32.fma(n, f32.c(2.12194440e-4), r);
-    mlir::Value p = f32.horner(r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-                                   4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1});
+    mlir::Value p = expPolynomial(f32, r);
     mlir::Value r2 = rewriter.create<mlir::arith::MulFOp>(loc, r, r);
     mlir::Value y = rewriter.create<mlir::arith::AddFOp>(loc, f32.fma(p, r2, r), f32.c(1.0));
     // y * 2^n as y * 2^(n/2) * 2^(n - n/2): each factor a normal float.
@@ -77,6 +83,43 @@ struct Exp {
         loc, rewriter.create<mlir::arith::MulFOp>(loc, y, pow2(half)), pow2(rest));
     mlir::Value overflow = f32.cmp(mlir::arith::CmpFPredicate::OGT, x, f32.c(88.72283935546875));
     return f32.select(overflow, f32.c(std::numeric_limits<float>::infinity()), scaled);
+  }
+};
+
+// exp(x) - 1 for f32, reduced as Exp is: x = n ln2 + r, e^r - 1 = r +
+// r^2 P(r) (Exp's polynomial without its 1), and e^x - 1 = 2^n (e^r - 1) +
+// (2^n - 1), evaluated as 2 (t (e^r - 1) + (t - 1/2)) with t = 2^(n-1): t
+// is a normal float for every n the clamp leaves (-25 to 128), t - 1/2 is
+// exact, the FMA rounds once, and doubling is exact. Below |x| = 2^-25 the
+// result is x (x^2 / 2 is under half its ulp; -0 and subnormals kept),
+// below -17.5 it rounds to -1, above ln(FLT_MAX) it is +inf; a NaN stays a
+// NaN. Unlike libm's expm1f (a call) it vectorizes.
+struct Expm1 {
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    mlir::Value clamped = f32.clamp(x, -17.5, 88.72283935546875);
+    mlir::Value n = rewriter.create<mlir::math::RoundEvenOp>(
+        loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, f32.c(1.44269504088896341)));
+    mlir::Value r = f32.fma(n, f32.c(-0.693359375), clamped);
+    r = f32.fma(n, f32.c(2.12194440e-4), r);
+    mlir::Value e = f32.fma(expPolynomial(f32, r), rewriter.create<mlir::arith::MulFOp>(loc, r, r),
+                            r);
+    mlir::Value t = rewriter.create<mlir::arith::BitcastOp>(
+        loc, f32.type,
+        rewriter.create<mlir::arith::ShLIOp>(
+            loc,
+            rewriter.create<mlir::arith::AddIOp>(
+                loc, rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), n), f32.ci(126)),
+            f32.ci(23)));
+    mlir::Value y = rewriter.create<mlir::arith::MulFOp>(
+        loc, f32.fma(t, e, rewriter.create<mlir::arith::SubFOp>(loc, t, f32.c(0.5))), f32.c(2.0));
+    using P = mlir::arith::CmpFPredicate;
+    y = f32.select(f32.cmp(P::OGT, x, f32.c(88.72283935546875)),
+                   f32.c(std::numeric_limits<float>::infinity()), y);
+    mlir::Value tiny = f32.cmp(P::OLT, rewriter.create<mlir::math::AbsFOp>(loc, x),
+                               f32.c(0x1p-25));
+    return f32.select(tiny, x, y);
   }
 };
 
@@ -144,6 +187,33 @@ struct Log {
     r = f32.select(f32.cmp(P::OGE, x, f32.c(0.0)), r,
                    f32.c(std::numeric_limits<float>::quiet_NaN()));
     return r;
+  }
+};
+
+// log(1 + x) for f32 as Log of u = 1 + x plus u's rounding error over u:
+// log(1 + x) = log(u) + c / u to first order, where c = (1 + x) - u,
+// exact as Fast2Sum computes it (the larger magnitude first). Below |x| =
+// 2^-25 the result is x (-0 and subnormals kept), at -1 it is -inf, +inf
+// stays +inf, below -1 and NaN give NaN. Unlike libm's log1pf (a call) it
+// vectorizes.
+struct Log1p {
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Value one = f32.c(1.0);
+    mlir::Value u = rewriter.create<mlir::arith::AddFOp>(loc, x, one);
+    mlir::Value abs = rewriter.create<mlir::math::AbsFOp>(loc, x);
+    mlir::Value big = f32.cmp(P::OGT, abs, one);
+    mlir::Value c = rewriter.create<mlir::arith::SubFOp>(
+        loc, f32.select(big, one, x),
+        rewriter.create<mlir::arith::SubFOp>(loc, u, f32.select(big, x, one)));
+    mlir::Value r = rewriter.create<mlir::arith::AddFOp>(
+        loc, Log::build(f32, u), rewriter.create<mlir::arith::DivFOp>(loc, c, u));
+    r = f32.select(f32.cmp(P::OEQ, x, f32.c(std::numeric_limits<float>::infinity())), x, r);
+    r = f32.select(f32.cmp(P::OEQ, x, f32.c(-1.0)),
+                   f32.c(-std::numeric_limits<float>::infinity()), r);
+    return f32.select(f32.cmp(P::OLT, abs, f32.c(0x1p-25)), x, r);
   }
 };
 
@@ -240,7 +310,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       llvm::SmallVector<mlir::Operation*> approximated;
       module.walk([&](mlir::Operation* op) {
         if (llvm::isa<mlir::math::TanhOp, mlir::math::ExpOp, mlir::math::LogOp,
-                      mlir::math::ErfOp>(op)) {
+                      mlir::math::ErfOp, mlir::math::ExpM1Op, mlir::math::Log1pOp>(op)) {
           approximated.push_back(op);
         }
       });
@@ -248,14 +318,17 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh, /*Host=*/true>,
                          ApproximateF32<mlir::math::ExpOp, Exp, /*Host=*/true>,
                          ApproximateF32<mlir::math::LogOp, Log, /*Host=*/true>,
-                         ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>>(ctx);
+                         ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>,
+                         ApproximateF32<mlir::math::ExpM1Op, Expm1, /*Host=*/true>,
+                         ApproximateF32<mlir::math::Log1pOp, Log1p, /*Host=*/true>>(ctx);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();
       }
       // Math LLVM has no intrinsic for (f64 erf, cbrt, atan2...) or only a
       // naive one (MathToLLVM's expm1 is exp(x) - 1, log1p is log(1 + x),
-      // both wrong near 0) becomes calls to libm. The rest stays intrinsics
+      // both wrong near 0; f32's are approximated above) becomes calls to
+      // libm. The rest stays intrinsics
       // LLVM can vectorize (floor, sqrt...).
       llvm::SmallVector<mlir::Operation*> libmOps;
       module.walk([&](mlir::Operation* op) {

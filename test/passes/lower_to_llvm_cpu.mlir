@@ -68,3 +68,29 @@ func.func @exp_clamp(%x: f32) -> f32 {
   %e = math.exp %x : f32
   return %e : f32
 }
+
+// f32 expm1 and log1p on the host: arithmetic that vectorizes, no libm
+// call. expm1 is 2 (t e + (t - 1/2)) with t = 2^(n-1) built in the
+// exponent field (n + 126); log1p adds u = 1 + x's rounding error over u
+// (a division) to log(u). f64 keeps the libm calls.
+// CPU-LABEL: llvm.func @expm1_log1p
+// CPU-NOT:   llvm.call @expm1f
+// CPU:       %[[BIAS:.*]] = llvm.mlir.constant(126 : i32) : i32
+// CPU:       %[[N:.*]] = llvm.fptosi %{{.*}} : f32 to i32
+// CPU:       %[[B:.*]] = llvm.add %[[N]], %[[BIAS]] : i32
+// CPU:       %[[T:.*]] = llvm.bitcast %{{.*}} : i32 to f32
+// CPU:       %[[HALF:.*]] = llvm.mlir.constant(5.000000e-01 : f32) : f32
+// CPU:       %[[TM:.*]] = llvm.fsub %[[T]], %[[HALF]] : f32
+// CPU:       llvm.intr.fma(%[[T]], %{{.*}}, %[[TM]])
+// CPU-NOT:   llvm.call @log1pf
+// CPU:       llvm.fdiv
+// CPU:       llvm.call @expm1(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.call @log1p(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.return
+func.func @expm1_log1p(%x: f32, %d: f64) -> (f32, f64) {
+  %e = math.expm1 %x : f32
+  %l = math.log1p %e : f32
+  %e64 = math.expm1 %d : f64
+  %l64 = math.log1p %e64 : f64
+  return %l, %l64 : f32, f64
+}

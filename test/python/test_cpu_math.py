@@ -2,7 +2,12 @@
 vectorizes, not libm calls) against the exact values: within 1 ulp over
 sweeps of 2^20 points (exp: -110 to 90, overflow, normal, subnormal and
 flushed results; log: every binade of positive floats, subnormals too),
-and the special values as expf and logf give them. The host's f32 erf is
+and the special values as expf and logf give them. The host's f32 expm1
+and log1p (the same polynomials, reduced so that nothing cancels near 0):
+within 1.5 ulp (measured 1.44 each; XLA:CPU's own are 5.3 and 1.5) over
+sweeps of 2^20 points -- expm1 from -20 to past overflow and around 0,
+log1p over every binade of positive floats, tiny negatives and (-1, 1) --
+and their special values. The host's f32 erf is
 XLA:CPU's own rational form: its bits are XLA:CPU's on every normal float
 (2^20 points over all binades; XLA:CPU flushes subnormal inputs to zero,
 the host does not), within 6 ulp of the exact values (measured 5.4 near
@@ -47,6 +52,16 @@ def exp_kernel():
 @pytest.fixture(scope="module")
 def log_kernel():
     return _kernel("log", "log")
+
+
+@pytest.fixture(scope="module")
+def expm1_kernel():
+    return _kernel("exponential-minus-one", "expm1")
+
+
+@pytest.fixture(scope="module")
+def log1p_kernel():
+    return _kernel("log-plus-one", "log1p")
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +116,50 @@ def test_log_special_values(log_kernel):
     assert np.isnan(got[:3]).all()
     np.testing.assert_array_equal(
         got[3:], np.array([np.inf, -np.inf, -np.inf, 0.0, -103.27893, 0.6931472], np.float32))
+
+
+@pytest.mark.parametrize("lo, hi", [(-20.0, 90.0), (-1.0, 1.0), (-1e-3, 1e-3)])
+def test_expm1_is_within_one_and_a_half_ulp(expm1_kernel, lo, hi):
+    x = np.linspace(lo, hi, N).astype(np.float32)
+    exact = np.expm1(x.astype(np.float64))
+    with np.errstate(over="ignore"):
+        finite = np.isfinite(exact.astype(np.float32))
+    got = _run(expm1_kernel, x)
+    assert _max_ulp_error(got[finite], exact[finite]) < 1.5
+    assert np.all(np.isinf(got[~finite]))
+
+
+def test_expm1_special_values(expm1_kernel):
+    # Tiny arguments (-0 and subnormals) are themselves; from -17.5 down the
+    # result rounds to -1; past ln(FLT_MAX) it is +inf.
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 1e-30, -17.5, -100.0,
+                  88.72283, 88.7229, 1.0, -1.0], np.float32)
+    got = _run(expm1_kernel, x)
+    assert np.isnan(got[0])
+    np.testing.assert_array_equal(
+        got[1:], np.array([np.inf, -1.0, 0.0, -0.0, 1e-45, -1e-45, 1e-30, -1.0, -1.0,
+                           3.4027985e38, np.inf, 1.7182817, -0.63212055], np.float32))
+    assert np.signbit(got[4]) and not np.signbit(got[3])
+
+
+def test_log1p_is_within_one_and_a_half_ulp(log1p_kernel):
+    binades = np.linspace(1, 0x7F7FFFFF, N).astype(np.uint32).view(np.float32)
+    for x in (binades, -binades[binades < 1], np.linspace(-0.9999999, 1, N).astype(np.float32)):
+        exact = np.log1p(x.astype(np.float64))
+        assert _max_ulp_error(_run(log1p_kernel, x), exact) < 1.5
+
+
+def test_log1p_special_values(log1p_kernel):
+    # -1 is -inf, below it NaN; tiny arguments (-0, subnormals) are
+    # themselves; the largest float's log1p is its log.
+    x = np.array([np.nan, -1.5, -np.inf, np.inf, -1.0, 0.0, -0.0, 1e-45, -1e-45, 1.0, 3.4e38,
+                  -0.99999994], np.float32)
+    got = _run(log1p_kernel, x)
+    assert np.isnan(got[:3]).all()
+    np.testing.assert_array_equal(
+        got[3:], np.array([np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 0.6931472, 88.722008,
+                           -16.635532], np.float32))
+    assert np.signbit(got[6]) and not np.signbit(got[5])
 
 
 def test_host_erf_is_xla_cpus(host_erf_kernel):

@@ -94,3 +94,25 @@ func.func @expm1_log1p(%x: f32, %d: f64) -> (f32, f64) {
   %l64 = math.log1p %e64 : f64
   return %l, %l64 : f32, f64
 }
+
+// f32 sin, cos and tan on the host: f64 arithmetic that vectorizes, the
+// argument reduced against 2/pi's bits in seven 29-bit chunks (the first
+// and last shown), the result rounded once to f32. f64 keeps the
+// intrinsics.
+// CPU-LABEL: llvm.func @trig
+// CPU-NOT:   llvm.intr.sin({{.*}}) : (f32)
+// CPU:       llvm.fpext %{{.*}} : f32 to f64
+// CPU:       llvm.mlir.constant(0.63661977089941502 : f64)
+// CPU:       llvm.mlir.constant(3.720474878517739E-53 : f64)
+// CPU:       llvm.fptrunc %{{.*}} : f64 to f32
+// CPU-NOT:   llvm.intr.cos({{.*}}) : (f32)
+// CPU-NOT:   llvm.call @tanf
+// CPU:       llvm.intr.sin(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.return
+func.func @trig(%x: f32, %d: f64) -> (f32, f64) {
+  %s = math.sin %x : f32
+  %c = math.cos %s : f32
+  %t = math.tan %c : f32
+  %s64 = math.sin %d : f64
+  return %t, %s64 : f32, f64
+}

@@ -144,36 +144,53 @@ struct ReducedAngle {
   mlir::Value q;         // q mod 4, i32
 };
 
-ReducedAngle reduceAngle(const F32Builder& f32, mlir::Value x) {
-  mlir::PatternRewriter& rewriter = f32.rewriter;
-  mlir::Location loc = f32.loc;
-  mlir::Type f64 = rewriter.getF64Type();
-  if (auto vt = llvm::dyn_cast<mlir::VectorType>(f32.type)) f64 = vt.clone(f64);
-  auto c = [&](double v) -> mlir::Value {
-    mlir::TypedAttr attr = rewriter.getF64FloatAttr(v);
-    if (auto vt = llvm::dyn_cast<mlir::VectorType>(f64)) {
+// f64 arithmetic in the shape of an F32Builder's type (a scalar or a
+// vector), for the functions computed in f64 and rounded once to f32.
+struct F64Ops {
+  const F32Builder& f32;
+  mlir::Type type;
+
+  explicit F64Ops(const F32Builder& f32) : f32(f32), type(f32.rewriter.getF64Type()) {
+    if (auto vt = llvm::dyn_cast<mlir::VectorType>(f32.type)) type = vt.clone(type);
+  }
+  mlir::Value c(double v) const {
+    mlir::TypedAttr attr = f32.rewriter.getF64FloatAttr(v);
+    if (auto vt = llvm::dyn_cast<mlir::VectorType>(type)) {
       attr = mlir::DenseElementsAttr::get(vt, attr);
     }
-    return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
-  };
-  auto add = [&](mlir::Value a, mlir::Value b) -> mlir::Value {
-    return rewriter.create<mlir::arith::AddFOp>(loc, a, b);
-  };
-  auto sub = [&](mlir::Value a, mlir::Value b) -> mlir::Value {
-    return rewriter.create<mlir::arith::SubFOp>(loc, a, b);
-  };
-  auto mul = [&](mlir::Value a, mlir::Value b) -> mlir::Value {
-    return rewriter.create<mlir::arith::MulFOp>(loc, a, b);
-  };
-  auto round = [&](mlir::Value a) -> mlir::Value {
-    return rewriter.create<mlir::math::RoundEvenOp>(loc, a);
-  };
-  auto horner = [&](mlir::Value a, llvm::ArrayRef<double> coefficients) {
+    return f32.rewriter.create<mlir::arith::ConstantOp>(f32.loc, attr);
+  }
+  template <typename Op>
+  mlir::Value op(mlir::Value a, mlir::Value b) const {
+    return f32.rewriter.create<Op>(f32.loc, a, b);
+  }
+  mlir::Value add(mlir::Value a, mlir::Value b) const { return op<mlir::arith::AddFOp>(a, b); }
+  mlir::Value sub(mlir::Value a, mlir::Value b) const { return op<mlir::arith::SubFOp>(a, b); }
+  mlir::Value mul(mlir::Value a, mlir::Value b) const { return op<mlir::arith::MulFOp>(a, b); }
+  mlir::Value round(mlir::Value a) const {
+    return f32.rewriter.create<mlir::math::RoundEvenOp>(f32.loc, a);
+  }
+  mlir::Value widen(mlir::Value a) const {
+    return f32.rewriter.create<mlir::arith::ExtFOp>(f32.loc, type, a);
+  }
+  mlir::Value horner(mlir::Value a, llvm::ArrayRef<double> coefficients) const {
     mlir::Value acc = c(coefficients.front());
     for (double k : coefficients.drop_front()) acc = f32.fma(acc, a, c(k));
     return acc;
-  };
-  mlir::Value wide = rewriter.create<mlir::arith::ExtFOp>(loc, f64, x);
+  }
+};
+
+ReducedAngle reduceAngle(const F32Builder& f32, mlir::Value x) {
+  mlir::PatternRewriter& rewriter = f32.rewriter;
+  mlir::Location loc = f32.loc;
+  F64Ops d(f32);
+  auto c = [&](double v) { return d.c(v); };
+  auto add = [&](mlir::Value a, mlir::Value b) { return d.add(a, b); };
+  auto sub = [&](mlir::Value a, mlir::Value b) { return d.sub(a, b); };
+  auto mul = [&](mlir::Value a, mlir::Value b) { return d.mul(a, b); };
+  auto round = [&](mlir::Value a) { return d.round(a); };
+  auto horner = [&](mlir::Value a, llvm::ArrayRef<double> k) { return d.horner(a, k); };
+  mlir::Value wide = d.widen(x);
   mlir::Value f = c(0.0), q = c(0.0);
   for (size_t i = 0; i < std::size(kTwoOverPiChunks); ++i) {
     mlir::Value t = mul(wide, c(std::ldexp(static_cast<double>(kTwoOverPiChunks[i]),
@@ -254,6 +271,132 @@ struct Tan {
         f32.loc, f32.select(a.odd, a.cos, a.sin), f32.select(a.odd, a.sin, a.cos));
     mlir::Value sign = f32.select(a.odd, f32.ci(1), f32.ci(0));
     return tinyIsItself(f32, x, signedByQuadrant(f32, ratio, sign, 1));
+  }
+};
+
+// pow(x, y) for f32 in f64 arithmetic LLVM vectorizes (libm's powf is a
+// call): 2^(y log2|x|), rounded once to f32. log2|x| = e + log2(m) with m
+// in [sqrt(1/2), sqrt(2)) read off x's f64 bits (f32 subnormals are f64
+// normals), log(m) = 2 atanh(s) with s = (m - 1) / (m + 1) (|s| <= 0.172,
+// the odd series to s^17: below 2^-50); 2^t = 2^n e^(g ln2) with n =
+// round(t), |g| <= 1/2 (Taylor to degree 11: below 2^-47), 2^n an f64
+// exponent field. t is clamped to [-152, 129], beyond which the f32 result
+// is 0 or inf. Within 0.51 ulp; XLA:CPU's powf is within 0.502. The special
+// cases are C99's (as libm gives them): pow(x, +-0) = pow(1, y) = 1 (NaN
+// too), pow(-1, +-inf) = 1, NaN otherwise propagates, a negative finite x
+// to a finite non-integer y is NaN, and an odd integer y keeps x's sign
+// (-0 and -inf too).
+struct PowF : public mlir::OpRewritePattern<mlir::math::PowFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(mlir::math::PowFOp op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
+    F32Builder f32{rewriter, op.getLoc(), op.getType(), /*host=*/true};
+    F64Ops d(f32);
+    mlir::Location loc = op.getLoc();
+    mlir::Value x = op.getLhs(), y = op.getRhs();
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Type i64 = rewriter.getI64Type();
+    if (auto vt = llvm::dyn_cast<mlir::VectorType>(d.type)) i64 = vt.clone(i64);
+    auto ci64 = [&](int64_t v) -> mlir::Value {
+      mlir::TypedAttr attr = rewriter.getI64IntegerAttr(v);
+      if (auto vt = llvm::dyn_cast<mlir::VectorType>(i64)) {
+        attr = mlir::DenseElementsAttr::get(vt, attr);
+      }
+      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+    };
+    // log2|x| in f64.
+    mlir::Value ax = d.widen(rewriter.create<mlir::math::AbsFOp>(loc, x));
+    mlir::Value bits = rewriter.create<mlir::arith::BitcastOp>(loc, i64, ax);
+    mlir::Value e = rewriter.create<mlir::arith::SubIOp>(
+        loc, rewriter.create<mlir::arith::ShRUIOp>(loc, bits, ci64(52)), ci64(1023));
+    mlir::Value m = rewriter.create<mlir::arith::BitcastOp>(
+        loc, d.type,
+        rewriter.create<mlir::arith::OrIOp>(
+            loc, rewriter.create<mlir::arith::AndIOp>(loc, bits, ci64((int64_t{1} << 52) - 1)),
+            ci64(int64_t{1023} << 52)));
+    mlir::Value ef = rewriter.create<mlir::arith::SIToFPOp>(loc, d.type, e);
+    mlir::Value big = f32.cmp(P::OGT, m, d.c(1.4142135623730951));
+    m = f32.select(big, d.mul(m, d.c(0.5)), m);
+    ef = f32.select(big, d.add(ef, d.c(1.0)), ef);
+    mlir::Value s = rewriter.create<mlir::arith::DivFOp>(loc, d.sub(m, d.c(1.0)),
+                                                         d.add(m, d.c(1.0)));
+    mlir::Value s2 = d.mul(s, s);
+    // 2 atanh(s) / ln2 = s (2 / ln2) (1 + s^2 / 3 + s^4 / 5 + ...).
+    llvm::SmallVector<double> series;
+    for (int k = 17; k >= 1; k -= 2) series.push_back(2.0 / (k * M_LN2));
+    mlir::Value lg = f32.fma(d.mul(s, s2), d.horner(s2, llvm::ArrayRef(series).drop_back()),
+                             d.mul(s, d.c(series.back())));
+    lg = d.add(ef, lg);
+    lg = f32.select(f32.cmp(P::OEQ, ax, d.c(0.0)),
+                    d.c(-std::numeric_limits<double>::infinity()), lg);
+    // inf and NaN are their own log2.
+    lg = f32.select(f32.cmp(P::UGE, ax, d.c(std::numeric_limits<double>::infinity())), ax, lg);
+    // 2^(y log2|x|); a NaN stays a NaN through the clamp.
+    mlir::Value t = d.mul(d.widen(y), lg);
+    mlir::Value high = d.c(129.0), low = d.c(-152.0);
+    t = f32.select(f32.cmp(P::OLT, high, t), high, t);
+    t = f32.select(f32.cmp(P::OLT, t, low), low, t);
+    mlir::Value n = d.round(t);
+    mlir::Value z = d.mul(d.sub(t, n), d.c(M_LN2));
+    llvm::SmallVector<double> taylor;
+    double factorial = 1.0;
+    for (int k = 1; k <= 11; ++k) factorial *= k;
+    for (int k = 11; k >= 0; --k) {
+      taylor.push_back(1.0 / factorial);
+      if (k > 0) factorial /= k;
+    }
+    mlir::Value scale = rewriter.create<mlir::arith::BitcastOp>(
+        loc, d.type,
+        rewriter.create<mlir::arith::ShLIOp>(
+            loc,
+            rewriter.create<mlir::arith::AddIOp>(
+                loc, rewriter.create<mlir::arith::FPToSIOp>(loc, i64, n), ci64(1023)),
+            ci64(52)));
+    mlir::Value r = rewriter.create<mlir::arith::TruncFOp>(
+        loc, f32.type, d.mul(d.horner(z, taylor), scale));
+    // The sign: x's (its bit, for -0) where y is an odd integer.
+    mlir::Value integral =
+        f32.cmp(P::OEQ, rewriter.create<mlir::math::FloorOp>(loc, y), y);
+    mlir::Value small = f32.cmp(P::OLT, rewriter.create<mlir::math::AbsFOp>(loc, y),
+                                f32.c(16777216.0));
+    mlir::Value odd = rewriter.create<mlir::arith::AndIOp>(
+        loc, rewriter.create<mlir::arith::AndIOp>(loc, integral, small),
+        rewriter.create<mlir::arith::CmpIOp>(
+            loc, mlir::arith::CmpIPredicate::ne,
+            rewriter.create<mlir::arith::AndIOp>(
+                loc,
+                rewriter.create<mlir::arith::FPToSIOp>(
+                    loc, f32.i32(), f32.select(small, y, f32.c(0.0))),
+                f32.ci(1)),
+            f32.ci(0)));
+    mlir::Value xNegative = rewriter.create<mlir::arith::CmpIOp>(
+        loc, mlir::arith::CmpIPredicate::slt,
+        rewriter.create<mlir::arith::BitcastOp>(loc, f32.i32(), x), f32.ci(0));
+    r = f32.select(rewriter.create<mlir::arith::AndIOp>(loc, odd, xNegative),
+                   rewriter.create<mlir::arith::NegFOp>(loc, r), r);
+    // A negative finite x to a finite non-integer y.
+    mlir::Value finiteNegative =
+        rewriter.create<mlir::arith::AndIOp>(loc, f32.cmp(P::OLT, x, f32.c(0.0)),
+                                             f32.cmp(P::ONE, x, f32.c(-INFINITY)));
+    mlir::Value fraction = f32.cmp(P::ONE, rewriter.create<mlir::math::FloorOp>(loc, y), y);
+    mlir::Value finiteY =
+        f32.cmp(P::OLT, rewriter.create<mlir::math::AbsFOp>(loc, y), f32.c(INFINITY));
+    r = f32.select(rewriter.create<mlir::arith::AndIOp>(
+                       loc, finiteNegative,
+                       rewriter.create<mlir::arith::AndIOp>(loc, fraction, finiteY)),
+                   f32.c(std::numeric_limits<float>::quiet_NaN()), r);
+    // 1: y = +-0, x = 1, and x = -1 with y = +-inf.
+    mlir::Value one = rewriter.create<mlir::arith::OrIOp>(
+        loc, f32.cmp(P::OEQ, y, f32.c(0.0)),
+        rewriter.create<mlir::arith::OrIOp>(
+            loc, f32.cmp(P::OEQ, x, f32.c(1.0)),
+            rewriter.create<mlir::arith::AndIOp>(
+                loc, f32.cmp(P::OEQ, x, f32.c(-1.0)),
+                f32.cmp(P::OEQ, rewriter.create<mlir::math::AbsFOp>(loc, y),
+                        f32.c(INFINITY)))));
+    rewriter.replaceOp(op, f32.select(one, f32.c(1.0), r));
+    return mlir::success();
   }
 };
 
@@ -445,7 +588,8 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       module.walk([&](mlir::Operation* op) {
         if (llvm::isa<mlir::math::TanhOp, mlir::math::ExpOp, mlir::math::LogOp,
                       mlir::math::ErfOp, mlir::math::ExpM1Op, mlir::math::Log1pOp,
-                      mlir::math::SinOp, mlir::math::CosOp, mlir::math::TanOp>(op)) {
+                      mlir::math::SinOp, mlir::math::CosOp, mlir::math::TanOp,
+                      mlir::math::PowFOp>(op)) {
           approximated.push_back(op);
         }
       });
@@ -458,7 +602,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF32<mlir::math::Log1pOp, Log1p, /*Host=*/true>,
                          ApproximateF32<mlir::math::SinOp, Sin, /*Host=*/true>,
                          ApproximateF32<mlir::math::CosOp, Cos, /*Host=*/true>,
-                         ApproximateF32<mlir::math::TanOp, Tan, /*Host=*/true>>(ctx);
+                         ApproximateF32<mlir::math::TanOp, Tan, /*Host=*/true>, PowF>(ctx);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

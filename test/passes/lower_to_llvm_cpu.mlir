@@ -116,3 +116,20 @@ func.func @trig(%x: f32, %d: f64) -> (f32, f64) {
   %s64 = math.sin %d : f64
   return %t, %s64 : f32, f64
 }
+
+// f32 pow on the host: 2^(y log2|x|) in f64 (log2 through s = (m - 1) /
+// (m + 1), 2^n as an f64 exponent field), rounded once to f32; f64 pow
+// keeps the intrinsic.
+// CPU-LABEL: llvm.func @pow
+// CPU-NOT:   llvm.intr.pow({{.*}}) : (f32, f32)
+// CPU:       llvm.bitcast %{{.*}} : f64 to i64
+// CPU:       llvm.fdiv %{{.*}} : f64
+// CPU:       llvm.shl %{{.*}} : i64
+// CPU:       llvm.fptrunc %{{.*}} : f64 to f32
+// CPU:       llvm.intr.pow(%{{.*}}) : (f64, f64) -> f64
+// CPU:       llvm.return
+func.func @pow(%x: f32, %y: f32, %d: f64) -> (f32, f64) {
+  %p = math.powf %x, %y : f32
+  %p64 = math.powf %d, %d : f64
+  return %p, %p64 : f32, f64
+}

@@ -400,6 +400,57 @@ struct PowF : public mlir::OpRewritePattern<mlir::math::PowFOp> {
   }
 };
 
+// atan2(y, x) for f32 in f64 arithmetic LLVM vectorizes (libm's atan2f is
+// a call): atan(a) of a = min(|x|, |y|) / max(|x|, |y|) in [0, 1], halved
+// twice (atan(a) = 2 atan(a / (1 + sqrt(1 + a^2))), leaving |c| <=
+// tan(pi/16)) and the odd Taylor series to c^15 (below 2^-40), then pi/2 -
+// it where |y| > |x|, pi - it where x's sign bit is set, y's sign; rounded
+// once to f32. C99's special cases follow: atan2(+-0, +-0) is +-0 or +-pi
+// by x's sign bit, two infinities +-pi/4 or +-3pi/4, NaN gives NaN.
+struct Atan2 : public mlir::OpRewritePattern<mlir::math::Atan2Op> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(mlir::math::Atan2Op op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
+    F32Builder f32{rewriter, op.getLoc(), op.getType(), /*host=*/true};
+    F64Ops d(f32);
+    mlir::Location loc = op.getLoc();
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Value y = op.getLhs(), x = op.getRhs();
+    mlir::Value ay = d.widen(rewriter.create<mlir::math::AbsFOp>(loc, y));
+    mlir::Value ax = d.widen(rewriter.create<mlir::math::AbsFOp>(loc, x));
+    mlir::Value swap = f32.cmp(P::OGT, ay, ax);
+    mlir::Value lo = f32.select(swap, ax, ay), hi = f32.select(swap, ay, ax);
+    // lo / hi, with 0 / 0 = 0 and inf / inf = 1; a NaN stays a NaN.
+    mlir::Value a = f32.select(
+        f32.cmp(P::OEQ, hi, d.c(0.0)), d.c(0.0),
+        f32.select(f32.cmp(P::OEQ, lo, hi), d.c(1.0),
+                   rewriter.create<mlir::arith::DivFOp>(loc, lo, hi)));
+    for (int i = 0; i < 2; ++i) {
+      mlir::Value root =
+          rewriter.create<mlir::math::SqrtOp>(loc, f32.fma(a, a, d.c(1.0)));
+      a = rewriter.create<mlir::arith::DivFOp>(loc, a, d.add(root, d.c(1.0)));
+    }
+    mlir::Value a2 = d.mul(a, a);
+    llvm::SmallVector<double> series;
+    for (int k = 15; k >= 3; k -= 2) series.push_back((k % 4 == 1 ? 1.0 : -1.0) / k);
+    mlir::Value r = d.mul(f32.fma(d.mul(a, a2), d.horner(a2, series), a), d.c(4.0));
+    r = f32.select(swap, d.sub(d.c(M_PI_2), r), r);
+    auto signBit = [&](mlir::Value v) -> mlir::Value {
+      return rewriter.create<mlir::arith::CmpIOp>(
+          loc, mlir::arith::CmpIPredicate::slt,
+          rewriter.create<mlir::arith::BitcastOp>(loc, f32.i32(), v), f32.ci(0));
+    };
+    r = f32.select(signBit(x), d.sub(d.c(M_PI), r), r);
+    r = f32.select(signBit(y), rewriter.create<mlir::arith::NegFOp>(loc, r), r);
+    // A NaN operand (which 0 / 0's select can drop) gives NaN.
+    rewriter.replaceOp(op, f32.select(f32.cmp(P::UNO, y, x),
+                                      rewriter.create<mlir::arith::AddFOp>(loc, y, x),
+                                      rewriter.create<mlir::arith::TruncFOp>(loc, f32.type, r)));
+    return mlir::success();
+  }
+};
+
 // erf(x) as XLA:CPU's (Eigen's rational interpolant, FMA Horner): x P(x^2)
 // / Q(x^2) for |x| below 3.832506856900711, where erf rounds to 1 in f32,
 // and copysign(1, x) from there; a NaN stays a NaN. Unlike libm's erff it
@@ -589,7 +640,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
         if (llvm::isa<mlir::math::TanhOp, mlir::math::ExpOp, mlir::math::LogOp,
                       mlir::math::ErfOp, mlir::math::ExpM1Op, mlir::math::Log1pOp,
                       mlir::math::SinOp, mlir::math::CosOp, mlir::math::TanOp,
-                      mlir::math::PowFOp>(op)) {
+                      mlir::math::PowFOp, mlir::math::Atan2Op>(op)) {
           approximated.push_back(op);
         }
       });
@@ -602,7 +653,8 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF32<mlir::math::Log1pOp, Log1p, /*Host=*/true>,
                          ApproximateF32<mlir::math::SinOp, Sin, /*Host=*/true>,
                          ApproximateF32<mlir::math::CosOp, Cos, /*Host=*/true>,
-                         ApproximateF32<mlir::math::TanOp, Tan, /*Host=*/true>, PowF>(ctx);
+                         ApproximateF32<mlir::math::TanOp, Tan, /*Host=*/true>, PowF,
+                         Atan2>(ctx);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

@@ -133,3 +133,20 @@ func.func @pow(%x: f32, %y: f32, %d: f64) -> (f32, f64) {
   %p64 = math.powf %d, %d : f64
   return %p, %p64 : f32, f64
 }
+
+// f32 atan2 on the host: f64 arithmetic (the ratio halved twice through
+// sqrt, a Taylor series), rounded once to f32, NaN operands kept; f64
+// atan2 stays a libm call.
+// CPU-LABEL: llvm.func @atan2_f32
+// CPU-NOT:   llvm.call @atan2f
+// CPU:       llvm.intr.sqrt(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.intr.sqrt(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.fptrunc %{{.*}} : f64 to f32
+// CPU:       llvm.fcmp "uno"
+// CPU:       llvm.call @atan2(%{{.*}}) : (f64, f64) -> f64
+// CPU:       llvm.return
+func.func @atan2_f32(%y: f32, %x: f32, %d: f64) -> (f32, f64) {
+  %a = math.atan2 %y, %x : f32
+  %a64 = math.atan2 %d, %d : f64
+  return %a, %a64 : f32, f64
+}

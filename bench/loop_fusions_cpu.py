@@ -63,6 +63,7 @@ CASES = {
     "power f32": _module(f"  a = f32{N} abs(a0)\n  ROOT r = f32{N} power(a, a1)",
                          [f"f32{N}", f"f32{N}"], f"f32{N}"),
     "atan2 f32": _module(f"  ROOT r = f32{N} atan2(a0, a1)", [f"f32{N}", f"f32{N}"], f"f32{N}"),
+    "cbrt f32": _module(f"  ROOT r = f32{N} cbrt(a0)", [f"f32{N}"], f"f32{N}"),
     "slices + concat": _module("  lo = f32[2048,2048] slice(a0), slice={[0:2048], [0:2048]}\n"
                                "  hi = f32[2048,2048] slice(a0), slice={[2048:4096], [0:2048]}\n"
                                "  ROOT c = f32[2048,4096] concatenate(hi, lo), dimensions={1}",

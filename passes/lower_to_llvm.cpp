@@ -178,6 +178,41 @@ struct F64Ops {
     for (double k : coefficients.drop_front()) acc = f32.fma(acc, a, c(k));
     return acc;
   }
+  mlir::Type integerType() const {
+    mlir::Type i64 = f32.rewriter.getI64Type();
+    if (auto vt = llvm::dyn_cast<mlir::VectorType>(type)) return vt.clone(i64);
+    return i64;
+  }
+  mlir::Value ci(int64_t v) const {
+    mlir::TypedAttr attr = f32.rewriter.getI64IntegerAttr(v);
+    if (auto vt = llvm::dyn_cast<mlir::VectorType>(integerType())) {
+      attr = mlir::DenseElementsAttr::get(vt, attr);
+    }
+    return f32.rewriter.create<mlir::arith::ConstantOp>(f32.loc, attr);
+  }
+  // A positive normal `a` as m 2^e: m in [1, 2) and e (i64) from its bits.
+  std::pair<mlir::Value, mlir::Value> split(mlir::Value a) const {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    mlir::Value bits = rewriter.create<mlir::arith::BitcastOp>(loc, integerType(), a);
+    mlir::Value e = rewriter.create<mlir::arith::SubIOp>(
+        loc, rewriter.create<mlir::arith::ShRUIOp>(loc, bits, ci(52)), ci(1023));
+    mlir::Value m = rewriter.create<mlir::arith::BitcastOp>(
+        loc, type,
+        rewriter.create<mlir::arith::OrIOp>(
+            loc, rewriter.create<mlir::arith::AndIOp>(loc, bits, ci((int64_t{1} << 52) - 1)),
+            ci(int64_t{1023} << 52)));
+    return {m, e};
+  }
+  // 2^n for an i64 n within f64's normal exponents: its exponent field.
+  mlir::Value pow2(mlir::Value n) const {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    return rewriter.create<mlir::arith::BitcastOp>(
+        loc, type,
+        rewriter.create<mlir::arith::ShLIOp>(
+            loc, rewriter.create<mlir::arith::AddIOp>(loc, n, ci(1023)), ci(52)));
+  }
 };
 
 ReducedAngle reduceAngle(const F32Builder& f32, mlir::Value x) {
@@ -296,25 +331,9 @@ struct PowF : public mlir::OpRewritePattern<mlir::math::PowFOp> {
     mlir::Location loc = op.getLoc();
     mlir::Value x = op.getLhs(), y = op.getRhs();
     using P = mlir::arith::CmpFPredicate;
-    mlir::Type i64 = rewriter.getI64Type();
-    if (auto vt = llvm::dyn_cast<mlir::VectorType>(d.type)) i64 = vt.clone(i64);
-    auto ci64 = [&](int64_t v) -> mlir::Value {
-      mlir::TypedAttr attr = rewriter.getI64IntegerAttr(v);
-      if (auto vt = llvm::dyn_cast<mlir::VectorType>(i64)) {
-        attr = mlir::DenseElementsAttr::get(vt, attr);
-      }
-      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
-    };
     // log2|x| in f64.
     mlir::Value ax = d.widen(rewriter.create<mlir::math::AbsFOp>(loc, x));
-    mlir::Value bits = rewriter.create<mlir::arith::BitcastOp>(loc, i64, ax);
-    mlir::Value e = rewriter.create<mlir::arith::SubIOp>(
-        loc, rewriter.create<mlir::arith::ShRUIOp>(loc, bits, ci64(52)), ci64(1023));
-    mlir::Value m = rewriter.create<mlir::arith::BitcastOp>(
-        loc, d.type,
-        rewriter.create<mlir::arith::OrIOp>(
-            loc, rewriter.create<mlir::arith::AndIOp>(loc, bits, ci64((int64_t{1} << 52) - 1)),
-            ci64(int64_t{1023} << 52)));
+    auto [m, e] = d.split(ax);
     mlir::Value ef = rewriter.create<mlir::arith::SIToFPOp>(loc, d.type, e);
     mlir::Value big = f32.cmp(P::OGT, m, d.c(1.4142135623730951));
     m = f32.select(big, d.mul(m, d.c(0.5)), m);
@@ -346,13 +365,8 @@ struct PowF : public mlir::OpRewritePattern<mlir::math::PowFOp> {
       taylor.push_back(1.0 / factorial);
       if (k > 0) factorial /= k;
     }
-    mlir::Value scale = rewriter.create<mlir::arith::BitcastOp>(
-        loc, d.type,
-        rewriter.create<mlir::arith::ShLIOp>(
-            loc,
-            rewriter.create<mlir::arith::AddIOp>(
-                loc, rewriter.create<mlir::arith::FPToSIOp>(loc, i64, n), ci64(1023)),
-            ci64(52)));
+    mlir::Value scale =
+        d.pow2(rewriter.create<mlir::arith::FPToSIOp>(loc, d.integerType(), n));
     mlir::Value r = rewriter.create<mlir::arith::TruncFOp>(
         loc, f32.type, d.mul(d.horner(z, taylor), scale));
     // The sign: x's (its bit, for -0) where y is an odd integer.
@@ -448,6 +462,43 @@ struct Atan2 : public mlir::OpRewritePattern<mlir::math::Atan2Op> {
                                       rewriter.create<mlir::arith::AddFOp>(loc, y, x),
                                       rewriter.create<mlir::arith::TruncFOp>(loc, f32.type, r)));
     return mlir::success();
+  }
+};
+
+// cbrt(x) for f32 in f64 arithmetic LLVM vectorizes (libm's cbrtf is a
+// call): |x| = m 2^(3q + k) from its f64 bits (k in 0..2), the cube root of
+// m 2^k in [1, 8) from a cubic guess (within 1.4 %) and three Newton steps
+// y = (2y + a / y^2) / 3 (error squared each: below 2^-49), times 2^q as an
+// f64 exponent field, x's sign, rounded once to f32. Zeros, infinities and
+// NaN are themselves.
+struct Cbrt {
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
+    mlir::Location loc = f32.loc;
+    F64Ops d(f32);
+    mlir::Type i64 = d.integerType();
+    mlir::Value ax = d.widen(rewriter.create<mlir::math::AbsFOp>(loc, x));
+    auto [m, e] = d.split(ax);
+    mlir::Value ef = rewriter.create<mlir::arith::SIToFPOp>(loc, d.type, e);
+    mlir::Value q = rewriter.create<mlir::math::FloorOp>(loc, d.mul(ef, d.c(1.0 / 3)));
+    mlir::Value k = f32.fma(q, d.c(-3.0), ef);
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Value a = d.mul(m, f32.select(f32.cmp(P::OEQ, k, d.c(0.0)), d.c(1.0),
+                                        f32.select(f32.cmp(P::OEQ, k, d.c(1.0)), d.c(2.0),
+                                                   d.c(4.0))));
+    mlir::Value y = d.horner(a, {0.0019168345, -0.0374981214, 0.3400291293, 0.7091206996});
+    for (int i = 0; i < 3; ++i) {
+      mlir::Value quotient = rewriter.create<mlir::arith::DivFOp>(loc, a, d.mul(y, y));
+      y = d.mul(f32.fma(y, d.c(2.0), quotient), d.c(1.0 / 3));
+    }
+    mlir::Value scale = d.pow2(rewriter.create<mlir::arith::FPToSIOp>(loc, i64, q));
+    mlir::Value r = rewriter.create<mlir::arith::TruncFOp>(loc, f32.type, d.mul(y, scale));
+    r = rewriter.create<mlir::math::CopySignOp>(loc, r, x);
+    // 0, inf and NaN.
+    mlir::Value special = rewriter.create<mlir::arith::OrIOp>(
+        loc, f32.cmp(P::OEQ, x, f32.c(0.0)),
+        f32.cmp(P::UGE, rewriter.create<mlir::math::AbsFOp>(loc, x), f32.c(INFINITY)));
+    return f32.select(special, x, r);
   }
 };
 
@@ -640,7 +691,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
         if (llvm::isa<mlir::math::TanhOp, mlir::math::ExpOp, mlir::math::LogOp,
                       mlir::math::ErfOp, mlir::math::ExpM1Op, mlir::math::Log1pOp,
                       mlir::math::SinOp, mlir::math::CosOp, mlir::math::TanOp,
-                      mlir::math::PowFOp, mlir::math::Atan2Op>(op)) {
+                      mlir::math::PowFOp, mlir::math::Atan2Op, mlir::math::CbrtOp>(op)) {
           approximated.push_back(op);
         }
       });
@@ -654,7 +705,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF32<mlir::math::SinOp, Sin, /*Host=*/true>,
                          ApproximateF32<mlir::math::CosOp, Cos, /*Host=*/true>,
                          ApproximateF32<mlir::math::TanOp, Tan, /*Host=*/true>, PowF,
-                         Atan2>(ctx);
+                         Atan2, ApproximateF32<mlir::math::CbrtOp, Cbrt, /*Host=*/true>>(ctx);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

@@ -150,3 +150,18 @@ func.func @atan2_f32(%y: f32, %x: f32, %d: f64) -> (f32, f64) {
   %a64 = math.atan2 %d, %d : f64
   return %a, %a64 : f32, f64
 }
+
+// f32 cbrt on the host: f64 arithmetic (three Newton steps, each a
+// division), x's sign, rounded once to f32; f64 cbrt stays a libm call.
+// CPU-LABEL: llvm.func @cbrt_f32
+// CPU-NOT:   llvm.call @cbrtf
+// CPU-COUNT-3: llvm.fdiv %{{.*}} : f64
+// CPU:       llvm.fptrunc %{{.*}} : f64 to f32
+// CPU:       llvm.intr.copysign
+// CPU:       llvm.call @cbrt(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.return
+func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
+  %c = math.cbrt %x : f32
+  %c64 = math.cbrt %d : f64
+  return %c, %c64 : f32, f64
+}

@@ -14,7 +14,8 @@ binade of both signs up to FLT_MAX, and their special values. The host's
 f32 pow (f64 arithmetic too): within 0.51 ulp (measured 0.500) over
 random x and y, x near 1 with large y, negative x with integer y and
 every binade of x, and C99's special cases on a grid of special pairs;
-atan2 the same way (measured 0.500).
+atan2 the same way (measured 0.500). f32 cbrt: correctly rounded over
+every binade of both signs and [-10, 10], and its special values.
 The host's f32 erf is
 XLA:CPU's own rational form: its bits are XLA:CPU's on every normal float
 (2^20 points over all binades; XLA:CPU flushes subnormal inputs to zero,
@@ -285,6 +286,19 @@ def test_atan2_special_values(atan2_kernel):
     np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(want)],
                                   want.view(np.uint32)[~np.isnan(want)])
     assert np.isnan(got[np.isnan(want)]).all()
+
+
+def test_cbrt_is_correctly_rounded():
+    kernel = _kernel("cbrt", "cbrt")
+    binades = np.linspace(1, 0x7F7FFFFF, N).astype(np.uint32).view(np.float32)
+    for x in (binades, -binades, np.linspace(-10, 10, N).astype(np.float32)):
+        assert _max_ulp_error(_run(kernel, x), np.cbrt(x.astype(np.float64))) <= 0.5
+    # Zeros, infinities and NaN are themselves; subnormals and FLT_MAX.
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, -27.0, 3.4028235e38],
+                 np.float32)
+    got = _run(kernel, x)
+    assert np.isnan(got[4]) and np.signbit(got[1]) and not np.signbit(got[0])
+    np.testing.assert_array_equal(got, np.cbrt(x.astype(np.float64)).astype(np.float32))
 
 
 def test_host_erf_is_xla_cpus(host_erf_kernel):

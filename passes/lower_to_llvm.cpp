@@ -53,16 +53,19 @@ mlir::Value expPolynomial(const F32Builder& f32, mlir::Value r) {
 // Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2, ln2 in two parts),
 // Cephes' degree-6 polynomial for e^r (within 1 ulp of expf on [-ln2/2,
 // ln2/2]), and 2^n applied as two exponent-field scalings so that results
-// down to the smallest subnormal are reached. x above ln(FLT_MAX) is +inf,
-// below -104 0 (as the rounding would give), a NaN stays a NaN.
+// down to the smallest subnormal are reached. x above ln(FLT_MAX) is +inf
+// (the scaling overflows: x is clamped at 89, n = 128 and e^r > 1 there,
+// so no compare and select is needed), below -104 0 (as the rounding would
+// give), a NaN stays a NaN.
 struct Exp {
   static mlir::Value build(const F32Builder& f32, mlir::Value x) {
     mlir::PatternRewriter& rewriter = f32.rewriter;
     mlir::Location loc = f32.loc;
     mlir::Type type = f32.type;
     mlir::Type i32 = f32.i32();
-    // Clamped to where the result is finite and not flushed to 0 (NaN kept).
-    mlir::Value clamped = f32.clamp(x, -104.0, 88.72283935546875);
+    // Clamped to where the result is not flushed to 0 and n <= 128 (NaN
+    // kept).
+    mlir::Value clamped = f32.clamp(x, -104.0, 89.0);
     mlir::Value n = rewriter.create<mlir::math::RoundEvenOp>(
         loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, f32.c(1.44269504088896341)));
     mlir::Value r = f32.fma(n, f32.c(-0.693359375), clamped);
@@ -79,10 +82,8 @@ struct Exp {
           loc, rewriter.create<mlir::arith::AddIOp>(loc, e, f32.ci(127)), f32.ci(23));
       return rewriter.create<mlir::arith::BitcastOp>(loc, type, bits);
     };
-    mlir::Value scaled = rewriter.create<mlir::arith::MulFOp>(
+    return rewriter.create<mlir::arith::MulFOp>(
         loc, rewriter.create<mlir::arith::MulFOp>(loc, y, pow2(half)), pow2(rest));
-    mlir::Value overflow = f32.cmp(mlir::arith::CmpFPredicate::OGT, x, f32.c(88.72283935546875));
-    return f32.select(overflow, f32.c(std::numeric_limits<float>::infinity()), scaled);
   }
 };
 
@@ -92,13 +93,14 @@ struct Exp {
 // is a normal float for every n the clamp leaves (-25 to 128), t - 1/2 is
 // exact, the FMA rounds once, and doubling is exact. Below |x| = 2^-25 the
 // result is x (x^2 / 2 is under half its ulp; -0 and subnormals kept),
-// below -17.5 it rounds to -1, above ln(FLT_MAX) it is +inf; a NaN stays a
-// NaN. Unlike libm's expm1f (a call) it vectorizes.
+// below -17.5 it rounds to -1, above ln(FLT_MAX) it is +inf (the doubling
+// overflows, as Exp's scaling does); a NaN stays a NaN. Unlike libm's
+// expm1f (a call) it vectorizes.
 struct Expm1 {
   static mlir::Value build(const F32Builder& f32, mlir::Value x) {
     mlir::PatternRewriter& rewriter = f32.rewriter;
     mlir::Location loc = f32.loc;
-    mlir::Value clamped = f32.clamp(x, -17.5, 88.72283935546875);
+    mlir::Value clamped = f32.clamp(x, -17.5, 89.0);
     mlir::Value n = rewriter.create<mlir::math::RoundEvenOp>(
         loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, f32.c(1.44269504088896341)));
     mlir::Value r = f32.fma(n, f32.c(-0.693359375), clamped);
@@ -114,10 +116,7 @@ struct Expm1 {
             f32.ci(23)));
     mlir::Value y = rewriter.create<mlir::arith::MulFOp>(
         loc, f32.fma(t, e, rewriter.create<mlir::arith::SubFOp>(loc, t, f32.c(0.5))), f32.c(2.0));
-    using P = mlir::arith::CmpFPredicate;
-    y = f32.select(f32.cmp(P::OGT, x, f32.c(88.72283935546875)),
-                   f32.c(std::numeric_limits<float>::infinity()), y);
-    mlir::Value tiny = f32.cmp(P::OLT, rewriter.create<mlir::math::AbsFOp>(loc, x),
+    mlir::Value tiny = f32.cmp(mlir::arith::CmpFPredicate::OLT, rewriter.create<mlir::math::AbsFOp>(loc, x),
                                f32.c(0x1p-25));
     return f32.select(tiny, x, y);
   }

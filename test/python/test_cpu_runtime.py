@@ -234,6 +234,24 @@ def test_transpose_shuffle_atomics_example():
     assert acc[1] == max(0.0, lanes.max())
 
 
+def test_array_addresses():
+    """A kernel's arguments are passed by the address of their first byte,
+    read through the buffer protocol where numpy exports a writable buffer
+    and through .ctypes otherwise (ml_dtypes' types, read-only and empty
+    arrays): the same address either way, views included."""
+    from xla_gpu.runtime.cpu import _address
+    base = np.arange(48, dtype=np.int8).reshape(3, 16)
+    read_only = np.zeros(16, np.float32)
+    read_only.flags.writeable = False
+    arrays = [np.zeros(16, np.float32), np.zeros((2, 3), np.complex64), np.zeros(5, np.bool_),
+              np.zeros(16, ml_dtypes.bfloat16), np.zeros(16, ml_dtypes.float8_e4m3fn),
+              np.zeros(0, np.float32), np.zeros((), np.float32), read_only, base[1],
+              base[1:].view(np.int16)]
+    for a in arrays:
+        assert _address(a) == a.__array_interface__["data"][0]
+    assert _address(base[1]) == _address(base) + 16
+
+
 def test_bad_arrays_are_rejected_before_running():
     kernel = CpuKernel(BARRIER)
     x = np.zeros(2048, np.float32)

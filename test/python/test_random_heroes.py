@@ -244,16 +244,26 @@ def _outputs(b: _Builder, outputs, kind: str, reducers: list[str]) -> str:
     return b.text(n, tuple_type, kind, reducers)
 
 
+# Partial tiles and whole ones (WHOLE_TILES).
 TRANSPOSES = [((64, 48, 100), (0, 2, 1)), ((40, 33, 64), (2, 1, 0)), ((64, 48, 2), (1, 0, 2)),
-              ((100, 200), (1, 0)), ((8, 200, 96), (0, 2, 1)), ((2, 64, 32, 40), (0, 3, 2, 1))]
+              ((100, 200), (1, 0)), ((8, 200, 96), (0, 2, 1)), ((2, 64, 32, 40), (0, 3, 2, 1)),
+              ((4, 64, 96), (0, 2, 1)), ((128, 96), (1, 0))]
+WHOLE_TILES = TRANSPOSES[-2:]
 
 
 def _transpose(r: random.Random) -> str:
     b = _Builder(r)
     shape, perm = r.choice(TRANSPOSES)
     out_shape = tuple(shape[p] for p in perm)
-    t = r.choice(FLOATS + INTEGERS + ["f16", "s8"])
-    x = b.chain(b.param(t, shape), t, shape, r.randrange(4))
+    if (shape, perm) in WHOLE_TILES and r.random() < 0.5:
+        # A 32-bit parameter transposed as it is: the CPU target copies its
+        # tiles transposed through registers (lower-kernel-to-cpu's
+        # transposing copy).
+        t = r.choice(["f32", "s32", "u32"])
+        x = b.param(t, shape)
+    else:
+        t = r.choice(FLOATS + INTEGERS + ["f16", "s8"])
+        x = b.chain(b.param(t, shape), t, shape, r.randrange(4))
     y = b.add(t, out_shape, f"transpose({x}), dimensions={{{','.join(map(str, perm))}}}", "t")
     if r.random() < 0.5:
         # An epilogue with a parameter of the output's shape.
@@ -370,3 +380,22 @@ def test_random_heroes_reach_their_emitters():
         taken[kind] += analyze_fusion(find_fusion(parse_hlo(text))).kind == kind
     for kind in made:
         assert taken[kind] >= 0.6 * made[kind], (kind, taken[kind], made[kind])
+
+
+def test_random_heroes_reach_the_transposing_copy():
+    """Among the default seeds, a transpose of whole 32-bit tiles copies
+    them transposed through registers on the CPU target (8x8 squares: its
+    LLVM IR shuffles vectors of 8), so the fuzzing compares that lowering
+    with XLA too."""
+    reached = []
+    for seed in range(40):
+        text, kind = hero_fusion_text(seed)
+        whole = any(f"{t}{_dims(shape)} parameter(0)" in text for shape, _ in WHOLE_TILES
+                    for t in ("f32", "s32", "u32"))
+        if kind != EmitterKind.TRANSPOSE or not whole or "transpose(p0)" not in text:
+            continue
+        with ir.Context():
+            kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))))
+        if "llvm.shufflevector" in kernel.llvm_ir and "vector<8x" in kernel.llvm_ir:
+            reached.append(seed)
+    assert reached

@@ -1,7 +1,10 @@
 """Benchmark: transpose and concatenate fusions on the CPU target against
 XLA:CPU running the same HLO (the cases of the transpose issue: the seed's
 f32[20,160,170] -> [170,160,20] with exp and abs, a 021 transpose of
-f16[8,200,96], a transpose + add, and a concatenate of three operands).
+f16[8,200,96], a transpose + add, and a concatenate of three operands),
+and a 021 transpose of whole bf16 tiles, bf16[16,256,512]: XLA's packed
+16-bit transpose, whose second phase reads the shared tile's columns two
+bytes at a time -- element by element on the CPU target.
 
 Both sides are compiled once and run on the same inputs in the same
 process; medians of --runs timed runs a side, in blocks
@@ -37,6 +40,9 @@ CASES = {
         "  t = f32[1024,1024] transpose(a0), dimensions={1,0}\n"
         "  ROOT r = f32[1024,1024] add(t, a1)", ["f32[1024,1024]", "f32[1024,1024]"],
         "f32[1024,1024]"),
+    "021 transpose bf16[16,256,512]": _module(
+        "  ROOT t = bf16[16,512,256] transpose(a0), dimensions={0,2,1}",
+        ["bf16[16,256,512]"], "bf16[16,512,256]"),
     "concatenate f32[1024,{100,200,28}]": _module(
         "  e = f32[1024,100] exponential(a0)\n  m = f32[1024,28] multiply(a2, a2)\n"
         "  ROOT c = f32[1024,328] concatenate(e, a1, m), dimensions={1}",

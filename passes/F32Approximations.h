@@ -77,15 +77,19 @@ struct F32Builder {
   }
 };
 
-// An f32 op replaced by `Approximation::build(f32, operand)` (each below),
-// for the host or the GPU.
+// An f32 op replaced by `Approximation::build(f32, operands...)` (each
+// below; a unary or a binary op), for the host or the GPU.
 template <typename Op, typename Approximation, bool Host = false>
 struct ApproximateF32 : public mlir::OpRewritePattern<Op> {
   using mlir::OpRewritePattern<Op>::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
     if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
     F32Builder f32{rewriter, op.getLoc(), op.getType(), Host};
-    rewriter.replaceOp(op, Approximation::build(f32, op.getOperand()));
+    if constexpr (Op::template hasTrait<mlir::OpTrait::OneOperand>()) {
+      rewriter.replaceOp(op, Approximation::build(f32, op.getOperand()));
+    } else {
+      rewriter.replaceOp(op, Approximation::build(f32, op.getLhs(), op.getRhs()));
+    }
     return mlir::success();
   }
 };

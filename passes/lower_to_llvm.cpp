@@ -320,15 +320,11 @@ struct Tan {
 // too), pow(-1, +-inf) = 1, NaN otherwise propagates, a negative finite x
 // to a finite non-integer y is NaN, and an odd integer y keeps x's sign
 // (-0 and -inf too).
-struct PowF : public mlir::OpRewritePattern<mlir::math::PowFOp> {
-  using OpRewritePattern::OpRewritePattern;
-  mlir::LogicalResult matchAndRewrite(mlir::math::PowFOp op,
-                                      mlir::PatternRewriter& rewriter) const override {
-    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
-    F32Builder f32{rewriter, op.getLoc(), op.getType(), /*host=*/true};
+struct Pow {
+  static mlir::Value build(const F32Builder& f32, mlir::Value x, mlir::Value y) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
     F64Ops d(f32);
-    mlir::Location loc = op.getLoc();
-    mlir::Value x = op.getLhs(), y = op.getRhs();
+    mlir::Location loc = f32.loc;
     using P = mlir::arith::CmpFPredicate;
     // log2|x| in f64.
     mlir::Value ax = d.widen(rewriter.create<mlir::math::AbsFOp>(loc, x));
@@ -408,8 +404,7 @@ struct PowF : public mlir::OpRewritePattern<mlir::math::PowFOp> {
                 loc, f32.cmp(P::OEQ, x, f32.c(-1.0)),
                 f32.cmp(P::OEQ, rewriter.create<mlir::math::AbsFOp>(loc, y),
                         f32.c(INFINITY)))));
-    rewriter.replaceOp(op, f32.select(one, f32.c(1.0), r));
-    return mlir::success();
+    return f32.select(one, f32.c(1.0), r);
   }
 };
 
@@ -420,16 +415,12 @@ struct PowF : public mlir::OpRewritePattern<mlir::math::PowFOp> {
 // it where |y| > |x|, pi - it where x's sign bit is set, y's sign; rounded
 // once to f32. C99's special cases follow: atan2(+-0, +-0) is +-0 or +-pi
 // by x's sign bit, two infinities +-pi/4 or +-3pi/4, NaN gives NaN.
-struct Atan2 : public mlir::OpRewritePattern<mlir::math::Atan2Op> {
-  using OpRewritePattern::OpRewritePattern;
-  mlir::LogicalResult matchAndRewrite(mlir::math::Atan2Op op,
-                                      mlir::PatternRewriter& rewriter) const override {
-    if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
-    F32Builder f32{rewriter, op.getLoc(), op.getType(), /*host=*/true};
+struct Atan2 {
+  static mlir::Value build(const F32Builder& f32, mlir::Value y, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = f32.rewriter;
     F64Ops d(f32);
-    mlir::Location loc = op.getLoc();
+    mlir::Location loc = f32.loc;
     using P = mlir::arith::CmpFPredicate;
-    mlir::Value y = op.getLhs(), x = op.getRhs();
     mlir::Value ay = d.widen(rewriter.create<mlir::math::AbsFOp>(loc, y));
     mlir::Value ax = d.widen(rewriter.create<mlir::math::AbsFOp>(loc, x));
     mlir::Value swap = f32.cmp(P::OGT, ay, ax);
@@ -457,10 +448,8 @@ struct Atan2 : public mlir::OpRewritePattern<mlir::math::Atan2Op> {
     r = f32.select(signBit(x), d.sub(d.c(M_PI), r), r);
     r = f32.select(signBit(y), rewriter.create<mlir::arith::NegFOp>(loc, r), r);
     // A NaN operand (which 0 / 0's select can drop) gives NaN.
-    rewriter.replaceOp(op, f32.select(f32.cmp(P::UNO, y, x),
-                                      rewriter.create<mlir::arith::AddFOp>(loc, y, x),
-                                      rewriter.create<mlir::arith::TruncFOp>(loc, f32.type, r)));
-    return mlir::success();
+    return f32.select(f32.cmp(P::UNO, y, x), rewriter.create<mlir::arith::AddFOp>(loc, y, x),
+                      rewriter.create<mlir::arith::TruncFOp>(loc, f32.type, r));
   }
 };
 
@@ -703,8 +692,10 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF32<mlir::math::Log1pOp, Log1p, /*Host=*/true>,
                          ApproximateF32<mlir::math::SinOp, Sin, /*Host=*/true>,
                          ApproximateF32<mlir::math::CosOp, Cos, /*Host=*/true>,
-                         ApproximateF32<mlir::math::TanOp, Tan, /*Host=*/true>, PowF,
-                         Atan2, ApproximateF32<mlir::math::CbrtOp, Cbrt, /*Host=*/true>>(ctx);
+                         ApproximateF32<mlir::math::TanOp, Tan, /*Host=*/true>,
+                         ApproximateF32<mlir::math::PowFOp, Pow, /*Host=*/true>,
+                         ApproximateF32<mlir::math::Atan2Op, Atan2, /*Host=*/true>,
+                         ApproximateF32<mlir::math::CbrtOp, Cbrt, /*Host=*/true>>(ctx);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

@@ -45,8 +45,12 @@ from xla_gpu.runtime import CpuKernel
 N = 1 << 20
 
 
-def _kernel(opcode: str, call: str) -> CpuKernel:
-    text = f"fusion {{\n  p = f32[{N}] parameter(0)\n  ROOT e = f32[{N}] {opcode}(p)\n}}\n"
+def _kernel(opcode: str, call: str, operands: int = 1) -> CpuKernel:
+    """The loop kernel of `opcode` on f32[N] operands, checked to call
+    neither libm's `call`f nor LLVM's intrinsic of it."""
+    params = "".join(f"  p{i} = f32[{N}] parameter({i})\n" for i in range(operands))
+    args = ", ".join(f"p{i}" for i in range(operands))
+    text = f"fusion {{\n{params}  ROOT e = f32[{N}] {opcode}({args})\n}}\n"
     with ir.Context():
         kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
     assert f"{call}f" not in kernel.llvm_ir and f"llvm.intr.{call}" not in kernel.llvm_ir
@@ -200,23 +204,14 @@ def test_trig_special_values(trig_kernel):
         assert np.signbit(got[4]) and not np.signbit(got[3])
 
 
-def _binary_kernel(opcode: str, call: str) -> CpuKernel:
-    text = (f"fusion {{\n  p = f32[{N}] parameter(0)\n  q = f32[{N}] parameter(1)\n"
-            f"  ROOT e = f32[{N}] {opcode}(p, q)\n}}\n")
-    with ir.Context():
-        kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
-    assert f"{call}f" not in kernel.llvm_ir and f"llvm.intr.{call}" not in kernel.llvm_ir
-    return kernel
-
-
 @pytest.fixture(scope="module")
 def pow_kernel():
-    return _binary_kernel("power", "pow")
+    return _kernel("power", "pow", operands=2)
 
 
 @pytest.fixture(scope="module")
 def atan2_kernel():
-    return _binary_kernel("atan2", "atan2")
+    return _kernel("atan2", "atan2", operands=2)
 
 
 def _run_binary(kernel, x: np.ndarray, y: np.ndarray) -> np.ndarray:

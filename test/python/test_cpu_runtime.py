@@ -245,6 +245,7 @@ def test_array_addresses():
     read_only.flags.writeable = False
     arrays = [np.zeros(16, np.float32), np.zeros((2, 3), np.complex64), np.zeros(5, np.bool_),
               np.zeros(16, ml_dtypes.bfloat16), np.zeros(16, ml_dtypes.float8_e4m3fn),
+              np.zeros(16, ml_dtypes.float8_e5m2), np.zeros(16, ml_dtypes.int4),
               np.zeros(0, np.float32), np.zeros((), np.float32), read_only, base[1],
               base[1:].view(np.int16)]
     for a in arrays:

@@ -42,6 +42,8 @@ struct Tanh {
   }
 };
 
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
 // Cephes' P with e^r = 1 + r + r^2 P(r) within 1 ulp of expf on [-ln2/2,
 // ln2/2].
 mlir::Value expPolynomial(const F32Builder& f32, mlir::Value r) {
@@ -116,31 +118,10 @@ struct Expm1 {
             f32.ci(23)));
     mlir::Value y = rewriter.create<mlir::arith::MulFOp>(
         loc, f32.fma(t, e, rewriter.create<mlir::arith::SubFOp>(loc, t, f32.c(0.5))), f32.c(2.0));
-    mlir::Value tiny = f32.cmp(mlir::arith::CmpFPredicate::OLT, rewriter.create<mlir::math::AbsFOp>(loc, x),
-                               f32.c(0x1p-25));
+    mlir::Value tiny = f32.cmp(mlir::arith::CmpFPredicate::OLT,
+                               rewriter.create<mlir::math::AbsFOp>(loc, x), f32.c(0x1p-25));
     return f32.select(tiny, x, y);
   }
-};
-
-// sin, cos and tan of f32 x, in f64 arithmetic LLVM vectorizes (libm's
-// sinf is a call). The argument is reduced exactly for every float:
-// x 2/pi = q + f with q an integer mod 4 and |f| <= 1/2, as the sum of x
-// times 2/pi's bits in seven 29-bit chunks (kTwoOverPiChunks: 203 bits,
-// enough for x up to FLT_MAX). Each product (24 x 29 bits) is exact in
-// f64; its integer part is kept mod 4, its fraction added to f, which is
-// brought back to [-1/2, 1/2] after each chunk, so that the sum of the
-// fractions is exact until its terms are far below f's ulp. Then sin and
-// cos of r = f pi/2 (|r| <= pi/4) as Taylor polynomials (truncation below
-// 2^-36), picked and signed by q, and rounded once to f32: within 0.51 ulp
-// over all floats (XLA:CPU's are within 0.56). Below |x| = 2^-12 sin and
-// tan are x (-0 and subnormals kept); inf and NaN give NaN.
-constexpr int64_t kTwoOverPiChunks[] = {0x145f306d, 0x19391054, 0x14fe13ab, 0x1d1f534d,
-                                        0x1b81b6c5, 0x05664f10, 0x1c820ff2};
-
-struct ReducedAngle {
-  mlir::Value sin, cos;  // of r, in f64
-  mlir::Value odd;       // q & 1: sin and cos of x are cos and sin of r
-  mlir::Value q;         // q mod 4, i32
 };
 
 // f64 arithmetic in the shape of an F32Builder's type (a scalar or a
@@ -214,6 +195,27 @@ struct F64Ops {
   }
 };
 
+// sin, cos and tan of f32 x, in f64 arithmetic LLVM vectorizes (libm's
+// sinf is a call). The argument is reduced exactly for every float:
+// x 2/pi = q + f with q an integer mod 4 and |f| <= 1/2, as the sum of x
+// times 2/pi's bits in seven 29-bit chunks (kTwoOverPiChunks: 203 bits,
+// enough for x up to FLT_MAX). Each product (24 x 29 bits) is exact in
+// f64; its integer part is kept mod 4, its fraction added to f, which is
+// brought back to [-1/2, 1/2] after each chunk, so that the sum of the
+// fractions is exact until its terms are far below f's ulp. Then sin and
+// cos of r = f pi/2 (|r| <= pi/4) as Taylor polynomials (truncation below
+// 2^-36), picked and signed by q, and rounded once to f32: within 0.51 ulp
+// over all floats (XLA:CPU's are within 0.56). Below |x| = 2^-12 sin and
+// tan are x (-0 and subnormals kept); inf and NaN give NaN.
+constexpr int64_t kTwoOverPiChunks[] = {0x145f306d, 0x19391054, 0x14fe13ab, 0x1d1f534d,
+                                        0x1b81b6c5, 0x05664f10, 0x1c820ff2};
+
+struct ReducedAngle {
+  mlir::Value sin, cos;  // of r, in f64
+  mlir::Value odd;       // q & 1: sin and cos of x are cos and sin of r
+  mlir::Value q;         // q mod 4, i32
+};
+
 ReducedAngle reduceAngle(const F32Builder& f32, mlir::Value x) {
   mlir::PatternRewriter& rewriter = f32.rewriter;
   mlir::Location loc = f32.loc;
@@ -240,14 +242,11 @@ ReducedAngle reduceAngle(const F32Builder& f32, mlir::Value x) {
   }
   mlir::Value r = mul(f, c(1.5707963267948966));
   mlir::Value r2 = mul(r, r);
-  mlir::Value sinR = f32.fma(mul(r, r2),
-                             horner(r2, {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040,
-                                             1.0 / 120, -1.0 / 6}),
-                             r);
-  mlir::Value cosR = f32.fma(r2,
-                             horner(r2, {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720,
-                                             1.0 / 24, -0.5}),
-                             c(1.0));
+  mlir::Value sinR = f32.fma(
+      mul(r, r2), horner(r2, {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6}),
+      r);
+  mlir::Value cosR = f32.fma(
+      r2, horner(r2, {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5}), c(1.0));
   mlir::Value qi = rewriter.create<mlir::arith::AndIOp>(
       loc, rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), q), f32.ci(3));
   mlir::Value odd = rewriter.create<mlir::arith::CmpIOp>(
@@ -387,10 +386,10 @@ struct Pow {
     // A negative finite x to a finite non-integer y.
     mlir::Value finiteNegative =
         rewriter.create<mlir::arith::AndIOp>(loc, f32.cmp(P::OLT, x, f32.c(0.0)),
-                                             f32.cmp(P::ONE, x, f32.c(-INFINITY)));
+                                             f32.cmp(P::ONE, x, f32.c(-kInfinity)));
     mlir::Value fraction = f32.cmp(P::ONE, rewriter.create<mlir::math::FloorOp>(loc, y), y);
     mlir::Value finiteY =
-        f32.cmp(P::OLT, rewriter.create<mlir::math::AbsFOp>(loc, y), f32.c(INFINITY));
+        f32.cmp(P::OLT, rewriter.create<mlir::math::AbsFOp>(loc, y), f32.c(kInfinity));
     r = f32.select(rewriter.create<mlir::arith::AndIOp>(
                        loc, finiteNegative,
                        rewriter.create<mlir::arith::AndIOp>(loc, fraction, finiteY)),
@@ -403,7 +402,7 @@ struct Pow {
             rewriter.create<mlir::arith::AndIOp>(
                 loc, f32.cmp(P::OEQ, x, f32.c(-1.0)),
                 f32.cmp(P::OEQ, rewriter.create<mlir::math::AbsFOp>(loc, y),
-                        f32.c(INFINITY)))));
+                        f32.c(kInfinity)))));
     return f32.select(one, f32.c(1.0), r);
   }
 };
@@ -485,7 +484,7 @@ struct Cbrt {
     // 0, inf and NaN.
     mlir::Value special = rewriter.create<mlir::arith::OrIOp>(
         loc, f32.cmp(P::OEQ, x, f32.c(0.0)),
-        f32.cmp(P::UGE, rewriter.create<mlir::math::AbsFOp>(loc, x), f32.c(INFINITY)));
+        f32.cmp(P::UGE, rewriter.create<mlir::math::AbsFOp>(loc, x), f32.c(kInfinity)));
     return f32.select(special, x, r);
   }
 };
@@ -548,8 +547,8 @@ struct Log {
     r = f32.fma(ef, f32.c(0.693359375), r);
     // The special values.
     r = f32.select(f32.cmp(P::OEQ, x, f32.c(0.0)),
-                   f32.c(-std::numeric_limits<float>::infinity()), r);
-    r = f32.select(f32.cmp(P::OEQ, x, f32.c(std::numeric_limits<float>::infinity())), x, r);
+                   f32.c(-kInfinity), r);
+    r = f32.select(f32.cmp(P::OEQ, x, f32.c(kInfinity)), x, r);
     // x < 0 or NaN: NaN.
     r = f32.select(f32.cmp(P::OGE, x, f32.c(0.0)), r,
                    f32.c(std::numeric_limits<float>::quiet_NaN()));
@@ -577,9 +576,9 @@ struct Log1p {
         rewriter.create<mlir::arith::SubFOp>(loc, u, f32.select(big, x, one)));
     mlir::Value r = rewriter.create<mlir::arith::AddFOp>(
         loc, Log::build(f32, u), rewriter.create<mlir::arith::DivFOp>(loc, c, u));
-    r = f32.select(f32.cmp(P::OEQ, x, f32.c(std::numeric_limits<float>::infinity())), x, r);
+    r = f32.select(f32.cmp(P::OEQ, x, f32.c(kInfinity)), x, r);
     r = f32.select(f32.cmp(P::OEQ, x, f32.c(-1.0)),
-                   f32.c(-std::numeric_limits<float>::infinity()), r);
+                   f32.c(-kInfinity), r);
     return f32.select(f32.cmp(P::OLT, abs, f32.c(0x1p-25)), x, r);
   }
 };

@@ -45,7 +45,14 @@ class VectorizeLoadsStoresPass
     //    inserts into a vector iteration argument written after the loop.
     SmallVector<mlir::scf::ForOp> loops;
     getOperation().walk([&](mlir::scf::ForOp loop) { loops.push_back(loop); });
-    for (mlir::scf::ForOp loop : loops) vectorizeLoop(loop);
+    for (mlir::scf::ForOp loop : loops) {
+      vectorizeLoop(loop);
+      // The cache's keys are this loop's ops. Kept, a new op at a freed
+      // op's address found the freed op's base index: a pass manager kept
+      // parsed (pipelines.compile_context) ran this pass on other IR with
+      // the last run's cache (verifier errors and crashes, 1 run in ~10).
+      baseCache.clear();
+    }
   }
 
  private:
@@ -143,6 +150,7 @@ class VectorizeLoadsStoresPass
     return base;
   }
 
+  // Each index op's base index in the loop being vectorized.
   llvm::DenseMap<mlir::Operation*, Value> baseCache;
 
   void vectorizeLoop(mlir::scf::ForOp loop) {

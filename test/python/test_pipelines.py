@@ -175,6 +175,39 @@ def test_compile_contexts_are_reused_with_their_pipelines_parsed():
     assert not pipelines._lent
 
 
+_REUSED_PIPELINE = """
+from mlir import ir
+from xla_gpu import examples, pipelines
+opts = pipelines.PipelineOptions(index_bitwidth=32)
+texts = [examples.path(n).read_text() for n in ("seed_gelu.mlir", "row_reduction.mlir")]
+def lowered(run, text):
+    module = pipelines.parse_module(text)
+    run(module, ",".join(pipelines.pipeline_passes(opts, pipelines.CPU_STAGES)))
+    return str(module)
+with ir.Context():
+    want = [lowered(pipelines._run, t) for t in texts]
+for _ in range(40):
+    with pipelines.compile_context() as context:
+        run = pipelines._lent[id(context)].run
+        for t, w in zip(texts + texts, want + want):
+            assert lowered(run, t) == w
+print("same")
+"""
+
+
+def test_a_pipeline_kept_parsed_keeps_nothing_between_runs():
+    """A compile context's parsed pipeline runs its passes again on other
+    IR: no pass may keep anything of its last run. vectorize-loads-stores
+    kept its cache of base indices, keyed by the ops of the IR it had run
+    on; a new op at a freed one's address then took a freed value (a
+    verifier error or a crash within these 40 rounds, every time). In a
+    process of its own: such a bug crashes it."""
+    proc = subprocess.run([sys.executable, "-c", _REUSED_PIPELINE], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "same"
+
+
 def test_cli_reports_errors_cleanly(tmp_path):
     bad = tmp_path / "bad.mlir"
     bad.write_text("func.func @f() {\n  xla_gpu.nope\n}\n")

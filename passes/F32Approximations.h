@@ -66,12 +66,13 @@ struct F32Builder {
   // has no such instruction, each is a sequence (it also orders -0 below
   // +0) that slows instruction selection: there x > hi ? hi : x is one
   // MINPS (hi < x ? hi : x), and the same for lo.
-  mlir::Value clamp(mlir::Value x, double lo, double hi) const {
+  mlir::Value clamp(mlir::Value x, double lo, double hi) const { return clamp(x, c(lo), c(hi)); }
+  // The same with bounds of x's type (an f64 one too).
+  mlir::Value clamp(mlir::Value x, mlir::Value low, mlir::Value high) const {
     if (!host) {
       return rewriter.create<mlir::arith::MaximumFOp>(
-          loc, rewriter.create<mlir::arith::MinimumFOp>(loc, x, c(hi)), c(lo));
+          loc, rewriter.create<mlir::arith::MinimumFOp>(loc, x, high), low);
     }
-    mlir::Value high = c(hi), low = c(lo);
     mlir::Value below = select(cmp(mlir::arith::CmpFPredicate::OLT, high, x), high, x);
     return select(cmp(mlir::arith::CmpFPredicate::OLT, below, low), low, below);
   }

@@ -51,6 +51,36 @@ mlir::Value expPolynomial(const F32Builder& f32, mlir::Value r) {
                         1.6666665459e-1, 5.0000001201e-1});
 }
 
+// x clamped to [lo, 89] (a NaN kept) as n ln2 + r with |r| <= ln2 / 2:
+// n = round(x / ln2), r by Cody-Waite (ln2 in two parts). From 89 on, n is
+// 128 and e^r > 1: scaled by 2^128, the result overflows to +inf.
+std::pair<mlir::Value, mlir::Value> expReduction(const F32Builder& f32, mlir::Value x, double lo) {
+  mlir::Value clamped = f32.clamp(x, lo, 89.0);
+  mlir::Value n = f32.rewriter.create<mlir::math::RoundEvenOp>(
+      f32.loc,
+      f32.rewriter.create<mlir::arith::MulFOp>(f32.loc, clamped, f32.c(1.44269504088896341)));
+  mlir::Value r = f32.fma(n, f32.c(-0.693359375), clamped);
+  return {n, f32.fma(n, f32.c(2.12194440e-4), r)};
+}
+
+// 2^(e + offset) for an i32 e (of f32's shape) where it is a normal float:
+// its exponent field.
+mlir::Value powerOfTwo(const F32Builder& f32, mlir::Value e, int32_t offset = 0) {
+  mlir::PatternRewriter& rewriter = f32.rewriter;
+  mlir::Value bits = rewriter.create<mlir::arith::ShLIOp>(
+      f32.loc, rewriter.create<mlir::arith::AddIOp>(f32.loc, e, f32.ci(127 + offset)),
+      f32.ci(23));
+  return rewriter.create<mlir::arith::BitcastOp>(f32.loc, f32.type, bits);
+}
+
+// `y`, or x itself where |x| < `bound` (below which the function rounds to
+// x: -0 and subnormals kept).
+mlir::Value tinyIsItself(const F32Builder& f32, mlir::Value x, mlir::Value y, double bound) {
+  mlir::Value tiny = f32.cmp(mlir::arith::CmpFPredicate::OLT,
+                             f32.rewriter.create<mlir::math::AbsFOp>(f32.loc, x), f32.c(bound));
+  return f32.select(tiny, x, y);
+}
+
 // exp(x) for f32 in arithmetic LLVM vectorizes (a libm call does not):
 // Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2, ln2 in two parts),
 // Cephes' degree-6 polynomial for e^r (within 1 ulp of expf on [-ln2/2,
@@ -63,29 +93,18 @@ struct Exp {
   static mlir::Value build(const F32Builder& f32, mlir::Value x) {
     mlir::PatternRewriter& rewriter = f32.rewriter;
     mlir::Location loc = f32.loc;
-    mlir::Type type = f32.type;
-    mlir::Type i32 = f32.i32();
-    // Clamped to where the result is not flushed to 0 and n <= 128 (NaN
-    // kept).
-    mlir::Value clamped = f32.clamp(x, -104.0, 89.0);
-    mlir::Value n = rewriter.create<mlir::math::RoundEvenOp>(
-        loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, f32.c(1.44269504088896341)));
-    mlir::Value r = f32.fma(n, f32.c(-0.693359375), clamped);
-    r = f32.fma(n, f32.c(2.12194440e-4), r);
+    // Below -104 the result flushes to 0.
+    auto [n, r] = expReduction(f32, x, -104.0);
     mlir::Value p = expPolynomial(f32, r);
     mlir::Value r2 = rewriter.create<mlir::arith::MulFOp>(loc, r, r);
     mlir::Value y = rewriter.create<mlir::arith::AddFOp>(loc, f32.fma(p, r2, r), f32.c(1.0));
     // y * 2^n as y * 2^(n/2) * 2^(n - n/2): each factor a normal float.
-    mlir::Value ni = rewriter.create<mlir::arith::FPToSIOp>(loc, i32, n);
+    mlir::Value ni = rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), n);
     mlir::Value half = rewriter.create<mlir::arith::ShRSIOp>(loc, ni, f32.ci(1));
     mlir::Value rest = rewriter.create<mlir::arith::SubIOp>(loc, ni, half);
-    auto pow2 = [&](mlir::Value e) -> mlir::Value {
-      mlir::Value bits = rewriter.create<mlir::arith::ShLIOp>(
-          loc, rewriter.create<mlir::arith::AddIOp>(loc, e, f32.ci(127)), f32.ci(23));
-      return rewriter.create<mlir::arith::BitcastOp>(loc, type, bits);
-    };
     return rewriter.create<mlir::arith::MulFOp>(
-        loc, rewriter.create<mlir::arith::MulFOp>(loc, y, pow2(half)), pow2(rest));
+        loc, rewriter.create<mlir::arith::MulFOp>(loc, y, powerOfTwo(f32, half)),
+        powerOfTwo(f32, rest));
   }
 };
 
@@ -102,25 +121,15 @@ struct Expm1 {
   static mlir::Value build(const F32Builder& f32, mlir::Value x) {
     mlir::PatternRewriter& rewriter = f32.rewriter;
     mlir::Location loc = f32.loc;
-    mlir::Value clamped = f32.clamp(x, -17.5, 89.0);
-    mlir::Value n = rewriter.create<mlir::math::RoundEvenOp>(
-        loc, rewriter.create<mlir::arith::MulFOp>(loc, clamped, f32.c(1.44269504088896341)));
-    mlir::Value r = f32.fma(n, f32.c(-0.693359375), clamped);
-    r = f32.fma(n, f32.c(2.12194440e-4), r);
+    // Below -17.5 the result rounds to -1.
+    auto [n, r] = expReduction(f32, x, -17.5);
     mlir::Value e = f32.fma(expPolynomial(f32, r), rewriter.create<mlir::arith::MulFOp>(loc, r, r),
                             r);
-    mlir::Value t = rewriter.create<mlir::arith::BitcastOp>(
-        loc, f32.type,
-        rewriter.create<mlir::arith::ShLIOp>(
-            loc,
-            rewriter.create<mlir::arith::AddIOp>(
-                loc, rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), n), f32.ci(126)),
-            f32.ci(23)));
+    mlir::Value t =
+        powerOfTwo(f32, rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), n), -1);
     mlir::Value y = rewriter.create<mlir::arith::MulFOp>(
         loc, f32.fma(t, e, rewriter.create<mlir::arith::SubFOp>(loc, t, f32.c(0.5))), f32.c(2.0));
-    mlir::Value tiny = f32.cmp(mlir::arith::CmpFPredicate::OLT,
-                               rewriter.create<mlir::math::AbsFOp>(loc, x), f32.c(0x1p-25));
-    return f32.select(tiny, x, y);
+    return tinyIsItself(f32, x, y, 0x1p-25);
   }
 };
 
@@ -220,33 +229,27 @@ ReducedAngle reduceAngle(const F32Builder& f32, mlir::Value x) {
   mlir::PatternRewriter& rewriter = f32.rewriter;
   mlir::Location loc = f32.loc;
   F64Ops d(f32);
-  auto c = [&](double v) { return d.c(v); };
-  auto add = [&](mlir::Value a, mlir::Value b) { return d.add(a, b); };
-  auto sub = [&](mlir::Value a, mlir::Value b) { return d.sub(a, b); };
-  auto mul = [&](mlir::Value a, mlir::Value b) { return d.mul(a, b); };
-  auto round = [&](mlir::Value a) { return d.round(a); };
-  auto horner = [&](mlir::Value a, llvm::ArrayRef<double> k) { return d.horner(a, k); };
   mlir::Value wide = d.widen(x);
-  mlir::Value f = c(0.0), q = c(0.0);
+  mlir::Value f = d.c(0.0), q = d.c(0.0);
   for (size_t i = 0; i < std::size(kTwoOverPiChunks); ++i) {
-    mlir::Value t = mul(wide, c(std::ldexp(static_cast<double>(kTwoOverPiChunks[i]),
-                                           -29 * static_cast<int>(i + 1))));
-    mlir::Value whole = round(t);
+    mlir::Value t = d.mul(wide, d.c(std::ldexp(static_cast<double>(kTwoOverPiChunks[i]),
+                                               -29 * static_cast<int>(i + 1))));
+    mlir::Value whole = d.round(t);
     // whole mod 4, exactly.
-    mlir::Value quarters = rewriter.create<mlir::math::FloorOp>(loc, mul(whole, c(0.25)));
-    q = add(q, f32.fma(quarters, c(-4.0), whole));
-    f = add(f, sub(t, whole));
-    mlir::Value carry = round(f);
-    f = sub(f, carry);
-    q = add(q, carry);
+    mlir::Value quarters = rewriter.create<mlir::math::FloorOp>(loc, d.mul(whole, d.c(0.25)));
+    q = d.add(q, f32.fma(quarters, d.c(-4.0), whole));
+    f = d.add(f, d.sub(t, whole));
+    mlir::Value carry = d.round(f);
+    f = d.sub(f, carry);
+    q = d.add(q, carry);
   }
-  mlir::Value r = mul(f, c(1.5707963267948966));
-  mlir::Value r2 = mul(r, r);
+  mlir::Value r = d.mul(f, d.c(1.5707963267948966));
+  mlir::Value r2 = d.mul(r, r);
   mlir::Value sinR = f32.fma(
-      mul(r, r2), horner(r2, {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6}),
-      r);
+      d.mul(r, r2),
+      d.horner(r2, {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6}), r);
   mlir::Value cosR = f32.fma(
-      r2, horner(r2, {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5}), c(1.0));
+      r2, d.horner(r2, {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5}), d.c(1.0));
   mlir::Value qi = rewriter.create<mlir::arith::AndIOp>(
       loc, rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), q), f32.ci(3));
   mlir::Value odd = rewriter.create<mlir::arith::CmpIOp>(
@@ -267,20 +270,15 @@ mlir::Value signedByQuadrant(const F32Builder& f32, mlir::Value value, mlir::Val
   return rewriter.create<mlir::arith::TruncFOp>(loc, f32.type, value);
 }
 
-// x itself where |x| < 2^-12 (sin and tan: x^3 / 3 is under half x's ulp).
-mlir::Value tinyIsItself(const F32Builder& f32, mlir::Value x, mlir::Value y) {
-  mlir::Value tiny = f32.cmp(mlir::arith::CmpFPredicate::OLT,
-                             f32.rewriter.create<mlir::math::AbsFOp>(f32.loc, x),
-                             f32.c(0x1p-12));
-  return f32.select(tiny, x, y);
-}
+// Below |x| = 2^-12, sin and tan are x: x^3 / 3 is under half x's ulp.
+constexpr double kTrigTiny = 0x1p-12;
 
 struct Sin {
   static mlir::Value build(const F32Builder& f32, mlir::Value x) {
     ReducedAngle a = reduceAngle(f32, x);
     // q = 0, 1, 2, 3: sin r, cos r, -sin r, -cos r.
     mlir::Value v = f32.select(a.odd, a.cos, a.sin);
-    return tinyIsItself(f32, x, signedByQuadrant(f32, v, a.q, 2));
+    return tinyIsItself(f32, x, signedByQuadrant(f32, v, a.q, 2), kTrigTiny);
   }
 };
 
@@ -303,7 +301,7 @@ struct Tan {
     mlir::Value ratio = rewriter.create<mlir::arith::DivFOp>(
         f32.loc, f32.select(a.odd, a.cos, a.sin), f32.select(a.odd, a.sin, a.cos));
     mlir::Value sign = f32.select(a.odd, f32.ci(1), f32.ci(0));
-    return tinyIsItself(f32, x, signedByQuadrant(f32, ratio, sign, 1));
+    return tinyIsItself(f32, x, signedByQuadrant(f32, ratio, sign, 1), kTrigTiny);
   }
 };
 
@@ -341,15 +339,11 @@ struct Pow {
     mlir::Value lg = f32.fma(d.mul(s, s2), d.horner(s2, llvm::ArrayRef(series).drop_back()),
                              d.mul(s, d.c(series.back())));
     lg = d.add(ef, lg);
-    lg = f32.select(f32.cmp(P::OEQ, ax, d.c(0.0)),
-                    d.c(-std::numeric_limits<double>::infinity()), lg);
+    lg = f32.select(f32.cmp(P::OEQ, ax, d.c(0.0)), d.c(-kInfinity), lg);
     // inf and NaN are their own log2.
-    lg = f32.select(f32.cmp(P::UGE, ax, d.c(std::numeric_limits<double>::infinity())), ax, lg);
+    lg = f32.select(f32.cmp(P::UGE, ax, d.c(kInfinity)), ax, lg);
     // 2^(y log2|x|); a NaN stays a NaN through the clamp.
-    mlir::Value t = d.mul(d.widen(y), lg);
-    mlir::Value high = d.c(129.0), low = d.c(-152.0);
-    t = f32.select(f32.cmp(P::OLT, high, t), high, t);
-    t = f32.select(f32.cmp(P::OLT, t, low), low, t);
+    mlir::Value t = f32.clamp(d.mul(d.widen(y), lg), d.c(-152.0), d.c(129.0));
     mlir::Value n = d.round(t);
     mlir::Value z = d.mul(d.sub(t, n), d.c(M_LN2));
     llvm::SmallVector<double> taylor;
@@ -577,9 +571,8 @@ struct Log1p {
     mlir::Value r = rewriter.create<mlir::arith::AddFOp>(
         loc, Log::build(f32, u), rewriter.create<mlir::arith::DivFOp>(loc, c, u));
     r = f32.select(f32.cmp(P::OEQ, x, f32.c(kInfinity)), x, r);
-    r = f32.select(f32.cmp(P::OEQ, x, f32.c(-1.0)),
-                   f32.c(-kInfinity), r);
-    return f32.select(f32.cmp(P::OLT, abs, f32.c(0x1p-25)), x, r);
+    r = f32.select(f32.cmp(P::OEQ, x, f32.c(-1.0)), f32.c(-kInfinity), r);
+    return tinyIsItself(f32, x, r, 0x1p-25);
   }
 };
 

@@ -77,8 +77,8 @@ func.func @exp_clamp(%x: f32) -> f32 {
 // (a division) to log(u). f64 keeps the libm calls.
 // CPU-LABEL: llvm.func @expm1_log1p
 // CPU-NOT:   llvm.call @expm1f
-// CPU:       %[[BIAS:.*]] = llvm.mlir.constant(126 : i32) : i32
 // CPU:       %[[N:.*]] = llvm.fptosi %{{.*}} : f32 to i32
+// CPU:       %[[BIAS:.*]] = llvm.mlir.constant(126 : i32) : i32
 // CPU:       %[[B:.*]] = llvm.add %[[N]], %[[BIAS]] : i32
 // CPU:       %[[T:.*]] = llvm.bitcast %{{.*}} : i32 to f32
 // CPU:       %[[HALF:.*]] = llvm.mlir.constant(5.000000e-01 : f32) : f32

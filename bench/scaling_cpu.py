@@ -25,6 +25,7 @@ from xla_gpu.benchmarks import gelu, median_ms
 from xla_gpu.emitters import DEFAULT_DEVICE, emit_kernel, find_fusion
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.runtime import CpuKernel
+from xla_gpu.runtime.cpu import aligned, aligned_empty
 
 
 def gelu_hlo(n: int) -> str:
@@ -58,8 +59,9 @@ def run(runs: int, max_log2: int) -> tuple[float, list[dict]]:
         n = 1 << log2
         with ir.Context():
             kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(gelu_hlo(n))), DEFAULT_DEVICE))
-        x = np.random.RandomState(0).randn(n).astype(np.float32)
-        out = np.empty_like(x)
+        # On 64-byte boundaries, as XLA's buffers are (cpu.aligned).
+        x = aligned(np.random.RandomState(0).randn(n).astype(np.float32))
+        out = aligned_empty(x.shape, x.dtype)
         ours = {t: median_ms(lambda t=t: kernel(x, out, num_threads=t), runs) for t in (1, 2)}
         # What a call without a thread count does (small grids: the caller).
         ours["default"] = median_ms(lambda: kernel(x, out), runs)

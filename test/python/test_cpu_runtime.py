@@ -7,6 +7,7 @@ import ml_dtypes
 import pytest
 
 from xla_gpu import examples, pipelines
+from xla_gpu.hlo import parse_hlo
 from xla_gpu.runtime import CpuKernel, KernelArgumentError
 from xla_gpu.runtime.packing import pack, unpack
 
@@ -251,6 +252,37 @@ def test_array_addresses():
     for a in arrays:
         assert _address(a) == a.__array_interface__["data"][0]
     assert _address(base[1]) == _address(base) + 16
+
+
+def test_aligned_arrays_start_on_64_byte_boundaries():
+    """aligned_empty and aligned give C-contiguous arrays whose first byte
+    is on a 64-byte boundary, as XLA's buffers are (numpy's large arrays
+    start 16 or 32 bytes past one; an empty array has no first byte);
+    aligned copies only what is not such an array, values and shape kept.
+    run-hlo's outputs are aligned too."""
+    from xla_gpu.runtime.cpu import ALIGNMENT, aligned, aligned_empty
+    from xla_gpu.tools.run_hlo import _OutputPool
+    assert ALIGNMENT == 64
+    for shape, dtype in [((1024, 1024), np.float32), ((3, 5), ml_dtypes.bfloat16),
+                         ((7,), ml_dtypes.int4), ((0, 4), np.float32), ((), np.complex64),
+                         ((33,), np.bool_)]:
+        a = aligned_empty(shape, dtype)
+        assert (a.shape, a.dtype) == (shape, np.dtype(dtype)) and a.flags.c_contiguous
+        assert a.flags.writeable and (a.size == 0 or a.ctypes.data % 64 == 0)
+    rng = np.random.RandomState(0)
+    x = rng.rand(1024, 1024).astype(np.float32)
+    unaligned = np.empty(x.size + 1, np.float32)[1:].reshape(x.shape)
+    unaligned[...] = x
+    assert unaligned.ctypes.data % 64 != 0
+    copy = aligned(unaligned)
+    assert copy is not unaligned and copy.ctypes.data % 64 == 0 and np.array_equal(copy, x)
+    assert aligned(copy) is copy
+    strided = aligned(copy.T)  # not C-contiguous: copied C-contiguous
+    assert strided.flags.c_contiguous and np.array_equal(strided, x.T)
+    inst = parse_hlo("HloModule m\nENTRY e {\n  p0 = f32[1000,3] parameter(0)\n"
+                     "  p1 = bf16[17] parameter(1)\n"
+                     "  ROOT t = (f32[1000,3], bf16[17]) tuple(p0, p1)\n}\n").entry.root
+    assert all(o.ctypes.data % 64 == 0 for o in _OutputPool(inst).take())
 
 
 def test_bad_arrays_are_rejected_before_running():

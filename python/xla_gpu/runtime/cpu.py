@@ -36,7 +36,8 @@ from ..hlo.types import BY_MLIR, ELEMENT_TYPES
 from .host_code import HostCode, JitError, cached_object, compile_object, store_object
 from .packing import pack as _pack, unpack as _unpack
 
-__all__ = ["CpuKernel", "JitError", "KernelArgumentError", "compile_kernels", "run_on_cpu"]
+__all__ = ["ALIGNMENT", "CpuKernel", "JitError", "KernelArgumentError", "aligned",
+           "aligned_empty", "compile_kernels", "run_on_cpu"]
 
 
 class KernelArgumentError(ValueError):
@@ -104,6 +105,35 @@ _compiling: dict[str, threading.Lock] = {}
 # of L3), copies of 16 MiB and more ran 1.1-1.8x faster that way; smaller
 # ones stay in the caches and copy faster plainly.
 MIN_BYTES_FOR_STREAMING = 16 << 20
+
+
+# Where buffers start: XLA's start on 64-byte boundaries (a cache line, an
+# AVX-512 vector), numpy's large arrays 16 or 32 bytes past one, so that
+# each 64-byte vector load or store of a kernel spans two lines. Measured
+# on the transpose+add f32[1024,1024] (a C loop of our kernel's accesses,
+# 2 threads): 0.36 ms on numpy's offsets, 0.26 ms aligned.
+ALIGNMENT = 64
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array whose first byte is on an
+    ALIGNMENT boundary (a view into a larger byte array)."""
+    dtype = np.dtype(dtype)
+    nbytes = prod(shape) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def aligned(array: np.ndarray) -> np.ndarray:
+    """`array` when it is C-contiguous on an ALIGNMENT boundary, else such
+    a copy of it."""
+    array = np.asarray(array)
+    if array.flags.c_contiguous and array.ctypes.data % ALIGNMENT == 0:
+        return array
+    copy = aligned_empty(array.shape, array.dtype)
+    copy[...] = array
+    return copy
 
 
 def _address(a: np.ndarray) -> int:

@@ -53,7 +53,7 @@ from ..hlo.module import computations_called_by
 from ..reference import XlaCpuExecutable, as_xla_takes_it, row_major, xla_parser_error
 from ..emitters.kernel import EmittedKernel
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
-from ..runtime.cpu import compile_kernels
+from ..runtime.cpu import aligned_empty, compile_kernels
 from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
                    enable_remarks, platform_arg, read_hlo, require_platform, run_tool)
 from .test_correctness import random_input, report
@@ -205,12 +205,14 @@ def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
     return steps
 
 
-def _references(arrays: list[np.ndarray]) -> list[int]:
-    return [sys.getrefcount(a) for a in arrays]
+def _references(arrays: list[np.ndarray]) -> list[tuple[int, int]]:
+    """The references to each array and to the bytes under it (its base:
+    a view of the array, as numpy makes it, holds those, not the array)."""
+    return [(sys.getrefcount(a), sys.getrefcount(a.base)) for a in arrays]
 
 
-# What _references counts for an array only a list holds.
-_ALONE = _references([np.empty(0)])[0]
+# What _references counts for an output only a list holds.
+_ALONE = _references([aligned_empty((1,), np.float32)])[0]
 
 
 class _OutputPool:
@@ -218,7 +220,8 @@ class _OutputPool:
     the pool holds them, as an allocator's free list: the first writes to a
     fresh array of a few MiB fault in a page every 4 KiB, which costs more
     than a transpose of it. Every kernel writes all of its outputs
-    (test-correctness starts them as garbage to check it): none is zeroed."""
+    (test-correctness starts them as garbage to check it): none is zeroed.
+    They start on 64-byte boundaries, as XLA's buffers do (aligned_empty)."""
 
     KEPT = 4  # sets of outputs kept at most
 
@@ -230,7 +233,7 @@ class _OutputPool:
         for outs in self._sets:
             if all(n == _ALONE for n in _references(outs)):
                 return list(outs)  # the caller's list holds the arrays
-        outs = [np.empty(dims, dtype) for dims, dtype in self._specs]
+        outs = [aligned_empty(dims, dtype) for dims, dtype in self._specs]
         self._sets = [*self._sets[1 - self.KEPT:], outs]
         return list(outs)
 

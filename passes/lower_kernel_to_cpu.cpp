@@ -166,11 +166,17 @@ constexpr int64_t kMaxGridDim = int64_t{1} << 31;
 constexpr uint64_t kMaxStackStorageBytes = uint64_t{1} << 20;
 constexpr uint64_t kMaxStorageBytes = uint64_t{1} << 30;
 // Blocks run phase by phase in batches of at most kMaxBatch, whose slots and
-// shared memory stay within kBatchStorageBytes (a core's L2 holds them).
+// shared memory stay within kBatchStorageBytes (a core's L2 holds them) for
+// an accumulation, kBatchL1Bytes (half a core's L1) otherwise: a batch of
+// 16 transpose+add f32[1024,1024] tiles (4 KiB each) had read its tiles
+// back from the L2; in batches of 3, 0.85-0.87x the time (A/B in one
+// process, bits the same; the f32[2048,4096] one, out of the L3, 1.03-1.05x
+// slower, the other transposes the same).
 constexpr int64_t kMaxBatch = 16;
 // Vectors of at most this many elements are spilled one array per element.
 constexpr int64_t kMaxComponents = 16;
 constexpr uint64_t kBatchStorageBytes = uint64_t{512} << 10;
+constexpr uint64_t kBatchL1Bytes = uint64_t{16} << 10;
 // An interchanged accumulation whose carried values' slots (all threads of
 // a batch) reach this size -- past half a core's L1 -- runs kStepsPerVisit
 // steps each time a thread's slots are loaded (emitInterchanged).
@@ -967,8 +973,14 @@ class KernelLowering {
         (!hasShuffles_ || llvm::any_of(interchanged_, [&](mlir::Operation* loop) {
           return readsAcrossBlocks(llvm::cast<mlir::scf::ForOp>(loop));
         }))) {
-      batch_ = std::clamp<int64_t>(kBatchStorageBytes / std::max<uint64_t>(storage, 1), 1,
-                                   std::min(kMaxBatch, numBlocks));
+      // An accumulation's batch shares its partial sums' visits (see
+      // emitInterchanged) within a core's L2; any other batch's shared
+      // tiles and slots stay in the L1 between the phase that writes them
+      // and the one that reads them back, two blocks at least.
+      uint64_t budget = accumulates ? kBatchStorageBytes : kBatchL1Bytes;
+      int64_t most = std::min(kMaxBatch, numBlocks);
+      batch_ = std::clamp<int64_t>(budget / std::max<uint64_t>(storage, 1),
+                                   std::min<int64_t>(accumulates ? 1 : 2, most), most);
     }
     storage *= batch_;
     for (mlir::Operation* loop : interchanged_) {

@@ -1485,3 +1485,52 @@ func.func @strided_sum(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %d, %o : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// A batch of a kernel that accumulates nothing keeps its shared memory and
+// slots within 16 KiB (half a core's L1) between the phase that writes them
+// and the one that reads them back: a 4224-byte tile and 256 bytes of
+// slots a block, 3 blocks a batch (of a grid of 64).
+// CHECK-LABEL: func.func @tile_batch
+// CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to %[[LAST]] step %c3{{(_[0-9]+)?}}
+llvm.mlir.global private @tile() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<1056 x f32>
+func.func @tile_batch(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 63 : index]}
+  %sh = llvm.mlir.addressof @tile : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %q = llvm.getelementptr %shp[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  gpu.barrier
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// Past the 16 KiB, two blocks a batch still.
+// CHECK-LABEL: func.func @big_tile_batch
+// CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to %[[LAST]] step %c2{{(_[0-9]+)?}}
+llvm.mlir.global private @big_tile() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<4096 x f32>
+func.func @big_tile_batch(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 63 : index]}
+  %sh = llvm.mlir.addressof @big_tile : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %q = llvm.getelementptr %shp[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  gpu.barrier
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}

@@ -1534,3 +1534,173 @@ func.func @big_tile_batch(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %v, %o : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// A second phase that writes a shared tile's rows to the output's columns
+// (a transpose's), each tile row rotated by its index (as a swizzle does):
+// each block's 16 x 16 f32 tile (rows 17 apart) moves as one square of 16
+// vectors of 16 -- a vector load where a row's part runs on in order (row
+// 0), else the row's load shuffled by its rotation; the square transposed
+// in log2(16) = 4 rounds of interleaves, a loop of its own (LLVM's x86
+// instruction selection combined the rounds emitted whole, ~0.2 ms a
+// shuffle); 16 vector stores of the output's rows, 16 elements apart.
+// CHECK-LABEL: func.func @transposing_write
+// CHECK-SAME: (%{{.*}}: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %{{.*}}: index, %{{.*}}: index)
+// CHECK:       llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
+// CHECK:       %[[TILE:.*]] = llvm.getelementptr %{{.*}} -> !llvm.ptr, !llvm.array<272 x f32>
+// CHECK:       %[[BASE:.*]] = llvm.getelementptr %[[OUT]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:       %[[DST:.*]] = llvm.getelementptr %[[BASE]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:       %[[ROW0:.*]] = llvm.load %[[TILE]] {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK:       %[[AT1:.*]] = llvm.getelementptr %[[TILE]][17] : (!llvm.ptr) -> !llvm.ptr, f32
+// CHECK:       %[[ROW1:.*]] = llvm.load %[[AT1]] {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK:       llvm.shufflevector %[[ROW1]], %[[ROW1]] [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0]
+// CHECK:       %[[AT15:.*]] = llvm.getelementptr %[[TILE]][255] : (!llvm.ptr) -> !llvm.ptr, f32
+// CHECK:       %[[ROW15:.*]] = llvm.load %[[AT15]] {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK:       %[[LAST:.*]] = llvm.shufflevector %[[ROW15]], %[[ROW15]] [15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+// CHECK:       %[[T:.*]]:16 = scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args(%[[A0:.*]] = %[[ROW0]], {{.*}}, %{{.*}} = %[[LAST]])
+// CHECK:         llvm.shufflevector %[[A0]], %{{.*}} [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23]
+// CHECK-NEXT:    llvm.shufflevector %[[A0]], %{{.*}} [8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31]
+// CHECK-COUNT-14: llvm.shufflevector
+// CHECK-NEXT:    scf.yield
+// CHECK-NEXT:  } {loop_annotation = #{{.*}}}
+// CHECK:       %[[AT:.*]] = llvm.getelementptr %[[DST]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:  llvm.store %[[T]]#0, %[[AT]] {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-COUNT-15: llvm.store %[[T]]#{{[0-9]+}}, %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-NOT:   -> f32
+// CHECK:       return
+llvm.mlir.global private @tile16() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<272 x f32>
+func.func @transposing_write(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %c16 = arith.constant 16 : index
+  %c17 = arith.constant 17 : index
+  %c256 = arith.constant 256 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %sh = llvm.mlir.addressof @tile16 : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %q = llvm.getelementptr %shp[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  gpu.barrier
+  %c = arith.remui %tid, %c16 : index
+  %w = arith.divui %tid, %c16 : index
+  %base = arith.muli %bid, %c256 : index
+  %row = arith.muli %c, %c17 : index
+  %k0 = arith.constant 0 : index
+  %r0 = arith.addi %w, %k0 : index
+  %rot0 = arith.addi %r0, %c : index
+  %m0 = arith.remui %rot0, %c16 : index
+  %s0 = arith.addi %row, %m0 : index
+  %si0 = arith.index_cast %s0 : index to i64
+  %sp0 = llvm.getelementptr %shp[%si0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x0 = llvm.load %sp0 : !llvm.ptr -> f32
+  %ro0 = arith.muli %r0, %c16 : index
+  %dr0 = arith.addi %base, %ro0 : index
+  %d0 = arith.addi %dr0, %c : index
+  %di0 = arith.index_cast %d0 : index to i64
+  %dp0 = llvm.getelementptr %out[%di0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x0, %dp0 : f32, !llvm.ptr
+  %k1 = arith.constant 4 : index
+  %r1 = arith.addi %w, %k1 : index
+  %rot1 = arith.addi %r1, %c : index
+  %m1 = arith.remui %rot1, %c16 : index
+  %s1 = arith.addi %row, %m1 : index
+  %si1 = arith.index_cast %s1 : index to i64
+  %sp1 = llvm.getelementptr %shp[%si1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x1 = llvm.load %sp1 : !llvm.ptr -> f32
+  %ro1 = arith.muli %r1, %c16 : index
+  %dr1 = arith.addi %base, %ro1 : index
+  %d1 = arith.addi %dr1, %c : index
+  %di1 = arith.index_cast %d1 : index to i64
+  %dp1 = llvm.getelementptr %out[%di1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x1, %dp1 : f32, !llvm.ptr
+  %k2 = arith.constant 8 : index
+  %r2 = arith.addi %w, %k2 : index
+  %rot2 = arith.addi %r2, %c : index
+  %m2 = arith.remui %rot2, %c16 : index
+  %s2 = arith.addi %row, %m2 : index
+  %si2 = arith.index_cast %s2 : index to i64
+  %sp2 = llvm.getelementptr %shp[%si2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x2 = llvm.load %sp2 : !llvm.ptr -> f32
+  %ro2 = arith.muli %r2, %c16 : index
+  %dr2 = arith.addi %base, %ro2 : index
+  %d2 = arith.addi %dr2, %c : index
+  %di2 = arith.index_cast %d2 : index to i64
+  %dp2 = llvm.getelementptr %out[%di2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x2, %dp2 : f32, !llvm.ptr
+  %k3 = arith.constant 12 : index
+  %r3 = arith.addi %w, %k3 : index
+  %rot3 = arith.addi %r3, %c : index
+  %m3 = arith.remui %rot3, %c16 : index
+  %s3 = arith.addi %row, %m3 : index
+  %si3 = arith.index_cast %s3 : index to i64
+  %sp3 = llvm.getelementptr %shp[%si3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x3 = llvm.load %sp3 : !llvm.ptr -> f32
+  %ro3 = arith.muli %r3, %c16 : index
+  %dr3 = arith.addi %base, %ro3 : index
+  %d3 = arith.addi %dr3, %c : index
+  %di3 = arith.index_cast %d3 : index to i64
+  %dp3 = llvm.getelementptr %out[%di3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x3, %dp3 : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// Half the tile's rows (8 of 16: not a square's multiple) keep the copies
+// element by element.
+// CHECK-LABEL: func.func @transposing_write_of_8_rows
+// CHECK-NOT:   vector<
+// CHECK:       llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:       return
+llvm.mlir.global private @tile8() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<272 x f32>
+func.func @transposing_write_of_8_rows(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %c16 = arith.constant 16 : index
+  %c17 = arith.constant 17 : index
+  %c256 = arith.constant 256 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %sh = llvm.mlir.addressof @tile8 : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %q = llvm.getelementptr %shp[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  gpu.barrier
+  %c = arith.remui %tid, %c16 : index
+  %w = arith.divui %tid, %c16 : index
+  %base = arith.muli %bid, %c256 : index
+  %row = arith.muli %c, %c17 : index
+  %k0 = arith.constant 0 : index
+  %r0 = arith.addi %w, %k0 : index
+  %rot0 = arith.addi %r0, %c : index
+  %m0 = arith.remui %rot0, %c16 : index
+  %s0 = arith.addi %row, %m0 : index
+  %si0 = arith.index_cast %s0 : index to i64
+  %sp0 = llvm.getelementptr %shp[%si0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x0 = llvm.load %sp0 : !llvm.ptr -> f32
+  %ro0 = arith.muli %r0, %c16 : index
+  %dr0 = arith.addi %base, %ro0 : index
+  %d0 = arith.addi %dr0, %c : index
+  %di0 = arith.index_cast %d0 : index to i64
+  %dp0 = llvm.getelementptr %out[%di0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x0, %dp0 : f32, !llvm.ptr
+  %k1 = arith.constant 4 : index
+  %r1 = arith.addi %w, %k1 : index
+  %rot1 = arith.addi %r1, %c : index
+  %m1 = arith.remui %rot1, %c16 : index
+  %s1 = arith.addi %row, %m1 : index
+  %si1 = arith.index_cast %s1 : index to i64
+  %sp1 = llvm.getelementptr %shp[%si1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x1 = llvm.load %sp1 : !llvm.ptr -> f32
+  %ro1 = arith.muli %r1, %c16 : index
+  %dr1 = arith.addi %base, %ro1 : index
+  %d1 = arith.addi %dr1, %c : index
+  %di1 = arith.index_cast %d1 : index to i64
+  %dp1 = llvm.getelementptr %out[%di1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x1, %dp1 : f32, !llvm.ptr
+  return
+}

@@ -20,6 +20,7 @@ integer add or max/min, reduce inits are the reducer's identity.
 
 import os
 import random
+import re
 from collections import Counter
 
 import numpy as np
@@ -244,11 +245,14 @@ def _outputs(b: _Builder, outputs, kind: str, reducers: list[str]) -> str:
     return b.text(n, tuple_type, kind, reducers)
 
 
-# Partial tiles and whole ones (WHOLE_TILES).
+# Partial tiles and whole ones: of 32-bit elements (WHOLE_TILES), and of
+# the packed 16-bit transpose's 64 x 64 (WHOLE_16_BIT_TILES).
 TRANSPOSES = [((64, 48, 100), (0, 2, 1)), ((40, 33, 64), (2, 1, 0)), ((64, 48, 2), (1, 0, 2)),
               ((100, 200), (1, 0)), ((8, 200, 96), (0, 2, 1)), ((2, 64, 32, 40), (0, 3, 2, 1)),
-              ((4, 64, 96), (0, 2, 1)), ((128, 96), (1, 0))]
-WHOLE_TILES = TRANSPOSES[-2:]
+              ((4, 64, 96), (0, 2, 1)), ((128, 96), (1, 0)), ((2, 128, 64), (0, 2, 1)),
+              ((64, 128), (1, 0))]
+WHOLE_TILES = TRANSPOSES[-4:-2]
+WHOLE_16_BIT_TILES = TRANSPOSES[-2:]
 
 
 def _transpose(r: random.Random) -> str:
@@ -260,6 +264,12 @@ def _transpose(r: random.Random) -> str:
         # tiles transposed through registers (lower-kernel-to-cpu's
         # transposing copy).
         t = r.choice(["f32", "s32", "u32"])
+        x = b.param(t, shape)
+    elif (shape, perm) in WHOLE_16_BIT_TILES and r.random() < 0.5:
+        # A 16-bit parameter transposed as it is: the CPU target writes its
+        # tiles' columns to the output's rows through registers
+        # (lower-kernel-to-cpu's transposing write).
+        t = r.choice(["bf16", "f16", "s16", "u16"])
         x = b.param(t, shape)
     else:
         t = r.choice(FLOATS + INTEGERS + ["f16", "s8"])
@@ -397,5 +407,25 @@ def test_random_heroes_reach_the_transposing_copy():
         with ir.Context():
             kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))))
         if "llvm.shufflevector" in kernel.llvm_ir and "vector<8x" in kernel.llvm_ir:
+            reached.append(seed)
+    assert reached
+
+
+def test_random_heroes_reach_the_transposing_write():
+    """Among the default seeds, a transpose of whole 16-bit tiles writes
+    the shared tile's columns to the output's rows through registers on the
+    CPU target (squares of 32 x 32: its LLVM IR stores vectors of 32
+    16-bit integers), so the fuzzing compares that lowering with XLA too."""
+    reached = []
+    for seed in range(60):
+        text, kind = hero_fusion_text(seed)
+        whole = any(f"{t}{_dims(shape)} parameter(0)" in text for shape, _ in WHOLE_16_BIT_TILES
+                    for t in ("bf16", "f16", "s16", "u16"))
+        if kind != EmitterKind.TRANSPOSE or not whole or "transpose(p0)" not in text:
+            continue
+        with ir.Context():
+            kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))))
+        if re.search(r"llvm.store %\S+, %\S+ \{alignment = 2 : i64\} : vector<32xi16>",
+                     kernel.llvm_ir):
             reached.append(seed)
     assert reached

@@ -191,6 +191,10 @@ constexpr int64_t kTransposeTile = 8;
 // kMaxWriteSquares squares (each square's shuffles are emitted whole).
 constexpr int64_t kWriteVectorBits = 512;
 constexpr int64_t kMaxWriteSquares = 4;
+// A permuting copy (emitPermutingCopy) moves rows of one or two 512-bit
+// vectors, at most kMaxPermutedRows of them (each row's shuffles are
+// emitted whole).
+constexpr int64_t kMaxPermutedRows = 128;
 // The shortest lane loop periodOf picks for its divisors: a warp.
 constexpr int64_t kMinPeriod = 32;
 // Marks the lane loops while the kernel is lowered (see foldsTail).
@@ -1044,6 +1048,10 @@ class KernelLowering {
     for (auto [p, phase, shape] : llvm::enumerate(phases, shapes)) {
       if (phase.empty() || shape.count() == 0) continue;
       curPhase_ = p;
+      if (auto copy = matchPermutingCopy(phase, shape)) {
+        if (mlir::failed(emitPermutingCopy(b, phase, *copy))) return mlir::failure();
+        continue;
+      }
       if (interchanged_.contains(phase.front())) {
         if (mlir::failed(emitInterchanged(b, llvm::cast<mlir::scf::ForOp>(phase.front()), shape))) {
           return mlir::failure();
@@ -1058,6 +1066,7 @@ class KernelLowering {
         if (mlir::failed(emitTransposingWrite(b, phase, *write))) return mlir::failure();
         continue;
       }
+
       mlir::OpBuilder tb(ctx);
       Value tid = emitThreadLoops(b, shape, tb);
       mlir::IRMapping mapping;
@@ -1425,11 +1434,13 @@ class KernelLowering {
   // a sum, a difference or a cast takes both (the thread's part of `v` may
   // then differ from block to block), or `v` depends on anything but ids
   // and constants.
-  std::optional<unsigned> idDependence(Value v, llvm::DenseMap<Value, unsigned>& memo) {
+  std::optional<unsigned> idDependence(Value v, llvm::DenseMap<Value, unsigned>& memo,
+                                       mlir::Operation* alsoIn = nullptr) {
     if (auto it = memo.find(v); it != memo.end()) return it->second;
     mlir::Operation* def = v.getDefiningOp();
-    if (!def || def->getBlock() != &f_.getBody().front() || def->getNumRegions() != 0 ||
-        !mlir::isPure(def)) {
+    if (!def ||
+        (def->getBlock() != &f_.getBody().front() && !(alsoIn && alsoIn->isProperAncestor(def))) ||
+        def->getNumRegions() != 0 || !mlir::isPure(def)) {
       return std::nullopt;
     }
     unsigned deps = 0;
@@ -1439,7 +1450,7 @@ class KernelLowering {
       deps = 2;
     } else {
       for (Value operand : def->getOperands()) {
-        std::optional<unsigned> d = idDependence(operand, memo);
+        std::optional<unsigned> d = idDependence(operand, memo, alsoIn);
         if (!d) return std::nullopt;
         deps |= *d;
       }
@@ -1461,21 +1472,32 @@ class KernelLowering {
   // (idDependence) and the shared index has no block's part -- so that
   // each copy's elements, evaluated at block 0 (`from` and `to`, thread
   // by thread), are every block's. std::nullopt for any other phase.
+  // With `steps`, the phase may also be one interchanged loop of such
+  // copies (no carried values), its induction variable a constant of each
+  // step: `from` and `to` then thread by thread, step by step.
   struct PhaseCopies {
     SmallVector<std::pair<mlir::LLVM::GEPOp, mlir::LLVM::GEPOp>> geps;  // (src, dst)
     mlir::Type element;
     SmallVector<int64_t> from, to;
+    mlir::scf::ForOp loop;  // the phase's loop over steps, or null
   };
 
   std::optional<PhaseCopies> copiesOf(llvm::ArrayRef<mlir::Operation*> phase,
                                       const ThreadShape& shape, bool toShared,
-                                      llvm::ArrayRef<unsigned> widths) {
+                                      llvm::ArrayRef<unsigned> widths, bool steps = false) {
     int64_t n = grid_.numThreads();
     if (shape.count() != n) return std::nullopt;
     PhaseCopies copies;
+    SmallVector<mlir::Operation*> ops(phase.begin(), phase.end());
+    if (phase.size() == 1 && interchanged_.contains(phase.front())) {
+      copies.loop = llvm::cast<mlir::scf::ForOp>(phase.front());
+      if (!steps || copies.loop.getNumResults() != 0) return std::nullopt;
+      ops.clear();
+      for (mlir::Operation& op : copies.loop.getBody()->without_terminator()) ops.push_back(&op);
+    }
     int64_t loads = 0;
     Value srcBase, dstBase;
-    for (mlir::Operation* op : phase) {
+    for (mlir::Operation* op : ops) {
       for (Value r : op->getResults()) {
         if (spilled_.contains(r)) return std::nullopt;
       }
@@ -1489,8 +1511,9 @@ class KernelLowering {
         continue;
       }
       auto load = store.getValue().getDefiningOp<mlir::LLVM::LoadOp>();
-      if (!load || !load->hasOneUse() || phaseOf_.lookup(load) != curPhase_ ||
-          load.getVolatile_() || store.getVolatile_() ||
+      if (!load || !load->hasOneUse() || load->getBlock() != store->getBlock() ||
+          (!copies.loop && phaseOf_.lookup(load) != curPhase_) || load.getVolatile_() ||
+          store.getVolatile_() ||
           load.getOrdering() != mlir::LLVM::AtomicOrdering::not_atomic ||
           store.getOrdering() != mlir::LLVM::AtomicOrdering::not_atomic) {
         return std::nullopt;
@@ -1517,20 +1540,50 @@ class KernelLowering {
       return std::nullopt;
     }
     llvm::DenseMap<Value, unsigned> memo;
+    SmallVector<int64_t> ivs = {0};
+    if (copies.loop) {
+      memo[copies.loop.getInductionVar()] = 0;
+      ivs.clear();
+      int64_t lb = *mlir::getConstantIntValue(copies.loop.getLowerBound());
+      int64_t ub = *mlir::getConstantIntValue(copies.loop.getUpperBound());
+      int64_t step = *mlir::getConstantIntValue(copies.loop.getStep());
+      for (int64_t iv = lb; iv < ub; iv += step) ivs.push_back(iv);
+    }
     for (auto [src, dst] : copies.geps) {
-      auto s = idDependence(src.getDynamicIndices()[0], memo);
-      auto d = idDependence(dst.getDynamicIndices()[0], memo);
+      auto s = idDependence(src.getDynamicIndices()[0], memo, copies.loop);
+      auto d = idDependence(dst.getDynamicIndices()[0], memo, copies.loop);
       if (!s || !d || ((toShared ? *d : *s) & 1)) return std::nullopt;
+    }
+    // The loop's values that change with its step: forgotten after each
+    // step, a thread's others kept for its next.
+    SmallVector<Value> stepping;
+    if (copies.loop) {
+      llvm::DenseSet<Value> moving = {copies.loop.getInductionVar()};
+      for (mlir::Operation* op : ops) {
+        if (llvm::any_of(op->getOperands(), [&](Value v) { return moving.contains(v); })) {
+          for (Value r : op->getResults()) {
+            moving.insert(r);
+            stepping.push_back(r);
+          }
+        }
+      }
     }
     const llvm::DenseMap<Value, llvm::APInt> blockZero = blockIdsAt(0);
     for (int64_t t = 0; t < n; ++t) {
       llvm::DenseMap<Value, llvm::APInt> known = blockZero;
-      for (auto [src, dst] : copies.geps) {
-        auto s = valueAt(src.getDynamicIndices()[0], t, known, 0);
-        auto d = valueAt(dst.getDynamicIndices()[0], t, known, 0);
-        if (!s || !d) return std::nullopt;
-        copies.from.push_back(s->getSExtValue());
-        copies.to.push_back(d->getSExtValue());
+      for (int64_t iv : ivs) {
+        if (copies.loop) {
+          known[copies.loop.getInductionVar()] =
+              llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, iv);
+          for (Value v : stepping) known.erase(v);
+        }
+        for (auto [src, dst] : copies.geps) {
+          auto s = valueAt(src.getDynamicIndices()[0], t, known, 0, copies.loop);
+          auto d = valueAt(dst.getDynamicIndices()[0], t, known, 0, copies.loop);
+          if (!s || !d) return std::nullopt;
+          copies.from.push_back(s->getSExtValue());
+          copies.to.push_back(d->getSExtValue());
+        }
       }
     }
     return copies;
@@ -1821,8 +1874,9 @@ class KernelLowering {
             continue;
           }
           SmallVector<int32_t> mask(part.begin(), part.end());
-          Value second = write.rows > side ? half(j, 1) : half(j, 0);
-          v.push_back(tb.create<mlir::LLVM::ShuffleVectorOp>(loc, half(j, 0), second, mask));
+          Value low = half(j, 0);
+          Value high = write.rows > side ? half(j, 1) : low;
+          v.push_back(tb.create<mlir::LLVM::ShuffleVectorOp>(loc, low, high, mask));
         }
         // Each round the same interleaves, so the rounds are a loop: its
         // body a basic block of `side` shuffles of the block's arguments.
@@ -1851,6 +1905,156 @@ class KernelLowering {
           tb.create<mlir::LLVM::StoreOp>(loc, rounds.getResult(i),
                                          at(dst, (r0 + i) * write.dstRowStride + c0), alignment);
         }
+      }
+    }
+    return mlir::success();
+  }
+
+  // A phase that copies rows from global memory into shared memory, each
+  // row permuted (the packed 16-bit transpose's first phase: its swizzle
+  // rotates each row of the tile): element p of the tile's row i (rows
+  // `dstRowStride` apart) from element gather[i][p] of the source's row i
+  // (rows `srcRowStride` apart), `cols` elements a row.
+  struct PermutingCopy {
+    mlir::LLVM::GEPOp src, dst;  // one copy's addresses: thread 0's of them
+    int64_t srcShift, dstShift;  // the rows' first elements from there
+    int64_t rows, cols, srcRowStride, dstRowStride;
+    SmallVector<SmallVector<int64_t>> gather;  // [i][p]
+    mlir::Type element;
+    mlir::scf::ForOp loop;  // the phase's loop over steps, or null
+  };
+
+  // Whether `phase` is a permuting copy: 16- or 32-bit copies from global
+  // into shared memory (copiesOf; a loop of them too) whose every row of
+  // the tile takes a permutation of a row of the source. On the CPU the
+  // packed 16-bit transpose's rotated rows were copied in two runs a row
+  // (cut where the rotation wraps), each a vector loop and its scalar
+  // remainder: after the transposing write, most of its time.
+  std::optional<PermutingCopy> matchPermutingCopy(llvm::ArrayRef<mlir::Operation*> phase,
+                                                  const ThreadShape& shape) {
+    std::optional<PhaseCopies> copies =
+        copiesOf(phase, shape, /*toShared=*/true, {16, 32}, /*steps=*/true);
+    if (!copies) return std::nullopt;
+    const SmallVector<int64_t>& from = copies->from;
+    const SmallVector<int64_t>& to = copies->to;
+    int64_t fromMin = *llvm::min_element(from), toMin = *llvm::min_element(to);
+    PermutingCopy copy{copies->geps.front().first, copies->geps.front().second,
+                       fromMin - from.front(), toMin - to.front(), 0, 0, 0, 0, {},
+                       copies->element, copies->loop};
+    llvm::DenseMap<int64_t, size_t> at;  // a tile element's copy
+    for (auto [e, d] : llvm::enumerate(to)) {
+      if (!at.try_emplace(d - toMin, e).second) return std::nullopt;
+    }
+    int64_t size = static_cast<int64_t>(to.size()), run = 0;
+    while (at.contains(run)) ++run;
+    int64_t side = kWriteVectorBits / copies->element.getIntOrFloatBitWidth();
+    for (int64_t cols : {side, 2 * side}) {
+      if (cols > run || run % cols || size % cols || size / cols > kMaxPermutedRows) continue;
+      copy.cols = cols;
+      copy.rows = size / cols;
+      copy.dstRowStride = cols;
+      if (run == cols && copy.rows > 1) {
+        copy.dstRowStride = std::numeric_limits<int64_t>::max();
+        for (auto& [d, e] : at) {
+          if (d >= cols) copy.dstRowStride = std::min(copy.dstRowStride, d);
+        }
+      }
+      if (rowsArePermuted(copy, at, from, fromMin)) return copy;
+    }
+    return std::nullopt;
+  }
+
+  // Whether each of `copy`'s tile rows (rows, cols, dstRowStride) takes a
+  // permutation of the `cols` elements of a source row, row i from
+  // fromMin + i * srcRowStride (which this sets, with gather) -- through
+  // `at`, the copy of each tile element, reading `from`.
+  static bool rowsArePermuted(PermutingCopy& copy, const llvm::DenseMap<int64_t, size_t>& at,
+                              llvm::ArrayRef<int64_t> from, int64_t fromMin) {
+    // Source row 1 starts at the least element tile row 1 takes.
+    copy.srcRowStride = 0;
+    if (copy.rows > 1) {
+      copy.srcRowStride = std::numeric_limits<int64_t>::max();
+      for (int64_t p = 0; p < copy.cols; ++p) {
+        auto e = at.find(copy.dstRowStride + p);
+        if (e == at.end()) return false;
+        copy.srcRowStride = std::min(copy.srcRowStride, from[e->second] - fromMin);
+      }
+      if (copy.srcRowStride < copy.cols) return false;
+    }
+    copy.gather.assign(copy.rows, SmallVector<int64_t>(copy.cols, -1));
+    for (int64_t i = 0; i < copy.rows; ++i) {
+      llvm::BitVector seen(copy.cols);
+      for (int64_t p = 0; p < copy.cols; ++p) {
+        auto e = at.find(i * copy.dstRowStride + p);
+        if (e == at.end()) return false;
+        int64_t q = from[e->second] - fromMin - i * copy.srcRowStride;
+        if (q < 0 || q >= copy.cols || seen.test(q)) return false;
+        seen.set(q);
+        copy.gather[i][p] = q;
+      }
+    }
+    return true;
+  }
+
+  // `copy` (matchPermutingCopy) for each block of the batch, row by row,
+  // vector by vector: one vector load where the row's part runs on in
+  // order, else a shuffle of the source row's vectors by its permutation;
+  // each stored whole. bf16 021 transpose bf16[16,256,512]: see README.
+  mlir::LogicalResult emitPermutingCopy(mlir::OpBuilder& b, llvm::ArrayRef<mlir::Operation*> phase,
+                                        PermutingCopy copy) {
+    mlir::Location loc = copy.src.getLoc();
+    mlir::OpBuilder tb(b.getContext());
+    Value tid = emitThreadLoops(b, ThreadShape{1, 0, 1, 0, 1}, tb);
+    // Thread 0's addresses of its first copy (at the loop's first step).
+    mlir::IRMapping mapping;
+    SmallVector<mlir::Operation*> ops;
+    if (copy.loop) {
+      mapping.map(copy.loop.getInductionVar(), indexConstant(*mlir::getConstantIntValue(
+                                                   copy.loop.getLowerBound())));
+      for (mlir::Operation& op : copy.loop.getBody()->without_terminator()) ops.push_back(&op);
+    } else {
+      ops.assign(phase.begin(), phase.end());
+    }
+    for (mlir::Operation* op : ops) {
+      if (llvm::isa<mlir::LLVM::LoadOp, mlir::LLVM::StoreOp>(op)) continue;
+      if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
+    }
+    auto ptrType = mlir::LLVM::LLVMPointerType::get(b.getContext());
+    int64_t bits = copy.element.getIntOrFloatBitWidth(), side = kWriteVectorBits / bits;
+    mlir::Type bitsType = tb.getIntegerType(bits);
+    auto at = [&](Value base, int64_t offset) -> Value {
+      Value i = tb.create<mlir::LLVM::ConstantOp>(loc, tb.getI64Type(), offset);
+      return tb.create<mlir::LLVM::GEPOp>(loc, ptrType, copy.element, base, mlir::ValueRange{i});
+    };
+    Value src = at(mapping.lookup(copy.src.getResult()), copy.srcShift);
+    Value dst = at(mapping.lookup(copy.dst.getResult()), copy.dstShift);
+    unsigned alignment = bits / 8;
+    auto vectorType = mlir::VectorType::get({side}, bitsType);
+    for (int64_t i = 0; i < copy.rows; ++i) {
+      std::array<Value, 2> halves;
+      auto half = [&](int64_t h) {
+        if (!halves[h]) {
+          halves[h] = tb.create<mlir::LLVM::LoadOp>(
+              loc, vectorType, at(src, i * copy.srcRowStride + h * side), alignment);
+        }
+        return halves[h];
+      };
+      for (int64_t p0 = 0; p0 < copy.cols; p0 += side) {
+        llvm::ArrayRef<int64_t> part = llvm::ArrayRef(copy.gather[i]).slice(p0, side);
+        bool inOrder = llvm::all_of(llvm::enumerate(part), [&](auto e) {
+          return e.value() == part.front() + static_cast<int64_t>(e.index());
+        });
+        Value v;
+        if (inOrder) {
+          v = tb.create<mlir::LLVM::LoadOp>(
+              loc, vectorType, at(src, i * copy.srcRowStride + part.front()), alignment);
+        } else {
+          SmallVector<int32_t> mask(part.begin(), part.end());
+          Value low = half(0);
+          Value high = copy.cols > side ? half(1) : low;
+          v = tb.create<mlir::LLVM::ShuffleVectorOp>(loc, low, high, mask);
+        }
+        tb.create<mlir::LLVM::StoreOp>(loc, v, at(dst, i * copy.dstRowStride + p0), alignment);
       }
     }
     return mlir::success();

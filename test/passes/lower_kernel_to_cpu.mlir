@@ -1581,8 +1581,9 @@ func.func @transposing_write(%in: !llvm.ptr, %out: !llvm.ptr) {
   %i = arith.index_cast %tid : index to i64
   %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   %v = llvm.load %p : !llvm.ptr -> f32
+  %v2 = arith.addf %v, %v : f32
   %q = llvm.getelementptr %shp[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-  llvm.store %v, %q : f32, !llvm.ptr
+  llvm.store %v2, %q : f32, !llvm.ptr
   gpu.barrier
   %c = arith.remui %tid, %c16 : index
   %w = arith.divui %tid, %c16 : index
@@ -1667,8 +1668,9 @@ func.func @transposing_write_of_8_rows(%in: !llvm.ptr, %out: !llvm.ptr) {
   %i = arith.index_cast %tid : index to i64
   %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   %v = llvm.load %p : !llvm.ptr -> f32
+  %v2 = arith.addf %v, %v : f32
   %q = llvm.getelementptr %shp[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-  llvm.store %v, %q : f32, !llvm.ptr
+  llvm.store %v2, %q : f32, !llvm.ptr
   gpu.barrier
   %c = arith.remui %tid, %c16 : index
   %w = arith.divui %tid, %c16 : index
@@ -1702,5 +1704,77 @@ func.func @transposing_write_of_8_rows(%in: !llvm.ptr, %out: !llvm.ptr) {
   %di1 = arith.index_cast %d1 : index to i64
   %dp1 = llvm.getelementptr %out[%di1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %x1, %dp1 : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// A first phase (a loop of steps, run interchanged) that copies rows from
+// global memory into shared memory, each row rotated (row r's element j
+// to (j + r) mod 32, as a swizzle does): each block's 16 rows of 32 f32
+// move as vectors of 16 -- a vector load where a row's part runs on in
+// order, else a shuffle of the source row's two vectors -- and each is
+// stored whole. Row 0 in order; row 1's first vector [31, 0, ..., 14] of
+// its source row, its second [15, ..., 30], a load.
+// CHECK-LABEL: func.func @permuting_copy
+// CHECK-NOT:   llvm.load %{{.*}} -> f32
+// CHECK:       %[[R00:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK-NEXT:  llvm.mlir.constant
+// CHECK-NEXT:  llvm.getelementptr
+// CHECK-NEXT:  llvm.store %[[R00]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK:       %[[R01:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK-NEXT:  llvm.mlir.constant
+// CHECK-NEXT:  llvm.getelementptr
+// CHECK-NEXT:  llvm.store %[[R01]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK:       %[[LO1:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK:       %[[HI1:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK-NEXT:  %[[V:.*]] = llvm.shufflevector %[[LO1]], %[[HI1]] [31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+// CHECK:       llvm.store %[[V]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK:       %[[W:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK-NEXT:  llvm.mlir.constant
+// CHECK-NEXT:  llvm.getelementptr
+// CHECK-NEXT:  llvm.store %[[W]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-COUNT-14: llvm.shufflevector %{{.*}}, %{{.*}} [{{.*}}] : vector<16xi32>
+// CHECK-NOT:   llvm.shufflevector
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step
+// CHECK:       llvm.load %{{.*}} : !llvm.ptr -> f32
+llvm.mlir.global private @rotated() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<512 x f32>
+func.func @permuting_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c512 = arith.constant 512 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %sh = llvm.mlir.addressof @rotated : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  scf.for %step = %c0 to %c8 step %c1 {
+    %j = arith.remui %tid, %c32 : index
+    %w = arith.divui %tid, %c32 : index
+    %s2 = arith.muli %step, %c2 : index
+    %r = arith.addi %w, %s2 : index
+    %rowin = arith.muli %r, %c32 : index
+    %base = arith.muli %bid, %c512 : index
+    %a = arith.addi %base, %rowin : index
+    %src = arith.addi %a, %j : index
+    %si = arith.index_cast %src : index to i64
+    %sp = llvm.getelementptr %in[%si] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %sp : !llvm.ptr -> f32
+    %jr = arith.addi %j, %r : index
+    %rot = arith.remui %jr, %c32 : index
+    %dst = arith.addi %rowin, %rot : index
+    %di = arith.index_cast %dst : index to i64
+    %dp = llvm.getelementptr %shp[%di] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %x, %dp : f32, !llvm.ptr
+  }
+  gpu.barrier
+  %t = arith.index_cast %tid : index to i64
+  %q = llvm.getelementptr %shp[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %y = llvm.load %q : !llvm.ptr -> f32
+  %y2 = arith.addf %y, %y : f32
+  %o = llvm.getelementptr %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %y2, %o : f32, !llvm.ptr
   return
 }

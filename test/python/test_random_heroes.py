@@ -411,11 +411,13 @@ def test_random_heroes_reach_the_transposing_copy():
     assert reached
 
 
-def test_random_heroes_reach_the_transposing_write():
-    """Among the default seeds, a transpose of whole 16-bit tiles writes
-    the shared tile's columns to the output's rows through registers on the
-    CPU target (squares of 32 x 32: its LLVM IR stores vectors of 32
-    16-bit integers), so the fuzzing compares that lowering with XLA too."""
+def test_random_heroes_reach_the_permuting_copy_and_the_transposing_write():
+    """Among the default seeds, a transpose of whole 16-bit tiles moves its
+    tiles through registers in both phases on the CPU target: the first
+    copies each input row into the shared tile rotated (the permuting copy:
+    64 rows of two vectors of 32 16-bit integers), the second writes the
+    tile's columns to the output's rows (the transposing write: 4 squares
+    of 32 vectors of 32). So the fuzzing compares both lowerings with XLA."""
     reached = []
     for seed in range(60):
         text, kind = hero_fusion_text(seed)
@@ -425,7 +427,8 @@ def test_random_heroes_reach_the_transposing_write():
             continue
         with ir.Context():
             kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))))
-        if re.search(r"llvm.store %\S+, %\S+ \{alignment = 2 : i64\} : vector<32xi16>",
-                     kernel.llvm_ir):
+        stores = re.findall(r"llvm.store %\S+, %\S+ \{alignment = 2 : i64\} : vector<32xi16>",
+                            kernel.llvm_ir)
+        if len(stores) == 2 * 128:
             reached.append(seed)
     assert reached

@@ -1719,6 +1719,111 @@ class KernelLowering {
     return mlir::success();
   }
 
+  // The elements a phase's copies write (`to`), by offset from the least:
+  // the copy writing each (`at`), and the first run of adjoining ones;
+  // std::nullopt where two copies write one element.
+  struct Written {
+    llvm::DenseMap<int64_t, size_t> at;
+    int64_t size = 0, run = 0;
+
+    // The stride of the rows of `cols` elements the written elements make
+    // (a multiple of `cols` dividing them and their first run): `cols`
+    // where the rows adjoin, else the least offset past the first row.
+    std::optional<int64_t> rowStride(int64_t cols) const {
+      if (cols > run || run % cols || size % cols) return std::nullopt;
+      if (run > cols || size == cols) return cols;
+      int64_t stride = std::numeric_limits<int64_t>::max();
+      for (auto& [d, e] : at) {
+        if (d >= cols) stride = std::min(stride, d);
+      }
+      return stride;
+    }
+  };
+
+  static std::optional<Written> writtenBy(llvm::ArrayRef<int64_t> to) {
+    Written written;
+    int64_t least = *llvm::min_element(to);
+    for (auto [e, d] : llvm::enumerate(to)) {
+      if (!written.at.try_emplace(d - least, e).second) return std::nullopt;
+    }
+    written.size = static_cast<int64_t>(to.size());
+    while (written.at.contains(written.run)) ++written.run;
+    return written;
+  }
+
+  // What emitTransposingWrite and emitPermutingCopy share: the loop over
+  // the batch's blocks (one thread each), in it thread 0's addresses of
+  // the phase's first copy (at a loop's first step) moved to the rows'
+  // first elements, and vectors of 512 bits of the element's width picked
+  // from rows of one or two such vectors.
+  struct RegisterCopy {
+    mlir::OpBuilder b;  // inside the loop over the batch's blocks
+    mlir::Location loc;
+    mlir::Type element, vectorType;
+    int64_t side;  // elements a vector
+    unsigned alignment;
+    Value src, dst;
+
+    // The element `offset` elements from `base`.
+    Value at(Value base, int64_t offset) {
+      Value i = b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), offset);
+      return b.create<mlir::LLVM::GEPOp>(loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
+                                         element, base, mlir::ValueRange{i});
+    }
+    Value load(Value base, int64_t offset) {
+      return b.create<mlir::LLVM::LoadOp>(loc, vectorType, at(base, offset), alignment);
+    }
+    void store(Value v, Value base, int64_t offset) {
+      b.create<mlir::LLVM::StoreOp>(loc, v, at(base, offset), alignment);
+    }
+    // Elements `part` of the source row at `rowStart` (`rowLength`
+    // elements, at most two vectors) as one vector: one load where they
+    // run on in order, else a shuffle of the row's vectors, which `halves`
+    // keeps once loaded.
+    Value pick(int64_t rowStart, int64_t rowLength, llvm::ArrayRef<int64_t> part,
+               std::array<Value, 2>& halves) {
+      bool inOrder = llvm::all_of(llvm::enumerate(part), [&](auto e) {
+        return e.value() == part.front() + static_cast<int64_t>(e.index());
+      });
+      if (inOrder) return load(src, rowStart + part.front());
+      for (int64_t h = 0; h * side < rowLength; ++h) {
+        if (!halves[h]) halves[h] = load(src, rowStart + h * side);
+      }
+      SmallVector<int32_t> mask(part.begin(), part.end());
+      return b.create<mlir::LLVM::ShuffleVectorOp>(loc, halves[0],
+                                                   rowLength > side ? halves[1] : halves[0], mask);
+    }
+  };
+
+  mlir::FailureOr<RegisterCopy> beginRegisterCopy(mlir::OpBuilder& b,
+                                                  llvm::ArrayRef<mlir::Operation*> phase,
+                                                  mlir::scf::ForOp loop, mlir::LLVM::GEPOp src,
+                                                  mlir::LLVM::GEPOp dst, int64_t srcShift,
+                                                  int64_t dstShift, mlir::Type element) {
+    mlir::OpBuilder tb(b.getContext());
+    Value tid = emitThreadLoops(b, ThreadShape{1, 0, 1, 0, 1}, tb);
+    mlir::IRMapping mapping;
+    SmallVector<mlir::Operation*> ops(phase.begin(), phase.end());
+    if (loop) {
+      mapping.map(loop.getInductionVar(),
+                  indexConstant(*mlir::getConstantIntValue(loop.getLowerBound())));
+      ops.clear();
+      for (mlir::Operation& op : loop.getBody()->without_terminator()) ops.push_back(&op);
+    }
+    for (mlir::Operation* op : ops) {
+      if (llvm::isa<mlir::LLVM::LoadOp, mlir::LLVM::StoreOp>(op)) continue;
+      if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
+    }
+    int64_t bits = element.getIntOrFloatBitWidth();
+    // The elements are copied as integers of their width.
+    RegisterCopy copy{tb, src.getLoc(), element,
+                      mlir::VectorType::get({kWriteVectorBits / bits}, tb.getIntegerType(bits)),
+                      kWriteVectorBits / bits, static_cast<unsigned>(bits / 8), {}, {}};
+    copy.src = copy.at(mapping.lookup(src.getResult()), srcShift);
+    copy.dst = copy.at(mapping.lookup(dst.getResult()), dstShift);
+    return copy;
+  }
+
   // A phase that writes a shared tile to global memory transposed (a
   // transpose's second phase): output element (r, c) of a block's `rows` x
   // `cols` elements (rows `dstRowStride` apart) from the tile's row c,
@@ -1748,28 +1853,19 @@ class KernelLowering {
     int64_t fromMin = *llvm::min_element(from), toMin = *llvm::min_element(to);
     TransposingWrite write{copies->geps.front().first, copies->geps.front().second,
                            fromMin - from.front(), toMin - to.front(), 0, 0, 0, 0, {}, element};
-    llvm::DenseMap<int64_t, size_t> at;  // an output element's copy
-    for (auto [e, d] : llvm::enumerate(to)) {
-      if (!at.try_emplace(d - toMin, e).second) return std::nullopt;
-    }
-    int64_t size = static_cast<int64_t>(to.size()), run = 0;
-    while (at.contains(run)) ++run;
-    int64_t bits = element.getIntOrFloatBitWidth(), side = kWriteVectorBits / bits;
+    std::optional<Written> written = writtenBy(to);
+    if (!written) return std::nullopt;
+    int64_t side = kWriteVectorBits / element.getIntOrFloatBitWidth();
     // The output's rows: runs of `cols` elements, `dstRowStride` apart --
     // the runs of contiguous elements, or, where the rows adjoin, as many
     // columns as there are rows of the tile (each a square's multiple).
-    for (int64_t cols = side; cols <= run; cols += side) {
-      if (run % cols || size % cols) continue;
+    for (int64_t cols = side; cols <= written->run; cols += side) {
+      std::optional<int64_t> stride = written->rowStride(cols);
+      if (!stride) continue;
       write.cols = cols;
-      write.rows = size / cols;
-      write.dstRowStride = cols;
-      if (run == cols && write.rows > 1) {
-        write.dstRowStride = std::numeric_limits<int64_t>::max();
-        for (auto& [d, e] : at) {
-          if (d >= cols) write.dstRowStride = std::min(write.dstRowStride, d);
-        }
-      }
-      if (tileRowsAreColumns(write, at, from, fromMin, side)) return write;
+      write.rows = written->size / cols;
+      write.dstRowStride = *stride;
+      if (tileRowsAreColumns(write, written->at, from, fromMin, side)) return write;
     }
     return std::nullopt;
   }
@@ -1825,70 +1921,33 @@ class KernelLowering {
   mlir::LogicalResult emitTransposingWrite(mlir::OpBuilder& b,
                                            llvm::ArrayRef<mlir::Operation*> phase,
                                            TransposingWrite write) {
-    mlir::Location loc = write.src.getLoc();
-    mlir::OpBuilder tb(b.getContext());
-    Value tid = emitThreadLoops(b, ThreadShape{1, 0, 1, 0, 1}, tb);
-    mlir::IRMapping mapping;
-    for (mlir::Operation* op : phase) {
-      if (llvm::isa<mlir::LLVM::LoadOp, mlir::LLVM::StoreOp>(op)) continue;
-      if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
+    auto begun = beginRegisterCopy(b, phase, {}, write.src, write.dst, write.srcShift,
+                                   write.dstShift, write.element);
+    if (mlir::failed(begun)) return mlir::failure();
+    RegisterCopy& copy = *begun;
+    mlir::Location loc = copy.loc;
+    int64_t side = copy.side;
+    // Each round the same interleaves of vectors j and j + side/2.
+    SmallVector<int32_t> low, high;
+    for (int64_t i = 0; i < side / 2; ++i) {
+      low.append({static_cast<int32_t>(i), static_cast<int32_t>(side + i)});
+      high.append({static_cast<int32_t>(side / 2 + i), static_cast<int32_t>(side + side / 2 + i)});
     }
-    auto ptrType = mlir::LLVM::LLVMPointerType::get(b.getContext());
-    int64_t bits = write.element.getIntOrFloatBitWidth(), side = kWriteVectorBits / bits;
-    // The elements are copied as integers of their width.
-    mlir::Type bitsType = tb.getIntegerType(bits);
-    auto at = [&](Value base, int64_t offset) -> Value {
-      Value i = tb.create<mlir::LLVM::ConstantOp>(loc, tb.getI64Type(), offset);
-      return tb.create<mlir::LLVM::GEPOp>(loc, ptrType, write.element, base, mlir::ValueRange{i});
-    };
-    Value src = at(mapping.lookup(write.src.getResult()), write.srcShift);
-    Value dst = at(mapping.lookup(write.dst.getResult()), write.dstShift);
-    unsigned alignment = bits / 8;
-    auto sideType = mlir::VectorType::get({side}, bitsType);
     for (int64_t c0 = 0; c0 < write.cols; c0 += side) {
-      // The halves (or the whole) of each of the square's tile rows, loaded
-      // where a square picks from them.
+      // The vectors of each of the square's tile rows, once loaded.
       SmallVector<std::array<Value, 2>> halves(side);
-      auto half = [&](int64_t j, int64_t h) {
-        Value& loaded = halves[j][h];
-        if (!loaded) {
-          loaded = tb.create<mlir::LLVM::LoadOp>(
-              loc, sideType, at(src, (c0 + j) * write.srcRowStride + h * side), alignment);
-        }
-        return loaded;
-      };
       for (int64_t r0 = 0; r0 < write.rows; r0 += side) {
-        // v[j][i]: output element (r0 + i, c0 + j) -- one load where the
-        // row's part runs on in order, else picked from the row's halves.
+        // v[j][i]: output element (r0 + i, c0 + j).
         SmallVector<Value> v;
         for (int64_t j = 0; j < side; ++j) {
-          llvm::ArrayRef<int64_t> part = llvm::ArrayRef(write.perm[c0 + j]).slice(r0, side);
-          bool inOrder = part.front() + side <= write.rows &&
-                         llvm::all_of(llvm::enumerate(part), [&](auto e) {
-                           return e.value() == part.front() + static_cast<int64_t>(e.index());
-                         });
-          if (inOrder) {
-            v.push_back(tb.create<mlir::LLVM::LoadOp>(
-                loc, sideType, at(src, (c0 + j) * write.srcRowStride + part.front()),
-                alignment));
-            continue;
-          }
-          SmallVector<int32_t> mask(part.begin(), part.end());
-          Value low = half(j, 0);
-          Value high = write.rows > side ? half(j, 1) : low;
-          v.push_back(tb.create<mlir::LLVM::ShuffleVectorOp>(loc, low, high, mask));
+          v.push_back(copy.pick((c0 + j) * write.srcRowStride, write.rows,
+                                llvm::ArrayRef(write.perm[c0 + j]).slice(r0, side), halves[j]));
         }
-        // Each round the same interleaves, so the rounds are a loop: its
-        // body a basic block of `side` shuffles of the block's arguments.
-        // Emitted whole, x86 instruction selection combined each shuffle
-        // with the trees of shuffles under it (~0.2 ms a shuffle).
-        SmallVector<int32_t> low, high;
-        for (int64_t i = 0; i < side / 2; ++i) {
-          low.append({static_cast<int32_t>(i), static_cast<int32_t>(side + i)});
-          high.append(
-              {static_cast<int32_t>(side / 2 + i), static_cast<int32_t>(side + side / 2 + i)});
-        }
-        auto rounds = tb.create<mlir::scf::ForOp>(
+        // The rounds are a loop, its body a basic block of `side` shuffles
+        // of the block's arguments. Emitted whole, x86 instruction
+        // selection combined each shuffle with the trees of shuffles under
+        // it (~0.2 ms a shuffle).
+        auto rounds = copy.b.create<mlir::scf::ForOp>(
             loc, indexConstant(0), indexConstant(llvm::Log2_64(side)), indexConstant(1), v,
             [&](mlir::OpBuilder& lb, mlir::Location, Value, mlir::ValueRange u) {
               SmallVector<Value> next(side);
@@ -1902,8 +1961,7 @@ class KernelLowering {
             });
         rounds->setAttr("loop_annotation", scalarLoop(b.getContext()));
         for (int64_t i = 0; i < side; ++i) {
-          tb.create<mlir::LLVM::StoreOp>(loc, rounds.getResult(i),
-                                         at(dst, (r0 + i) * write.dstRowStride + c0), alignment);
+          copy.store(rounds.getResult(i), copy.dst, (r0 + i) * write.dstRowStride + c0);
         }
       }
     }
@@ -1941,25 +1999,16 @@ class KernelLowering {
     PermutingCopy copy{copies->geps.front().first, copies->geps.front().second,
                        fromMin - from.front(), toMin - to.front(), 0, 0, 0, 0, {},
                        copies->element, copies->loop};
-    llvm::DenseMap<int64_t, size_t> at;  // a tile element's copy
-    for (auto [e, d] : llvm::enumerate(to)) {
-      if (!at.try_emplace(d - toMin, e).second) return std::nullopt;
-    }
-    int64_t size = static_cast<int64_t>(to.size()), run = 0;
-    while (at.contains(run)) ++run;
+    std::optional<Written> written = writtenBy(to);
+    if (!written) return std::nullopt;
     int64_t side = kWriteVectorBits / copies->element.getIntOrFloatBitWidth();
     for (int64_t cols : {side, 2 * side}) {
-      if (cols > run || run % cols || size % cols || size / cols > kMaxPermutedRows) continue;
+      std::optional<int64_t> stride = written->rowStride(cols);
+      if (!stride || written->size / cols > kMaxPermutedRows) continue;
       copy.cols = cols;
-      copy.rows = size / cols;
-      copy.dstRowStride = cols;
-      if (run == cols && copy.rows > 1) {
-        copy.dstRowStride = std::numeric_limits<int64_t>::max();
-        for (auto& [d, e] : at) {
-          if (d >= cols) copy.dstRowStride = std::min(copy.dstRowStride, d);
-        }
-      }
-      if (rowsArePermuted(copy, at, from, fromMin)) return copy;
+      copy.rows = written->size / cols;
+      copy.dstRowStride = *stride;
+      if (rowsArePermuted(copy, written->at, from, fromMin)) return copy;
     }
     return std::nullopt;
   }
@@ -2001,60 +2050,17 @@ class KernelLowering {
   // order, else a shuffle of the source row's vectors by its permutation;
   // each stored whole. bf16 021 transpose bf16[16,256,512]: see README.
   mlir::LogicalResult emitPermutingCopy(mlir::OpBuilder& b, llvm::ArrayRef<mlir::Operation*> phase,
-                                        PermutingCopy copy) {
-    mlir::Location loc = copy.src.getLoc();
-    mlir::OpBuilder tb(b.getContext());
-    Value tid = emitThreadLoops(b, ThreadShape{1, 0, 1, 0, 1}, tb);
-    // Thread 0's addresses of its first copy (at the loop's first step).
-    mlir::IRMapping mapping;
-    SmallVector<mlir::Operation*> ops;
-    if (copy.loop) {
-      mapping.map(copy.loop.getInductionVar(), indexConstant(*mlir::getConstantIntValue(
-                                                   copy.loop.getLowerBound())));
-      for (mlir::Operation& op : copy.loop.getBody()->without_terminator()) ops.push_back(&op);
-    } else {
-      ops.assign(phase.begin(), phase.end());
-    }
-    for (mlir::Operation* op : ops) {
-      if (llvm::isa<mlir::LLVM::LoadOp, mlir::LLVM::StoreOp>(op)) continue;
-      if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
-    }
-    auto ptrType = mlir::LLVM::LLVMPointerType::get(b.getContext());
-    int64_t bits = copy.element.getIntOrFloatBitWidth(), side = kWriteVectorBits / bits;
-    mlir::Type bitsType = tb.getIntegerType(bits);
-    auto at = [&](Value base, int64_t offset) -> Value {
-      Value i = tb.create<mlir::LLVM::ConstantOp>(loc, tb.getI64Type(), offset);
-      return tb.create<mlir::LLVM::GEPOp>(loc, ptrType, copy.element, base, mlir::ValueRange{i});
-    };
-    Value src = at(mapping.lookup(copy.src.getResult()), copy.srcShift);
-    Value dst = at(mapping.lookup(copy.dst.getResult()), copy.dstShift);
-    unsigned alignment = bits / 8;
-    auto vectorType = mlir::VectorType::get({side}, bitsType);
-    for (int64_t i = 0; i < copy.rows; ++i) {
+                                        PermutingCopy permuting) {
+    auto begun = beginRegisterCopy(b, phase, permuting.loop, permuting.src, permuting.dst,
+                                   permuting.srcShift, permuting.dstShift, permuting.element);
+    if (mlir::failed(begun)) return mlir::failure();
+    RegisterCopy& copy = *begun;
+    for (int64_t i = 0; i < permuting.rows; ++i) {
       std::array<Value, 2> halves;
-      auto half = [&](int64_t h) {
-        if (!halves[h]) {
-          halves[h] = tb.create<mlir::LLVM::LoadOp>(
-              loc, vectorType, at(src, i * copy.srcRowStride + h * side), alignment);
-        }
-        return halves[h];
-      };
-      for (int64_t p0 = 0; p0 < copy.cols; p0 += side) {
-        llvm::ArrayRef<int64_t> part = llvm::ArrayRef(copy.gather[i]).slice(p0, side);
-        bool inOrder = llvm::all_of(llvm::enumerate(part), [&](auto e) {
-          return e.value() == part.front() + static_cast<int64_t>(e.index());
-        });
-        Value v;
-        if (inOrder) {
-          v = tb.create<mlir::LLVM::LoadOp>(
-              loc, vectorType, at(src, i * copy.srcRowStride + part.front()), alignment);
-        } else {
-          SmallVector<int32_t> mask(part.begin(), part.end());
-          Value low = half(0);
-          Value high = copy.cols > side ? half(1) : low;
-          v = tb.create<mlir::LLVM::ShuffleVectorOp>(loc, low, high, mask);
-        }
-        tb.create<mlir::LLVM::StoreOp>(loc, v, at(dst, i * copy.dstRowStride + p0), alignment);
+      for (int64_t p0 = 0; p0 < permuting.cols; p0 += copy.side) {
+        Value v = copy.pick(i * permuting.srcRowStride, permuting.cols,
+                            llvm::ArrayRef(permuting.gather[i]).slice(p0, copy.side), halves);
+        copy.store(v, copy.dst, i * permuting.dstRowStride + p0);
       }
     }
     return mlir::success();

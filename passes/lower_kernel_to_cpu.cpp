@@ -1066,7 +1066,6 @@ class KernelLowering {
         if (mlir::failed(emitTransposingWrite(b, phase, *write))) return mlir::failure();
         continue;
       }
-
       mlir::OpBuilder tb(ctx);
       Value tid = emitThreadLoops(b, shape, tb);
       mlir::IRMapping mapping;

@@ -1048,7 +1048,10 @@ class KernelLowering {
     for (auto [p, phase, shape] : llvm::enumerate(phases, shapes)) {
       if (phase.empty() || shape.count() == 0) continue;
       curPhase_ = p;
-      if (auto copy = matchPermutingCopy(phase, shape)) {
+      // A phase of copies into shared memory, evaluated once for the
+      // matchers of that direction.
+      std::optional<PhaseCopies> intoShared = copiesOf(phase, shape, /*toShared=*/true);
+      if (auto copy = intoShared ? matchPermutingCopy(*intoShared) : std::nullopt) {
         if (mlir::failed(emitPermutingCopy(b, phase, *copy))) return mlir::failure();
         continue;
       }
@@ -1058,11 +1061,12 @@ class KernelLowering {
         }
         continue;
       }
-      if (auto copy = matchTransposingCopy(phase, shape)) {
+      if (auto copy = intoShared ? matchTransposingCopy(*intoShared) : std::nullopt) {
         if (mlir::failed(emitTransposingCopy(b, phase, *copy))) return mlir::failure();
         continue;
       }
-      if (auto write = matchTransposingWrite(phase, shape)) {
+      std::optional<PhaseCopies> fromShared = copiesOf(phase, shape, /*toShared=*/false);
+      if (auto write = fromShared ? matchTransposingWrite(*fromShared) : std::nullopt) {
         if (mlir::failed(emitTransposingWrite(b, phase, *write))) return mlir::failure();
         continue;
       }
@@ -1462,6 +1466,15 @@ class KernelLowering {
     return deps;
   }
 
+  // The ops of `phase`, or of the body of its `loop` (but the terminator).
+  static SmallVector<mlir::Operation*> opsOf(llvm::ArrayRef<mlir::Operation*> phase,
+                                             mlir::scf::ForOp loop) {
+    if (!loop) return SmallVector<mlir::Operation*>(phase.begin(), phase.end());
+    SmallVector<mlir::Operation*> ops;
+    for (mlir::Operation& op : loop.getBody()->without_terminator()) ops.push_back(&op);
+    return ops;
+  }
+
   // The copies of a phase run by every thread that does nothing but copy
   // between global and shared memory, `toShared` or from it: each store's
   // value a load of the phase used once (neither volatile nor atomic),
@@ -1470,10 +1483,10 @@ class KernelLowering {
   // arithmetic in which the block's part and the thread's only add
   // (idDependence) and the shared index has no block's part -- so that
   // each copy's elements, evaluated at block 0 (`from` and `to`, thread
-  // by thread), are every block's. std::nullopt for any other phase.
-  // With `steps`, the phase may also be one interchanged loop of such
-  // copies (no carried values), its induction variable a constant of each
-  // step: `from` and `to` then thread by thread, step by step.
+  // by thread), are every block's. std::nullopt for any other phase. The
+  // phase may also be one interchanged loop of such copies (no carried
+  // values), its induction variable a constant of each step: `from` and
+  // `to` then thread by thread, step by step. Elements of 16 or 32 bits.
   struct PhaseCopies {
     SmallVector<std::pair<mlir::LLVM::GEPOp, mlir::LLVM::GEPOp>> geps;  // (src, dst)
     mlir::Type element;
@@ -1482,18 +1495,15 @@ class KernelLowering {
   };
 
   std::optional<PhaseCopies> copiesOf(llvm::ArrayRef<mlir::Operation*> phase,
-                                      const ThreadShape& shape, bool toShared,
-                                      llvm::ArrayRef<unsigned> widths, bool steps = false) {
+                                      const ThreadShape& shape, bool toShared) {
     int64_t n = grid_.numThreads();
     if (shape.count() != n) return std::nullopt;
     PhaseCopies copies;
-    SmallVector<mlir::Operation*> ops(phase.begin(), phase.end());
     if (phase.size() == 1 && interchanged_.contains(phase.front())) {
       copies.loop = llvm::cast<mlir::scf::ForOp>(phase.front());
-      if (!steps || copies.loop.getNumResults() != 0) return std::nullopt;
-      ops.clear();
-      for (mlir::Operation& op : copies.loop.getBody()->without_terminator()) ops.push_back(&op);
+      if (copies.loop.getNumResults() != 0) return std::nullopt;
     }
+    SmallVector<mlir::Operation*> ops = opsOf(phase, copies.loop);
     int64_t loads = 0;
     Value srcBase, dstBase;
     for (mlir::Operation* op : ops) {
@@ -1523,7 +1533,7 @@ class KernelLowering {
       if (!src || !dst || src.getIndices().size() != 1 || dst.getIndices().size() != 1 ||
           src.getDynamicIndices().size() != 1 || dst.getDynamicIndices().size() != 1 ||
           src.getElemType() != t || dst.getElemType() != t || !t.isIntOrFloat() ||
-          !llvm::is_contained(widths, t.getIntOrFloatBitWidth()) ||
+          (t.getIntOrFloatBitWidth() != 16 && t.getIntOrFloatBitWidth() != 32) ||
           (copies.element && copies.element != t) ||
           isSharedAddress(src.getResult()) == toShared ||
           isSharedAddress(dst.getResult()) != toShared || (srcBase && srcBase != src.getBase()) ||
@@ -1604,18 +1614,16 @@ class KernelLowering {
   // lane storing a column of the tile (33 elements apart, the padding
   // against bank conflicts), LLVM wrote it element by element: half the
   // time of the transpose + add f32[1024,1024].
-  std::optional<TransposingCopy> matchTransposingCopy(llvm::ArrayRef<mlir::Operation*> phase,
-                                                      const ThreadShape& shape) {
-    std::optional<PhaseCopies> copies = copiesOf(phase, shape, /*toShared=*/true, {32});
-    if (!copies) return std::nullopt;
-    const SmallVector<int64_t>& from = copies->from;
-    const SmallVector<int64_t>& to = copies->to;
+  std::optional<TransposingCopy> matchTransposingCopy(const PhaseCopies& copies) {
+    if (copies.loop || copies.element.getIntOrFloatBitWidth() != 32) return std::nullopt;
+    const SmallVector<int64_t>& from = copies.from;
+    const SmallVector<int64_t>& to = copies.to;
     // Element (0, 0) is the first of the tile; a column's next element (in
     // the tile) is its row's next in the source, a row's next its column's.
     size_t origin = std::min_element(to.begin(), to.end()) - to.begin();
-    TransposingCopy copy{copies->geps.front().first, copies->geps.front().second,
+    TransposingCopy copy{copies.geps.front().first, copies.geps.front().second,
                          from[origin] - from.front(), to[origin] - to.front(), 0, 0, 0, 0,
-                         copies->element};
+                         copies.element};
     for (size_t e = 0; e < to.size(); ++e) {
       if (from[e] - from[origin] == 1) copy.dstColStride = to[e] - to[origin];
       if (to[e] - to[origin] == 1) copy.srcRowStride = from[e] - from[origin];
@@ -1750,6 +1758,50 @@ class KernelLowering {
     return written;
   }
 
+  // Whether each of `lines` lines of `len` elements (element k of line l
+  // written at offset `offsetOf(l, k)` of `written`) takes a permutation
+  // of the `len` elements of a source row, line l of row l, from fromMin +
+  // l * stride: the stride (where line 1 reads its least element) and each
+  // line's permutation (table[l][k], the element of its row), or
+  // std::nullopt.
+  struct RowPermutations {
+    int64_t stride = 0;
+    SmallVector<SmallVector<int64_t>> table;
+  };
+
+  static std::optional<RowPermutations> rowPermutations(
+      int64_t lines, int64_t len, llvm::function_ref<int64_t(int64_t, int64_t)> offsetOf,
+      const Written& written, llvm::ArrayRef<int64_t> from, int64_t fromMin) {
+    RowPermutations rows;
+    auto readAt = [&](int64_t l, int64_t k) -> std::optional<int64_t> {
+      auto e = written.at.find(offsetOf(l, k));
+      if (e == written.at.end()) return std::nullopt;
+      return from[e->second] - fromMin;
+    };
+    if (lines > 1) {
+      rows.stride = std::numeric_limits<int64_t>::max();
+      for (int64_t k = 0; k < len; ++k) {
+        std::optional<int64_t> read = readAt(1, k);
+        if (!read) return std::nullopt;
+        rows.stride = std::min(rows.stride, *read);
+      }
+      if (rows.stride < len) return std::nullopt;
+    }
+    rows.table.assign(lines, SmallVector<int64_t>(len, -1));
+    for (int64_t l = 0; l < lines; ++l) {
+      llvm::BitVector seen(len);
+      for (int64_t k = 0; k < len; ++k) {
+        std::optional<int64_t> read = readAt(l, k);
+        if (!read) return std::nullopt;
+        int64_t q = *read - l * rows.stride;
+        if (q < 0 || q >= len || seen.test(q)) return std::nullopt;
+        seen.set(q);
+        rows.table[l][k] = q;
+      }
+    }
+    return rows;
+  }
+
   // What emitTransposingWrite and emitPermutingCopy share: the loop over
   // the batch's blocks (one thread each), in it thread 0's addresses of
   // the phase's first copy (at a loop's first step) moved to the rows'
@@ -1802,14 +1854,11 @@ class KernelLowering {
     mlir::OpBuilder tb(b.getContext());
     Value tid = emitThreadLoops(b, ThreadShape{1, 0, 1, 0, 1}, tb);
     mlir::IRMapping mapping;
-    SmallVector<mlir::Operation*> ops(phase.begin(), phase.end());
     if (loop) {
       mapping.map(loop.getInductionVar(),
                   indexConstant(*mlir::getConstantIntValue(loop.getLowerBound())));
-      ops.clear();
-      for (mlir::Operation& op : loop.getBody()->without_terminator()) ops.push_back(&op);
     }
-    for (mlir::Operation* op : ops) {
+    for (mlir::Operation* op : opsOf(phase, loop)) {
       if (llvm::isa<mlir::LLVM::LoadOp, mlir::LLVM::StoreOp>(op)) continue;
       if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
     }
@@ -1842,19 +1891,17 @@ class KernelLowering {
   // columns an element at a time (no gathers): the bf16 021 transpose's
   // second phase, 64 scalar 16-bit loads and stores a lane, took half its
   // time.
-  std::optional<TransposingWrite> matchTransposingWrite(llvm::ArrayRef<mlir::Operation*> phase,
-                                                        const ThreadShape& shape) {
-    std::optional<PhaseCopies> copies = copiesOf(phase, shape, /*toShared=*/false, {16, 32});
-    if (!copies) return std::nullopt;
-    const SmallVector<int64_t>& from = copies->from;
-    const SmallVector<int64_t>& to = copies->to;
-    mlir::Type element = copies->element;
+  std::optional<TransposingWrite> matchTransposingWrite(const PhaseCopies& copies) {
+    if (copies.loop) return std::nullopt;
+    const SmallVector<int64_t>& from = copies.from;
+    const SmallVector<int64_t>& to = copies.to;
     int64_t fromMin = *llvm::min_element(from), toMin = *llvm::min_element(to);
-    TransposingWrite write{copies->geps.front().first, copies->geps.front().second,
-                           fromMin - from.front(), toMin - to.front(), 0, 0, 0, 0, {}, element};
+    TransposingWrite write{copies.geps.front().first, copies.geps.front().second,
+                           fromMin - from.front(), toMin - to.front(), 0, 0, 0, 0, {},
+                           copies.element};
     std::optional<Written> written = writtenBy(to);
     if (!written) return std::nullopt;
-    int64_t side = kWriteVectorBits / element.getIntOrFloatBitWidth();
+    int64_t side = kWriteVectorBits / copies.element.getIntOrFloatBitWidth();
     // The output's rows: runs of `cols` elements, `dstRowStride` apart --
     // the runs of contiguous elements, or, where the rows adjoin, as many
     // columns as there are rows of the tile (each a square's multiple).
@@ -1864,50 +1911,21 @@ class KernelLowering {
       write.cols = cols;
       write.rows = written->size / cols;
       write.dstRowStride = *stride;
-      if (tileRowsAreColumns(write, written->at, from, fromMin, side)) return write;
+      // In squares of `side` a side within emitTransposingWrite's bounds,
+      // output column c from the tile's row c, permuted.
+      if (write.rows % side || write.rows > 2 * side ||
+          (write.rows / side) * (write.cols / side) > kMaxWriteSquares) {
+        continue;
+      }
+      auto columns = rowPermutations(
+          write.cols, write.rows, [&](int64_t c, int64_t r) { return r * write.dstRowStride + c; },
+          *written, from, fromMin);
+      if (!columns) continue;
+      write.srcRowStride = columns->stride;
+      write.perm = std::move(columns->table);
+      return write;
     }
     return std::nullopt;
-  }
-
-  // Whether `write`'s output rows (rows, cols, dstRowStride) take their
-  // columns from the tile's rows, each a permutation of `rows` elements
-  // (the tile's row c from fromMin + c * srcRowStride, which this sets with
-  // perm) -- through `at`, the copy of each output element, reading
-  // `from`; each in squares of `side` a side that fit
-  // emitTransposingWrite's bounds.
-  static bool tileRowsAreColumns(TransposingWrite& write,
-                                 const llvm::DenseMap<int64_t, size_t>& at,
-                                 llvm::ArrayRef<int64_t> from, int64_t fromMin, int64_t side) {
-    if (write.rows % side || write.cols % side || write.rows > 2 * side ||
-        (write.rows / side) * (write.cols / side) > kMaxWriteSquares) {
-      return false;
-    }
-    // Row 1 of the tile starts at the least element of output column 1.
-    write.srcRowStride = std::numeric_limits<int64_t>::max();
-    for (int64_t r = 0; r < write.rows; ++r) {
-      auto e = at.find(r * write.dstRowStride + 1);
-      if (e == at.end()) return false;
-      write.srcRowStride = std::min(write.srcRowStride, from[e->second] - fromMin);
-    }
-    if (write.srcRowStride < write.rows) return false;
-    write.perm.assign(write.cols, SmallVector<int64_t>(write.rows, -1));
-    for (int64_t r = 0; r < write.rows; ++r) {
-      for (int64_t c = 0; c < write.cols; ++c) {
-        auto e = at.find(r * write.dstRowStride + c);
-        if (e == at.end()) return false;
-        int64_t offset = from[e->second] - fromMin - c * write.srcRowStride;
-        if (offset < 0 || offset >= write.rows) return false;
-        write.perm[c][r] = offset;
-      }
-    }
-    for (const auto& row : write.perm) {
-      llvm::BitVector seen(write.rows);
-      for (int64_t offset : row) {
-        if (seen.test(offset)) return false;
-        seen.set(offset);
-      }
-    }
-    return true;
   }
 
   // `write` (matchTransposingWrite) for each block of the batch, in squares
@@ -1987,61 +2005,32 @@ class KernelLowering {
   // packed 16-bit transpose's rotated rows were copied in two runs a row
   // (cut where the rotation wraps), each a vector loop and its scalar
   // remainder: after the transposing write, most of its time.
-  std::optional<PermutingCopy> matchPermutingCopy(llvm::ArrayRef<mlir::Operation*> phase,
-                                                  const ThreadShape& shape) {
-    std::optional<PhaseCopies> copies =
-        copiesOf(phase, shape, /*toShared=*/true, {16, 32}, /*steps=*/true);
-    if (!copies) return std::nullopt;
-    const SmallVector<int64_t>& from = copies->from;
-    const SmallVector<int64_t>& to = copies->to;
+  std::optional<PermutingCopy> matchPermutingCopy(const PhaseCopies& copies) {
+    const SmallVector<int64_t>& from = copies.from;
+    const SmallVector<int64_t>& to = copies.to;
     int64_t fromMin = *llvm::min_element(from), toMin = *llvm::min_element(to);
-    PermutingCopy copy{copies->geps.front().first, copies->geps.front().second,
+    PermutingCopy copy{copies.geps.front().first, copies.geps.front().second,
                        fromMin - from.front(), toMin - to.front(), 0, 0, 0, 0, {},
-                       copies->element, copies->loop};
+                       copies.element, copies.loop};
     std::optional<Written> written = writtenBy(to);
     if (!written) return std::nullopt;
-    int64_t side = kWriteVectorBits / copies->element.getIntOrFloatBitWidth();
+    int64_t side = kWriteVectorBits / copies.element.getIntOrFloatBitWidth();
     for (int64_t cols : {side, 2 * side}) {
       std::optional<int64_t> stride = written->rowStride(cols);
       if (!stride || written->size / cols > kMaxPermutedRows) continue;
       copy.cols = cols;
       copy.rows = written->size / cols;
       copy.dstRowStride = *stride;
-      if (rowsArePermuted(copy, written->at, from, fromMin)) return copy;
+      // Tile row i from source row i, permuted.
+      auto rows = rowPermutations(
+          copy.rows, copy.cols, [&](int64_t i, int64_t p) { return i * copy.dstRowStride + p; },
+          *written, from, fromMin);
+      if (!rows) continue;
+      copy.srcRowStride = rows->stride;
+      copy.gather = std::move(rows->table);
+      return copy;
     }
     return std::nullopt;
-  }
-
-  // Whether each of `copy`'s tile rows (rows, cols, dstRowStride) takes a
-  // permutation of the `cols` elements of a source row, row i from
-  // fromMin + i * srcRowStride (which this sets, with gather) -- through
-  // `at`, the copy of each tile element, reading `from`.
-  static bool rowsArePermuted(PermutingCopy& copy, const llvm::DenseMap<int64_t, size_t>& at,
-                              llvm::ArrayRef<int64_t> from, int64_t fromMin) {
-    // Source row 1 starts at the least element tile row 1 takes.
-    copy.srcRowStride = 0;
-    if (copy.rows > 1) {
-      copy.srcRowStride = std::numeric_limits<int64_t>::max();
-      for (int64_t p = 0; p < copy.cols; ++p) {
-        auto e = at.find(copy.dstRowStride + p);
-        if (e == at.end()) return false;
-        copy.srcRowStride = std::min(copy.srcRowStride, from[e->second] - fromMin);
-      }
-      if (copy.srcRowStride < copy.cols) return false;
-    }
-    copy.gather.assign(copy.rows, SmallVector<int64_t>(copy.cols, -1));
-    for (int64_t i = 0; i < copy.rows; ++i) {
-      llvm::BitVector seen(copy.cols);
-      for (int64_t p = 0; p < copy.cols; ++p) {
-        auto e = at.find(i * copy.dstRowStride + p);
-        if (e == at.end()) return false;
-        int64_t q = from[e->second] - fromMin - i * copy.srcRowStride;
-        if (q < 0 || q >= copy.cols || seen.test(q)) return false;
-        seen.set(q);
-        copy.gather[i][p] = q;
-      }
-    }
-    return true;
   }
 
   // `copy` (matchPermutingCopy) for each block of the batch, row by row,

@@ -188,22 +188,28 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
   const CpuKernelEntry& k = *state->kernel;
   const Signature signature = state->signature.view();
   // 3.
-  auto buffers = CheckBuffers(signature, args, rets);
-  if (buffers.has_error()) return buffers.error();
+  const size_t num_params = signature.dtypes.size();
+  ParamArray<KernelBuffer> buffers(num_params);
+  if (Error e = CheckBuffers(signature, args, rets, buffers.span()); e.failure()) return e;
   // 4.
-  auto slots = PointerSlots(signature, *buffers, [](void* dst, const void* src, size_t n) {
-    std::memcpy(dst, src, n);
-  });
-  if (slots.has_error()) return slots.error();
-  // 5. Chunks of blocks, taken by whoever is free (HostLaunch.h).
-  const int64_t workers = std::max<int64_t>(
-      1, std::min<int64_t>(k.num_blocks, pool.num_threads() + 1));
+  ParamArray<void*> slots(num_params);
+  auto num_slots = PointerSlots(
+      signature, buffers.view(),
+      [](void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }, slots.span());
+  if (num_slots.has_error()) return num_slots.error();
+  // 5. Chunks of blocks, taken by whoever is free (HostLaunch.h). A kernel
+  // of one block asks the pool nothing.
+  const int64_t workers =
+      k.num_blocks == 1 ? 1
+                        : std::min<int64_t>(k.num_blocks, pool.num_threads() + 1);
   if (workers == 1) {  // no pool, no shared state: a small kernel's call
-    ::xla_gpu::PackedArgs(slots->data(), slots->size()).run(k.fn, 0, k.num_blocks);
+    ::xla_gpu::PackedArgs(slots.data(), *num_slots).run(k.fn, 0, k.num_blocks);
     return Error::Success();
   }
   std::vector<int64_t> values;
-  for (void* slot : *slots) values.push_back(reinterpret_cast<intptr_t>(slot));
+  for (size_t i = 0; i < *num_slots; ++i) {
+    values.push_back(reinterpret_cast<intptr_t>(slots[i]));
+  }
   auto work = std::make_shared<ChunkedLaunch>(k.fn, std::move(values), k.num_blocks, workers);
   for (int64_t w = 1; w < workers; ++w) {
     pool.Schedule([work] { work->runChunks(); });

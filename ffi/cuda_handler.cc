@@ -145,12 +145,14 @@ Error CudaKernelCall(CUstream stream, xffi::RemainingArgs args, xffi::RemainingR
     return Error::InvalidArgument("shared_memory_bytes: must be >= 0");
   }
   if (entry.empty()) return Error::InvalidArgument("entry: the kernel's name is empty");
-  auto buffers = CheckBuffers(signature, args, rets);
-  if (buffers.has_error()) return buffers.error();
+  const size_t num_params = signature.dtypes.size();
+  ParamArray<KernelBuffer> buffers(num_params);
+  if (Error e = CheckBuffers(signature, args, rets, buffers.span()); e.failure()) return e;
   // One pointer a distinct buffer; an in-place result is its operand's
   // buffer (XLA gives them one when the call declares the alias).
-  auto slots = PointerSlots(signature, *buffers, nullptr);
-  if (slots.has_error()) return slots.error();
+  ParamArray<void*> slots(num_params);
+  auto num_slots = PointerSlots(signature, buffers.view(), nullptr, slots.span());
+  if (num_slots.has_error()) return num_slots.error();
 
   std::string why;
   const Driver* d = LoadDriver(&why);
@@ -158,9 +160,8 @@ Error CudaKernelCall(CUstream stream, xffi::RemainingArgs args, xffi::RemainingR
   auto fn = LoadFunction(*d, stream, kernel_hash, kernel, entry, shared_memory_bytes);
   if (fn.has_error()) return fn.error();
 
-  std::vector<void*> params;
-  params.reserve(slots->size());
-  for (void*& s : *slots) params.push_back(&s);
+  ParamArray<void*> params(*num_slots);
+  for (size_t i = 0; i < *num_slots; ++i) params[i] = &slots[i];
   const auto& b = launch.block_counts;
   const auto& t = launch.thread_counts_per_block;
   if (CUresult r = d->cuLaunchKernel(

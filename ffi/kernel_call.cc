@@ -4,7 +4,6 @@
 #include <cstring>
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace xla_gpu::ffi {
 
@@ -124,20 +123,21 @@ bool SameSignature(const Signature& a, const Signature& b) {
          a.num_results == b.num_results;
 }
 
-ErrorOr<std::vector<KernelBuffer>> CheckBuffers(const Signature& sig,
-                                                const xffi::RemainingArgs& args,
-                                                const xffi::RemainingRets& rets) {
+Error CheckBuffers(const Signature& sig, const xffi::RemainingArgs& args,
+                   const xffi::RemainingRets& rets, Span<KernelBuffer> buffers) {
   const size_t n = sig.dtypes.size();
   const size_t num_results = static_cast<size_t>(sig.num_results);
   const size_t num_inputs = n - num_results;
   if (args.size() != num_inputs || rets.size() != num_results) {
-    return xffi::Unexpected(Error::InvalidArgument(
+    return Error::InvalidArgument(
         "the kernel takes " + std::to_string(num_inputs) + " arguments and " +
         std::to_string(num_results) + " results, the call has " +
-        std::to_string(args.size()) + " and " + std::to_string(rets.size())));
+        std::to_string(args.size()) + " and " + std::to_string(rets.size()));
   }
-  std::vector<KernelBuffer> buffers;
-  buffers.reserve(n);
+  if (buffers.size() != n) {
+    return Error::Internal("CheckBuffers: room for " + std::to_string(buffers.size()) +
+                           " buffers, the kernel has " + std::to_string(n));
+  }
   size_t dim_offset = 0;
   for (size_t i = 0; i < n; ++i) {
     const auto rank = static_cast<size_t>(sig.ranks[i]);
@@ -154,35 +154,36 @@ ErrorOr<std::vector<KernelBuffer>> CheckBuffers(const Signature& sig,
       if (ret.has_value()) buffer = **ret; else why = ret.error().message();
     }
     if (!buffer) {
-      return xffi::Unexpected(
-          Error::InvalidArgument(ParamName(sig, i) + ": not a buffer (" + why + ")"));
+      return Error::InvalidArgument(ParamName(sig, i) + ": not a buffer (" + why + ")");
     }
     // The pattern (and the buffer's name) only to say what is wrong: this
     // runs at every call.
     if (buffer->element_type() != dtype || !SameSpan(buffer->dimensions(), dims)) {
       auto pattern = m::Buffer().WithElementType(dtype).WithShape(dims);
-      if (Error e = xffi::Verify(ParamName(sig, i), *buffer, pattern); e.failure()) {
-        return xffi::Unexpected(std::move(e));
-      }
+      if (Error e = xffi::Verify(ParamName(sig, i), *buffer, pattern); e.failure()) return e;
     }
     int64_t count = 1;
     for (int64_t d : dims) count *= d;
-    buffers.push_back({buffer->untyped_data(), PackedBytes(dtype, count)});
+    buffers[i] = {buffer->untyped_data(), PackedBytes(dtype, count)};
   }
-  return buffers;
+  return Error::Success();
 }
 
-ErrorOr<std::vector<void*>> PointerSlots(const Signature& sig,
-                                         const std::vector<KernelBuffer>& buffers,
-                                         CopyFn copy) {
+ErrorOr<size_t> PointerSlots(const Signature& sig, Span<const KernelBuffer> buffers,
+                             CopyFn copy, Span<void*> slots) {
+  if (slots.size() < buffers.size()) {
+    return xffi::Unexpected(Error::Internal(
+        "PointerSlots: room for " + std::to_string(slots.size()) + " slots, the kernel has " +
+        std::to_string(buffers.size()) + " parameters"));
+  }
   const size_t num_inputs = buffers.size() - static_cast<size_t>(sig.num_results);
-  std::vector<void*> slots;
-  std::vector<size_t> slot_of(buffers.size());
+  ParamArray<size_t> slot_of(buffers.size());
+  size_t num_slots = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
     const int64_t a = sig.aliases[i];
     if (a < 0) {
-      slot_of[i] = slots.size();
-      slots.push_back(buffers[i].data);
+      slot_of[i] = num_slots;
+      slots[num_slots++] = buffers[i].data;
       continue;
     }
     slot_of[i] = slot_of[a];
@@ -197,7 +198,7 @@ ErrorOr<std::vector<void*>> PointerSlots(const Signature& sig,
     }
     slots[slot_of[i]] = buffers[i].data;
   }
-  return slots;
+  return num_slots;
 }
 
 }  // namespace xla_gpu::ffi

@@ -17,6 +17,8 @@
 #ifndef XLA_GPU_FFI_KERNEL_CALL_H_
 #define XLA_GPU_FFI_KERNEL_CALL_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -87,6 +89,34 @@ struct KernelBuffer {
   size_t size_bytes;
 };
 
+// A call's scratch of one entry a kernel parameter: on the stack for
+// kernels of up to kInline parameters, so that a call allocates nothing
+// there (three vectors a call had cost ~0.1 us of the custom call's
+// dispatch); on the heap past that.
+template <typename T>
+class ParamArray {
+ public:
+  explicit ParamArray(size_t size) : size_(size) {
+    if (size > kInline) heap_.resize(size);
+  }
+  ParamArray(const ParamArray&) = delete;
+  ParamArray& operator=(const ParamArray&) = delete;
+
+  T* data() { return size_ > kInline ? heap_.data() : inline_.data(); }
+  const T* data() const { return size_ > kInline ? heap_.data() : inline_.data(); }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  xffi::Span<T> span() { return {data(), size_}; }
+  xffi::Span<const T> view() const { return {data(), size_}; }
+
+ private:
+  static constexpr size_t kInline = 16;
+  size_t size_;
+  std::array<T, kInline> inline_;
+  std::vector<T> heap_;
+};
+
 // The first characters of a kernel's hash, for messages.
 std::string ShortHash(std::string_view hash);
 
@@ -102,22 +132,23 @@ xffi::Error CheckAttributes(const Signature& sig, const LaunchDims& launch);
 // Whether two signatures are the same.
 bool SameSignature(const Signature& a, const Signature& b);
 
-// The buffers of a call, in kernel-parameter order (inputs, then results),
-// each verified (Verify with the buffer patterns) against `sig`; an error
-// names the argument or result and the failed constraint.
-xffi::ErrorOr<std::vector<KernelBuffer>> CheckBuffers(
-    const Signature& sig, const xffi::RemainingArgs& args,
-    const xffi::RemainingRets& rets);
+// The buffers of a call into `buffers` (one entry a parameter of `sig`), in
+// kernel-parameter order (inputs, then results), each verified (Verify with
+// the buffer patterns) against `sig`; an error names the argument or result
+// and the failed constraint.
+xffi::Error CheckBuffers(const Signature& sig, const xffi::RemainingArgs& args,
+                         const xffi::RemainingRets& rets, xffi::Span<KernelBuffer> buffers);
 
-// The kernel's pointer arguments: one a distinct buffer, in parameter
-// order; an aliased parameter shares the earlier input's slot, which an
-// in-place result takes over. Where XLA gave an in-place result a buffer of
-// its own, `copy` (host memory: the CPU target) first moves the operand into
-// it; without a `copy` that is an error (declare the alias).
+// The kernel's pointer arguments into `slots` (room for one a parameter),
+// returning how many: one a distinct buffer, in parameter order; an aliased
+// parameter shares the earlier input's slot, which an in-place result takes
+// over. Where XLA gave an in-place result a buffer of its own, `copy` (host
+// memory: the CPU target) first moves the operand into it; without a `copy`
+// that is an error (declare the alias).
 using CopyFn = void (*)(void* dst, const void* src, size_t bytes);
-xffi::ErrorOr<std::vector<void*>> PointerSlots(const Signature& sig,
-                                               const std::vector<KernelBuffer>& buffers,
-                                               CopyFn copy);
+xffi::ErrorOr<size_t> PointerSlots(const Signature& sig,
+                                   xffi::Span<const KernelBuffer> buffers, CopyFn copy,
+                                   xffi::Span<void*> slots);
 
 // The bits of one element as XLA stores it (sub-byte types packed).
 int64_t ElementBits(xffi::DataType dtype);

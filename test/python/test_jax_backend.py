@@ -81,6 +81,21 @@ def test_elementwise_reduction_transpose_eager_and_jit():
     np.testing.assert_array_equal(t, (x + shift[:, None]).astype(jnp.bfloat16))
 
 
+def test_a_kernel_of_more_parameters_than_a_call_keeps_on_the_stack():
+    """The handler keeps a call's per-parameter scratch on the stack up to
+    16 parameters (ffi/kernel_call.h, ParamArray), on the heap past that:
+    20 inputs and a result, in one kernel, summed exactly (integers)."""
+    xs = [jnp.asarray(rng.integers(-1000, 1000, (64, 32)), jnp.int32) for _ in range(20)]
+
+    def weighted(*xs):
+        return sum(x * (i + 1) for i, x in enumerate(xs))
+
+    lowered = jax.jit(kernel(weighted)).lower(*xs).as_text()
+    assert lowered.count(_ffi.CPU_TARGET) == 1
+    assert "aliases = dense<-1> : tensor<21xi64>" in lowered
+    np.testing.assert_array_equal(jax.jit(kernel(weighted))(*xs), weighted(*xs))
+
+
 def test_inside_a_larger_jit_program():
     x = f32(32, 128)
 

@@ -225,6 +225,22 @@ struct HostJit {
 // stages' totals).
 bool timeLlvmPasses() { return std::getenv("XLA_GPU_TIME_LLVM_PASSES") != nullptr; }
 
+// With $XLA_GPU_DUMP_LLVM_IR set to a directory, each compile writes its
+// module's LLVM IR there before O3 (<n>.ll) and after it (<n>.opt.ll), n
+// counting the process's compiles (a debugging aid, as XLA's --xla_dump_to).
+void dumpLlvmIr(const llvm::Module& module, uint64_t n, llvm::StringRef suffix) {
+  const char* dir = std::getenv("XLA_GPU_DUMP_LLVM_IR");
+  if (dir == nullptr || *dir == '\0') return;
+  std::error_code ec;
+  std::string path = (llvm::Twine(dir) + "/" + llvm::Twine(n) + suffix).str();
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec) {
+    llvm::errs() << "XLA_GPU_DUMP_LLVM_IR: cannot write " << path << ": " << ec.message() << "\n";
+    return;
+  }
+  module.print(out, nullptr);
+}
+
 // The interleave counts the lane loops ask for (-xla-gpu-lower-kernel-to-cpu:
 // K chains of long-latency arithmetic at once), cut so that a loop's body
 // times its count stays within kInterleavedInstructions instructions of IR
@@ -359,7 +375,11 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
     if (!fn.isDeclaration() && fn.hasExternalLinkage()) publics.push_back(&fn);
   }
   capInterleaveCounts(*llvmModule);
+  static std::atomic<uint64_t> compiles{0};
+  const uint64_t n = compiles++;
+  dumpLlvmIr(*llvmModule, n, ".ll");
   optimizeModule(*llvmModule, optLevel, *machine, timing);
+  dumpLlvmIr(*llvmModule, n, ".opt.ll");
   for (llvm::Function* fn : publics) addPackedWrapper(*llvmModule, *fn);
   clock.lap(1);
   // Host code generation with the host flags (see codegenFlagsMutex);

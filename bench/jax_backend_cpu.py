@@ -3,17 +3,20 @@
 
   - custom-call overhead: a jitted call of one of our kernels on a tiny
     array (f32[8] + 1) against the same jnp op jitted; the difference per
-    call is the FFI dispatch (attribute decoding, registry lookup, buffer
-    verification, block launch). Goal: at most 2 us more.
+    call is the FFI dispatch (XLA's custom-call thunk, then our handler:
+    buffer verification, block launch; the attributes are decoded once,
+    when XLA instantiates the call). Goal: at most 2 us more.
   - the seed's GELU through `xla_gpu.jax.kernel` against `jax.jit` of the
     same function. Goal: ratio <= 1.0.
 
-Medians (and quartiles) of --runs timed runs after warm-up; each run of
-the overhead case is the mean of CALLS back-to-back calls. The compile
-times are each side's `jax.jit` + first call of the function, after both
-sides have compiled another function (_warm_up): what the first use in a
-process pays once (loading and registering our FFI library, a thread's
-first LLVM target machine) is left out, as jax's own first compile is.
+Medians (and quartiles) of --runs timed runs, the two sides taking turns
+in blocks (benchmarks.block_times_ms, as every case of `make bench`);
+each run of the overhead case is the mean of CALLS back-to-back calls.
+The compile times are each side's `jax.jit` + first call of the
+function, after both sides have compiled another function (_warm_up):
+what the first use in a process pays once (loading and registering our
+FFI library, a thread's first LLVM target machine) is left out, as jax's
+own first compile is.
 
     .venv/bin/python bench/jax_backend_cpu.py [--runs 10]
 """
@@ -27,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xla_gpu.benchmarks import quartiles, times_ms
+from xla_gpu.benchmarks import block_times_ms, quartiles
 
 CALLS = 2000
 
@@ -62,8 +65,9 @@ def cases(runs: int) -> list[dict]:
     plain = jax.jit(lambda v: v + 1.0)
     plain(x).block_until_ready()
     compile_xla = time.perf_counter() - start
-    ours_q = quartiles(times_ms(lambda: ours(x).block_until_ready(), runs, CALLS))
-    xla_q = quartiles(times_ms(lambda: plain(x).block_until_ready(), runs, CALLS))
+    ours_t, xla_t = block_times_ms([lambda: ours(x).block_until_ready(),
+                                    lambda: plain(x).block_until_ready()], runs, calls=CALLS)
+    ours_q, xla_q = quartiles(ours_t), quartiles(xla_t)
     ours_ms, xla_ms = ours_q[1], xla_q[1]
     err = float(np.max(np.abs(np.asarray(ours(x)) - np.asarray(plain(x)))))
     records.append(dict(name="jax_backend_cpu: custom-call overhead f32[8] + 1 "
@@ -82,8 +86,9 @@ def cases(runs: int) -> list[dict]:
     plain = jax.jit(_gelu)
     plain(g).block_until_ready()
     compile_xla = time.perf_counter() - start
-    ours_q = quartiles(times_ms(lambda: ours(g).block_until_ready(), runs))
-    xla_q = quartiles(times_ms(lambda: plain(g).block_until_ready(), runs))
+    ours_t, xla_t = block_times_ms([lambda: ours(g).block_until_ready(),
+                                    lambda: plain(g).block_until_ready()], runs)
+    ours_q, xla_q = quartiles(ours_t), quartiles(xla_t)
     ours_ms, xla_ms = ours_q[1], xla_q[1]
     err = float(np.max(np.abs(np.asarray(ours(g), np.float32) - np.asarray(plain(g), np.float32))))
     records.append(dict(name="jax_backend_cpu: seed GELU bf16 via xla_gpu.jax.kernel",

@@ -48,7 +48,8 @@ def times_ms(fn, runs: int, calls: int = 1) -> list[float]:
     return times
 
 
-def block_times_ms(sides, runs: int, block: int = BLOCK_RUNS) -> list[list[float]]:
+def block_times_ms(sides, runs: int, block: int = BLOCK_RUNS,
+                   calls: int = 1) -> list[list[float]]:
     """The milliseconds of `runs` timed calls of each function in `sides`,
     taken in blocks: each side in turn makes one untimed call, then `block`
     timed calls in a row. Each side is timed in its own steady state (its
@@ -58,11 +59,12 @@ def block_times_ms(sides, runs: int, block: int = BLOCK_RUNS) -> list[list[float
     instead time each side after the other has run: the other's buffers
     have displaced its data from the caches (a 16 MiB row sum's input, of a
     32 MiB L3), and the timings carry that: the row sum read 0.58-0.93x,
-    interleaved, against 1.08-1.20x in blocks of 5, in one process."""
+    interleaved, against 1.08-1.20x in blocks of 5, in one process. A run
+    may be the mean of `calls` calls (times_ms), for calls of microseconds."""
     times: list[list[float]] = [[] for _ in sides]
     while len(times[0]) < runs:
         for fn, timed in zip(sides, times):
-            timed += times_ms(fn, min(block, runs - len(timed)))  # a block
+            timed += times_ms(fn, min(block, runs - len(timed)), calls)  # a block
     return times
 
 

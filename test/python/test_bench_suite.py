@@ -79,3 +79,9 @@ def test_each_side_is_timed_in_blocks_after_an_untimed_run():
     assert "".join(calls) == "a" * 6 + "b" * 6 + "a" * 3 + "b" * 3
     assert [len(t) for t in times] == [7, 7]
     assert all(t >= 0 for side in times for t in side)
+    # Runs of several calls each (the JAX backend's overhead case).
+    calls.clear()
+    times = block_times_ms([lambda: calls.append("a"), lambda: calls.append("b")], runs=3,
+                           block=2, calls=4)
+    assert "".join(calls) == "a" * 9 + "b" * 9 + "a" * 5 + "b" * 5
+    assert [len(t) for t in times] == [3, 3]

@@ -2276,10 +2276,11 @@ class KernelLowering {
     auto inside = [&](Value v) { return loop.getRegion().isAncestor(v.getParentRegion()); };
     // Constants of index arithmetic far from overflow in what follows.
     auto small = [](std::optional<int64_t> k) { return k && std::abs(*k) < (int64_t{1} << 40); };
-    // v = m * iv + base + c: base invariant (or none), c and m > 0
-    // constants (m: the lanes' stride, e.g. a thread's two columns).
+    // v = m * iv + base + c: base a sum of invariant terms (or none: a
+    // partial tile's end, block * threads + step + lane, has two), c and
+    // m > 0 constants (m: the lanes' stride, e.g. a thread's two columns).
     struct Affine {
-      Value base;
+      SmallVector<Value, 2> base;
       int64_t c = 0;
       int64_t m = 1;
     };
@@ -2296,7 +2297,8 @@ class KernelLowering {
           auto a = match(add->getOperand(i), depth - 1);
           if (!a) continue;
           if (k) return Affine{a->base, a->c + *k, a->m};
-          if (!a->base) return Affine{other, a->c, a->m};
+          a->base.push_back(other);
+          return a;
         }
         return std::nullopt;
       }
@@ -2306,9 +2308,9 @@ class KernelLowering {
           if (!small(k) || *k <= 0) continue;
           auto a = match(mul->getOperand(i), depth - 1);
           int64_t c, m;
-          if (a && !a->base && !__builtin_mul_overflow(a->c, *k, &c) &&
+          if (a && a->base.empty() && !__builtin_mul_overflow(a->c, *k, &c) &&
               !__builtin_mul_overflow(a->m, *k, &m) && small(c) && small(m)) {
-            return Affine{Value(), c, m};
+            return Affine{{}, c, m};
           }
         }
         return std::nullopt;
@@ -2327,7 +2329,13 @@ class KernelLowering {
       bool below;
     };
     SmallVector<Guard> guards;
-    Value base;
+    SmallVector<Value, 2> base;
+    // The same sum of terms, in any order.
+    auto sameSum = [](llvm::ArrayRef<Value> x, llvm::ArrayRef<Value> y) {
+      return x.size() == y.size() && llvm::all_of(x, [&](Value term) {
+               return llvm::count(x, term) == llvm::count(y, term);
+             });
+    };
     int64_t stride = 1;
     bool chosen = false;
     loop.getBody()->walk([&](mlir::arith::CmpIOp cmp) {
@@ -2355,7 +2363,7 @@ class KernelLowering {
         stride = a->m;
         chosen = true;
       }
-      if (a->base != base || a->m != stride) return;
+      if (!sameSum(a->base, base) || a->m != stride) return;
       switch (pred) {
         case P::slt: guards.push_back({cmp, *k - a->c, true}); break;
         case P::sle: guards.push_back({cmp, *k - a->c + 1, true}); break;
@@ -2383,7 +2391,8 @@ class KernelLowering {
       }
       return false;
     };
-    if (stride != 1 && multipleOfStride(base, 4)) {
+    if (stride != 1 &&
+        llvm::all_of(base, [&](Value term) { return multipleOfStride(term, 4); })) {
       for (Guard& g : guards) g.t = llvm::divideCeilSigned(g.t, stride) * stride;
     }
     SmallVector<int64_t> cuts;
@@ -2398,7 +2407,7 @@ class KernelLowering {
     SmallVector<Value> bounds = {loop.getLowerBound()};
     for (int64_t t : cuts) {
       Value at = b.create<mlir::arith::ConstantIndexOp>(loc, t);
-      if (base) at = b.create<mlir::arith::SubIOp>(loc, at, base);
+      for (Value term : base) at = b.create<mlir::arith::SubIOp>(loc, at, term);
       if (stride != 1) {
         at = b.create<mlir::arith::CeilDivSIOp>(
             loc, at, b.create<mlir::arith::ConstantIndexOp>(loc, stride));

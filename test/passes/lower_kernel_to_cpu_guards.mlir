@@ -123,3 +123,54 @@ func.func @huge_bound(%out: !llvm.ptr) {
   }
   return
 }
+
+// -----
+
+// A partial last block's guard, block * 128 + tid <= 7999, where the lanes
+// run in steps of 16 (tid / 16 a row, tid mod 16 its column: a scatter's
+// update rows): in the lane loop the guard is lane + (block * 128 + step)
+// <= 7999, a bound with two invariant terms, cut at 8000 - block * 128 -
+// step. The row's index is then read in every lane the loop runs, no
+// longer behind the guard (LLVM hoists it and vectorizes the row).
+// CHECK-LABEL: func.func @partial_block_of_rows
+// CHECK:       scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1
+// CHECK:         scf.for %{{.*}} = %c0 to %c128 step %c16
+// CHECK:           %[[T:.*]] = arith.subi %c8000, %{{.*}} : index
+// CHECK:           %[[T2:.*]] = arith.subi %[[T]], %{{.*}} : index
+// CHECK:           %[[LO:.*]] = arith.minsi %[[T2]], %c16
+// CHECK:           %[[CUT:.*]] = arith.maxsi %[[LO]], %c0
+// CHECK:           scf.for %{{.*}} = %c0 to %[[CUT]] step %c1 {
+// CHECK-NOT:         scf.if
+// CHECK:             llvm.load
+// CHECK:             llvm.store
+// CHECK-NEXT:      }
+// CHECK-NOT:       llvm.store
+// CHECK:     return
+func.func @partial_block_of_rows(%rows: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 62 : index]}
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c128 = arith.constant 128 : index
+  %c7999 = arith.constant 7999 : index
+  %one = arith.constant 1.0 : f32
+  %first = arith.muli %bid, %c128 : index
+  %linear = arith.addi %first, %tid : index
+  %in = arith.cmpi sle, %linear, %c7999 : index
+  scf.if %in {
+    %b8 = arith.muli %bid, %c8 : index
+    %r = arith.divui %tid, %c16 : index
+    %row = arith.addi %b8, %r : index
+    %ri = arith.index_cast %row : index to i64
+    %rp = llvm.getelementptr %rows[%ri] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+    %target = llvm.load %rp invariant : !llvm.ptr -> i32
+    %t = arith.index_cast %target : i32 to index
+    %t16 = arith.muli %t, %c16 : index
+    %col = arith.remui %tid, %c16 : index
+    %at = arith.addi %t16, %col : index
+    %i = arith.index_cast %at : index to i64
+    %p = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %one, %p : f32, !llvm.ptr
+  }
+  return
+}

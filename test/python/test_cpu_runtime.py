@@ -577,7 +577,7 @@ def test_streaming_copy_of_an_aliased_operand_is_exact(workers, offset):
     src = np.frombuffer(rng.bytes(n + 32), np.uint8)[5:5 + n]
     backing = np.full(n + 64, 0xAB, np.uint8)
     dst = backing[offset:offset + n]
-    cpu._copy(dst, src, workers)
+    cpu._copy(cpu._address(dst), cpu._address(src), n, workers)
     np.testing.assert_array_equal(dst, src)
     assert (backing[:offset] == 0xAB).all() and (backing[offset + n:] == 0xAB).all()
 

@@ -149,14 +149,13 @@ def _address(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-def _copy(dst: np.ndarray, src: np.ndarray, workers: int) -> None:
-    """dst[:] = src for flat arrays of the same bytes, split over `workers`
-    threads when large (HostCopy.cpp on HostLaunch.cpp's pool, without the
-    GIL; one core does not saturate the memory bandwidth)."""
-    if dst.nbytes < MIN_BYTES_FOR_WORKERS:
+def _copy(dst: int, src: int, nbytes: int, workers: int) -> None:
+    """Copies `nbytes` from address `src` to address `dst`, split over
+    `workers` threads when large (HostCopy.cpp on HostLaunch.cpp's pool,
+    without the GIL; one core does not saturate the memory bandwidth)."""
+    if nbytes < MIN_BYTES_FOR_WORKERS:
         workers = 1
-    _capi.lib.xlaGpuHostCopy(_address(dst), _address(src), dst.nbytes,
-                             dst.nbytes >= MIN_BYTES_FOR_STREAMING, workers)
+    _capi.lib.xlaGpuHostCopy(dst, src, nbytes, nbytes >= MIN_BYTES_FOR_STREAMING, workers)
 
 
 def _entry_function(module: ir.Module, entry: str | None):
@@ -394,15 +393,16 @@ class CpuKernel:
         # shape of the same bytes): it starts as the operand -- XLA copies
         # the operand when the buffers differ -- and is the one buffer the
         # kernel reads and writes.
-        # (Two inputs of one slice are read from the first.)
+        # (Two inputs of one slice are read from the first.) Each buffer's
+        # address is taken once (~0.5 us each).
+        addresses = [_address(b) for b in buffers]
         for k, v in self._in_place:
-            if _address(buffers[k]) != _address(buffers[v]):
-                _copy(buffers[k].reshape(-1), buffers[v].reshape(-1).view(buffers[k].dtype),
-                      threads)
-            buffers[v] = buffers[k]
+            if addresses[k] != addresses[v]:
+                _copy(addresses[k], addresses[v], buffers[k].nbytes, threads)
+            buffers[v], addresses[v] = buffers[k], addresses[k]
         # One call without the GIL: the blocks in a chunk a thread, the
         # caller running chunks too (HostLaunch.cpp).
-        values = self._values_type(*(_address(buffers[i]) for i in self._passed))
+        values = self._values_type(*(addresses[i] for i in self._passed))
         _capi.lib.xlaGpuHostLaunch(self._fn, values, len(self._passed), self.num_blocks,
                                    workers, workers)
         if self._packed:

@@ -16,6 +16,7 @@
 #define XLA_GPU_DIALECTS_XLA_GPU_HOSTLAUNCH_H_
 
 #include <atomic>
+#include <cstddef>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -118,6 +119,10 @@ extern "C" {
 // before the block range. Returns when every chunk has run.
 void xlaGpuHostLaunch(void* fn, const int64_t* values, int64_t count, int64_t numBlocks,
                       int64_t numChunks, int64_t threads);
+
+// dst[0, bytes) = src[0, bytes) on up to `threads` threads of the pool,
+// with streaming stores if `streaming` (HostCopy.cpp).
+void xlaGpuHostCopy(void* dst, const void* src, size_t bytes, int streaming, int64_t threads);
 }
 
 #endif  // XLA_GPU_DIALECTS_XLA_GPU_HOSTLAUNCH_H_

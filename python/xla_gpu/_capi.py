@@ -141,6 +141,45 @@ def _load() -> ctypes.CDLL:
 lib = _load()
 
 
+class PythonApi(ctypes.Structure):
+    """HostCall.cpp's XlaGpuPythonApi: the interpreter's functions it calls."""
+
+    NAMES = ("PyObject_GetBuffer", "PyBuffer_Release", "PyErr_Clear", "PyEval_SaveThread",
+             "PyEval_RestoreThread", "PyTuple_Size", "PyTuple_GetItem")
+    _fields_ = [(name, ctypes.c_void_p) for name in NAMES]
+
+
+class HostCallSpec(ctypes.Structure):
+    """HostCall.cpp's XlaGpuHostCallSpec: what a CPU kernel's call needs."""
+
+    _i64p = ctypes.POINTER(ctypes.c_int64)
+    _fields_ = [("fn", ctypes.c_void_p), ("num_params", ctypes.c_int64),
+                ("num_results", ctypes.c_int64), ("ranks", _i64p), ("dims", _i64p),
+                ("formats", ctypes.POINTER(ctypes.c_char_p)), ("num_passed", ctypes.c_int64),
+                ("passed", _i64p), ("num_in_place", ctypes.c_int64), ("in_place", _i64p),
+                ("num_blocks", ctypes.c_int64), ("min_bytes_for_workers", ctypes.c_int64),
+                ("min_bytes_for_streaming", ctypes.c_int64), ("ndarray", ctypes.c_void_p)]
+
+
+def _load_host_call():
+    """xlaGpuHostCall, through a PyDLL handle on the plugin library (its
+    calls keep the GIL: it reads Python objects), after handing it the
+    interpreter's functions."""
+    api = PythonApi(*(ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p)
+                      for name in PythonApi.NAMES))
+    lib.xlaGpuHostCallInit.argtypes = [ctypes.POINTER(PythonApi)]
+    lib.xlaGpuHostCallInit.restype = None
+    lib.xlaGpuHostCallInit(ctypes.byref(api))
+    call = ctypes.PyDLL(os.fspath(LIB_PATH)).xlaGpuHostCall
+    call.argtypes = [ctypes.POINTER(HostCallSpec), ctypes.py_object, ctypes.c_int64,
+                     ctypes.c_int64]
+    call.restype = ctypes.c_int
+    return call
+
+
+host_call = _load_host_call()
+
+
 def register_everything() -> None:
     """Makes the dialect available in every Context created from now on, and
     the project's passes available to `PassManager.parse`."""

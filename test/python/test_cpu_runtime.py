@@ -620,3 +620,94 @@ def test_a_kernel_of_more_buffers_than_the_packed_arguments_hold_inline(threads)
     kernel(*xs, out, num_threads=threads)
     want = 2 * (2 * xs[0] + sum(xs[1:]))
     np.testing.assert_array_equal(out, want)
+
+
+def _counting_host_calls(monkeypatch) -> list[int]:
+    """What each call of HostCall.cpp's fast path returned (1: it ran)."""
+    from xla_gpu import _capi
+    returned = []
+    real = _capi.host_call
+
+    def counting(*args):
+        returned.append(real(*args))
+        return returned[-1]
+
+    monkeypatch.setattr(_capi, "host_call", counting)
+    return returned
+
+
+def test_calls_run_in_one_c_call_where_their_arrays_allow(monkeypatch):
+    """A call of exact numpy arrays of the kernel's shapes and types checks,
+    copies and launches in one C call (HostCall.cpp). Any other arrays it
+    leaves to the Python path, which says what is wrong; and a call that
+    asks for threads goes that way too. The results are the same."""
+    returned = _counting_host_calls(monkeypatch)
+    kernel = CpuKernel(BARRIER)
+    x = rng.randn(2048).astype(np.float32)
+    fast, slow = np.empty(2048, np.float32), np.empty(2048, np.float32)
+    kernel(x, fast)
+    kernel(x, slow, num_threads=1)
+    assert returned == [1]
+    np.testing.assert_array_equal(fast, slow)
+    read_only = np.zeros(2048, np.float32)
+    read_only.flags.writeable = False
+    for args, message in [
+            ((x,), "takes 2 arrays"),
+            ((x, np.zeros(2047, np.float32)), "argument 1 must be tensor<2048xf32>"),
+            ((x.astype(np.float64), fast), "argument 0 must be tensor<2048xf32>"),
+            ((x, np.zeros(4096, np.float32)[::2]), "argument 1 must be C-contiguous"),
+            ((x, [0.0] * 2048), "must be a numpy array"),
+            ((x, read_only), "output argument 1 is not writeable")]:
+        returned.clear()
+        with pytest.raises(KernelArgumentError, match=message):
+            kernel(*args)
+        assert returned == [0], message
+    # A subclass of ndarray runs on the Python path; a read-only input on
+    # the C path.
+    class Sub(np.ndarray):
+        pass
+
+    returned.clear()
+    kernel(x.view(Sub), fast)
+    x_read_only = x.copy()
+    x_read_only.flags.writeable = False
+    kernel(x_read_only, slow)
+    assert returned == [0, 1]
+    np.testing.assert_array_equal(fast, slow)
+    # bf16: numpy exports no buffer of ml_dtypes' types; no fast path.
+    assert CpuKernel(examples.path("seed_gelu.mlir").read_text())._host_call is None
+
+
+def test_in_place_outputs_on_the_c_path_copy_or_share_their_operand(monkeypatch):
+    """A dynamic-update-slice written in place: an output in a buffer of its
+    own starts as the operand's copy, one in the operand's buffer updates
+    it; a signless s32 index takes int32 and uint32 arrays. The C path and
+    the Python path give the same bytes."""
+    from mlir import ir
+
+    from xla_gpu.emitters import emit_fusion, find_fusion
+
+    text = ("HloModule m\n\nfused {\n  c = f32[64,128] parameter(0)\n"
+            "  t = f32[1,128] parameter(1)\n  p = s32[] parameter(2)\n  z = s32[] constant(0)\n"
+            "  ROOT d = f32[64,128] dynamic-update-slice(c, t, p, z)\n}\n\nENTRY e {\n"
+            "  c = f32[64,128] parameter(0)\n  t = f32[1,128] parameter(1)\n"
+            "  p = s32[] parameter(2)\n"
+            "  ROOT f = f32[64,128] fusion(c, t, p), kind=kLoop, calls=fused\n}\n")
+    with ir.Context():
+        kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))))
+    assert kernel._in_place and kernel._host_call is not None
+    returned = _counting_host_calls(monkeypatch)
+    cache = rng.randn(64, 128).astype(np.float32)
+    tok = rng.randn(1, 128).astype(np.float32)
+    want = cache.copy()
+    want[37] = tok[0]
+    for pos in (np.array(37, np.int32), np.array(37, np.uint32)):
+        fast, slow = np.zeros_like(cache), np.zeros_like(cache)
+        kernel(cache, tok, pos, fast)
+        kernel(cache, tok, pos, slow, num_threads=1)
+        np.testing.assert_array_equal(fast, want)
+        np.testing.assert_array_equal(slow, want)
+        shared = cache.copy()
+        kernel(shared, tok, pos, shared)
+        np.testing.assert_array_equal(shared, want)
+    assert returned == [1, 1, 1, 1]

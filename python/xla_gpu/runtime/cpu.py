@@ -265,6 +265,52 @@ def _same_storage(a: np.dtype, b: np.dtype) -> bool:
         {a, b} <= kind for kind in _SUB_BYTE)
 
 
+# Buffer-protocol formats of numpy's integers by size: a signless MLIR
+# integer parameter takes either signedness (_same_storage).
+_INTEGER_FORMATS = {1: "b,B", 2: "h,H", 4: "i,I", 8: "l,L,q,Q"}
+
+
+def _buffer_format(dtype: np.dtype) -> str | None:
+    """The buffer-protocol format of numpy arrays of `dtype` (None: numpy
+    exports no buffer of it, as of ml_dtypes' types)."""
+    try:
+        return memoryview(np.empty(1, dtype)).format
+    except (ValueError, BufferError, TypeError):
+        return None
+
+
+def _host_call_spec(kernel: "CpuKernel"):
+    """The HostCall.cpp spec of `kernel`'s calls (and the ctypes arrays it
+    points to, to keep), or None where no call can take the fast path:
+    packed sub-byte parameters, or an element type numpy exports no buffer
+    of (bf16, the f8s)."""
+    if kernel._packed:
+        return None
+    formats = []
+    for p in kernel.params:
+        own = _buffer_format(p.dtype)
+        if own is None:
+            return None
+        formats.append(_INTEGER_FORMATS[p.dtype.itemsize] if p.dtype.kind in "iu" else own)
+
+    def int64s(values):
+        values = list(values)
+        return (ctypes.c_int64 * max(1, len(values)))(*values)
+
+    parts = dict(
+        ranks=int64s(len(p.shape) for p in kernel.params),
+        dims=int64s(d for p in kernel.params for d in p.shape),
+        formats=(ctypes.c_char_p * len(formats))(*(f.encode() for f in formats)),
+        passed=int64s(kernel._passed),
+        in_place=int64s(i for pair in kernel._in_place for i in pair))
+    spec = _capi.HostCallSpec(
+        fn=kernel._fn, num_params=len(kernel.params), num_results=kernel.num_results,
+        num_passed=len(kernel._passed), num_in_place=len(kernel._in_place),
+        num_blocks=kernel.num_blocks, min_bytes_for_workers=MIN_BYTES_FOR_WORKERS,
+        min_bytes_for_streaming=MIN_BYTES_FOR_STREAMING, ndarray=id(np.ndarray), **parts)
+    return spec, parts
+
+
 class CpuKernel:
     """A kernel compiled for the host, from an EmittedKernel or from IR
     text (its entry: `entry`, else the one public function). Compiled once
@@ -343,6 +389,9 @@ class CpuKernel:
         # The packed function: (pointers to the argument values, the block
         # range last) -> None; HostLaunch.cpp calls it.
         self._fn = self._code.lookup(f"_mlir_{entry}", needed_by=entry)
+        # A call's checks, addresses, copy and launch in one C call
+        # (HostCall.cpp), where its arrays allow.
+        self._host_call = _host_call_spec(self)
 
     @property
     def llvm_ir(self) -> str:
@@ -380,6 +429,13 @@ class CpuKernel:
 
     def __call__(self, *arrays: np.ndarray, num_threads: int | None = None) -> None:
         """Runs the whole grid; outputs (the last arrays) are written in place."""
+        if self._host_call is not None and num_threads is None:
+            # The fast path: the same checks, copy and launch, or nothing
+            # done where the arrays need the path below (its errors).
+            workers = (1 if self.num_bytes < MIN_BYTES_FOR_WORKERS
+                       else max(1, min(_CPUS, self.num_blocks)))
+            if _capi.host_call(self._host_call[0], arrays, workers, _CPUS):
+                return
         self.check(arrays)
         threads = num_threads or _CPUS
         workers = max(1, min(threads, self.num_blocks))

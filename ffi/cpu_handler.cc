@@ -210,7 +210,8 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
   for (size_t i = 0; i < *num_slots; ++i) {
     values.push_back(reinterpret_cast<intptr_t>(slots[i]));
   }
-  auto work = std::make_shared<ChunkedLaunch>(k.fn, std::move(values), k.num_blocks, workers);
+  auto work = std::make_shared<ChunkedLaunch>(
+      k.fn, std::move(values), k.num_blocks, ::xla_gpu::defaultChunks(k.num_blocks, workers));
   for (int64_t w = 1; w < workers; ++w) {
     pool.Schedule([work] { work->runChunks(); });
   }

@@ -190,7 +190,8 @@ int xlaGpuHostCall(const XlaGpuHostCallSpec* spec, PyObject* arrays, int64_t wor
     addresses[v] = addresses[k];
   }
   for (int64_t j = 0; j < spec->numPassed; ++j) values[j] = addresses[spec->passed[j]];
-  xlaGpuHostLaunch(spec->fn, values.data(), spec->numPassed, spec->numBlocks, workers, workers);
+  xlaGpuHostLaunch(spec->fn, values.data(), spec->numPassed, spec->numBlocks, /*numChunks=*/0,
+                   workers);
   python.restoreThread(state);
   return 1;
 }

@@ -97,7 +97,8 @@ extern "C" {
 void xlaGpuHostLaunch(void* fn, const int64_t* values, int64_t count, int64_t numBlocks,
                       int64_t numChunks, int64_t threads) {
   auto kernel = reinterpret_cast<PackedKernelFn>(fn);
-  numChunks = std::max<int64_t>(1, std::min(numChunks, numBlocks));
+  numChunks = numChunks <= 0 ? xla_gpu::defaultChunks(numBlocks, threads)
+                             : std::max<int64_t>(1, std::min(numChunks, numBlocks));
   int64_t helpers = std::min(threads, numChunks) - 1;
   std::unique_lock<std::mutex> workers;
   if (helpers > 0) {

@@ -15,6 +15,7 @@
 #ifndef XLA_GPU_DIALECTS_XLA_GPU_HOSTLAUNCH_H_
 #define XLA_GPU_DIALECTS_XLA_GPU_HOSTLAUNCH_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <condition_variable>
@@ -71,6 +72,23 @@ class PackedArgs {
   std::vector<void*> heapPointers_;
 };
 
+// How many chunks a launch of `numBlocks` blocks on `threads` threads
+// cuts its grid into: up to 8 a thread, so that a thread that starts late
+// (a worker takes ~0.01-0.1 ms to wake) finds its share taken by the ones
+// running, but at least 8 blocks a chunk (a block's own cost is small: a
+// column sum's 16 blocks in 16 chunks ran 1.25x slower than in 2) and at
+// least one chunk a thread. Measured on 2 cores against one chunk a
+// thread: a row sum 0.85 -> 0.74 of one thread's time, a softmax exp+sum
+// 0.85 -> 0.64, the seed's transpose 0.71 -> 0.62, a concatenate 1.30 ->
+// 0.83.
+inline int64_t defaultChunks(int64_t numBlocks, int64_t threads) {
+  constexpr int64_t kChunksPerThread = 8, kMinBlocksPerChunk = 8;
+  if (threads <= 1) return 1;
+  int64_t chunks =
+      std::max(threads, std::min(threads * kChunksPerThread, numBlocks / kMinBlocksPerChunk));
+  return std::max<int64_t>(1, std::min(chunks, numBlocks));
+}
+
 // One launch of `numChunks` chunks of [0, numBlocks); hold it in a
 // shared_ptr that every thread taking chunks keeps.
 class ChunkedLaunch {
@@ -114,8 +132,8 @@ class ChunkedLaunch {
 
 extern "C" {
 // The CPU runtime's launch (HostLaunch.cpp, in the plugin library): `fn`
-// over the blocks [0, numBlocks) in `numChunks` chunks on up to `threads`
-// threads, the caller among them; `values` are its `count` argument values
+// over the blocks [0, numBlocks) in `numChunks` chunks (0: defaultChunks)
+// on up to `threads` threads, the caller among them; `values` are its `count` argument values
 // before the block range. Returns when every chunk has run.
 void xlaGpuHostLaunch(void* fn, const int64_t* values, int64_t count, int64_t numBlocks,
                       int64_t numChunks, int64_t threads);

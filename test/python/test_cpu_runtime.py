@@ -169,6 +169,18 @@ def test_atomic_accumulation(threads):
 PER_BLOCK = counting_kernel(96, 96, "%bid")
 
 
+@pytest.mark.parametrize("blocks", [9, 17, 1001])
+def test_uneven_chunks_run_every_block_once(blocks):
+    """A launch cuts its grid into up to 8 chunks a thread of at least 8
+    blocks (HostLaunch.h's defaultChunks): 1001 blocks on 2 threads are 16
+    chunks of 62 or 63, 17 on 3 threads 3 chunks, 9 one chunk a thread."""
+    kernel = CpuKernel(counting_kernel(blocks, blocks, "%bid"))
+    for threads in (1, 2, 3, 8):
+        count = np.zeros(blocks, dtype=np.int32)
+        kernel(count, num_threads=threads)
+        np.testing.assert_array_equal(count, np.full(blocks, 128, np.int32))
+
+
 def test_launch_runs_every_block_once():
     """The launch (HostLaunch.cpp) cuts the grid into chunks for the
     calling thread and the pool's workers; launches from several host

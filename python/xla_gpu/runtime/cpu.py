@@ -456,11 +456,12 @@ class CpuKernel:
             if addresses[k] != addresses[v]:
                 _copy(addresses[k], addresses[v], buffers[k].nbytes, threads)
             buffers[v], addresses[v] = buffers[k], addresses[k]
-        # One call without the GIL: the blocks in a chunk a thread, the
-        # caller running chunks too (HostLaunch.cpp).
+        # One call without the GIL: the blocks in chunks, up to 8 a thread,
+        # that the workers and the caller take as they are free
+        # (HostLaunch.h).
         values = self._values_type(*(addresses[i] for i in self._passed))
         _capi.lib.xlaGpuHostLaunch(self._fn, values, len(self._passed), self.num_blocks,
-                                   workers, workers)
+                                   0, workers)  # 0: HostLaunch.h's defaultChunks
         if self._packed:
             for i in range(len(arrays) - self.num_results, len(arrays)):
                 if self.params[i].packed_bits:

@@ -97,6 +97,50 @@ struct TruncF64ThroughF32 : public mlir::OpRewritePattern<mlir::arith::TruncFOp>
   }
 };
 
+// An integer -> bf16 conversion has no x86 instruction without AVX512-BF16:
+// LLVM converts to f32 and calls compiler-rt's __truncsfbf2 for the rest,
+// which no library of the process may export (libgcc has it from GCC 13
+// on: a Zen 2/3 host with Debian's GCC 12 could not load such a kernel).
+// Through f32 in IR instead, rounded to bf16 in integer code as
+// arith-expand rounds an f32 -> bf16 truncf (to nearest even, by a bias
+// that carries into the exponent; an integer is never NaN). Not as a
+// truncf: the canonicalizer folds truncf(sitofp) back into one sitofp
+// where f32 holds the integer exactly (i1 to i16). The same two roundings
+// as LLVM's promotion to f32 (and XLA:CPU's); exact up to 24 bits.
+template <typename Op>
+struct IntToBF16ThroughF32 : public mlir::OpRewritePattern<Op> {
+  using mlir::OpRewritePattern<Op>::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
+    if (!mlir::getElementTypeOrSelf(op.getType()).isBF16()) {
+      return rewriter.notifyMatchFailure(op, "not to bf16");
+    }
+    mlir::Location loc = op.getLoc();
+    auto like = [&](mlir::Type element) -> mlir::Type {
+      if (auto vt = llvm::dyn_cast<mlir::VectorType>(op.getType())) return vt.clone(element);
+      return element;
+    };
+    mlir::Type i32 = like(rewriter.getI32Type());
+    auto i32Const = [&](int32_t v) -> Value {
+      mlir::TypedAttr attr = rewriter.getI32IntegerAttr(v);
+      if (auto vt = llvm::dyn_cast<mlir::VectorType>(i32)) {
+        attr = mlir::DenseElementsAttr::get(vt, attr);
+      }
+      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+    };
+    Value wide = rewriter.create<Op>(loc, like(rewriter.getF32Type()), op.getIn());
+    Value bits = rewriter.create<mlir::arith::BitcastOp>(loc, i32, wide);
+    Value sixteen = i32Const(16);
+    Value kept = rewriter.create<mlir::arith::AndIOp>(
+        loc, rewriter.create<mlir::arith::ShRUIOp>(loc, bits, sixteen), i32Const(1));
+    Value bias = rewriter.create<mlir::arith::AddIOp>(loc, kept, i32Const(0x7fff));
+    Value rounded = rewriter.create<mlir::arith::ShRUIOp>(
+        loc, rewriter.create<mlir::arith::AddIOp>(loc, bits, bias), sixteen);
+    Value half = rewriter.create<mlir::arith::TruncIOp>(loc, like(rewriter.getI16Type()), rounded);
+    rewriter.replaceOpWithNewOp<mlir::arith::BitcastOp>(op, op.getType(), half);
+    return mlir::success();
+  }
+};
+
 // x86 has no vector integer division: LLVM divides i8 and i16 elements one
 // at a time (idiv). Through f32 instead, which vectorizes (vdivps): for
 // |a|, |b| < 2^16 the quotient a / b is exact in f32 when it is an integer,
@@ -3118,7 +3162,8 @@ class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelTo
     SmallVector<mlir::Operation*> truncations;
     module.walk([&](mlir::Operation* op) {
       if (llvm::isa<mlir::arith::TruncFOp, mlir::arith::DivSIOp, mlir::arith::DivUIOp,
-                    mlir::arith::RemSIOp, mlir::arith::RemUIOp>(op)) {
+                    mlir::arith::RemSIOp, mlir::arith::RemUIOp, mlir::arith::SIToFPOp,
+                    mlir::arith::UIToFPOp>(op)) {
         truncations.push_back(op);
       }
     });
@@ -3126,7 +3171,9 @@ class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelTo
     conversions.add<TruncF64ThroughF32, SmallIntDivisionThroughF32<mlir::arith::DivSIOp>,
                     SmallIntDivisionThroughF32<mlir::arith::DivUIOp>,
                     SmallIntDivisionThroughF32<mlir::arith::RemSIOp>,
-                    SmallIntDivisionThroughF32<mlir::arith::RemUIOp>>(&getContext());
+                    SmallIntDivisionThroughF32<mlir::arith::RemUIOp>,
+                    IntToBF16ThroughF32<mlir::arith::SIToFPOp>,
+                    IntToBF16ThroughF32<mlir::arith::UIToFPOp>>(&getContext());
     if (!truncations.empty() &&
         mlir::failed(mlir::applyOpPatternsGreedily(truncations, std::move(conversions)))) {
       return signalPassFailure();

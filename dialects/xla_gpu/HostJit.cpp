@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -32,6 +33,7 @@
 #include "dialects/xla_gpu/CAPIMessages.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Analysis/LoopInfo.h"
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -195,6 +197,38 @@ llvm::Expected<llvm::TargetMachine*> hostMachine(int optLevel) {
 // (the symbols not found) is kept per thread for that lookup to return.
 thread_local std::string reportedOnThisThread;
 
+// compiler-rt's f32 -> bf16 (__truncsfbf2), which x86 code generation calls
+// without AVX512-BF16 wherever a bf16 value lives in a register: a phi, a
+// call's result (it carries bf16 as f32 and truncates it back). No library
+// of the process may export it (libgcc has it from GCC 13 on): a kernel
+// with a bf16 phi did not load on a Zen 2/3 host. As XLA:CPU's runtime
+// symbols do, the JIT gets our own. Round to nearest even; a NaN stays a
+// NaN of its sign and high payload, quiet. (bf16 is returned as a half is:
+// in the low 16 bits of xmm0 on x86-64, of v0 on AArch64.)
+#if defined(__FLT16_MAX__)
+_Float16 truncSfBf2(float x) {
+  uint32_t bits = llvm::bit_cast<uint32_t>(x);
+  uint32_t high = bits >> 16;
+  uint16_t half = (bits & 0x7fffffffu) > 0x7f800000u
+                      ? static_cast<uint16_t>(high | 0x40u)
+                      : static_cast<uint16_t>((bits + 0x7fffu + (high & 1u)) >> 16);
+  return llvm::bit_cast<_Float16>(half);
+}
+#endif
+
+llvm::Error defineRuntimeHelpers(llvm::orc::LLJIT& jit) {
+  llvm::orc::SymbolMap helpers;
+#if defined(__FLT16_MAX__)
+  helpers[jit.mangleAndIntern("__truncsfbf2")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&truncSfBf2),
+      llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+#endif
+  if (helpers.empty()) return llvm::Error::success();
+  llvm::orc::JITDylibSP process = jit.getProcessSymbolsJITDylib();
+  if (!process) return llvm::createStringError("the JIT links no process symbols");
+  return process->define(llvm::orc::absoluteSymbols(std::move(helpers)));
+}
+
 llvm::Expected<llvm::orc::LLJIT&> sharedJit() {
   static std::once_flag once;
   static std::unique_ptr<llvm::orc::LLJIT> jit;
@@ -203,6 +237,10 @@ llvm::Expected<llvm::orc::LLJIT&> sharedJit() {
     auto built = llvm::orc::LLJITBuilder().create();
     if (!built) {
       error = llvm::toString(built.takeError());
+      return;
+    }
+    if (llvm::Error e = defineRuntimeHelpers(**built)) {
+      error = llvm::toString(std::move(e));
       return;
     }
     jit = std::move(*built);

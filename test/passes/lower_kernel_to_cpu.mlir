@@ -190,6 +190,38 @@ func.func private @narrow_f64(%x: f64, %y: vector<4xf64>, %z: f32) -> (f16, vect
 
 // -----
 
+// Integer -> bf16 would call compiler-rt's __truncsfbf2 on a host without
+// AVX512-BF16: through f32, rounded to nearest even in integer code (bits
+// + 0x7fff + bit 16, the high half). Integer -> f32 and f16 are left as
+// they are.
+// CHECK-LABEL: func.func private @int_to_bf16
+// CHECK-SAME: (%[[A:.*]]: i32, %[[B:.*]]: vector<8xi16>)
+// CHECK:      %[[FA:.*]] = arith.sitofp %[[A]] : i32 to f32
+// CHECK-NEXT: %[[BITS:.*]] = arith.bitcast %[[FA]] : f32 to i32
+// CHECK:      %[[BIT16:.*]] = arith.shrui %[[BITS]], %[[C16:.*]] : i32
+// CHECK:      %[[KEPT:.*]] = arith.andi %[[BIT16]], %{{.*}} : i32
+// CHECK:      %[[BIAS:.*]] = arith.addi %[[KEPT]], %{{.*}} : i32
+// CHECK-NEXT: %[[SUM:.*]] = arith.addi %[[BITS]], %[[BIAS]] : i32
+// CHECK-NEXT: %[[HIGH:.*]] = arith.shrui %[[SUM]], %[[C16]] : i32
+// CHECK-NEXT: %[[HALF:.*]] = arith.trunci %[[HIGH]] : i32 to i16
+// CHECK-NEXT: arith.bitcast %[[HALF]] : i16 to bf16
+// CHECK:      %[[FB:.*]] = arith.uitofp %[[B]] : vector<8xi16> to vector<8xf32>
+// CHECK:      arith.trunci %{{.*}} : vector<8xi32> to vector<8xi16>
+// CHECK-NEXT: arith.bitcast %{{.*}} : vector<8xi16> to vector<8xbf16>
+// CHECK:      arith.sitofp %[[A]] : i32 to f16
+// CHECK:      arith.uitofp %[[A]] : i32 to f32
+// CHECK-NOT:  to bf16
+// CHECK:      return
+func.func private @int_to_bf16(%a: i32, %b: vector<8xi16>) -> (bf16, vector<8xbf16>, f16, f32) {
+  %s = arith.sitofp %a : i32 to bf16
+  %u = arith.uitofp %b : vector<8xi16> to vector<8xbf16>
+  %h = arith.sitofp %a : i32 to f16
+  %f = arith.uitofp %a : i32 to f32
+  return %s, %u, %h, %f : bf16, vector<8xbf16>, f16, f32
+}
+
+// -----
+
 // Storage past 1 MiB a call (here 2 MiB of shared memory) is not put on the
 // thread's stack: one malloc'd block, checked for null, freed at the end.
 llvm.mlir.global private @big() {addr_space = 3 : i32} : !llvm.array<524288 x f32>

@@ -3,6 +3,7 @@ compiled without the GIL, loaded into a JIT, kept on disk by content hash
 ($XLA_GPU_CACHE_DIR), and the kernels of a module compiled on several
 threads (compile_kernels)."""
 
+import ctypes
 import importlib
 import os
 import struct
@@ -110,6 +111,44 @@ def test_the_wrapper_calls_the_kernel_optimized_once():
     sizes = _symbol_sizes(obj)
     assert set(sizes) == {"main", "_mlir_main"}
     assert sizes["_mlir_main"] < 64 < sizes["main"]
+
+
+# f32 bit patterns and their bf16, rounded to nearest even: ties to even
+# both ways, a carry into the exponent, the largest float to infinity,
+# NaNs quiet of their sign and high payload. (No subnormals: AVX512-BF16's
+# vcvtneps2bf16 flushes them to zero.)
+TRUNCATIONS = {
+    0x3F800000: 0x3F80, 0x3F808000: 0x3F80, 0x3F818000: 0x3F82, 0x3F808001: 0x3F81,
+    0xC0490FDB: 0xC049, 0x3FFFFFFF: 0x4000, 0x7F7FFFFF: 0x7F80, 0xFF800000: 0xFF80,
+    0x7FC00000: 0x7FC0, 0x7FA00000: 0x7FE0, 0xFFC12345: 0xFFC1, 0x00000000: 0x0000,
+}
+
+
+def test_f32_to_bf16_truncation_loads_on_every_host():
+    """Without AVX512-BF16, x86 code generation calls compiler-rt's
+    __truncsfbf2 for an f32 -> bf16 truncation (and for a bf16 phi or
+    call result): HostJit.cpp gives the JIT its own, so such a kernel loads
+    on any host, with the instruction's numbers where there is one."""
+    n = len(TRUNCATIONS)
+    body = "\n".join(
+        f"  %i{k} = llvm.mlir.constant({k} : i64) : i64\n"
+        f"  %p{k} = llvm.getelementptr %in[%i{k}] : (!llvm.ptr, i64) -> !llvm.ptr, f32\n"
+        f"  %x{k} = llvm.load %p{k} : !llvm.ptr -> f32\n"
+        f"  %y{k} = llvm.fptrunc %x{k} : f32 to bf16\n"
+        f"  %q{k} = llvm.getelementptr %out[%i{k}] : (!llvm.ptr, i64) -> !llvm.ptr, bf16\n"
+        f"  llvm.store %y{k}, %q{k} : bf16, !llvm.ptr"
+        for k in range(n))
+    text = (f"llvm.func @narrow(%in: !llvm.ptr, %out: !llvm.ptr) {{\n{body}\n"
+            "  llvm.return\n}\n")
+    with ir.Context():
+        obj = host_code.compile_object(pipelines.parse_module(text))
+    code = host_code.HostCode(obj)
+    narrow = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+        code.lookup("narrow", needed_by="narrow"))
+    x = np.array(list(TRUNCATIONS), dtype=np.uint32)
+    out = np.zeros(n, dtype=np.uint16)
+    narrow(x.ctypes.data, out.ctypes.data)
+    assert [hex(v) for v in out] == [hex(v) for v in TRUNCATIONS.values()]
 
 
 def test_a_module_that_is_not_llvm_is_an_error():

@@ -8,7 +8,7 @@ import pytest
 
 from xla_gpu import examples, pipelines
 from xla_gpu.hlo import parse_hlo
-from xla_gpu.runtime import CpuKernel, KernelArgumentError
+from xla_gpu.runtime import CpuKernel, KernelArgumentError, cpu
 from xla_gpu.runtime.packing import pack, unpack
 
 rng = np.random.RandomState(0)
@@ -202,6 +202,56 @@ def test_launch_runs_every_block_once():
         results = list(pool.map(launches, (1, 2, 2, 4)))
     for counts in results:
         np.testing.assert_array_equal(np.stack(counts), np.full((50, 96), 128, np.int32))
+
+
+def iterating_kernel(iterations: int) -> str:
+    """Each of 4 x 128 threads runs x = x * 0.999 + 0.5 `iterations` times
+    on its element of 2 KB: its time grows with `iterations`, not bytes."""
+    return f"""
+#elem = #xla_gpu.indexing_map<"(d0, d1) -> (d1 * 128 + d0), domain: d0 in [0, 127], d1 in [0, 3]">
+func.func @main(%in: tensor<512xf32>, %out: tensor<512xf32>) -> tensor<512xf32> {{
+  %tid = gpu.thread_id x {{xla.range = [0 : index, 127 : index]}}
+  %bid = gpu.block_id x {{xla.range = [0 : index, 3 : index]}}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant {iterations} : index
+  %scale = arith.constant 0.999 : f32
+  %half = arith.constant 0.5 : f32
+  %i = xla_gpu.apply_indexing #elem(%tid, %bid)
+  %v = tensor.extract %in[%i] : tensor<512xf32>
+  %r = scf.for %k = %c0 to %n step %c1 iter_args(%a = %v) -> f32 {{
+    %m = arith.mulf %a, %scale : f32
+    %s = arith.addf %m, %half : f32
+    scf.yield %s : f32
+  }}
+  %o = tensor.insert %r into %out[%i] : tensor<512xf32>
+  return %o : tensor<512xf32>
+}}
+"""
+
+
+def iterate(x: np.ndarray, iterations: int) -> np.ndarray:
+    for _ in range(iterations):
+        x = x * np.float32(0.999) + np.float32(0.5)
+    return x
+
+
+@pytest.mark.skipif(cpu._CPUS < 2, reason="one core: every call runs on it")
+def test_workers_follow_a_small_kernels_time_not_its_bytes():
+    """Under MIN_BYTES_FOR_WORKERS a kernel's first PROBE_CALLS calls run on
+    one thread, timed: one that computes for long (4 KB, ~ms) takes the
+    workers after them, one over in microseconds stays on its caller."""
+    x = rng.randn(512).astype(np.float32)
+    for iterations, want in ((1, 1), (20000, 2)):
+        kernel = CpuKernel(iterating_kernel(iterations))
+        assert kernel.workers == 1
+        for call in range(cpu.PROBE_CALLS + 2):
+            out = np.zeros_like(x)
+            kernel(x, out)
+            np.testing.assert_allclose(out, iterate(x, iterations), rtol=1e-5)
+            if call == cpu.PROBE_CALLS - 2:
+                assert kernel.workers == 1, "decided before its last probe"
+        assert kernel.workers == want, iterations
 
 
 # 1000 elements on 8 blocks of 128 threads: the last block is ragged.

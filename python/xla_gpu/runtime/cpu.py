@@ -20,6 +20,7 @@ import ctypes
 import hashlib
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from math import prod
@@ -88,13 +89,24 @@ CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False, pipeline_loads=
 MAX_THREADS_PER_BLOCK = DeviceDescription.threads_per_block_limit
 MAX_GRID_DIM = DeviceDescription.block_dim_limit_x
 
-# Below this many bytes of buffers a launch runs on the calling thread
-# only (CpuKernel.__call__). Measured on the bench's cases (2 cores), with
-# the launch in HostLaunch.cpp: under 2 MiB two threads were 1.07-1.4x
-# slower than one (row max, the f16 transpose, scatter, softmax: a worker
-# takes ~0.01-0.1 ms to wake, the kernel is over by then); from 2.5 MiB on
-# they were as fast or faster (row sum 0.95x).
+# From this many bytes of buffers a launch takes the workers from its
+# first call (CpuKernel.__call__), and a copy is split over them (_copy);
+# from 2.5 MiB on two threads were as fast as one or faster on the bench's
+# cases (2 cores).
 MIN_BYTES_FOR_WORKERS = 2 << 20
+
+# Under MIN_BYTES_FOR_WORKERS the kernel's own time decides: its first
+# PROBE_CALLS calls run on the calling thread, timed, and if the fastest
+# took MIN_SECONDS_FOR_WORKERS or more, its later calls take the workers.
+# A worker takes ~0.01-0.1 ms to wake: a kernel over by then runs slower
+# on two threads (the scatter-add, 0.045 ms on one thread: 2.1x), one of
+# ~0.1 ms or more faster (with HostLaunch.h's chunks, A/B on 2 cores: the
+# f16 021 transpose, 0.24 ms, 0.89x; a softmax step, 0.27 ms, 0.82x; the
+# row max, 0.32 ms, 0.81x; the softmax exp+sum, 1.6 ms, 0.57x -- whose
+# 797 KB kept it on one thread before). The bytes a kernel moves do not
+# tell: the softmax step moves 32 KB and computes for 0.27 ms.
+PROBE_CALLS = 3
+MIN_SECONDS_FOR_WORKERS = 1e-4
 
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
@@ -375,6 +387,12 @@ class CpuKernel:
             self._passed = tuple(i for i in range(len(self.params)) if i not in self.aliases)
             self._values_type = ctypes.c_int64 * max(1, len(self._passed))
             self._packed = any(p.packed_bits for p in self.params)
+            # The workers a call without num_threads takes; while
+            # self._probe_times is not None, 1 and timed (PROBE_CALLS).
+            self._workers = max(1, min(_CPUS, self.num_blocks))
+            self._probe_times = None
+            if self._workers > 1 and self.num_bytes < MIN_BYTES_FOR_WORKERS:
+                self._workers, self._probe_times = 1, []
             obj = cached_object(key)
             if obj is not None:
                 try:
@@ -392,6 +410,12 @@ class CpuKernel:
         # A call's checks, addresses, copy and launch in one C call
         # (HostCall.cpp), where its arrays allow.
         self._host_call = _host_call_spec(self)
+
+    @property
+    def workers(self) -> int:
+        """The threads a call without num_threads runs on now: 1 while its
+        first calls are timed (PROBE_CALLS)."""
+        return self._workers
 
     @property
     def llvm_ir(self) -> str:
@@ -428,21 +452,34 @@ class CpuKernel:
                 raise KernelArgumentError(f"output argument {i} is not writeable")
 
     def __call__(self, *arrays: np.ndarray, num_threads: int | None = None) -> None:
-        """Runs the whole grid; outputs (the last arrays) are written in place."""
-        if self._host_call is not None and num_threads is None:
+        """Runs the whole grid; outputs (the last arrays) are written in place,
+        on `num_threads` threads, or as many as the kernel gains from
+        (MIN_BYTES_FOR_WORKERS, PROBE_CALLS)."""
+        if num_threads is not None:
+            self._launch(arrays, max(1, min(num_threads, self.num_blocks)), num_threads,
+                         fast=False)
+            return
+        probes = self._probe_times
+        if probes is None:
+            self._launch(arrays, self._workers, _CPUS)
+            return
+        start = time.perf_counter()
+        self._launch(arrays, 1, _CPUS)
+        probes.append(time.perf_counter() - start)
+        if len(probes) >= PROBE_CALLS and self._probe_times is not None:
+            if min(probes) >= MIN_SECONDS_FOR_WORKERS:
+                self._workers = max(1, min(_CPUS, self.num_blocks))
+            self._probe_times = None
+
+    def _launch(self, arrays, workers: int, threads: int, fast: bool = True) -> None:
+        """One call on `workers` threads, an in-place output's copy on up to
+        `threads`; in one C call if `fast` and the arrays allow."""
+        if fast and self._host_call is not None:
             # The fast path: the same checks, copy and launch, or nothing
             # done where the arrays need the path below (its errors).
-            workers = (1 if self.num_bytes < MIN_BYTES_FOR_WORKERS
-                       else max(1, min(_CPUS, self.num_blocks)))
-            if _capi.host_call(self._host_call[0], arrays, workers, _CPUS):
+            if _capi.host_call(self._host_call[0], arrays, workers, threads):
                 return
         self.check(arrays)
-        threads = num_threads or _CPUS
-        workers = max(1, min(threads, self.num_blocks))
-        # A worker takes ~0.01-0.1 ms to wake: kernels over little data run
-        # on the caller alone, unless the caller asks for threads.
-        if num_threads is None and self.num_bytes < MIN_BYTES_FOR_WORKERS:
-            workers = 1
         buffers = ([_pack(a, p.packed_bits) if p.packed_bits else a
                     for a, p in zip(arrays, self.params)] if self._packed else list(arrays))
         # An output in place of its operand (one buffer slice, maybe another

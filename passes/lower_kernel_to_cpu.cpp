@@ -41,6 +41,20 @@ namespace {
 using llvm::SmallVector;
 using mlir::Value;
 
+// `element`, or a vector of it shaped as `shaped` is.
+mlir::Type shapedLike(mlir::Type shaped, mlir::Type element) {
+  if (auto vt = llvm::dyn_cast<mlir::VectorType>(shaped)) return vt.clone(element);
+  return element;
+}
+
+// An i32 constant `v`, splat if `i32` is a vector type.
+Value i32Constant(mlir::PatternRewriter& rewriter, mlir::Location loc, mlir::Type i32,
+                  int32_t v) {
+  mlir::TypedAttr attr = rewriter.getI32IntegerAttr(v);
+  if (auto vt = llvm::dyn_cast<mlir::VectorType>(i32)) attr = mlir::DenseElementsAttr::get(vt, attr);
+  return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
+}
+
 // f64 -> f16 and f64 -> bf16 have no x86 instruction: LLVM calls
 // compiler-rt's __truncdfhf2/__truncdfbf2, which the JIT finds only if some
 // library of the process happens to export them. In IR instead: f64 -> f32
@@ -58,19 +72,9 @@ struct TruncF64ThroughF32 : public mlir::OpRewritePattern<mlir::arith::TruncFOp>
       return rewriter.notifyMatchFailure(op, "not f64 -> f16/bf16");
     }
     mlir::Location loc = op.getLoc();
-    auto like = [&](mlir::Type element) -> mlir::Type {
-      if (auto vt = llvm::dyn_cast<mlir::VectorType>(op.getType())) return vt.clone(element);
-      return element;
-    };
-    mlir::Type f32 = like(rewriter.getF32Type());
-    mlir::Type i32 = like(rewriter.getI32Type());
-    auto i32Const = [&](int32_t v) -> Value {
-      mlir::TypedAttr attr = rewriter.getI32IntegerAttr(v);
-      if (auto vt = llvm::dyn_cast<mlir::VectorType>(i32)) {
-        attr = mlir::DenseElementsAttr::get(vt, attr);
-      }
-      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
-    };
+    mlir::Type f32 = shapedLike(op.getType(), rewriter.getF32Type());
+    mlir::Type i32 = shapedLike(op.getType(), rewriter.getI32Type());
+    auto i32Const = [&](int32_t v) { return i32Constant(rewriter, loc, i32, v); };
     Value x = op.getIn();
     Value nearest = rewriter.create<mlir::arith::TruncFOp>(loc, f32, x);
     Value back = rewriter.create<mlir::arith::ExtFOp>(loc, x.getType(), nearest);
@@ -115,18 +119,9 @@ struct IntToBF16ThroughF32 : public mlir::OpRewritePattern<Op> {
       return rewriter.notifyMatchFailure(op, "not to bf16");
     }
     mlir::Location loc = op.getLoc();
-    auto like = [&](mlir::Type element) -> mlir::Type {
-      if (auto vt = llvm::dyn_cast<mlir::VectorType>(op.getType())) return vt.clone(element);
-      return element;
-    };
+    auto like = [&](mlir::Type element) { return shapedLike(op.getType(), element); };
     mlir::Type i32 = like(rewriter.getI32Type());
-    auto i32Const = [&](int32_t v) -> Value {
-      mlir::TypedAttr attr = rewriter.getI32IntegerAttr(v);
-      if (auto vt = llvm::dyn_cast<mlir::VectorType>(i32)) {
-        attr = mlir::DenseElementsAttr::get(vt, attr);
-      }
-      return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
-    };
+    auto i32Const = [&](int32_t v) { return i32Constant(rewriter, loc, i32, v); };
     Value wide = rewriter.create<Op>(loc, like(rewriter.getF32Type()), op.getIn());
     Value bits = rewriter.create<mlir::arith::BitcastOp>(loc, i32, wide);
     Value sixteen = i32Const(16);

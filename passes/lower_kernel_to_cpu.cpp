@@ -51,7 +51,9 @@ mlir::Type shapedLike(mlir::Type shaped, mlir::Type element) {
 Value i32Constant(mlir::PatternRewriter& rewriter, mlir::Location loc, mlir::Type i32,
                   int32_t v) {
   mlir::TypedAttr attr = rewriter.getI32IntegerAttr(v);
-  if (auto vt = llvm::dyn_cast<mlir::VectorType>(i32)) attr = mlir::DenseElementsAttr::get(vt, attr);
+  if (auto vt = llvm::dyn_cast<mlir::VectorType>(i32)) {
+    attr = mlir::DenseElementsAttr::get(vt, attr);
+  }
   return rewriter.create<mlir::arith::ConstantOp>(loc, attr);
 }
 

@@ -133,8 +133,9 @@ class ChunkedLaunch {
 extern "C" {
 // The CPU runtime's launch (HostLaunch.cpp, in the plugin library): `fn`
 // over the blocks [0, numBlocks) in `numChunks` chunks (0: defaultChunks)
-// on up to `threads` threads, the caller among them; `values` are its `count` argument values
-// before the block range. Returns when every chunk has run.
+// on up to `threads` threads, the caller among them; `values` are its
+// `count` argument values before the block range. Returns when every chunk
+// has run.
 void xlaGpuHostLaunch(void* fn, const int64_t* values, int64_t count, int64_t numBlocks,
                       int64_t numChunks, int64_t threads);
 

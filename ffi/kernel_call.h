@@ -17,13 +17,13 @@
 #ifndef XLA_GPU_FFI_KERNEL_CALL_H_
 #define XLA_GPU_FFI_KERNEL_CALL_H_
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "dialects/xla_gpu/HostLaunch.h"
 #include "ffi/buffer_patterns.h"
 #include "xla/ffi/api/ffi.h"
 
@@ -89,32 +89,16 @@ struct KernelBuffer {
   size_t size_bytes;
 };
 
-// A call's scratch of one entry a kernel parameter: on the stack for
-// kernels of up to kInline parameters, so that a call allocates nothing
-// there (three vectors a call had cost ~0.1 us of the custom call's
-// dispatch); on the heap past that.
+// A call's scratch of one entry a kernel parameter, inline for kernels of
+// up to 16 parameters (HostLaunch.h's InlineArray), so that a call
+// allocates nothing there (three vectors a call had cost ~0.1 us of the
+// custom call's dispatch); as FFI spans.
 template <typename T>
-class ParamArray {
+class ParamArray : public ::xla_gpu::InlineArray<T> {
  public:
-  explicit ParamArray(size_t size) : size_(size) {
-    if (size > kInline) heap_.resize(size);
-  }
-  ParamArray(const ParamArray&) = delete;
-  ParamArray& operator=(const ParamArray&) = delete;
-
-  T* data() { return size_ > kInline ? heap_.data() : inline_.data(); }
-  const T* data() const { return size_ > kInline ? heap_.data() : inline_.data(); }
-  size_t size() const { return size_; }
-  T& operator[](size_t i) { return data()[i]; }
-  const T& operator[](size_t i) const { return data()[i]; }
-  xffi::Span<T> span() { return {data(), size_}; }
-  xffi::Span<const T> view() const { return {data(), size_}; }
-
- private:
-  static constexpr size_t kInline = 16;
-  size_t size_;
-  std::array<T, kInline> inline_;
-  std::vector<T> heap_;
+  using ::xla_gpu::InlineArray<T>::InlineArray;
+  xffi::Span<T> span() { return {this->data(), this->size()}; }
+  xffi::Span<const T> view() const { return {this->data(), this->size()}; }
 };
 
 // The first characters of a kernel's hash, for messages.

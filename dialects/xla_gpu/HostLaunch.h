@@ -28,48 +28,61 @@ namespace xla_gpu {
 
 using PackedKernelFn = void (*)(void**);
 
+// `size` elements of scratch: held in the object itself up to kInline of
+// them, so that a call of a small kernel allocates nothing; on the heap
+// past that. Not copyable (PackedArgs points into one). The launch's
+// packed arguments and the FFI handlers' per-parameter scratch
+// (ffi/kernel_call.h's ParamArray) use it.
+template <typename T, size_t kInline = 16>
+class InlineArray {
+ public:
+  explicit InlineArray(size_t size) : size_(size) {
+    if (size > kInline) heap_.resize(size);
+  }
+  InlineArray(const InlineArray&) = delete;
+  InlineArray& operator=(const InlineArray&) = delete;
+
+  T* data() { return size_ > kInline ? heap_.data() : inline_; }
+  const T* data() const { return size_ > kInline ? heap_.data() : inline_; }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+
+ private:
+  size_t size_;
+  T inline_[kInline];
+  std::vector<T> heap_;
+};
+
 // The packed entry's arguments: the kernel's `count` values (integers, or
-// pointers: a buffer's address) with the block range appended. Up to
-// kInline of them are held in the object itself, so that a launch on one
-// thread allocates nothing (a small kernel's call through the FFI handler:
-// +0.26-0.31 us over jax's own dispatch with its three allocations,
-// +0.18-0.27 without). Not copyable: it points into itself.
+// pointers: a buffer's address) with the block range appended, inline up
+// to InlineArray's 16, so that a launch on one thread allocates nothing (a
+// small kernel's call through the FFI handler: +0.26-0.31 us over jax's
+// own dispatch with its three allocations, +0.18-0.27 without). Not
+// copyable: it points into itself.
 class PackedArgs {
  public:
   template <typename T>
-  PackedArgs(const T* values, size_t count) : size_(count + 2) {
-    if (size_ > kInline) {
-      heapValues_.resize(size_);
-      heapPointers_.resize(size_);
-    }
-    int64_t* v = valueData();
-    void** p = pointerData();
-    for (size_t i = 0; i < count; ++i) v[i] = asValue(values[i]);
-    for (size_t i = 0; i < size_; ++i) p[i] = &v[i];
+  PackedArgs(const T* values, size_t count) : values_(count + 2), pointers_(count + 2) {
+    for (size_t i = 0; i < count; ++i) values_[i] = asValue(values[i]);
+    for (size_t i = 0; i < values_.size(); ++i) pointers_[i] = &values_[i];
   }
   PackedArgs(const PackedArgs&) = delete;
   PackedArgs& operator=(const PackedArgs&) = delete;
 
   // Runs the blocks [lo, hi).
   void run(PackedKernelFn fn, int64_t lo, int64_t hi) {
-    int64_t* v = valueData();
-    v[size_ - 2] = lo;
-    v[size_ - 1] = hi;
-    fn(pointerData());
+    values_[values_.size() - 2] = lo;
+    values_[values_.size() - 1] = hi;
+    fn(pointers_.data());
   }
 
  private:
-  static constexpr size_t kInline = 16;
   static int64_t asValue(int64_t v) { return v; }
   static int64_t asValue(void* p) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(p)); }
-  int64_t* valueData() { return size_ > kInline ? heapValues_.data() : inlineValues_; }
-  void** pointerData() { return size_ > kInline ? heapPointers_.data() : inlinePointers_; }
 
-  size_t size_;
-  int64_t inlineValues_[kInline];
-  void* inlinePointers_[kInline];
-  std::vector<int64_t> heapValues_;
-  std::vector<void*> heapPointers_;
+  InlineArray<int64_t> values_;
+  InlineArray<void*> pointers_;
 };
 
 // How many chunks a launch of `numBlocks` blocks on `threads` threads

@@ -841,7 +841,13 @@ class KernelLowering {
         continue;
       }
       if (isInterchangeable(&op)) {
-        interchanged_.insert(&op);
+        // A loop every thread of a group runs alike is run once a group,
+        // whole (see uniformGroupOf); any other, interchanged.
+        if (int64_t group = uniformGroupOf(llvm::cast<mlir::scf::ForOp>(op)); group > 0) {
+          uniformGroups_[&op] = group;
+        } else {
+          interchanged_.insert(&op);
+        }
         newPhase({&op});
         newPhase();
         continue;
@@ -956,7 +962,12 @@ class KernelLowering {
           threads |= threadsThatMayWrite(op, module);
         }
       }
-      shapes[p] = inPeriods(shapeOf(threads, n), periodOf(phases[p]));
+      auto uniform = uniformGroups_.find(phases[p].front());
+      if (phases[p].size() == 1 && uniform != uniformGroups_.end()) {
+        shapes[p] = leadersOf(threads, uniform->second);
+      } else {
+        shapes[p] = inPeriods(shapeOf(threads, n), periodOf(phases[p]));
+      }
       llvm::BitVector ran = bitsOf(shapes[p]);
       evaluated.clear();
       for (mlir::Operation* op : phases[p]) {
@@ -1335,9 +1346,16 @@ class KernelLowering {
           largest = std::max(largest, *d);
         }
       }
-      // Through the ops a phase recomputes (index maps of the ids).
+      // Through the ops a phase recomputes (index maps of the ids); a
+      // value computed once a group is read at tid / group (reload).
       for (Value v : op->getOperands()) {
-        if (mlir::Operation* def = v.getDefiningOp(); def && recomputed_.contains(def)) visit(def);
+        mlir::Operation* def = v.getDefiningOp();
+        if (!def) continue;
+        if (recomputed_.contains(def)) visit(def);
+        if (int64_t g = uniformGroups_.lookup(def); g > 1 && g < n && n % g == 0) {
+          if (g >= kMinPeriod) wide = std::gcd(wide, g);
+          largest = std::max(largest, g);
+        }
       }
     };
     for (mlir::Operation* op : phase) op->walk([&](mlir::Operation* inner) { visit(inner); });
@@ -2211,6 +2229,15 @@ class KernelLowering {
 
   Value reload(mlir::OpBuilder& b, Value value, Value tid) {
     mlir::Location loc = value.getLoc();
+    if (int64_t group = uniformGroups_.lookup(value.getDefiningOp())) {
+      // Computed by the group's first thread only (see uniformGroupOf).
+      if (group >= grid_.numThreads()) {
+        tid = indexConstant(0);
+      } else {
+        Value g = indexConstant(group);
+        tid = b.create<mlir::arith::MulIOp>(loc, b.create<mlir::arith::DivUIOp>(loc, tid, g), g);
+      }
+    }
     if (int64_t n = componentsOf(value.getType()); n > 1) {
       SmallVector<Value> elements;
       for (int64_t i = 0; i < n; ++i) {
@@ -2834,6 +2861,69 @@ class KernelLowering {
     return mlir::success();
   }
 
+  // The size of the aligned groups of threads of a block that all compute
+  // the same values in accumulation `loop`, or 0: the loop writes no
+  // memory, and what it reads from outside depends on the thread id only
+  // through quotients tid / d by constants (the group: their gcd with each
+  // other and the block's size; the whole block where there are none).
+  // Such a loop runs once a group, by its first thread, whole (its carried
+  // values in registers), and the group's other threads read that thread's
+  // slot (reload). A softmax step `exp(x - max(x))` is one: the loop
+  // emitter inlines the row's max into each element of the row (as XLA's
+  // does), and interchanged, each of a row's threads kept its own copy of
+  // the same max in its slot, loaded, maxed and stored back every step.
+  // run-hlo, f32[R,C] (XLA:CPU 0.14-0.29 ms): C = 4 0.15 -> 0.11 ms, 8
+  // 0.15 -> 0.10, 16 0.55 -> 0.10, 32 (R = 256) 0.142 -> 0.029, 64 1.78 ->
+  // 0.16; bits the same.
+  int64_t uniformGroupOf(mlir::scf::ForOp loop) {
+    int64_t n = grid_.numThreads();
+    if (loop.getNumResults() == 0 || grid_.threads[1] * grid_.threads[2] > 1) return 0;
+    auto module = f_->getParentOfType<mlir::ModuleOp>();
+    if (writesMemory(loop, module, callees_)) return 0;
+    mlir::Block& body = f_.getBody().front();
+    int64_t group = n;
+    // tid / d: the same for each aligned group of gcd(d, n) threads.
+    auto quotientOfTid = [&](mlir::Operation* op) {
+      auto d = llvm::isa<mlir::arith::DivUIOp>(op) ? mlir::getConstantIntValue(op->getOperand(1))
+                                                   : std::nullopt;
+      if (!d || *d <= 0 || !op->getOperand(0).getDefiningOp<mlir::gpu::ThreadIdOp>()) return false;
+      int64_t g = std::gcd(*d, n);
+      group = std::gcd(group, g);
+      return true;
+    };
+    llvm::DenseMap<Value, bool> memo;
+    std::function<bool(Value)> uniform = [&](Value v) -> bool {
+      if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) return arg.getOwner() == &body;
+      if (auto it = memo.find(v); it != memo.end()) return it->second;
+      mlir::Operation* def = v.getDefiningOp();
+      bool result = quotientOfTid(def) ||
+                    (!llvm::isa<mlir::gpu::ThreadIdOp, mlir::gpu::ShuffleOp>(def) &&
+                     def->getNumRegions() == 0 && mlir::isPure(def) &&
+                     llvm::all_of(def->getOperands(), uniform));
+      memo[v] = result;
+      return result;
+    };
+    bool ok = true;
+    loop->walk([&](mlir::Operation* inner) {
+      if (llvm::isa<mlir::gpu::ThreadIdOp, mlir::gpu::LaneIdOp, mlir::gpu::ShuffleOp,
+                    mlir::func::CallOp>(inner)) {
+        ok = false;
+      } else if (!quotientOfTid(inner)) {
+        for (Value v : inner->getOperands()) {
+          if (!loop.getRegion().isAncestor(v.getParentRegion()) && !uniform(v)) ok = false;
+        }
+      }
+      return ok ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+    });
+    return ok && group > 1 ? group : 0;
+  }
+
+  // The first thread of each group of `group` holding one of `threads`.
+  static ThreadShape leadersOf(const llvm::BitVector& threads, int64_t group) {
+    if (threads.none()) return {};
+    return {group, threads.find_first() / group, threads.find_last() / group + 1, 0, 1};
+  }
+
   // Ops a phase may compute at another lane than the thread's own (a
   // shuffle's source lane): pure ops without regions, and the loads no
   // store of their phase precedes.
@@ -3050,6 +3140,9 @@ class KernelLowering {
   // Loops run as steps over all threads (see isInterchangeable), and the
   // bytes of their carried values' slots for a batch of blocks.
   llvm::SetVector<mlir::Operation*> interchanged_;
+  // Accumulations run once a group of threads, and the group's size (see
+  // uniformGroupOf).
+  llvm::DenseMap<mlir::Operation*, int64_t> uniformGroups_;
   llvm::DenseMap<mlir::Operation*, uint64_t> carriedBytes_;
   // How far past the last thread a shuffle reads a value's slots.
   llvm::DenseMap<Value, int64_t> padding_;

@@ -517,6 +517,60 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// An accumulation every thread of a row computes alike (a softmax step's
+// max over its row of 16, which the loop emitter inlines in each element):
+// it reads the thread id only through tid / 16, so it runs once a row, by
+// the row's first thread (a loop over the 4 rows of a block, step 16), whole
+// and in registers (the scf.for with its iter_arg), its result stored in
+// that thread's slot. The threads that use it run in rows of 16 lanes and
+// read their row's slot, the same for every lane of the loop (a broadcast).
+// CHECK-LABEL: func.func @uniform_accumulate
+// CHECK:     scf.for %[[ROW:.*]] = %c0{{.*}} to %c64{{.*}} step %c16
+// CHECK:       %[[SLOT:.*]] = llvm.getelementptr %[[MAX:.*]][%{{.*}}]
+// CHECK:       %[[M:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
+// CHECK:         %[[XK:.*]] = llvm.load %{{.*}} invariant
+// CHECK:         arith.maximumf %[[ACC]], %[[XK]] : f32
+// CHECK:       llvm.store %[[M]], %[[SLOT]]
+// CHECK:     scf.for %[[W:.*]] = %c0{{.*}} to %c64{{.*}} step %c16
+// CHECK:       %[[Q:.*]] = arith.divui %[[W]], %c16
+// CHECK:       %[[FIRST:.*]] = arith.muli %[[Q]], %c16
+// CHECK:       %[[READ:.*]] = llvm.getelementptr %[[MAX]][%{{.*}}]
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1
+// CHECK-NOT:     arith.divui
+// CHECK:         %[[ROWMAX:.*]] = llvm.load %[[READ]] : !llvm.ptr -> f32
+// CHECK:         arith.subf %{{.*}}, %[[ROWMAX]] : f32
+func.func @uniform_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %base = arith.muli %bid, %c64 : index
+  %e = arith.addi %base, %tid : index
+  %i = arith.index_cast %e : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x = llvm.load %p invariant : !llvm.ptr -> f32
+  %max = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %ninf) -> (f32) {
+    %row = arith.divui %tid, %c16 : index
+    %first = arith.muli %row, %c16 : index
+    %at = arith.addi %base, %first : index
+    %ek = arith.addi %at, %k : index
+    %ik = arith.index_cast %ek : index to i64
+    %pk = llvm.getelementptr %in[%ik] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %xk = llvm.load %pk invariant : !llvm.ptr -> f32
+    %next = arith.maximumf %acc, %xk : f32
+    scf.yield %next : f32
+  }
+  %d = arith.subf %x, %max : f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %d, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // An accumulation behind its thread's bounds check (a partial tile: the
 // threads whose columns 2 * tid and 2 * tid + 1 pass 99 skip their walk)
 // runs interchanged like an unguarded one: the check moves into each step,

@@ -872,15 +872,24 @@ class KernelLowering {
         recomputed_.insert(&op);
         continue;
       }
+      bool fromRecomputed = llvm::all_of(op.getOperands(), [&](Value v) {
+        if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) return arg.getOwner() == &body;
+        return recomputed_.contains(v.getDefiningOp());
+      });
+      // A load of what nothing in the kernel writes (an input: lower-tensors
+      // marks its loads invariant) reads the same in every phase: loaded
+      // again where a later phase uses it, not copied into slots first.
+      if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op);
+          load && load.getInvariant() && !load.getVolatile_() &&
+          load.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic && fromRecomputed) {
+        recomputed_.insert(&op);
+        continue;
+      }
       if (op.getNumRegions() != 0 || !mlir::isPure(&op) || llvm::isa<mlir::gpu::ShuffleOp>(op)) {
         continue;
       }
       bool cheap = llvm::all_of(op.getResultTypes(), [](mlir::Type t) {
         return t.isIntOrIndex() || llvm::isa<mlir::LLVM::LLVMPointerType>(t);
-      });
-      bool fromRecomputed = llvm::all_of(op.getOperands(), [&](Value v) {
-        if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) return arg.getOwner() == &body;
-        return recomputed_.contains(v.getDefiningOp());
       });
       if (cheap && fromRecomputed) recomputed_.insert(&op);
     }

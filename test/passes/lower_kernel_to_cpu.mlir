@@ -524,7 +524,11 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 // and in registers (the scf.for with its iter_arg), its result stored in
 // that thread's slot. The threads that use it run in rows of 16 lanes and
 // read their row's slot, the same for every lane of the loop (a broadcast).
+// Their own element, an input's (an invariant load), is loaded again there,
+// not kept in slots by a phase of its own before: one allocation, the max's.
 // CHECK-LABEL: func.func @uniform_accumulate
+// CHECK:     llvm.alloca %{{.*}} x f32
+// CHECK-NOT: llvm.alloca
 // CHECK:     scf.for %[[ROW:.*]] = %c0{{.*}} to %c64{{.*}} step %c16
 // CHECK:       %[[SLOT:.*]] = llvm.getelementptr %[[MAX:.*]][%{{.*}}]
 // CHECK:       %[[M:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32)
@@ -537,8 +541,9 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:       %[[READ:.*]] = llvm.getelementptr %[[MAX]][%{{.*}}]
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1
 // CHECK-NOT:     arith.divui
+// CHECK:         %[[X:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> f32
 // CHECK:         %[[ROWMAX:.*]] = llvm.load %[[READ]] : !llvm.ptr -> f32
-// CHECK:         arith.subf %{{.*}}, %[[ROWMAX]] : f32
+// CHECK:         arith.subf %[[X]], %[[ROWMAX]] : f32
 func.func @uniform_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
   %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}

@@ -478,6 +478,13 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
     z>, thread_counts_per_block = array<i64: x, y, z>}`, which the emitters
     write and which survives optimization removing an unused id).
   }];
+  let options = [
+    Option<"transposingWrites", "transposing-writes", "bool", /*default=*/"true",
+           "Write a tile read transposed from shared memory in squares of 512-bit "
+           "vectors (lane shuffles); false: element by element, which LLVM "
+           "vectorizes as it can (hosts without 512-bit vectors: as fast, and "
+           "half the code to generate)">,
+  ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::complex::ComplexDialect", "::mlir::vector::VectorDialect"];

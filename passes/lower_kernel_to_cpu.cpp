@@ -712,7 +712,8 @@ void sinkGuardsIntoThreadLoops(mlir::func::FuncOp f) {
 
 class KernelLowering {
  public:
-  KernelLowering(mlir::func::FuncOp f, Grid grid) : f_(f), grid_(grid) {
+  KernelLowering(mlir::func::FuncOp f, Grid grid, bool transposingWrites)
+      : f_(f), grid_(grid), transposingWrites_(transposingWrites) {
     // A kernel whose threads each ran K elements, now K threads
     // (-xla-gpu-fold-loops-into-threads): its lane loop interleaves K
     // vector iterations, the K independent chains a thread had, where the
@@ -1127,7 +1128,8 @@ class KernelLowering {
         continue;
       }
       std::optional<PhaseCopies> fromShared = copiesOf(phase, shape, /*toShared=*/false);
-      if (auto write = fromShared ? matchTransposingWrite(*fromShared) : std::nullopt) {
+      if (auto write = fromShared && transposingWrites_ ? matchTransposingWrite(*fromShared)
+                                                        : std::nullopt) {
         if (mlir::failed(emitTransposingWrite(b, phase, *write))) return mlir::failure();
         continue;
       }
@@ -3110,6 +3112,8 @@ class KernelLowering {
 
   mlir::func::FuncOp f_;
   Grid grid_;
+  // The pass's transposing-writes option (see matchTransposingWrite).
+  bool transposingWrites_;
   llvm::DenseMap<mlir::Operation*, unsigned> phaseOf_;
   llvm::SetVector<Value> spilled_;
   llvm::DenseMap<Value, Value> spillSlots_;
@@ -3248,6 +3252,8 @@ void plainAtomicsWhenExclusive(mlir::func::FuncOp f, int64_t numBlocks) {
 
 class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelToCpuPass> {
  public:
+  using LowerKernelToCpuPassBase::LowerKernelToCpuPassBase;
+
   void runOnOperation() override {
     mlir::ModuleOp module = getOperation();
     for (auto f : llvm::to_vector(module.getOps<mlir::func::FuncOp>())) {
@@ -3255,7 +3261,7 @@ class LowerKernelToCpuPass : public impl::LowerKernelToCpuPassBase<LowerKernelTo
       mlir::FailureOr<Grid> grid = findGrid(f);
       if (mlir::failed(grid)) return signalPassFailure();
       sinkGuardsIntoThreadLoops(f);
-      if (mlir::failed(KernelLowering(f, *grid).run())) return signalPassFailure();
+      if (mlir::failed(KernelLowering(f, *grid, transposingWrites).run())) return signalPassFailure();
       plainAtomicsWhenExclusive(f, grid->numBlocks());
     }
     SmallVector<mlir::Operation*> truncations;

@@ -1,4 +1,5 @@
 // RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-kernel-to-cpu -verify-diagnostics | FileCheck %s
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-kernel-to-cpu="transposing-writes=false" -verify-diagnostics | FileCheck %s --check-prefix=ELEMENTS
 
 // A barrier cuts the kernel into two loops over the threads, inside the loop
 // over the blocks of [first, last); a value used across it lives in a
@@ -1660,6 +1661,15 @@ func.func @big_tile_batch(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK-COUNT-15: llvm.store %[[T]]#{{[0-9]+}}, %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
 // CHECK-NOT:   -> f32
 // CHECK:       return
+// With transposing-writes=false (hosts without 512-bit vectors), the tile's
+// elements are copied one by one, in lane loops LLVM vectorizes as it can.
+// ELEMENTS-LABEL: func.func @transposing_write(
+// ELEMENTS-SAME:  %[[OUT:[^:]*]]: !llvm.ptr, %{{[^:]*}}: index, %{{[^:]*}}: index)
+// ELEMENTS-NOT:   vector<16xi32>
+// ELEMENTS:       %[[AT:.*]] = llvm.getelementptr %[[OUT]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// ELEMENTS-NEXT:  llvm.store %{{.*}}, %[[AT]] : f32, !llvm.ptr
+// ELEMENTS-NOT:   vector<16xi32>
+// ELEMENTS:       return
 llvm.mlir.global private @tile16() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<272 x f32>
 func.func @transposing_write(%in: !llvm.ptr, %out: !llvm.ptr) {
   %c16 = arith.constant 16 : index

@@ -18,6 +18,7 @@ integer add or max/min, reduce inits are the reducer's identity.
 `XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 40; `make fuzz` runs more).
 """
 
+import dataclasses
 import os
 import random
 import re
@@ -32,10 +33,14 @@ from xla_gpu.emitters.elemental import EmitterError
 from xla_gpu.emitters.fusion_analysis import EmitterKind, analyze_fusion
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.reference import run_with_xla
-from xla_gpu.runtime import CpuKernel
+from xla_gpu.runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from xla_gpu.tools.test_correctness import errors, random_input, reference_text
 
 SEEDS = int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "40"))
+
+# Every lowering of the CPU target, whatever the host: its transposing
+# writes too (the default only where the host has 512-bit vectors).
+OPTIONS = dataclasses.replace(CPU_DEFAULT_OPTIONS, transposing_writes=True)
 
 FLOATS = ["f32", "bf16", "f16"]
 INTEGERS = ["s32", "u32", "s16", "u16", "s8", "u8"]
@@ -369,7 +374,7 @@ def test_random_hero_fusion_matches_xla(seed):
             emit_fusion(fusion)
         return
     with ir.Context():
-        kernel = CpuKernel(str(emit_fusion(fusion)))
+        kernel = CpuKernel(str(emit_fusion(fusion)), OPTIONS)
     kernel(*inputs, *outs)
     wants = run_with_xla(reference_text(comp), inputs)
     bound = _bound(text)
@@ -405,7 +410,7 @@ def test_random_heroes_reach_the_transposing_copy():
         if kind != EmitterKind.TRANSPOSE or not whole or "transpose(p0)" not in text:
             continue
         with ir.Context():
-            kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))))
+            kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))), OPTIONS)
         if "llvm.shufflevector" in kernel.llvm_ir and "vector<8x" in kernel.llvm_ir:
             reached.append(seed)
     assert reached
@@ -417,7 +422,8 @@ def test_random_heroes_reach_the_permuting_copy_and_the_transposing_write():
     copies each input row into the shared tile rotated (the permuting copy:
     64 rows of two vectors of 32 16-bit integers), the second writes the
     tile's columns to the output's rows (the transposing write: 4 squares
-    of 32 vectors of 32). So the fuzzing compares both lowerings with XLA."""
+    of 32 vectors of 32; OPTIONS: on any host). So the fuzzing compares both
+    lowerings with XLA."""
     reached = []
     for seed in range(60):
         text, kind = hero_fusion_text(seed)
@@ -426,7 +432,7 @@ def test_random_heroes_reach_the_permuting_copy_and_the_transposing_write():
         if kind != EmitterKind.TRANSPOSE or not whole or "transpose(p0)" not in text:
             continue
         with ir.Context():
-            kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))))
+            kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))), OPTIONS)
         stores = re.findall(r"llvm.store %\S+, %\S+ \{alignment = 2 : i64\} : vector<32xi16>",
                             kernel.llvm_ir)
         if len(stores) == 2 * 128:

@@ -34,7 +34,8 @@ from .. import _capi, pipelines
 from ..emitters.device import DeviceDescription
 from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
 from ..hlo.types import BY_MLIR, ELEMENT_TYPES
-from .host_code import HostCode, JitError, cached_object, compile_object, store_object
+from .host_code import (HostCode, JitError, cached_object, compile_object, has_512_bit_vectors,
+                        store_object)
 from .packing import pack as _pack, unpack as _unpack
 
 __all__ = ["ALIGNMENT", "CpuKernel", "JitError", "KernelArgumentError", "aligned",
@@ -77,12 +78,14 @@ _CPUS = os.cpu_count() or 1
 # peeling (PipelineOptions.peel_loops): A/B in one process over the
 # benchmarks, the f16 021 transpose 0.79x, a column sum with a partial tile
 # (f32[4096,1040]) 0.28-0.33x, every other case within noise, every
-# result bit for bit the same.
+# result bit for bit the same. Transposing writes only where the host has
+# 512-bit vectors (PipelineOptions.transposing_writes).
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(vectorize=False, pipeline_loads=False,
                                                unroll_accumulations=False,
                                                unroll_math_loops=False,
                                                partial_unroll=False, index_bitwidth=64,
-                                               peel_loops=False, fold_loops_into_threads=True)
+                                               peel_loops=False, fold_loops_into_threads=True,
+                                               transposing_writes=has_512_bit_vectors())
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

@@ -31,7 +31,7 @@ from mlir import ir
 from .. import _capi
 
 __all__ = ["COMPILE_STEPS", "HostCode", "JitError", "cached_object", "compile_object", "fingerprint",
-           "store_object"]
+           "has_512_bit_vectors", "host_target", "store_object"]
 
 _ERROR_CAPACITY = 8192
 
@@ -100,14 +100,27 @@ class HostCode:
             self._jit = None
 
 
+def host_target() -> str:
+    """The host target objects are compiled for: its triple, CPU name and
+    LLVM features (`+avx2,-avx512f,...`)."""
+    text = ctypes.create_string_buffer(4096)
+    _capi.lib.xlaGpuHostTarget(text, len(text))
+    return text.value.decode()
+
+
+@functools.cache
+def has_512_bit_vectors() -> bool:
+    """Whether the host's vector registers hold 512 bits (x86's AVX-512)."""
+    features = host_target().rpartition(" ")[2].split(",")
+    return "+avx512f" in features
+
+
 @functools.cache
 def fingerprint() -> str:
     """What an object depends on besides the kernel text and the pipeline
     options: the host target it is compiled for and the build of the
     passes (the plugin library's content)."""
-    text = ctypes.create_string_buffer(4096)
-    _capi.lib.xlaGpuHostTarget(text, len(text))
-    digest = hashlib.sha256(text.value)
+    digest = hashlib.sha256(host_target().encode())
     with open(_capi.LIB_PATH, "rb") as lib:
         for block in iter(lambda: lib.read(1 << 20), b""):
             digest.update(block)

@@ -148,3 +148,19 @@ def test_unsupported_opcode(ctx):
     m = _module("p = f32[4] parameter(0)\nROOT s = f32[4] sort(p), dimensions={0}, to_apply=e")
     with pytest.raises(IndexingError, match="no output-to-input indexing for opcode 'sort'"):
         output_to_input_indexing(m.entry.root)
+
+
+def test_shared_maps_are_made_once_a_context_and_stay_in_it():
+    """identity_map (and the scalar and broadcast reads) are made once a
+    context and handed out again there; another context gets its own (an
+    attribute of a dead context would crash whatever used it)."""
+    from xla_gpu.indexing.analysis import identity_map
+    first, second = ir.Context(), ir.Context()
+    with first:
+        a, again = identity_map((4, 8)), identity_map((4, 8))
+        other_shape = identity_map((8, 4))
+    with second:
+        b = identity_map((4, 8))
+    assert a is again and a is not other_shape
+    assert a.context is first and b.context is second
+    assert str(a) == str(b) == "(d0, d1) -> (d0, d1), domain: d0 in [0, 3], d1 in [0, 7]"

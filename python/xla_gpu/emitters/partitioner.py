@@ -96,6 +96,7 @@ def partition(comp: HloComputation,
     # Each user's operand maps, computed once (both walks ask for them
     # once per operand).
     operand_maps: _OperandMaps = {}
+    composed_maps: dict[tuple[int, int], tuple[IndexingMap, IndexingMap, IndexingMap]] = {}
     split = _users_reading_at_different_indices(comp, operand_maps)
     for inst in reversed(comp.topological_order()):
         # A multi-output fusion's tuple root only names the outputs.
@@ -107,7 +108,7 @@ def partition(comp: HloComputation,
         if len(groups) == 1 and len(users) == sum(id(u) in owner for u in users):
             for u in users:
                 for m in _reads(u, inst, operand_maps):
-                    composed = reach[id(u)].then(m)
+                    composed = _then(reach[id(u)], m, composed_maps)
                     if composed not in maps:
                         maps.append(composed)
         # A map with range variables reads several elements (gather's
@@ -125,6 +126,18 @@ def partition(comp: HloComputation,
         owner[id(inst)] = sub
         reach[id(inst)] = identity_map(_index_dims(inst))
     return subgraphs
+
+
+def _then(first: IndexingMap, second: IndexingMap,
+          composed: dict[tuple[int, int], tuple[IndexingMap, IndexingMap, IndexingMap]]
+          ) -> IndexingMap:
+    """first.then(second), composed once a pair of maps (an elementwise
+    chain composes the same identity with the same identity at every op)."""
+    key = (id(first), id(second))
+    hit = composed.get(key)
+    if hit is None:  # the pair is kept, so that the ids stay theirs
+        hit = composed[key] = (first, second, first.then(second))
+    return hit[2]
 
 
 # Each user's maps per operand (output_to_input_indexing), by user.

@@ -9,6 +9,7 @@ linearised index collapses back to plain dimensions wherever it can.
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable, Sequence
 
 from mlir import ir
@@ -121,14 +122,30 @@ def _output_shape(instr: HloInstruction, output_id: int) -> Shape:
     return _array_shape(instr, instr.shape)
 
 
+# Maps every fusion asks for again and again (an elementwise chain's
+# identities, its scalar constants' reads), made once a context: each is an
+# immutable attribute of its context. The erf GELU's 150-op fusion built
+# ~150 of them, a third of its emission.
+_MADE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _once(key: tuple, make: Callable[[], IndexingMap]) -> IndexingMap:
+    made = _MADE.setdefault(ir.Context.current, {})
+    m = made.get(key)
+    if m is None:
+        m = made[key] = make()
+    return m
+
+
 def identity_map(dims: Sequence[int]) -> IndexingMap:
     """The identity map on an array of shape `dims` (XLA's CreateIdentityMap)."""
-    return _map(len(dims), [_dim(i) for i in range(len(dims))], _bounds(dims))
+    return _once(("identity", *dims), lambda: _map(len(dims), [_dim(i) for i in range(len(dims))],
+                                                   _bounds(dims)))
 
 
 def _scalar_read(dims: Sequence[int]) -> IndexingMap:
     """Every output element reads the one element of a scalar."""
-    return _map(len(dims), [], _bounds(dims))
+    return _once(("scalar", *dims), lambda: _map(len(dims), [], _bounds(dims)))
 
 
 def _linearize(index: Sequence[ir.AffineExpr], dims: Sequence[int]) -> ir.AffineExpr:
@@ -184,7 +201,8 @@ def _elementwise(instr: HloInstruction, out: Shape) -> OperandMaps:
 @_rule("broadcast")
 def _broadcast(instr, out):
     dims = instr.dimensions
-    return [[_map(out.rank, [_dim(d) for d in dims], _bounds(out.dims))]]
+    return [[_once(("broadcast", *out.dims, None, *dims),
+                   lambda: _map(out.rank, [_dim(d) for d in dims], _bounds(out.dims)))]]
 
 
 @_rule("transpose")

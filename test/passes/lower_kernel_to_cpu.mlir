@@ -338,16 +338,27 @@ func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
 // lanes 0-1 take the first level, lane 0 the second and stores. That last
 // loop, one lane a row, LLVM is to vectorize 4 rows at a time (its
 // default width made the strided loads' shuffles cost more to compile
-// than they gained).
+// than they gained). The loops of 4 and 2 lanes a row LLVM is to unroll
+// completely, in a scalar loop over the rows (run as short loops, the
+// multi-row max's levels took 2.3 times as long; the rows' loop vectorized
+// 4 at a time ran as fast as scalar and compiled longer).
+// CHECK: #[[$FULL:.*]] = #llvm.loop_unroll<full = true>
+// CHECK: #[[$NO_VEC:.*]] = #llvm.loop_vectorize<disable = true>
 // CHECK: #[[$FOUR:.*]] = #llvm.loop_vectorize<width = 4 : i32>
+// CHECK: #[[$UNROLLED:.*]] = #llvm.loop_annotation<unroll = #[[$FULL]]>
+// CHECK: #[[$SCALAR:.*]] = #llvm.loop_annotation<vectorize = #[[$NO_VEC]], unroll = #{{.*}}>
 // CHECK: #[[$ROWS:.*]] = #llvm.loop_annotation<vectorize = #[[$FOUR]], unroll = #{{.*}}>
 // CHECK-LABEL: func.func @segment_trees
 // CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}}
 // CHECK:         llvm.load
+// CHECK:       } {loop_annotation = #[[$UNROLLED]]}
+// CHECK-NEXT: } {loop_annotation = #[[$SCALAR]]}
 // CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c2{{.*}}
 // CHECK:         arith.maximumf
+// CHECK:       } {loop_annotation = #[[$UNROLLED]]}
+// CHECK-NEXT: } {loop_annotation = #[[$SCALAR]]}
 // CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c8
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}}
 // CHECK:         arith.maximumf

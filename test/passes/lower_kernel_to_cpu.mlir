@@ -588,6 +588,46 @@ func.func @uniform_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// An accumulation no thread id reaches (a whole small input's sum, inlined
+// in every element) is the same for the whole block: it runs once a block,
+// by thread 0 alone (a thread loop of one trip), into its slot, which every
+// thread then reads at the same address.
+// CHECK-LABEL: func.func @block_uniform_accumulate
+// CHECK:     %[[SLOTS:.*]] = llvm.alloca %{{.*}} x f32
+// CHECK:     scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK:       %[[AT:.*]] = llvm.getelementptr %[[SLOTS]][%{{.*}}]
+// CHECK-NEXT:  scf.for %{{.*}} = %[[ZERO:c0[_0-9]*]] to %c1{{[_0-9]*}} step %c1
+// CHECK-NEXT:    %[[SUM:.*]] = scf.for %{{.*}} iter_args(%{{.*}}) -> (f32)
+// CHECK:         }
+// CHECK-NEXT:    llvm.store %[[SUM]], %[[AT]]
+// CHECK:       %[[ROW:.*]] = arith.index_cast %[[ZERO]] : index to i64
+// CHECK-NEXT:  %[[READ:.*]] = llvm.getelementptr %[[SLOTS]][%[[ROW]]]
+// CHECK-NEXT:  scf.for %{{.*}} = %{{.*}} to %c64
+// CHECK:         llvm.load %[[READ]] : !llvm.ptr -> f32
+func.func @block_uniform_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x = llvm.load %p invariant : !llvm.ptr -> f32
+  %sum = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %ik = arith.index_cast %k : index to i64
+    %pk = llvm.getelementptr %in[%ik] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %xk = llvm.load %pk invariant : !llvm.ptr -> f32
+    %next = arith.addf %acc, %xk : f32
+    scf.yield %next : f32
+  }
+  %d = arith.subf %x, %sum : f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %d, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // An accumulation behind its thread's bounds check (a partial tile: the
 // threads whose columns 2 * tid and 2 * tid + 1 pass 99 skip their walk)
 // runs interchanged like an unguarded one: the check moves into each step,

@@ -1262,21 +1262,26 @@ class KernelLowering {
     // or, `warpsOutside`, each warp's lanes of every block of the batch.
     mlir::OpBuilder blockBuilder(b.getContext()), warpBuilder(b.getContext());
     Value base = indexConstant(shape.w0 * shape.period);
+    // A few lanes of many warps (a narrow shuffle tree's levels: the
+    // multi-row max's rows of 8 lanes keep 4, then 2): the lane loop is
+    // unrolled, straight code in the loop over the warps, which stays
+    // scalar (LLVM's SLP vectorizer takes the lanes' neighbouring accesses
+    // together). A loop of 4 or 2 lanes a warp ran each level as a short
+    // loop: f32[8192,16] 0.208 -> 0.088 ms (A/B in one process, bits the
+    // same), its compile 44 -> 47 ms; no other bench kernel changes. The
+    // warps vectorized 4 at a time instead ran as fast and compiled in 68 ms
+    // (their strided interleave groups).
+    int64_t numLanes = shape.l1 - shape.l0;
+    bool unrolledLanes = numLanes > 1 && numLanes <= kMaxUnrolledLanes && shape.w1 - shape.w0 > 1;
     auto emitWarps = [&] {
       if (shape.w1 - shape.w0 == 1) return;
       auto warps = at->create<mlir::scf::ForOp>(loc, base, indexConstant(shape.w1 * shape.period),
                                                 indexConstant(shape.period));
-      // A few lanes a warp, unrolled (below): the warps' loop stays scalar,
-      // the lanes' neighbouring accesses LLVM's SLP vectorizer takes
-      // together. Vectorized 4 warps at a time instead, the multi-row max
-      // ran as fast and compiled in 68 ms instead of 47 (its strided
-      // interleave groups).
-      int64_t lanesOfAWarp = shape.l1 - shape.l0;
       warps->setAttr("loop_annotation",
-                     lanesOfAWarp == 1 ? oneLanePerPeriod(b.getContext(),
-                                                          /*vectorize=*/shape.period < kMinPeriod)
-                     : lanesOfAWarp <= kMaxUnrolledLanes ? scalarLoop(b.getContext())
-                                                         : noUnroll(b.getContext()));
+                     numLanes == 1 ? oneLanePerPeriod(b.getContext(),
+                                                      /*vectorize=*/shape.period < kMinPeriod)
+                     : unrolledLanes ? scalarLoop(b.getContext())
+                                     : noUnroll(b.getContext()));
       warpBuilder.setInsertionPoint(warps.getBody()->getTerminator());
       at = &warpBuilder;
       base = warps.getInductionVar();
@@ -1298,14 +1303,7 @@ class KernelLowering {
     if (!warpsOutside) emitWarps();
     auto lanes = at->create<mlir::scf::ForOp>(loc, indexConstant(shape.l0), indexConstant(shape.l1),
                                               indexConstant(1));
-    // A few lanes of many warps (a narrow shuffle tree's levels: the
-    // multi-row max's rows of 8 lanes keep 4, then 2): unrolled, straight
-    // code in the loop over the warps. A loop of 4 or 2 lanes a warp ran
-    // each level as a short loop: f32[8192,16] 0.208 -> 0.088 ms (A/B in
-    // one process, bits the same), its compile 44 -> 47 ms; no other bench
-    // kernel changes.
-    int64_t numLanes = shape.l1 - shape.l0;
-    if (numLanes > 1 && numLanes <= kMaxUnrolledLanes && shape.w1 - shape.w0 > 1) {
+    if (unrolledLanes) {
       lanes->setAttr("loop_annotation", fullUnroll(b.getContext()));
     } else {
       lanes->setAttr("loop_annotation", noUnroll(b.getContext(), laneInterleave_));
@@ -2923,27 +2921,26 @@ class KernelLowering {
       group = std::gcd(group, g);
       return true;
     };
+    // Of the gpu ops, only the block's and grid's are the same for all
+    // threads (a thread id, a lane id or a shuffle is not).
+    auto threadDependent = [](mlir::Operation* op) {
+      return llvm::isa<mlir::gpu::GPUDialect>(op->getDialect()) &&
+             !llvm::isa<mlir::gpu::BlockIdOp, mlir::gpu::BlockDimOp, mlir::gpu::GridDimOp>(op);
+    };
     llvm::DenseMap<Value, bool> memo;
     std::function<bool(Value)> uniform = [&](Value v) -> bool {
       if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) return arg.getOwner() == &body;
       if (auto it = memo.find(v); it != memo.end()) return it->second;
       mlir::Operation* def = v.getDefiningOp();
-      // Of the gpu ops, only the block's and grid's are the same for all
-      // threads (a thread id, a lane id or a shuffle is not).
-      bool threadDependent =
-          llvm::isa<mlir::gpu::GPUDialect>(def->getDialect()) &&
-          !llvm::isa<mlir::gpu::BlockIdOp, mlir::gpu::BlockDimOp, mlir::gpu::GridDimOp>(def);
       bool result = quotientOfTid(def) ||
-                    (!threadDependent && def->getNumRegions() == 0 && mlir::isPure(def) &&
+                    (!threadDependent(def) && def->getNumRegions() == 0 && mlir::isPure(def) &&
                      llvm::all_of(def->getOperands(), uniform));
       memo[v] = result;
       return result;
     };
     bool ok = true;
     loop->walk([&](mlir::Operation* inner) {
-      if ((llvm::isa<mlir::gpu::GPUDialect>(inner->getDialect()) &&
-           !llvm::isa<mlir::gpu::BlockIdOp, mlir::gpu::BlockDimOp, mlir::gpu::GridDimOp>(inner)) ||
-          llvm::isa<mlir::func::CallOp>(inner)) {
+      if (threadDependent(inner) || llvm::isa<mlir::func::CallOp>(inner)) {
         ok = false;
       } else if (!quotientOfTid(inner)) {
         for (Value v : inner->getOperands()) {

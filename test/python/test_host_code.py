@@ -213,6 +213,58 @@ def test_llvm_ir_is_dumped_on_request(tmp_path):
     assert f"XLA_GPU_DUMP_LLVM_IR: cannot write {missing}/0.ll" in bad.stderr
 
 
+_MOVE_OR_NEGATE_F16 = """
+fusion {
+  a = f16[4,40,48] parameter(0)
+  t = f16[4,48,40] transpose(a), dimensions={0,2,1}
+  n = f16[4,48,40] OP
+  ROOT r = (f16[4,48,40], f16[4,48,40]) tuple(t, n)
+}
+"""
+
+
+def test_half_floats_only_moved_are_moved_as_integers(tmp_path):
+    """An f16 that is loaded only to be stored (a transpose) is moved as an
+    i16 in the LLVM IR O3 gets (HostJit.cpp, moveHalfFloatsAsIntegers); one
+    an op reads stays a half. The bits come out as they went in: NaN
+    payloads, signed zeros, subnormals. (bf16 is i16 already: arith-expand
+    widens it with integer ops.)"""
+    script = (
+        "import sys, numpy as np\n"
+        "from mlir import ir\n"
+        "from xla_gpu.emitters import emit_kernel, find_fusion\n"
+        "from xla_gpu.hlo import parse_hlo\n"
+        "from xla_gpu.runtime import CpuKernel\n"
+        "text = sys.stdin.read()\n"
+        "with ir.Context():\n"
+        "    kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))\n"
+        "bits = np.random.default_rng(0).integers(0, 1 << 16, (4, 40, 48), dtype=np.uint16)\n"
+        "bits[0, 0, :4] = [0x7c01, 0xfe17, 0x8000, 0x0001]\n"
+        "a = bits.view(np.float16)\n"
+        "t, n = np.zeros((4, 48, 40), a.dtype), np.zeros((4, 48, 40), a.dtype)\n"
+        "kernel(a, t, n)\n"
+        "assert t.view(np.uint16).tobytes() == bits.transpose(0, 2, 1).tobytes()\n"
+        "print('moved exactly')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
+                                                             "XLA_GPU_DUMP_LLVM_IR")}
+    # The transpose alone, then beside a negate (which reads its operand).
+    for i, op in enumerate(("copy(t)", "negate(t)")):
+        text = _MOVE_OR_NEGATE_F16.replace("OP", op)
+        dump = tmp_path / str(i)
+        dump.mkdir()
+        done = subprocess.run([sys.executable, "-c", script], input=text,
+                              env={**env, "XLA_GPU_DUMP_LLVM_IR": str(dump)},
+                              capture_output=True, text=True)
+        assert done.returncode == 0 and "moved exactly" in done.stdout, done.stderr
+        before = (dump / "0.ll").read_text()
+        assert "load i16" in before and "store i16" in before
+        if op == "copy(t)":
+            assert "load half" not in before and "store half" not in before
+        else:
+            # The tile's element negated is read as a half (widened first).
+            assert "load half" in before and "fpext half" in before
+
+
 def test_garbage_is_not_an_object():
     with pytest.raises(JitError, match="does not load"):
         host_code.HostCode(b"not an object file at all")

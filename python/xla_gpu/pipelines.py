@@ -128,13 +128,20 @@ class PipelineOptions:
 # in the order of the constants hoisted to the top.
 _INLINE = "inline{default-pipeline=cse}"
 
+# Canonicalization without region simplification (merging identical blocks,
+# dropping block arguments): our IR is structured until lower-to-llvm, and
+# LLVM's SimplifyCFG does the same after it. Every bench kernel's IR out of
+# both pipelines stayed the same, in 4-5 % less time (CPU 602 -> 576 ms,
+# GPU 610 -> 580 over the bench's fusions).
+_CANONICALIZE = "canonicalize{region-simplify=disabled}"
+
 
 def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
     passes += [
         _INLINE,
         "xla-erase-dead-functions",
         "cse",
-        "canonicalize",
+        _CANONICALIZE,
         f"func.func(xla-gpu-lower-xla-gpu-to-scf{{warp_size={opts.warp_size}}})",
         # A vector a loop builds and the next one reads back (XLA's place),
         # then the combiners the shuffles call are inlined.
@@ -146,7 +153,7 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
         "func.func(xla-gpu-lower-tile-copies)",
         "func.func(xla-gpu-simplify-arith)",
-        "canonicalize",
+        _CANONICALIZE,
         "cse",
     ]
 
@@ -154,13 +161,13 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
 def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> None:
     if opts.fold_loops_into_threads:
         passes += ["func.func(xla-gpu-fold-loops-into-threads)"]
-    passes += ["xla-gpu-flatten-tensors", "canonicalize", "cse",
+    passes += ["xla-gpu-flatten-tensors", _CANONICALIZE, "cse",
                # XLA's order: the unswitcher takes loops whose body is one
                # if, so invariant code moves out first, and again after.
                "loop-invariant-code-motion", "func.func(xla-gpu-unswitch-loops)",
                "loop-invariant-code-motion"]
     if opts.vectorize:
-        passes += ["func.func(xla-gpu-vectorize-loads-stores)", "canonicalize"]
+        passes += ["func.func(xla-gpu-vectorize-loads-stores)", _CANONICALIZE]
     if opts.unroll:
         options = [] if opts.pipeline_loads else ["pipeline-loads=false"]
         if not opts.unroll_accumulations:
@@ -171,7 +178,7 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
             options.append("partial-unroll=false")
         suffix = "{" + " ".join(options) + "}" if options else ""
         passes += [f"func.func(xla-gpu-optimize-loops{suffix})"]
-    passes += ["canonicalize", "cse"]
+    passes += [_CANONICALIZE, "cse"]
 
 
 # Index expressions stay below the number of elements of the tensors they
@@ -210,10 +217,10 @@ def _add_tensor_lowering(passes: list[str], f8_conversions: bool = False,
         *(["func.func(xla-gpu-convert-float-nvidia)"] if f8_conversions else []),
         "func.func(xla-gpu-expand-float-ops{gpu-approximations=false})",
         "xla-gpu-simplify-affine",
-        "canonicalize",
+        _CANONICALIZE,
         lower_tensors,
         "xla-gpu-merge-pointers",
-        "canonicalize",
+        _CANONICALIZE,
         "cse",
     ]
 
@@ -222,7 +229,7 @@ def _add_llvm_lowering(passes: list[str], opts: PipelineOptions, target: str) ->
     passes += [
         f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64} target={target}}}",
         "reconcile-unrealized-casts",
-        "canonicalize",
+        _CANONICALIZE,
         "cse",
     ]
 
@@ -245,7 +252,7 @@ def add_cpu_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
         # arithmetic) canonicalizes faster bottom-up, to the same IR but the
         # order of constants: the column sum's pipeline 17.3 -> 15.4 ms, all
         # cases' 187 -> 180 ms, every bench kernel's object the same.
-        "canonicalize{top-down=false}",
+        "canonicalize{top-down=false region-simplify=disabled}",
         "cse",
         # bf16 conversions in integer ops: no compiler-rt helpers needed.
         "func.func(arith-expand{include-bf16=true})",

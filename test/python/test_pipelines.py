@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from mlir import ir
+from mlir.passmanager import PassManager
 
 from xla_gpu import examples, pipelines, ptx
 
@@ -90,6 +91,26 @@ def test_ptxas_accepts_every_example_kernel(ctx, kernel, sm):
     code = pipelines.compile_to_ptx(ir.Module.parse(examples.path(kernel).read_text()), opts)
     result = ptx.ptxas_check(code, opts.chip)
     assert result.ok, result.log
+
+
+@pytest.mark.parametrize("stages", [tuple(pipelines.STAGES), pipelines.CPU_STAGES],
+                         ids=["gpu", "cpu"])
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_canonicalize_without_region_simplification_changes_nothing(ctx, kernel, stages):
+    """Our canonicalizes skip region simplification (pipelines.py,
+    _CANONICALIZE): each example kernel comes out of both pipelines the
+    same as with the canonicalizer's default."""
+    passes = pipelines.pipeline_passes(pipelines.PipelineOptions(index_bitwidth=64), stages)
+    assert not [p for p in passes if p.startswith("canonicalize") and
+                "region-simplify=disabled" not in p]
+    default = [p.replace("{region-simplify=disabled}", "").replace(" region-simplify=disabled", "")
+               for p in passes]
+    outputs = []
+    for variant in (passes, default):
+        module = ir.Module.parse(examples.path(kernel).read_text())
+        PassManager.parse("builtin.module(" + ",".join(variant) + ")").run(module.operation)
+        outputs.append(str(module))
+    assert outputs[0] == outputs[1]
 
 
 def test_transpose_reduce_kernel_uses_the_gpu_features(ctx):

@@ -538,17 +538,21 @@ def test_no_masked_stores_without_avx512(tmp_path):
 
 def test_interleaving_is_cut_to_the_instruction_budget(tmp_path):
     """A folded lane loop asks LLVM to interleave its K = 4 vector chains;
-    HostJit cuts the count where the body times the count would pass 512
-    IR instructions (x86 instruction selection's cost). tanh divides once
-    an element vector: the f32 chain (a 58-instruction body) keeps four
-    divisions a loop trip, the bf16 GELU (142, a bf16 rounding after every
-    op) gets two."""
+    HostJit cuts the count where the body times the count would pass 256
+    IR instructions (x86 instruction selection's cost), but not below two
+    for a body within 256. tanh divides once an element vector: the f32
+    chain (a 58-instruction body) keeps four divisions a loop trip, the
+    bf16 GELU (142, a bf16 rounding after every op) gets two; jax's erf
+    GELU (100, erfc's two rational forms: two divisions) gets two chains,
+    four divisions."""
     import platform
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("an x86 property")
     loops = _bench("loop_fusions_cpu").CASES
     assert _listing(tmp_path, loops["f32 chain"]).count("vdivps") == 4
     assert _listing(tmp_path, loops["gelu bf16 (seed)"]).count("vdivps") == 2
+    programs = _bench("programs_cpu").CASES
+    assert _listing(tmp_path, programs["erf GELU f32[1024,1024] (jax)"]).count("vdivps") == 4
 
 
 # A bf16 transpose of whole 64 x 64 tiles: the CPU target's transposing

@@ -1,6 +1,7 @@
 """`import xla_gpu` makes the dialect and the passes available, sharing the
 one MLIR of the bindings."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -86,3 +87,43 @@ def test_context_created_before_import_does_not_see_the_dialect():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True,
                          text=True, check=True)
     assert "early context: unknown dialect" in out.stdout
+
+
+_READ_ATTRIBUTES = textwrap.dedent("""
+    import importlib.abc, sys
+    import xla_gpu
+    from mlir import ir
+
+    tries = []
+
+    class Watch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.endswith("dialects.xla_gpu"):
+                tries.append(name)
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    with ir.Context():
+        module = ir.Module.parse('''
+          #m = #xla_gpu.indexing_map<"(d0) -> (d0 * 2), domain: d0 in [0, 63]">
+          func.func @f(%i: index) -> index {
+            %r = xla_gpu.apply_indexing #m(%i)
+            return %r : index
+          }''')
+        op = module.body.operations[0].regions[0].blocks[0].operations[0]
+        for _ in range(10):
+            assert "d0 * 2" in str(op.attributes["indexing_map_attr"])
+    print(repr(tries))
+""")
+
+
+def test_the_dialect_module_is_imported_once():
+    """The bindings find the xla_gpu dialect's Python module (under
+    xla_gpu.dialects, a search prefix the package adds) and remember it:
+    reading an `#xla_gpu.indexing_map` ten times imports nothing again
+    (without the prefix each read tried mlir.dialects.xla_gpu anew)."""
+    done = subprocess.run([sys.executable, "-c", _READ_ATTRIBUTES], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    tries = ast.literal_eval(done.stdout)
+    assert tries.count("mlir.dialects.xla_gpu") <= 1, tries

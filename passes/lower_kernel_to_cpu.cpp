@@ -1652,35 +1652,35 @@ class KernelLowering {
       auto d = idDependence(dst.getDynamicIndices()[0], memo, copies.loop);
       if (!s || !d || ((toShared ? *d : *s) & 1)) return std::nullopt;
     }
-    // The loop's values that change with its step: forgotten after each
-    // step, a thread's others kept for its next.
-    SmallVector<Value> stepping;
-    if (copies.loop) {
-      llvm::DenseSet<Value> moving = {copies.loop.getInductionVar()};
-      for (mlir::Operation* op : ops) {
-        if (llvm::any_of(op->getOperands(), [&](Value v) { return moving.contains(v); })) {
-          for (Value r : op->getResults()) {
-            moving.insert(r);
-            stepping.push_back(r);
-          }
-        }
-      }
+    // Every copy's source and destination offsets at each thread and
+    // step of block 0.
+    SmallVector<Value> roots, seeds;
+    SmallVector<llvm::APInt> seedValues;
+    for (auto [src, dst] : copies.geps) {
+      roots.append({src.getDynamicIndices()[0], dst.getDynamicIndices()[0]});
     }
-    const llvm::DenseMap<Value, llvm::APInt> blockZero = blockIdsAt(0);
+    for (auto [id, value] : blockIdsAt(0)) {
+      seeds.push_back(id);
+      seedValues.push_back(value);
+    }
+    Value iv = copies.loop ? copies.loop.getInductionVar() : Value();
+    if (iv) {
+      seeds.push_back(iv);
+      seedValues.push_back(llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, ivs.front()));
+    }
+    std::optional<Tape> tape = Tape::build(*this, roots, seeds, iv, copies.loop);
+    if (!tape) return std::nullopt;
+    const int ivSlot = static_cast<int>(seeds.size()) - 1;
     for (int64_t t = 0; t < n; ++t) {
-      llvm::DenseMap<Value, llvm::APInt> known = blockZero;
-      for (int64_t iv : ivs) {
-        if (copies.loop) {
-          known[copies.loop.getInductionVar()] =
-              llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, iv);
-          for (Value v : stepping) known.erase(v);
+      if (!tape->start(grid_.threads, t, seedValues)) return std::nullopt;
+      for (int64_t step : ivs) {
+        if (iv && !tape->step(grid_.threads, t, ivSlot,
+                              llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, step))) {
+          return std::nullopt;
         }
-        for (auto [src, dst] : copies.geps) {
-          auto s = valueAt(src.getDynamicIndices()[0], t, known, 0, copies.loop);
-          auto d = valueAt(dst.getDynamicIndices()[0], t, known, 0, copies.loop);
-          if (!s || !d) return std::nullopt;
-          copies.from.push_back(s->getSExtValue());
-          copies.to.push_back(d->getSExtValue());
+        for (size_t c = 0; c < copies.geps.size(); ++c) {
+          copies.from.push_back(tape->root(2 * c).getSExtValue());
+          copies.to.push_back(tape->root(2 * c + 1).getSExtValue());
         }
       }
     }
@@ -2142,6 +2142,123 @@ class KernelLowering {
     }
     return mlir::success();
   }
+
+  // Integer values of the kernel's body (or of ops inside `alsoIn`) that
+  // thread ids, constants and given values ("seeds": block ids, a loop's
+  // induction variable) decide through arith ops, as valueAt evaluates
+  // them, laid out once as a tape -- each value a slot, operands first --
+  // so that evaluating them at a thread and a step is a pass over arrays.
+  // copiesOf evaluates every copy's addresses at every thread and step of
+  // a block: through valueAt's recursion and maps that was ~95 % of the
+  // pass on the bf16 021 transpose. The slots that depend on the
+  // `stepping` seed are evaluated after the others, again at each step.
+  class Tape {
+   public:
+    // std::nullopt where some root is not such a value (an op foldInteger
+    // does not know, a value from outside, a chain deeper than valueAt's).
+    static std::optional<Tape> build(KernelLowering& lowering, llvm::ArrayRef<Value> roots,
+                                     llvm::ArrayRef<Value> seeds, Value stepping,
+                                     mlir::Operation* alsoIn) {
+      Tape tape;
+      llvm::DenseMap<Value, int> slots;
+      for (Value seed : seeds) {
+        slots[seed] = static_cast<int>(tape.entries_.size());
+        tape.entries_.push_back({nullptr, {}, 0, seed == stepping});
+      }
+      std::function<std::optional<int>(Value, int)> add =
+          [&](Value v, int depth) -> std::optional<int> {
+        if (auto it = slots.find(v); it != slots.end()) return it->second;
+        mlir::Operation* def = v.getDefiningOp();
+        constexpr int kMaxDepth = 64;
+        if (!def || depth > kMaxDepth || def->getNumResults() != 1 ||
+            (def->getBlock() != &lowering.f_.getBody().front() &&
+             !(alsoIn && alsoIn->isProperAncestor(def)))) {
+          return std::nullopt;
+        }
+        unsigned width = 0;
+        if (v.getType().isIndex()) width = mlir::IndexType::kInternalStorageBitWidth;
+        if (auto integer = llvm::dyn_cast<mlir::IntegerType>(v.getType())) {
+          width = integer.getWidth();
+        }
+        if (width == 0) return std::nullopt;
+        Entry entry{def, {}, width, false};
+        if (auto constant = llvm::dyn_cast<mlir::arith::ConstantOp>(def)) {
+          auto attr = llvm::dyn_cast<mlir::IntegerAttr>(constant.getValue());
+          if (!attr || attr.getValue().getBitWidth() != width) return std::nullopt;
+        } else if (!llvm::isa<mlir::gpu::ThreadIdOp>(def)) {
+          for (Value operand : def->getOperands()) {
+            std::optional<int> slot = add(operand, depth + 1);
+            if (!slot) return std::nullopt;
+            entry.operands.push_back(*slot);
+            entry.stepping |= tape.entries_[*slot].stepping;
+          }
+        }
+        slots[v] = static_cast<int>(tape.entries_.size());
+        tape.entries_.push_back(std::move(entry));
+        return slots[v];
+      };
+      for (Value root : roots) {
+        std::optional<int> slot = add(root, 0);
+        if (!slot) return std::nullopt;
+        tape.roots_.push_back(*slot);
+      }
+      for (auto [i, entry] : llvm::enumerate(tape.entries_)) {
+        if (entry.op) (entry.stepping ? tape.steps_ : tape.fixed_).push_back(static_cast<int>(i));
+      }
+      tape.values_.resize(tape.entries_.size());
+      return tape;
+    }
+
+    // Sets the seeds (in build's order) and evaluates the slots that do
+    // not depend on the stepping one, at thread `t`; false where an op
+    // does not fold (a division by zero).
+    bool start(const std::array<int64_t, 3>& threads, int64_t t,
+               llvm::ArrayRef<llvm::APInt> seeds) {
+      for (auto [i, seed] : llvm::enumerate(seeds)) values_[i] = seed;
+      return evaluate(fixed_, threads, t);
+    }
+    // Sets the stepping seed (slot `slot`) and evaluates what depends on it.
+    bool step(const std::array<int64_t, 3>& threads, int64_t t, int slot,
+              const llvm::APInt& value) {
+      values_[slot] = value;
+      return evaluate(steps_, threads, t);
+    }
+    const llvm::APInt& root(size_t i) const { return values_[roots_[i]]; }
+
+   private:
+    struct Entry {
+      mlir::Operation* op;  // null: a seed
+      SmallVector<int, 3> operands;
+      unsigned width;
+      bool stepping;
+    };
+
+    bool evaluate(llvm::ArrayRef<int> order, const std::array<int64_t, 3>& threads, int64_t t) {
+      SmallVector<llvm::APInt, 3> operands;
+      for (int i : order) {
+        const Entry& entry = entries_[i];
+        if (auto id = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(entry.op)) {
+          values_[i] =
+              llvm::APInt(entry.width, idAt(t, threads, static_cast<int>(id.getDimension())));
+          continue;
+        }
+        if (auto constant = llvm::dyn_cast<mlir::arith::ConstantOp>(entry.op)) {
+          values_[i] = llvm::cast<mlir::IntegerAttr>(constant.getValue()).getValue();
+          continue;
+        }
+        operands.clear();
+        for (int o : entry.operands) operands.push_back(values_[o]);
+        std::optional<llvm::APInt> value = foldInteger(entry.op, operands, entry.width);
+        if (!value || value->getBitWidth() != entry.width) return false;
+        values_[i] = std::move(*value);
+      }
+      return true;
+    }
+
+    SmallVector<Entry> entries_;
+    SmallVector<int> roots_, fixed_, steps_;
+    SmallVector<llvm::APInt> values_;
+  };
 
   // The integer `v` of the kernel's body (or of an op inside `alsoIn`) at
   // thread `t` of any block, when thread ids, constants and the values in

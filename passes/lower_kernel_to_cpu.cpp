@@ -1437,11 +1437,11 @@ class KernelLowering {
     bool thenWrites = regionWrites(ifOp.getThenRegion());
     bool elseWrites = regionWrites(ifOp.getElseRegion());
     llvm::BitVector threads(n);
+    std::optional<Tape> tape = Tape::build(*this, {ifOp.getCondition()}, {}, Value(), nullptr);
+    if (!tape) return llvm::BitVector(n, true);
     for (int64_t t = 0; t < n; ++t) {
-      llvm::DenseMap<Value, llvm::APInt> known;
-      std::optional<llvm::APInt> cond = valueAt(ifOp.getCondition(), t, known, 0);
-      if (!cond) return llvm::BitVector(n, true);
-      if (cond->isOne() ? thenWrites : elseWrites) threads.set(t);
+      if (!tape->start(grid_.threads, t, {})) return llvm::BitVector(n, true);
+      if (tape->root(0).isOne() ? thenWrites : elseWrites) threads.set(t);
     }
     return threads;
   }

@@ -22,3 +22,5 @@ _capi.register_everything()
 # once.
 if "xla_gpu.dialects" not in _native.globals.dialect_search_modules:
     _native.globals.append_dialect_search_prefix("xla_gpu.dialects")
+
+__all__ = ["IndexingMap", "IndexingMapError", "Var", "compose_indexing_maps"]

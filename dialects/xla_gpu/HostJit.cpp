@@ -350,35 +350,40 @@ void capInterleaveCounts(llvm::Module& module) {
 // the same; no other bench kernel changed): a load and a store of a half
 // change no bits.
 void moveHalfFloatsAsIntegers(llvm::Module& module) {
+  // Found first, then rewritten: a rewrite erases stores, which may be the
+  // instructions right after their load.
+  llvm::SmallVector<llvm::LoadInst*> moves;
   for (llvm::Function& fn : module) {
     for (llvm::BasicBlock& block : fn) {
-      for (llvm::Instruction& inst : llvm::make_early_inc_range(block)) {
+      for (llvm::Instruction& inst : block) {
         auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
         if (!load || load->isVolatile() || load->isAtomic()) continue;
-        llvm::Type* type = load->getType();
-        llvm::Type* scalar = type->getScalarType();
+        llvm::Type* scalar = load->getType()->getScalarType();
         if (!scalar->isHalfTy() && !scalar->isBFloatTy()) continue;
         bool onlyStored = !load->use_empty() && llvm::all_of(load->uses(), [](llvm::Use& use) {
           auto* store = llvm::dyn_cast<llvm::StoreInst>(use.getUser());
           return store && use.getOperandNo() == 0 && !store->isVolatile() && !store->isAtomic();
         });
-        if (!onlyStored) continue;
-        llvm::Type* integer = type->getWithNewType(llvm::Type::getInt16Ty(module.getContext()));
-        llvm::IRBuilder<> b(load);
-        llvm::LoadInst* moved = b.CreateAlignedLoad(integer, load->getPointerOperand(),
-                                                    load->getAlign());
-        moved->copyMetadata(*load);
-        for (llvm::User* user : llvm::make_early_inc_range(load->users())) {
-          auto* store = llvm::cast<llvm::StoreInst>(user);
-          b.SetInsertPoint(store);
-          llvm::StoreInst* written =
-              b.CreateAlignedStore(moved, store->getPointerOperand(), store->getAlign());
-          written->copyMetadata(*store);
-          store->eraseFromParent();
-        }
-        load->eraseFromParent();
+        if (onlyStored) moves.push_back(load);
       }
     }
+  }
+  for (llvm::LoadInst* load : moves) {
+    llvm::Type* integer =
+        load->getType()->getWithNewType(llvm::Type::getInt16Ty(module.getContext()));
+    llvm::IRBuilder<> b(load);
+    llvm::LoadInst* moved =
+        b.CreateAlignedLoad(integer, load->getPointerOperand(), load->getAlign());
+    moved->copyMetadata(*load);
+    for (llvm::User* user : llvm::make_early_inc_range(load->users())) {
+      auto* store = llvm::cast<llvm::StoreInst>(user);
+      b.SetInsertPoint(store);
+      llvm::StoreInst* written =
+          b.CreateAlignedStore(moved, store->getPointerOperand(), store->getAlign());
+      written->copyMetadata(*store);
+      store->eraseFromParent();
+    }
+    load->eraseFromParent();
   }
 }
 

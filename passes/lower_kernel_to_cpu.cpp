@@ -1455,14 +1455,14 @@ class KernelLowering {
     return llvm::cast<mlir::LLVM::LLVMPointerType>(addr.getType()).getAddressSpace() == 3;
   }
 
-  // The kernel's block ids at block `bid`: valueAt's `known` values.
-  llvm::DenseMap<Value, llvm::APInt> blockIdsAt(int64_t bid) {
-    llvm::DenseMap<Value, llvm::APInt> known;
+  // The kernel's block ids and their values at block `bid`, appended to
+  // a Tape's seeds.
+  void addBlockIdsAt(int64_t bid, SmallVector<Value>& seeds, SmallVector<llvm::APInt>& values) {
     f_.walk([&](mlir::gpu::BlockIdOp id) {
-      int64_t value = idAt(bid, grid_.blocks, static_cast<int>(id.getDimension()));
-      known[id.getResult()] = llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, value);
+      seeds.push_back(id.getResult());
+      values.push_back(llvm::APInt(mlir::IndexType::kInternalStorageBitWidth,
+                                   idAt(bid, grid_.blocks, static_cast<int>(id.getDimension()))));
     });
-    return known;
   }
 
   // The element offsets of the loads and stores of global memory in the
@@ -1472,9 +1472,7 @@ class KernelLowering {
   // writes there says nothing of where its neighbour does.)
   std::optional<SmallVector<llvm::APInt>> globalOffsetsAt(mlir::scf::ForOp loop, int64_t bid,
                                                           int64_t t, int64_t iv) {
-    llvm::DenseMap<Value, llvm::APInt> known = blockIdsAt(bid);
-    known[loop.getInductionVar()] = llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, iv);
-    SmallVector<llvm::APInt> offsets;
+    SmallVector<Value> roots;
     bool decided = true;
     loop.getBody()->walk([&](mlir::Operation* op) {
       Value addr;
@@ -1482,18 +1480,21 @@ class KernelLowering {
       if (auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(op)) addr = store.getAddr();
       if (!addr || isSharedAddress(addr)) return mlir::WalkResult::advance();
       auto gep = addr.getDefiningOp<mlir::LLVM::GEPOp>();
-      std::optional<llvm::APInt> offset;
-      if (gep && gep.getDynamicIndices().size() == 1) {
-        offset = valueAt(gep.getDynamicIndices()[0], t, known, 0, loop);
-      }
-      if (!offset) {
+      if (!gep || gep.getDynamicIndices().size() != 1) {
         decided = false;
         return mlir::WalkResult::interrupt();
       }
-      offsets.push_back(offset->sextOrTrunc(64));
+      roots.push_back(gep.getDynamicIndices()[0]);
       return mlir::WalkResult::advance();
     });
     if (!decided) return std::nullopt;
+    SmallVector<Value> seeds = {loop.getInductionVar()};
+    SmallVector<llvm::APInt> values = {llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, iv)};
+    addBlockIdsAt(bid, seeds, values);
+    std::optional<Tape> tape = Tape::build(*this, roots, seeds, Value(), loop);
+    if (!tape || !tape->start(grid_.threads, t, values)) return std::nullopt;
+    SmallVector<llvm::APInt> offsets;
+    for (size_t i = 0; i < roots.size(); ++i) offsets.push_back(tape->root(i).sextOrTrunc(64));
     return offsets;
   }
 
@@ -1659,10 +1660,7 @@ class KernelLowering {
     for (auto [src, dst] : copies.geps) {
       roots.append({src.getDynamicIndices()[0], dst.getDynamicIndices()[0]});
     }
-    for (auto [id, value] : blockIdsAt(0)) {
-      seeds.push_back(id);
-      seedValues.push_back(value);
-    }
+    addBlockIdsAt(0, seeds, seedValues);
     Value iv = copies.loop ? copies.loop.getInductionVar() : Value();
     if (iv) {
       seeds.push_back(iv);
@@ -1670,11 +1668,10 @@ class KernelLowering {
     }
     std::optional<Tape> tape = Tape::build(*this, roots, seeds, iv, copies.loop);
     if (!tape) return std::nullopt;
-    const int ivSlot = static_cast<int>(seeds.size()) - 1;
     for (int64_t t = 0; t < n; ++t) {
       if (!tape->start(grid_.threads, t, seedValues)) return std::nullopt;
       for (int64_t step : ivs) {
-        if (iv && !tape->step(grid_.threads, t, ivSlot,
+        if (iv && !tape->step(grid_.threads, t,
                               llvm::APInt(mlir::IndexType::kInternalStorageBitWidth, step))) {
           return std::nullopt;
         }
@@ -2145,17 +2142,17 @@ class KernelLowering {
 
   // Integer values of the kernel's body (or of ops inside `alsoIn`) that
   // thread ids, constants and given values ("seeds": block ids, a loop's
-  // induction variable) decide through arith ops, as valueAt evaluates
-  // them, laid out once as a tape -- each value a slot, operands first --
-  // so that evaluating them at a thread and a step is a pass over arrays.
-  // copiesOf evaluates every copy's addresses at every thread and step of
-  // a block: through valueAt's recursion and maps that was ~95 % of the
+  // induction variable) decide through arith ops (foldInteger), laid out
+  // once as a tape -- each value a slot, operands first -- so that
+  // evaluating them at a thread and a step is a pass over arrays. copiesOf
+  // evaluates every copy's addresses at every thread and step of a block:
+  // by a recursion through a map per thread that had been ~95 % of the
   // pass on the bf16 021 transpose. The slots that depend on the
   // `stepping` seed are evaluated after the others, again at each step.
   class Tape {
    public:
     // std::nullopt where some root is not such a value (an op foldInteger
-    // does not know, a value from outside, a chain deeper than valueAt's).
+    // does not know, a value from outside, a chain deeper than kMaxDepth).
     static std::optional<Tape> build(KernelLowering& lowering, llvm::ArrayRef<Value> roots,
                                      llvm::ArrayRef<Value> seeds, Value stepping,
                                      mlir::Operation* alsoIn) {
@@ -2163,6 +2160,7 @@ class KernelLowering {
       llvm::DenseMap<Value, int> slots;
       for (Value seed : seeds) {
         slots[seed] = static_cast<int>(tape.entries_.size());
+        if (seed == stepping) tape.steppingSlot_ = slots[seed];
         tape.entries_.push_back({nullptr, {}, 0, seed == stepping});
       }
       std::function<std::optional<int>(Value, int)> add =
@@ -2217,10 +2215,9 @@ class KernelLowering {
       for (auto [i, seed] : llvm::enumerate(seeds)) values_[i] = seed;
       return evaluate(fixed_, threads, t);
     }
-    // Sets the stepping seed (slot `slot`) and evaluates what depends on it.
-    bool step(const std::array<int64_t, 3>& threads, int64_t t, int slot,
-              const llvm::APInt& value) {
-      values_[slot] = value;
+    // Sets the stepping seed and evaluates what depends on it.
+    bool step(const std::array<int64_t, 3>& threads, int64_t t, const llvm::APInt& value) {
+      values_[steppingSlot_] = value;
       return evaluate(steps_, threads, t);
     }
     const llvm::APInt& root(size_t i) const { return values_[roots_[i]]; }
@@ -2258,45 +2255,8 @@ class KernelLowering {
     SmallVector<Entry> entries_;
     SmallVector<int> roots_, fixed_, steps_;
     SmallVector<llvm::APInt> values_;
+    int steppingSlot_ = -1;
   };
-
-  // The integer `v` of the kernel's body (or of an op inside `alsoIn`) at
-  // thread `t` of any block, when thread ids, constants and the values in
-  // `known` decide it through arith ops (std::nullopt: a block id not in
-  // `known`, a loaded value, an op foldInteger does not know).
-  std::optional<llvm::APInt> valueAt(Value v, int64_t t, llvm::DenseMap<Value, llvm::APInt>& known,
-                                     int depth, mlir::Operation* alsoIn = nullptr) {
-    if (auto it = known.find(v); it != known.end()) return it->second;
-    mlir::Operation* def = v.getDefiningOp();
-    constexpr int kMaxDepth = 64;
-    if (!def || depth > kMaxDepth || def->getNumResults() != 1 ||
-        (def->getBlock() != &f_.getBody().front() && !(alsoIn && alsoIn->isProperAncestor(def)))) {
-      return std::nullopt;
-    }
-    unsigned width = 0;
-    if (v.getType().isIndex()) width = mlir::IndexType::kInternalStorageBitWidth;
-    if (auto integer = llvm::dyn_cast<mlir::IntegerType>(v.getType())) width = integer.getWidth();
-    if (width == 0) return std::nullopt;
-    std::optional<llvm::APInt> value;
-    if (auto id = llvm::dyn_cast<mlir::gpu::ThreadIdOp>(def)) {
-      value = llvm::APInt(width, idAt(t, grid_.threads, static_cast<int>(id.getDimension())));
-    } else if (auto constant = llvm::dyn_cast<mlir::arith::ConstantOp>(def)) {
-      if (auto attr = llvm::dyn_cast<mlir::IntegerAttr>(constant.getValue())) {
-        value = attr.getValue();
-      }
-    } else {
-      SmallVector<llvm::APInt> operands;
-      for (Value operand : def->getOperands()) {
-        std::optional<llvm::APInt> a = valueAt(operand, t, known, depth + 1, alsoIn);
-        if (!a) return std::nullopt;
-        operands.push_back(*a);
-      }
-      value = foldInteger(def, operands, width);
-    }
-    if (!value || value->getBitWidth() != width) return std::nullopt;
-    known[v] = *value;
-    return value;
-  }
 
   // The x, y or z id within a linear id over `counts` (x fastest); for the
   // thread id, simplifyLaneLoop splits the divisions afterwards.

@@ -372,7 +372,10 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
     functions are marked as kernels. With `target=cpu` (after
     `-xla-gpu-lower-kernel-to-cpu`): entry functions get a C interface and
     `noalias` buffers, and `math.tanh` becomes XLA:CPU's rational
-    approximation so that thread loops vectorize, and bf16 memory is read
+    approximation so that thread loops vectorize (f32 sin, cos and tan: a
+    short reduction below 2^24, and a call of the exact one past it, which
+    the loop vectorizer calls through masked vector variants; HostJit.cpp
+    runs those only where a lane needs them), and bf16 memory is read
     and written as i16 (LLVM's x86 backend asserts on a reversed vector of
     bf16). Index arithmetic is i64,
     or i32 with `index-bitwidth=32`.
@@ -384,6 +387,7 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
            "gpu (NVVM, libdevice) or cpu (host LLVM, C interface, noalias pointers)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 

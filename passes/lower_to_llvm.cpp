@@ -216,6 +216,10 @@ struct F64Ops {
 // 2^-36), picked and signed by q, and rounded once to f32: within 0.51 ulp
 // over all floats (XLA:CPU's are within 0.56). Below |x| = 2^-12 sin and
 // tan are x (-0 and subnormals kept); inf and NaN give NaN.
+//
+// A scalar below kCodyWaiteBound in magnitude (every argument but huge
+// ones) is reduced in 5 operations instead of 77 (reduceSmallAngle), the
+// rest by a call of the exact reduction (HostTrig): see there.
 constexpr int64_t kTwoOverPiChunks[] = {0x145f306d, 0x19391054, 0x14fe13ab, 0x1d1f534d,
                                         0x1b81b6c5, 0x05664f10, 0x1c820ff2};
 
@@ -224,6 +228,26 @@ struct ReducedAngle {
   mlir::Value odd;       // q & 1: sin and cos of x are cos and sin of r
   mlir::Value q;         // q mod 4, i32
 };
+
+// sin and cos of the f64 `r` (|r| <= pi/4) and the quadrant of the
+// integer-valued f64 `q`.
+ReducedAngle anglePolynomials(const F32Builder& f32, mlir::Value r, mlir::Value q) {
+  mlir::PatternRewriter& rewriter = f32.rewriter;
+  mlir::Location loc = f32.loc;
+  F64Ops d(f32);
+  mlir::Value r2 = d.mul(r, r);
+  mlir::Value sinR = f32.fma(
+      d.mul(r, r2),
+      d.horner(r2, {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6}), r);
+  mlir::Value cosR = f32.fma(
+      r2, d.horner(r2, {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5}), d.c(1.0));
+  mlir::Value qi = rewriter.create<mlir::arith::AndIOp>(
+      loc, rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), q), f32.ci(3));
+  mlir::Value odd = rewriter.create<mlir::arith::CmpIOp>(
+      loc, mlir::arith::CmpIPredicate::ne,
+      rewriter.create<mlir::arith::AndIOp>(loc, qi, f32.ci(1)), f32.ci(0));
+  return {sinR, cosR, odd, qi};
+}
 
 ReducedAngle reduceAngle(const F32Builder& f32, mlir::Value x) {
   mlir::PatternRewriter& rewriter = f32.rewriter;
@@ -243,19 +267,26 @@ ReducedAngle reduceAngle(const F32Builder& f32, mlir::Value x) {
     f = d.sub(f, carry);
     q = d.add(q, carry);
   }
-  mlir::Value r = d.mul(f, d.c(1.5707963267948966));
-  mlir::Value r2 = d.mul(r, r);
-  mlir::Value sinR = f32.fma(
-      d.mul(r, r2),
-      d.horner(r2, {-1.0 / 39916800, 1.0 / 362880, -1.0 / 5040, 1.0 / 120, -1.0 / 6}), r);
-  mlir::Value cosR = f32.fma(
-      r2, d.horner(r2, {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5}), d.c(1.0));
-  mlir::Value qi = rewriter.create<mlir::arith::AndIOp>(
-      loc, rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), q), f32.ci(3));
-  mlir::Value odd = rewriter.create<mlir::arith::CmpIOp>(
-      loc, mlir::arith::CmpIPredicate::ne,
-      rewriter.create<mlir::arith::AndIOp>(loc, qi, f32.ci(1)), f32.ci(0));
-  return {sinR, cosR, odd, qi};
+  return anglePolynomials(f32, d.mul(f, d.c(1.5707963267948966)), q);
+}
+
+// Below 2^24 in magnitude, x = k pi/2 + r by Cody-Waite in f64: k =
+// round(x 2/pi) has at most 24 bits, pi/2's first part 29 (k P1 is exact,
+// and so is x - k P1: the two are within a factor of 2 of each other), the
+// other two parts 53 each, each FMA rounding once. Over every float in
+// [2^-12, 2^24) |r| is at least 2^-27.8 (x = 252.898, k = 161), so r is
+// within a few f64 ulp of exact: the results are within 0.51 ulp, as the
+// exact reduction's. inf and NaN give NaN here too.
+constexpr double kCodyWaiteBound = 0x1p24;
+
+ReducedAngle reduceSmallAngle(const F32Builder& f32, mlir::Value x) {
+  F64Ops d(f32);
+  mlir::Value wide = d.widen(x);
+  mlir::Value k = d.round(d.mul(wide, d.c(0x1.45f306dc9c883p-1)));
+  mlir::Value r = f32.fma(k, d.c(-0x1.921fb54p+0), wide);
+  r = f32.fma(k, d.c(-0x1.10b4611a62633p-30), r);
+  r = f32.fma(k, d.c(-0x1.45c06e0e68948p-86), r);
+  return anglePolynomials(f32, r, k);
 }
 
 // The f64 `value`, negated where bit `bit` of `q` is set, rounded to f32.
@@ -273,29 +304,37 @@ mlir::Value signedByQuadrant(const F32Builder& f32, mlir::Value value, mlir::Val
 // Below |x| = 2^-12, sin and tan are x: x^3 / 3 is under half x's ulp.
 constexpr double kTrigTiny = 0x1p-12;
 
+// Each of sin, cos and tan from x's reduced angle (fromAngle), and with
+// the exact reduction (build).
 struct Sin {
-  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
-    ReducedAngle a = reduceAngle(f32, x);
+  static constexpr llvm::StringLiteral kName = "sin";
+  static mlir::Value fromAngle(const F32Builder& f32, mlir::Value x, const ReducedAngle& a) {
     // q = 0, 1, 2, 3: sin r, cos r, -sin r, -cos r.
     mlir::Value v = f32.select(a.odd, a.cos, a.sin);
     return tinyIsItself(f32, x, signedByQuadrant(f32, v, a.q, 2), kTrigTiny);
   }
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    return fromAngle(f32, x, reduceAngle(f32, x));
+  }
 };
 
 struct Cos {
-  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
-    ReducedAngle a = reduceAngle(f32, x);
+  static constexpr llvm::StringLiteral kName = "cos";
+  static mlir::Value fromAngle(const F32Builder& f32, mlir::Value, const ReducedAngle& a) {
     // q = 0, 1, 2, 3: cos r, -sin r, -cos r, sin r: negative where q + 1
     // has bit 2.
     mlir::Value v = f32.select(a.odd, a.sin, a.cos);
     mlir::Value q1 = f32.rewriter.create<mlir::arith::AddIOp>(f32.loc, a.q, f32.ci(1));
     return signedByQuadrant(f32, v, q1, 2);
   }
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    return fromAngle(f32, x, reduceAngle(f32, x));
+  }
 };
 
 struct Tan {
-  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
-    ReducedAngle a = reduceAngle(f32, x);
+  static constexpr llvm::StringLiteral kName = "tan";
+  static mlir::Value fromAngle(const F32Builder& f32, mlir::Value x, const ReducedAngle& a) {
     // Even q: sin r / cos r; odd q: -cos r / sin r.
     mlir::PatternRewriter& rewriter = f32.rewriter;
     mlir::Value ratio = rewriter.create<mlir::arith::DivFOp>(
@@ -303,8 +342,52 @@ struct Tan {
     mlir::Value sign = f32.select(a.odd, f32.ci(1), f32.ci(0));
     return tinyIsItself(f32, x, signedByQuadrant(f32, ratio, sign, 1), kTrigTiny);
   }
+  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
+    return fromAngle(f32, x, reduceAngle(f32, x));
+  }
 };
 
+// The host's scalar f32 sin, cos and tan: Cody-Waite below kCodyWaiteBound,
+// and past it (or at inf) a call of the function with the exact reduction,
+// `xla_gpu_host_<name>_f32` (addHostTrigFunction), which the loop
+// vectorizer turns into a call of a masked vector variant (HostJit.cpp
+// makes those), run only for a vector with a huge lane. So the common
+// case costs the short reduction: the bench's sin + cos 0.37x the time
+// of the exact reduction's (A/B in one process, one thread, bits the
+// same). Where a lane loop is not vectorized, the scalar call runs for
+// huge arguments only.
+template <typename Op, typename Function>
+struct HostTrig : public mlir::OpRewritePattern<Op> {
+  using mlir::OpRewritePattern<Op>::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
+    if (!op.getType().isF32()) return rewriter.notifyMatchFailure(op, "only a scalar f32");
+    auto module = op->template getParentOfType<mlir::ModuleOp>();
+    auto exact = module.template lookupSymbol<mlir::func::FuncOp>(hostTrigName(Function::kName));
+    if (!exact) return rewriter.notifyMatchFailure(op, "no exact function");
+    mlir::Location loc = op.getLoc();
+    F32Builder f32{rewriter, loc, op.getType(), /*host=*/true};
+    mlir::Value x = op.getOperand();
+    mlir::Value fast = Function::fromAngle(f32, x, reduceSmallAngle(f32, x));
+    // NaN takes the short way (unordered: not OGE), inf the exact one.
+    mlir::Value huge = f32.cmp(mlir::arith::CmpFPredicate::OGE,
+                               rewriter.create<mlir::math::AbsFOp>(loc, x),
+                               f32.c(kCodyWaiteBound));
+    mlir::Block* before = op->getBlock();
+    mlir::Block* after = rewriter.splitBlock(before, op->getIterator());
+    mlir::Value result = after->addArgument(op.getType(), loc);
+    mlir::Block* call = rewriter.createBlock(after);
+    auto exactValue = rewriter.create<mlir::func::CallOp>(loc, exact, mlir::ValueRange{x});
+    rewriter.create<mlir::cf::BranchOp>(loc, after, exactValue.getResults());
+    rewriter.setInsertionPointToEnd(before);
+    rewriter.create<mlir::cf::CondBranchOp>(loc, huge, call, mlir::ValueRange{}, after,
+                                            mlir::ValueRange{fast});
+    rewriter.replaceOp(op, result);
+    return mlir::success();
+  }
+  static std::string hostTrigName(llvm::StringRef name) {
+    return ("xla_gpu_host_" + name + "_f32").str();
+  }
+};
 // pow(x, y) for f32 in f64 arithmetic LLVM vectorizes (libm's powf is a
 // call): 2^(y log2|x|), rounded once to f32. log2|x| = e + log2(m) with m
 // in [sqrt(1/2), sqrt(2)) read off x's f64 bits (f32 subnormals are f64
@@ -609,6 +692,54 @@ void accessBf16AsI16(mlir::ModuleOp module) {
   });
 }
 
+// For each of sin, cos, tan that a scalar f32 op in `module` computes, the
+// function with the exact reduction HostTrig calls, `xla_gpu_host_<name>_
+// f32(f32) -> f32`. hostTrigAttributes marks it for LLVM once it is an
+// llvm.func.
+template <typename Op, typename Function>
+void addHostTrigFunction(mlir::ModuleOp module) {
+  bool used = false;
+  module.walk([&](Op op) { used |= op.getType().isF32(); });
+  std::string name = HostTrig<Op, Function>::hostTrigName(Function::kName);
+  if (!used || module.lookupSymbol(name)) return;
+  mlir::PatternRewriter rewriter(module.getContext());
+  mlir::Location loc = module.getLoc();
+  mlir::Type f32Type = rewriter.getF32Type();
+  rewriter.setInsertionPointToEnd(module.getBody());
+  auto fn = rewriter.create<mlir::func::FuncOp>(loc, name,
+                                                rewriter.getFunctionType({f32Type}, {f32Type}));
+  fn.setPrivate();
+  rewriter.setInsertionPointToStart(fn.addEntryBlock());
+  F32Builder f32{rewriter, loc, f32Type, /*host=*/true};
+  rewriter.create<mlir::func::ReturnOp>(loc, Function::build(f32, fn.getArgument(0)));
+}
+
+// After the LLVM conversion: the functions addHostTrigFunction defined are
+// internal, never inlined (the vectorizer would if-convert an inlined
+// exact reduction, running it for every lane) and not optimized (they are
+// cold: the bench's sin + cos compiled in 54 ms, 61 with them optimized,
+// 51 before they existed), but known to touch no memory and to return
+// (what lets the vectorizer call them), and they carry
+// "xla-gpu-vector-variants": HostJit.cpp gives the loop vectorizer masked
+// vector variants of them, which it calls where a lane needs one.
+void hostTrigAttributes(mlir::ModuleOp module) {
+  mlir::MLIRContext* ctx = module.getContext();
+  auto none = mlir::LLVM::ModRefInfo::NoModRef;
+  auto noMemory = mlir::LLVM::MemoryEffectsAttr::get(ctx, none, none, none, none, none, none);
+  for (llvm::StringRef kind : {Sin::kName, Cos::kName, Tan::kName}) {
+    auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(("xla_gpu_host_" + kind + "_f32").str());
+    if (!fn) continue;
+    fn.setLinkage(mlir::LLVM::Linkage::Internal);
+    fn.setNoInline(true);
+    fn.setOptimizeNone(true);
+    fn.setNoUnwind(true);
+    fn.setWillReturn(true);
+    fn.setMemoryEffectsAttr(noMemory);
+    fn.setPassthroughAttr(
+        mlir::ArrayAttr::get(ctx, {mlir::StringAttr::get(ctx, "xla-gpu-vector-variants")}));
+  }
+}
+
 class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
  public:
   using LowerToLlvmPassBase::LowerToLlvmPassBase;
@@ -675,7 +806,12 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
           approximated.push_back(op);
         }
       });
+      addHostTrigFunction<mlir::math::SinOp, Sin>(module);
+      addHostTrigFunction<mlir::math::CosOp, Cos>(module);
+      addHostTrigFunction<mlir::math::TanOp, Tan>(module);
       mlir::RewritePatternSet approximations(ctx);
+      approximations.add<HostTrig<mlir::math::SinOp, Sin>, HostTrig<mlir::math::CosOp, Cos>,
+                         HostTrig<mlir::math::TanOp, Tan>>(ctx, /*benefit=*/2);
       approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh, /*Host=*/true>,
                          ApproximateF32<mlir::math::ExpOp, Exp, /*Host=*/true>,
                          ApproximateF32<mlir::math::LogOp, Log, /*Host=*/true>,
@@ -757,6 +893,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       return signalPassFailure();
     }
     if (cpu) {
+      hostTrigAttributes(module);
       accessBf16AsI16(module);
       return;
     }

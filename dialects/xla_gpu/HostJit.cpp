@@ -40,6 +40,7 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassTimingInfo.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -50,6 +51,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "mlir-c/RegisterEverything.h"
 #include "mlir/CAPI/IR.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -387,6 +389,109 @@ void moveHalfFloatsAsIntegers(llvm::Module& module) {
   }
 }
 
+// Masked vector variants of the functions -xla-gpu-lower-to-llvm marks
+// "xla-gpu-vector-variants" (the exact trig reductions, which its kernels
+// call for a huge argument only), for the loop vectorizer: before O3 each
+// such function names `<name>_v<lanes>` for each width it may pick (LLVM's
+// vector function ABI: `_ZGV_LLVM_M<lanes>v..._<name>(<variant>)`, masked,
+// vector arguments), declared and marked "xla-gpu-masked-variant"; a width
+// without one would scalarize the call behind a branch a lane.
+constexpr unsigned kVariantLanes[] = {2, 4, 8, 16};
+
+bool isMaskedVariant(const llvm::Function& fn) {
+  return fn.hasFnAttribute("xla-gpu-masked-variant");
+}
+
+void declareMaskedVariants(llvm::Module& module) {
+  llvm::SmallVector<llvm::Function*> scalars;
+  for (llvm::Function& fn : module) {
+    if (fn.hasFnAttribute("xla-gpu-vector-variants")) scalars.push_back(&fn);
+  }
+  for (llvm::Function* scalar : scalars) {
+    llvm::FunctionType* type = scalar->getFunctionType();
+    std::string mappings;
+    for (unsigned lanes : kVariantLanes) {
+      auto widen = [&](llvm::Type* t) { return llvm::FixedVectorType::get(t, lanes); };
+      llvm::SmallVector<llvm::Type*> parameters;
+      std::string name = (scalar->getName() + "_v" + llvm::Twine(lanes)).str();
+      std::string mangled = "_ZGV_LLVM_M" + std::to_string(lanes);
+      for (llvm::Type* parameter : type->params()) {
+        parameters.push_back(widen(parameter));
+        mangled += "v";
+      }
+      parameters.push_back(widen(llvm::Type::getInt1Ty(module.getContext())));
+      auto* variant = llvm::Function::Create(
+          llvm::FunctionType::get(widen(type->getReturnType()), parameters, false),
+          llvm::GlobalValue::ExternalLinkage, name, module);
+      variant->addFnAttr("xla-gpu-masked-variant");
+      if (!mappings.empty()) mappings += ",";
+      mappings += mangled + "_" + scalar->getName().str() + "(" + name + ")";
+    }
+    scalar->addFnAttr("vector-function-abi-variant", mappings);
+  }
+}
+
+// After O3, each variant the vectorizer called is defined (the scalar
+// function lane by lane, unoptimized: it is cold) and each call of it runs
+// only where a lane of its mask is set, behind an unlikely branch (the
+// vectorizer calls it every iteration and blends its result in by the
+// mask); the declarations of the others are dropped.
+void defineMaskedVariants(llvm::Module& module) {
+  llvm::SmallVector<llvm::Function*> variants;
+  for (llvm::Function& fn : module) {
+    if (isMaskedVariant(fn)) variants.push_back(&fn);
+  }
+  llvm::LLVMContext& ctx = module.getContext();
+  for (llvm::Function* variant : variants) {
+    if (variant->use_empty()) {
+      variant->eraseFromParent();
+      continue;
+    }
+    llvm::StringRef name = variant->getName();
+    llvm::Function* scalar = module.getFunction(name.substr(0, name.rfind("_v")));
+    unsigned lanes = llvm::cast<llvm::FixedVectorType>(variant->getReturnType())->getNumElements();
+    variant->setLinkage(llvm::GlobalValue::InternalLinkage);
+    variant->addFnAttr(llvm::Attribute::NoInline);
+    variant->addFnAttr(llvm::Attribute::OptimizeNone);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "", variant));
+    llvm::Value* result = llvm::PoisonValue::get(variant->getReturnType());
+    for (unsigned lane = 0; lane < lanes; ++lane) {
+      llvm::SmallVector<llvm::Value*> arguments;
+      for (unsigned i = 0; i + 1 < variant->arg_size(); ++i) {
+        arguments.push_back(b.CreateExtractElement(variant->getArg(i), lane));
+      }
+      result = b.CreateInsertElement(result, b.CreateCall(scalar, arguments), lane);
+    }
+    b.CreateRet(result);
+    llvm::SmallVector<llvm::CallInst*> calls;
+    for (llvm::User* user : variant->users()) {
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(user)) calls.push_back(call);
+    }
+    for (llvm::CallInst* call : calls) {
+      llvm::Value* mask = call->getArgOperand(call->arg_size() - 1);
+      llvm::BasicBlock* head = call->getParent();
+      b.SetInsertPoint(call);
+      llvm::Value* any = b.CreateOrReduce(mask);
+      llvm::Instruction* then = llvm::SplitBlockAndInsertIfThen(
+          any, call, false, llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
+      llvm::BasicBlock* join = call->getParent();
+      call->moveBefore(then->getIterator());
+      b.SetInsertPoint(join, join->begin());
+      llvm::PHINode* phi = b.CreatePHI(call->getType(), 2);
+      call->replaceAllUsesWith(phi);
+      phi->addIncoming(llvm::PoisonValue::get(call->getType()), head);
+      phi->addIncoming(call, then->getParent());
+    }
+  }
+  // A scalar function no code calls any more (a vectorized loop without a
+  // scalar remainder, no variant defined) is not compiled.
+  for (llvm::Function& fn : llvm::make_early_inc_range(module)) {
+    if (fn.hasFnAttribute("xla-gpu-vector-variants") && fn.hasLocalLinkage() && fn.use_empty()) {
+      fn.eraseFromParent();
+    }
+  }
+}
+
 // Passes of LLVM's O3 pipeline that our kernels do not need: skipped one
 // at a time, then all together, each left every one of the bench's 32
 // kernels' objects byte-identical (our passes have folded, forwarded and
@@ -446,7 +551,11 @@ void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* mac
   llvm::PassInstrumentationCallbacks callbacks;
   llvm::TimePassesHandler timer(/*Enabled=*/true);
   if (timing) timer.registerCallbacks(callbacks);
-  callbacks.registerShouldRunOptionalPassCallback([](llvm::StringRef name, llvm::Any) {
+  // optnone functions (-xla-gpu-lower-to-llvm's cold trig helpers) are
+  // skipped as opt's OptNoneInstrumentation skips them.
+  callbacks.registerShouldRunOptionalPassCallback([](llvm::StringRef name, llvm::Any ir) {
+    const auto* fn = llvm::any_cast<const llvm::Function*>(&ir);
+    if (fn && (*fn)->hasOptNone()) return false;
     return !llvm::is_contained(kUnneededPasses, name);
   });
   llvm::PassBuilder builder(machine, tuning, std::nullopt, &callbacks);
@@ -499,11 +608,13 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   }
   capInterleaveCounts(*llvmModule);
   moveHalfFloatsAsIntegers(*llvmModule);
+  declareMaskedVariants(*llvmModule);
   static std::atomic<uint64_t> compiles{0};
   const uint64_t n = compiles++;
   dumpLlvmIr(*llvmModule, n, ".ll");
   setTailFoldingForHost();
   optimizeModule(*llvmModule, optLevel, *machine, timing);
+  defineMaskedVariants(*llvmModule);
   dumpLlvmIr(*llvmModule, n, ".opt.ll");
   for (llvm::Function* fn : publics) addPackedWrapper(*llvmModule, *fn);
   clock.lap(1);

@@ -97,19 +97,40 @@ func.func @expm1_log1p(%x: f32, %d: f64) -> (f32, f64) {
   return %l, %l64 : f32, f64
 }
 
-// f32 sin, cos and tan on the host: f64 arithmetic that vectorizes, the
-// argument reduced against 2/pi's bits in seven 29-bit chunks (the first
-// and last shown), the result rounded once to f32. f64 keeps the
+// f32 sin, cos and tan on the host: f64 arithmetic that vectorizes. A
+// scalar below 2^24 in magnitude is reduced by Cody-Waite (x 2/pi rounded,
+// pi/2 in three parts), the result rounded once to f32; from 2^24 on (inf
+// too) a call of the function with the exact reduction (2/pi's bits in
+// seven 29-bit chunks, the first and last shown): internal, never inlined
+// nor optimized, touching no memory, marked for HostJit.cpp's vector
+// variants. A vector of f32 is reduced exactly inline. f64 keeps the
 // intrinsics.
 // CPU-LABEL: llvm.func @trig
 // CPU-NOT:   llvm.intr.sin({{.*}}) : (f32)
-// CPU:       llvm.fpext %{{.*}} : f32 to f64
-// CPU:       llvm.mlir.constant(0.63661977089941502 : f64)
-// CPU:       llvm.mlir.constant(3.720474878517739E-53 : f64)
-// CPU:       llvm.fptrunc %{{.*}} : f64 to f32
-// CPU-NOT:   llvm.intr.cos({{.*}}) : (f32)
+// CPU:       %[[X:.*]] = llvm.fpext %arg0 : f32 to f64
+// CPU:       llvm.mlir.constant(0.63661977236758138 : f64)
+// CPU:       llvm.mlir.constant(-1.570796325802803 : f64)
+// CPU:       llvm.mlir.constant(-9.9209357968054043E-10 : f64)
+// CPU:       llvm.mlir.constant(-1.6446256936324258E-26 : f64)
+// CPU:       %[[SHORT:.*]] = llvm.select %{{.*}}, %arg0, %{{.*}} : i1, f32
+// CPU:       %[[BOUND:.*]] = llvm.mlir.constant(0x4B800000 : f32)
+// CPU:       %[[ABS:.*]] = llvm.intr.fabs(%arg0)
+// CPU:       %[[HUGE:.*]] = llvm.fcmp "oge" %[[ABS]], %[[BOUND]] : f32
+// CPU:       llvm.cond_br %[[HUGE]], ^[[EXACT:.*]], ^[[JOIN:.*]](%[[SHORT]] : f32)
+// CPU:     ^[[EXACT]]:
+// CPU:       %[[CALL:.*]] = llvm.call @xla_gpu_host_sin_f32(%arg0) : (f32) -> f32
+// CPU:       llvm.br ^[[JOIN]](%[[CALL]] : f32)
+// CPU:     ^[[JOIN]](%[[SIN:.*]]: f32):
+// CPU:       llvm.cond_br
+// CPU:       llvm.call @xla_gpu_host_cos_f32(%[[SIN]])
 // CPU-NOT:   llvm.call @tanf
+// CPU:       llvm.call @xla_gpu_host_tan_f32
 // CPU:       llvm.intr.sin(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.return
+// CPU-LABEL: llvm.func @trig_vector
+// CPU-NOT:   llvm.call
+// CPU:       llvm.mlir.constant(dense<3.720474878517739E-53> : vector<4xf64>)
+// CPU-NOT:   llvm.call
 // CPU:       llvm.return
 func.func @trig(%x: f32, %d: f64) -> (f32, f64) {
   %s = math.sin %x : f32
@@ -117,6 +138,11 @@ func.func @trig(%x: f32, %d: f64) -> (f32, f64) {
   %t = math.tan %c : f32
   %s64 = math.sin %d : f64
   return %t, %s64 : f32, f64
+}
+
+func.func @trig_vector(%x: vector<4xf32>) -> vector<4xf32> {
+  %s = math.sin %x : vector<4xf32>
+  return %s : vector<4xf32>
 }
 
 // f32 pow on the host: 2^(y log2|x|) in f64 (log2 through s = (m - 1) /
@@ -167,3 +193,14 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
   %c64 = math.cbrt %d : f64
   return %c, %c64 : f32, f64
 }
+
+// The exact trig functions @trig calls, after every function of the file.
+// CPU-LABEL: llvm.func internal @xla_gpu_host_sin_f32(%arg0: f32) -> f32
+// CPU-SAME:    memory_effects = #llvm.memory_effects<other = none, argMem = none
+// CPU-SAME:    no_inline, no_unwind, optimize_none, passthrough = ["xla-gpu-vector-variants"]
+// CPU-SAME:    will_return
+// CPU:       llvm.mlir.constant(0.63661977089941502 : f64)
+// CPU:       llvm.mlir.constant(3.720474878517739E-53 : f64)
+// CPU:       llvm.fptrunc %{{.*}} : f64 to f32
+// CPU-LABEL: llvm.func internal @xla_gpu_host_cos_f32
+// CPU-LABEL: llvm.func internal @xla_gpu_host_tan_f32

@@ -6,6 +6,7 @@ threads (compile_kernels)."""
 import ctypes
 import importlib
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -302,6 +303,99 @@ def test_half_floats_stored_right_after_their_load_are_moved():
     dst = np.zeros(6, np.uint16)
     fn(src.ctypes.data, dst.ctypes.data)
     assert dst.tolist() == src.tolist()
+
+
+# sin of a scalar f32, lowered for the host (no loop: nothing vectorizes).
+_SCALAR_SIN = """
+func.func @scalar_sin(%x: f32) -> f32 {
+  %s = math.sin %x : f32
+  return %s : f32
+}
+"""
+
+
+def _ulp_errors(got: np.ndarray, x: np.ndarray) -> np.ndarray:
+    exact = np.sin(x.astype(np.float64))
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - exact) / ulp
+
+
+# Small arguments, the ones nearest 2^24 on both sides, huge ones, inf.
+_TRIG_ARGUMENTS = np.array([0.5, -3.0, 252.89821, 1e6, np.nextafter(2.0**24, 0), 2.0**24,
+                            -2.0**24, 1e10, -3e38, np.inf], np.float32)
+
+
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_scalar_trig_calls_the_exact_reduction_for_huge_arguments(opt_level):
+    """A scalar f32 sin on the host is reduced by Cody-Waite below 2^24 in
+    magnitude and by a call of the exact reduction from there on (inf too):
+    compiled at O0 and O3 and called, within half an ulp (and a hair) of
+    the exact values on both sides of the bound, NaN at inf. The object
+    keeps the exact function, and no vector variant of it (nothing was
+    vectorized)."""
+    with ir.Context():
+        module = pipelines.parse_module(_SCALAR_SIN)
+        pipelines._run(module, "xla-gpu-lower-to-llvm{target=cpu},reconcile-unrealized-casts")
+        assert "llvm.call @xla_gpu_host_sin_f32" in str(module)
+        obj = host_code.compile_object(module, opt_level=opt_level)
+    code = host_code.HostCode(obj)
+    fn = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float)(
+        code.lookup("scalar_sin", needed_by="scalar_sin"))
+    got = np.array([fn(float(x)) for x in _TRIG_ARGUMENTS], np.float32)
+    assert np.isnan(got[-1])
+    assert _ulp_errors(got[:-1], _TRIG_ARGUMENTS[:-1]).max() < 0.51
+    assert b"xla_gpu_host_sin_f32" in obj and b"xla_gpu_host_sin_f32_v" not in obj
+
+
+def test_huge_trig_lanes_take_a_guarded_masked_vector_call(tmp_path):
+    """In a vectorized lane loop, the exact reduction's call (a lane from
+    2^24 on) becomes a call of a masked vector variant (HostJit.cpp
+    declares one a width before O3, named in LLVM's vector function ABI
+    attribute); after O3 the variant the vectorizer picked is defined and
+    its call runs behind an unlikely branch on any lane of its mask, the
+    other widths' declarations are gone. Huge lanes among small ones come
+    out within half an ulp (and a hair)."""
+    script = (
+        "import sys, numpy as np\n"
+        "from mlir import ir\n"
+        "from xla_gpu.emitters import emit_kernel, find_fusion\n"
+        "from xla_gpu.hlo import parse_hlo\n"
+        "from xla_gpu.runtime import CpuKernel\n"
+        "with ir.Context():\n"
+        "    kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(sys.stdin.read()))))\n"
+        "rng = np.random.default_rng(0)\n"
+        "x = rng.uniform(-100, 100, 4096).astype(np.float32)\n"
+        "x[rng.random(4096) < 0.02] = 3e9\n"
+        "x[1000:1009] = " + repr(_TRIG_ARGUMENTS[:-1].tolist()) + "\n"
+        "out = np.zeros_like(x)\n"
+        "kernel(x, out)\n"
+        "exact = np.sin(x.astype(np.float64))\n"
+        "ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)\n"
+        "print('max ulp', np.max(np.abs(out - exact) / ulp))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
+                                                             "XLA_GPU_DUMP_LLVM_IR")}
+    hlo = "fusion {\n  p = f32[4096] parameter(0)\n  ROOT s = f32[4096] sine(p)\n}\n"
+    done = subprocess.run([sys.executable, "-c", script], input=hlo, capture_output=True,
+                          env={**env, "XLA_GPU_DUMP_LLVM_IR": str(tmp_path)}, text=True)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.split()[-1]) < 0.51
+    before, after = (tmp_path / "0.ll").read_text(), (tmp_path / "0.opt.ll").read_text()
+    assert "declare <8 x float> @xla_gpu_host_sin_f32_v8(<8 x float>, <8 x i1>)" in before
+    assert ("_ZGV_LLVM_M4v_xla_gpu_host_sin_f32(xla_gpu_host_sin_f32_v4)" in before)
+    defined = re.findall(r"define internal <(\d+) x float> @xla_gpu_host_sin_f32_v(\d+)", after)
+    assert len(defined) == 1 and defined[0][0] == defined[0][1]
+    lanes = defined[0][0]
+    assert "declare" not in "".join(l for l in after.splitlines() if "xla_gpu_host_sin" in l)
+    lines = after.splitlines()
+    call = next(i for i, l in enumerate(lines)
+                if f"call <{lanes} x float> @xla_gpu_host_sin_f32_v{lanes}(" in l)
+    # The call's block is entered from a branch on the mask's or-reduction.
+    label = next(l for l in reversed(lines[:call]) if l and not l.startswith(" ")).split(":")[0]
+    branch = next(l for l in lines if f"label %{label}," in l and "br i1" in l)
+    assert "!prof" in branch
+    reduced = branch.split("br i1 ")[1].split(",")[0]
+    assert any(l.strip().startswith(f"{reduced} = ") and "llvm.vector.reduce.or" in l
+               for l in lines)
 
 
 def test_garbage_is_not_an_object():

@@ -725,9 +725,16 @@ class KernelLowering {
     // GELUs: bf16 8.5 -> 6.0 ms, erf 0.72 -> 0.61 ms; the conversions and
     // integer ops, memory-bound, ran slower with it (f8 1.06 -> 1.23 ms).
     // HostJit cuts the count of a long body (kInterleavedInstructions: the
-    // bf16 GELU runs 2, its compile's cost).
+    // bf16 GELU runs 2, its compile's cost). A kernel not folded with such
+    // arithmetic interleaves 2, where LLVM chose 1 for its compute-bound
+    // lane loops (A/B in one process, one thread, bits the same: atan2
+    // 0.76x, power 0.79x, sin + cos 0.89x, the softmax exp+sum 0.89x, the
+    // seed transpose and the softmax steps 0.97x; compile +1-5 ms each).
     auto elements = f->getAttrOfType<mlir::IntegerAttr>("xla.elements_per_thread");
-    if (!elements) return;
+    if (!elements) {
+      if (hasLongLatencyArithmetic(f)) laneInterleave_ = 2;
+      return;
+    }
     // At most 8: the loop emitter unrolls by 4 at most (packed sub-byte
     // types, unrolled further, are not folded); a hand-written attribute
     // asks LLVM for no more than that.

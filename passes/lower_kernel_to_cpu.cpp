@@ -1149,7 +1149,7 @@ class KernelLowering {
       for (mlir::Operation* op : phase) {
         if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
       }
-      simplifyLaneLoop();
+      simplifyLaneLoop(/*parts=*/true);
     }
     b.setInsertionPointToEnd(newBody);
     if (heap) b.create<mlir::LLVM::CallOp>(loc, freeFn, mlir::ValueRange{heap});
@@ -1164,10 +1164,15 @@ class KernelLowering {
     f_.setType(mlir::FunctionType::get(ctx, newBody->getArgumentTypes(), {}));
     f_.walk([&](mlir::scf::ForOp loop) {
       if (!loop->removeAttr(kLaneLoop)) return;
+      // A lane loop without long-latency arithmetic in a kernel with some
+      // (a concatenate's copied operand beside its exp): LLVM's count.
+      int64_t interleave = hasLongLatencyArithmetic(loop) ? laneInterleave_ : 0;
       if (isStridedCopy(loop)) {
         loop->setAttr("loop_annotation", scalarLoop(ctx));
       } else if (foldsTail(loop)) {
-        loop->setAttr("loop_annotation", noUnroll(ctx, laneInterleave_, /*foldTail=*/true));
+        loop->setAttr("loop_annotation", noUnroll(ctx, interleave, /*foldTail=*/true));
+      } else if (interleave != laneInterleave_) {
+        loop->setAttr("loop_annotation", noUnroll(ctx, interleave));
       }
     });
     return mlir::success();
@@ -2435,11 +2440,87 @@ class KernelLowering {
   // The divisions in the thread loop just emitted, once its body is in
   // place: those of the thread id by constants (index maps, guards, nested
   // regions) split by the period, then the quotient-step cut.
-  void simplifyLaneLoop() {
+  // A phase's loop (`parts`) is also split into its parts first
+  // (splitIntoParts), each then cut at its own guards.
+  void simplifyLaneLoop(bool parts = false) {
     splitLaneDivisions();
     mlir::scf::ForOp stepped = splitAtQuotientStep();
-    splitAtGuards(lanes_.loop);
-    if (stepped) splitAtGuards(stepped);
+    for (mlir::scf::ForOp loop : {lanes_.loop, stepped}) {
+      if (!loop) continue;
+      for (mlir::scf::ForOp part : parts ? splitIntoParts(loop) : SmallVector<mlir::scf::ForOp>{loop}) {
+        splitAtGuards(part);
+      }
+    }
+  }
+
+  // A lane loop whose body stores in independent parts (a concatenate's
+  // operands, each a store, most under a guard of the lane: the operand's
+  // range) as one loop a part, in their order, so that each is cut at its
+  // own guards only: cut at all of them together, a part was copied into
+  // every piece its guard left it in (the concatenate's exp into 4 of
+  // 6). Each lane runs its parts in order still; what changes is that a
+  // lane's later part runs after every lane's earlier ones, as threads
+  // without a barrier between may run on the GPU. Only parts that read
+  // memory nothing writes while the kernel runs (invariant loads: the
+  // kernel's inputs) and store without atomics or calls, under scf.if at
+  // most; one guard of the lane at least, or there is nothing to gain.
+  SmallVector<mlir::scf::ForOp> splitIntoParts(mlir::scf::ForOp loop) {
+    SmallVector<mlir::scf::ForOp> parts = {loop};
+    if (loop.getNumRegionIterArgs() != 0) return parts;
+    mlir::Block* body = loop.getBody();
+    auto inside = [&](Value v) { return loop.getRegion().isAncestor(v.getParentRegion()); };
+    // Ops a part is free to repeat: no effects, or a load of an input.
+    auto repeatable = [](mlir::Operation* op) {
+      if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op)) {
+        return load.getInvariant() && !load.getVolatile_() &&
+               load.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic;
+      }
+      return op->getNumRegions() == 0 && mlir::isMemoryEffectFree(op);
+    };
+    SmallVector<size_t> roots;  // positions in the body
+    bool guarded = false;
+    for (auto [position, op] : llvm::enumerate(body->without_terminator())) {
+      if (repeatable(&op)) continue;
+      auto ifOp = llvm::dyn_cast<mlir::scf::IfOp>(op);
+      if (!(ifOp && ifOp.getNumResults() == 0) && !llvm::isa<mlir::LLVM::StoreOp>(op)) {
+        return parts;
+      }
+      bool plain = !op.walk([&](mlir::Operation* inner) {
+                       auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(inner);
+                       bool ok = repeatable(inner) ||
+                                 (store && !store.getVolatile_() &&
+                                  store.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic) ||
+                                 llvm::isa<mlir::scf::IfOp, mlir::scf::YieldOp>(inner);
+                       return ok ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+                     }).wasInterrupted();
+      if (!plain) return parts;
+      guarded |= ifOp && inside(ifOp.getCondition());
+      roots.push_back(position);
+    }
+    if (roots.size() < 2 || !guarded) return parts;
+    mlir::OpBuilder b(loop);
+    b.setInsertionPointAfter(loop);
+    for (size_t i = 1; i < roots.size(); ++i) {
+      auto part = llvm::cast<mlir::scf::ForOp>(b.clone(*loop));
+      b.setInsertionPointAfter(part);
+      parts.push_back(part);
+    }
+    // Part i keeps root i and what it uses.
+    for (size_t i = 0; i < roots.size(); ++i) {
+      mlir::Block* partBody = parts[i].getBody();
+      SmallVector<mlir::Operation*> others;
+      for (auto [position, op] : llvm::enumerate(partBody->without_terminator())) {
+        if (position != roots[i] && llvm::is_contained(roots, position)) others.push_back(&op);
+      }
+      for (mlir::Operation* op : others) op->erase();
+      // Then what no longer has a use, last ops first.
+      SmallVector<mlir::Operation*> ops;
+      for (mlir::Operation& op : partBody->without_terminator()) ops.push_back(&op);
+      for (mlir::Operation* op : llvm::reverse(ops)) {
+        if (op->use_empty() && repeatable(op)) op->erase();
+      }
+    }
+    return parts;
   }
 
   // Comparisons of the lane with constant bounds (a concatenate's operand

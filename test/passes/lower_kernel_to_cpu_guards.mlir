@@ -1,26 +1,29 @@
 // RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-kernel-to-cpu -canonicalize -cse | FileCheck %s
 
 // A concatenate's operand ranges: the lane plus the block's offset compared
-// with constant bounds. Each comparison is true below a lane known before
-// the loop (28 - offset, 100 - offset); the lane loop is cut there, and in
-// each piece the comparisons are constants: no branch is left in a loop.
-// The `28 > x` form (constant first) is the same bound.
+// with constant bounds. The lane loop is split into its parts (each
+// operand's store, in order), and each part is cut where its comparison
+// flips, below a lane known before the loop (100 - offset, 28 - offset):
+// in each piece the comparison is a constant, no branch is left in a loop,
+// and the pieces past a part's range store nothing (gone). The `28 > x`
+// form (constant first) is the same bound.
 // CHECK-LABEL: func.func @concat_like
 // CHECK:     %[[OFF:.*]] = arith.muli %{{.*}}, %c3
-// CHECK:     %[[T28:.*]] = arith.subi %c28, %[[OFF]]
-// CHECK:     %[[C1:.*]] = arith.maxsi
 // CHECK:     %[[T100:.*]] = arith.subi %c100, %[[OFF]]
-// CHECK:     %[[C2:.*]] = arith.maxsi
+// CHECK:     %[[C1:.*]] = arith.maxsi
 // CHECK:     scf.for %{{.*}} = %c0 to %[[C1]] step %c1 {
 // CHECK-NOT:   scf.if
-// CHECK:       llvm.store
-// CHECK:       llvm.store
-// CHECK:     }
-// CHECK:     scf.for %{{.*}} = %[[C1]] to %[[C2]] step %c1 {
+// CHECK:       llvm.store %cst_0
+// CHECK-NEXT: }
+// CHECK:     %[[T28:.*]] = arith.subi %c28, %[[OFF]]
+// CHECK:     %[[C2:.*]] = arith.maxsi
+// CHECK:     scf.for %{{.*}} = %c0 to %[[C2]] step %c1 {
 // CHECK-NOT:   scf.if
-// CHECK:       llvm.store
+// CHECK:       llvm.store %cst,
 // CHECK-NEXT: }
 // CHECK-NOT: scf.if
+// CHECK-NOT: scf.for
+// CHECK:     return
 func.func @concat_like(%out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
   %bid = gpu.block_id x {xla.range = [0 : index, 9 : index]}
@@ -79,8 +82,8 @@ func.func @pad_edges(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
-// Bounds of four different constants would copy the body five times: the
-// loop is left whole, its branches in place.
+// Bounds of four different constants in one part (the stores nested)
+// would copy it five times: the loop is left whole, its branches in place.
 // CHECK-LABEL: func.func @too_many_bounds
 // CHECK-COUNT-4: scf.if
 func.func @too_many_bounds(%out: !llvm.ptr) {
@@ -92,14 +95,60 @@ func.func @too_many_bounds(%out: !llvm.ptr) {
   %c40 = arith.constant 40 : index
   %i = arith.index_cast %tid : index to i64
   %p = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-  %a = arith.cmpi slt, %tid, %c10 : index
+  %a = arith.cmpi slt, %tid, %c40 : index
+  scf.if %a {
+    llvm.store %one, %p : f32, !llvm.ptr
+    %b = arith.cmpi slt, %tid, %c30 : index
+    scf.if %b {
+      llvm.store %one, %p : f32, !llvm.ptr
+      %c = arith.cmpi slt, %tid, %c20 : index
+      scf.if %c {
+        llvm.store %one, %p : f32, !llvm.ptr
+        %d = arith.cmpi slt, %tid, %c10 : index
+        scf.if %d { llvm.store %one, %p : f32, !llvm.ptr }
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Parts that store under guards of the lane are split only when each reads
+// the kernel's inputs alone (invariant loads): here the second part reads
+// what the first writes (another lane's element), and the loop stays one,
+// cut at both guards together (three pieces).
+// CHECK-LABEL: func.func @parts_that_read_memory
+// CHECK:       scf.for
+// CHECK:         scf.for %{{.*}} = %c0 to %c30 step %c1 {
+// CHECK:           llvm.store %cst
+// CHECK:           llvm.load
+// CHECK:           llvm.store
+// CHECK-NEXT:    }
+// CHECK:         scf.for %{{.*}} = %c30 to %c60 step %c1 {
+// CHECK:           llvm.store %cst
+// CHECK-NEXT:    }
+// CHECK-NOT:     scf.for
+// CHECK:       return
+func.func @parts_that_read_memory(%buf: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %one = arith.constant 1.0 : f32
+  %c1 = arith.constant 1 : index
+  %c30 = arith.constant 30 : index
+  %c60 = arith.constant 60 : index
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %buf[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %a = arith.cmpi slt, %tid, %c60 : index
   scf.if %a { llvm.store %one, %p : f32, !llvm.ptr }
-  %b = arith.cmpi slt, %tid, %c20 : index
-  scf.if %b { llvm.store %one, %p : f32, !llvm.ptr }
-  %c = arith.cmpi slt, %tid, %c30 : index
-  scf.if %c { llvm.store %one, %p : f32, !llvm.ptr }
-  %d = arith.cmpi slt, %tid, %c40 : index
-  scf.if %d { llvm.store %one, %p : f32, !llvm.ptr }
+  %b = arith.cmpi slt, %tid, %c30 : index
+  scf.if %b {
+    %next = arith.addi %tid, %c1 : index
+    %j = arith.index_cast %next : index to i64
+    %q = llvm.getelementptr %buf[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %q : !llvm.ptr -> f32
+    %w = arith.addf %v, %one : f32
+    llvm.store %w, %q : f32, !llvm.ptr
+  }
   return
 }
 
@@ -172,5 +221,40 @@ func.func @partial_block_of_rows(%rows: !llvm.ptr, %out: !llvm.ptr) {
     %p = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
     llvm.store %one, %p : f32, !llvm.ptr
   }
+  return
+}
+
+// -----
+
+// Split into parts, a kernel with exp keeps 2 interleaved vector
+// iterations for its exp's loop only: the copy's loop is LLVM's to choose.
+// CHECK:       // -----
+// CHECK:       #[[$TWO:.*]] = #llvm.loop_interleave<count = 2 : i32>
+// CHECK-DAG:   #[[$PLAIN:.*]] = #llvm.loop_annotation<unroll = #{{.*}}>
+// CHECK-DAG:   #[[$PAIRED:.*]] = #llvm.loop_annotation<vectorize = #{{.*}}, interleave = #[[$TWO]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @exp_beside_a_copy
+// CHECK:         scf.for
+// CHECK:           math.exp
+// CHECK:         } {loop_annotation = #[[$PAIRED]]}
+// CHECK:         scf.for
+// CHECK-NOT:       math.exp
+// CHECK:         } {loop_annotation = #[[$PLAIN]]}
+func.func @exp_beside_a_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %c100 = arith.constant 100 : index
+  %c128 = arith.constant 128 : index
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p invariant : !llvm.ptr -> f32
+  %a = arith.cmpi slt, %tid, %c100 : index
+  scf.if %a {
+    %e = math.exp %v : f32
+    %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %e, %o : f32, !llvm.ptr
+  }
+  %t = arith.addi %tid, %c128 : index
+  %j = arith.index_cast %t : index to i64
+  %q = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
   return
 }

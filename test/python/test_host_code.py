@@ -214,6 +214,18 @@ def test_llvm_ir_is_dumped_on_request(tmp_path):
     assert f"XLA_GPU_DUMP_LLVM_IR: cannot write {missing}/0.ll" in bad.stderr
 
 
+# The start of a script run in a subprocess: `kernel`, the CPU kernel of
+# the fusion of the HLO text on its stdin.
+_KERNEL_OF_STDIN = (
+    "import sys, numpy as np\n"
+    "from mlir import ir\n"
+    "from xla_gpu.emitters import emit_kernel, find_fusion\n"
+    "from xla_gpu.hlo import parse_hlo\n"
+    "from xla_gpu.runtime import CpuKernel\n"
+    "with ir.Context():\n"
+    "    kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(sys.stdin.read()))))\n")
+
+
 _MOVE_OR_NEGATE_F16 = """
 fusion {
   a = f16[4,40,48] parameter(0)
@@ -231,14 +243,7 @@ def test_half_floats_only_moved_are_moved_as_integers(tmp_path):
     payloads, signed zeros, subnormals. (bf16 is i16 already: arith-expand
     widens it with integer ops.)"""
     script = (
-        "import sys, numpy as np\n"
-        "from mlir import ir\n"
-        "from xla_gpu.emitters import emit_kernel, find_fusion\n"
-        "from xla_gpu.hlo import parse_hlo\n"
-        "from xla_gpu.runtime import CpuKernel\n"
-        "text = sys.stdin.read()\n"
-        "with ir.Context():\n"
-        "    kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))\n"
+        _KERNEL_OF_STDIN +
         "bits = np.random.default_rng(0).integers(0, 1 << 16, (4, 40, 48), dtype=np.uint16)\n"
         "bits[0, 0, :4] = [0x7c01, 0xfe17, 0x8000, 0x0001]\n"
         "a = bits.view(np.float16)\n"
@@ -356,13 +361,7 @@ def test_huge_trig_lanes_take_a_guarded_masked_vector_call(tmp_path):
     other widths' declarations are gone. Huge lanes among small ones come
     out within half an ulp (and a hair)."""
     script = (
-        "import sys, numpy as np\n"
-        "from mlir import ir\n"
-        "from xla_gpu.emitters import emit_kernel, find_fusion\n"
-        "from xla_gpu.hlo import parse_hlo\n"
-        "from xla_gpu.runtime import CpuKernel\n"
-        "with ir.Context():\n"
-        "    kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(sys.stdin.read()))))\n"
+        _KERNEL_OF_STDIN +
         "rng = np.random.default_rng(0)\n"
         "x = rng.uniform(-100, 100, 4096).astype(np.float32)\n"
         "x[rng.random(4096) < 0.02] = 3e9\n"

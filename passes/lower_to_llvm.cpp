@@ -347,6 +347,10 @@ struct Tan {
   }
 };
 
+// The function with the exact reduction of trig function `name` (sin,
+// cos, tan) that HostTrig calls past kCodyWaiteBound.
+std::string hostTrigName(llvm::StringRef name) { return ("xla_gpu_host_" + name + "_f32").str(); }
+
 // The host's scalar f32 sin, cos and tan: Cody-Waite below kCodyWaiteBound,
 // and past it (or at inf) a call of the function with the exact reduction,
 // `xla_gpu_host_<name>_f32` (addHostTrigFunction), which the loop
@@ -384,10 +388,8 @@ struct HostTrig : public mlir::OpRewritePattern<Op> {
     rewriter.replaceOp(op, result);
     return mlir::success();
   }
-  static std::string hostTrigName(llvm::StringRef name) {
-    return ("xla_gpu_host_" + name + "_f32").str();
-  }
 };
+
 // pow(x, y) for f32 in f64 arithmetic LLVM vectorizes (libm's powf is a
 // call): 2^(y log2|x|), rounded once to f32. log2|x| = e + log2(m) with m
 // in [sqrt(1/2), sqrt(2)) read off x's f64 bits (f32 subnormals are f64
@@ -700,7 +702,7 @@ template <typename Op, typename Function>
 void addHostTrigFunction(mlir::ModuleOp module) {
   bool used = false;
   module.walk([&](Op op) { used |= op.getType().isF32(); });
-  std::string name = HostTrig<Op, Function>::hostTrigName(Function::kName);
+  std::string name = hostTrigName(Function::kName);
   if (!used || module.lookupSymbol(name)) return;
   mlir::PatternRewriter rewriter(module.getContext());
   mlir::Location loc = module.getLoc();
@@ -727,7 +729,7 @@ void hostTrigAttributes(mlir::ModuleOp module) {
   auto none = mlir::LLVM::ModRefInfo::NoModRef;
   auto noMemory = mlir::LLVM::MemoryEffectsAttr::get(ctx, none, none, none, none, none, none);
   for (llvm::StringRef kind : {Sin::kName, Cos::kName, Tan::kName}) {
-    auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(("xla_gpu_host_" + kind + "_f32").str());
+    auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(hostTrigName(kind));
     if (!fn) continue;
     fn.setLinkage(mlir::LLVM::Linkage::Internal);
     fn.setNoInline(true);

@@ -369,6 +369,19 @@ bool isStridedCopy(mlir::scf::ForOp loop) {
 
 // A division or a transcendental (a polynomial of a dozen dependent steps
 // once expanded) anywhere in `op`.
+// A load or store that is neither volatile nor atomic.
+template <typename Access>
+bool isPlain(Access access) {
+  return !access.getVolatile_() && access.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic;
+}
+
+// A plain load of what nothing in the kernel writes (an input:
+// -xla-gpu-lower-tensors marks its loads invariant).
+bool isInputLoad(mlir::Operation* op) {
+  auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op);
+  return load && load.getInvariant() && isPlain(load);
+}
+
 bool hasLongLatencyArithmetic(mlir::Operation* op) {
   return op
       ->walk([](mlir::Operation* inner) {
@@ -867,7 +880,7 @@ class KernelLowering {
       // lane's thread reads (a store of another thread to the same place
       // would race).
       if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op);
-          load && !phaseWrites && !load.getVolatile_() && load.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic) {
+          load && !phaseWrites && isPlain(load)) {
         evaluableLoads_.insert(&op);
       }
       phaseWrites |= writesMemory(&op, module, callees_);
@@ -887,12 +900,10 @@ class KernelLowering {
         if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) return arg.getOwner() == &body;
         return recomputed_.contains(v.getDefiningOp());
       });
-      // A load of what nothing in the kernel writes (an input: lower-tensors
-      // marks its loads invariant) reads the same in every phase: loaded
-      // again where a later phase uses it, not copied into slots first.
-      if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op);
-          load && load.getInvariant() && !load.getVolatile_() &&
-          load.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic && fromRecomputed) {
+      // A load of what nothing in the kernel writes (isInputLoad) reads the
+      // same in every phase: loaded again where a later phase uses it, not
+      // copied into slots first.
+      if (isInputLoad(&op) && fromRecomputed) {
         recomputed_.insert(&op);
         continue;
       }
@@ -1166,7 +1177,7 @@ class KernelLowering {
       if (!loop->removeAttr(kLaneLoop)) return;
       // A lane loop without long-latency arithmetic in a kernel with some
       // (a concatenate's copied operand beside its exp): LLVM's count.
-      int64_t interleave = hasLongLatencyArithmetic(loop) ? laneInterleave_ : 0;
+      int64_t interleave = laneInterleave_ && hasLongLatencyArithmetic(loop) ? laneInterleave_ : 0;
       if (isStridedCopy(loop)) {
         loop->setAttr("loop_annotation", scalarLoop(ctx));
       } else if (foldsTail(loop)) {
@@ -1623,10 +1634,8 @@ class KernelLowering {
       }
       auto load = store.getValue().getDefiningOp<mlir::LLVM::LoadOp>();
       if (!load || !load->hasOneUse() || load->getBlock() != store->getBlock() ||
-          (!copies.loop && phaseOf_.lookup(load) != curPhase_) || load.getVolatile_() ||
-          store.getVolatile_() ||
-          load.getOrdering() != mlir::LLVM::AtomicOrdering::not_atomic ||
-          store.getOrdering() != mlir::LLVM::AtomicOrdering::not_atomic) {
+          (!copies.loop && phaseOf_.lookup(load) != curPhase_) || !isPlain(load) ||
+          !isPlain(store)) {
         return std::nullopt;
       }
       auto src = load.getAddr().getDefiningOp<mlir::LLVM::GEPOp>();
@@ -2447,9 +2456,11 @@ class KernelLowering {
     mlir::scf::ForOp stepped = splitAtQuotientStep();
     for (mlir::scf::ForOp loop : {lanes_.loop, stepped}) {
       if (!loop) continue;
-      for (mlir::scf::ForOp part : parts ? splitIntoParts(loop) : SmallVector<mlir::scf::ForOp>{loop}) {
-        splitAtGuards(part);
+      if (!parts) {
+        splitAtGuards(loop);
+        continue;
       }
+      for (mlir::scf::ForOp part : splitIntoParts(loop)) splitAtGuards(part);
     }
   }
 
@@ -2471,11 +2482,7 @@ class KernelLowering {
     auto inside = [&](Value v) { return loop.getRegion().isAncestor(v.getParentRegion()); };
     // Ops a part is free to repeat: no effects, or a load of an input.
     auto repeatable = [](mlir::Operation* op) {
-      if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op)) {
-        return load.getInvariant() && !load.getVolatile_() &&
-               load.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic;
-      }
-      return op->getNumRegions() == 0 && mlir::isMemoryEffectFree(op);
+      return isInputLoad(op) || (op->getNumRegions() == 0 && mlir::isMemoryEffectFree(op));
     };
     SmallVector<size_t> roots;  // positions in the body
     bool guarded = false;
@@ -2487,9 +2494,7 @@ class KernelLowering {
       }
       bool plain = !op.walk([&](mlir::Operation* inner) {
                        auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(inner);
-                       bool ok = repeatable(inner) ||
-                                 (store && !store.getVolatile_() &&
-                                  store.getOrdering() == mlir::LLVM::AtomicOrdering::not_atomic) ||
+                       bool ok = repeatable(inner) || (store && isPlain(store)) ||
                                  llvm::isa<mlir::scf::IfOp, mlir::scf::YieldOp>(inner);
                        return ok ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
                      }).wasInterrupted();

@@ -304,17 +304,14 @@ mlir::Value signedByQuadrant(const F32Builder& f32, mlir::Value value, mlir::Val
 // Below |x| = 2^-12, sin and tan are x: x^3 / 3 is under half x's ulp.
 constexpr double kTrigTiny = 0x1p-12;
 
-// Each of sin, cos and tan from x's reduced angle (fromAngle), and with
-// the exact reduction (build).
+// Each of sin, cos and tan from x's reduced angle (fromAngle); ExactTrig
+// reduces it exactly.
 struct Sin {
   static constexpr llvm::StringLiteral kName = "sin";
   static mlir::Value fromAngle(const F32Builder& f32, mlir::Value x, const ReducedAngle& a) {
     // q = 0, 1, 2, 3: sin r, cos r, -sin r, -cos r.
     mlir::Value v = f32.select(a.odd, a.cos, a.sin);
     return tinyIsItself(f32, x, signedByQuadrant(f32, v, a.q, 2), kTrigTiny);
-  }
-  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
-    return fromAngle(f32, x, reduceAngle(f32, x));
   }
 };
 
@@ -326,9 +323,6 @@ struct Cos {
     mlir::Value v = f32.select(a.odd, a.sin, a.cos);
     mlir::Value q1 = f32.rewriter.create<mlir::arith::AddIOp>(f32.loc, a.q, f32.ci(1));
     return signedByQuadrant(f32, v, q1, 2);
-  }
-  static mlir::Value build(const F32Builder& f32, mlir::Value x) {
-    return fromAngle(f32, x, reduceAngle(f32, x));
   }
 };
 
@@ -342,8 +336,14 @@ struct Tan {
     mlir::Value sign = f32.select(a.odd, f32.ci(1), f32.ci(0));
     return tinyIsItself(f32, x, signedByQuadrant(f32, ratio, sign, 1), kTrigTiny);
   }
+};
+
+// sin, cos or tan (`Function`) with the exact reduction: for a vector of
+// f32, and in the function HostTrig calls past kCodyWaiteBound.
+template <typename Function>
+struct ExactTrig {
   static mlir::Value build(const F32Builder& f32, mlir::Value x) {
-    return fromAngle(f32, x, reduceAngle(f32, x));
+    return Function::fromAngle(f32, x, reduceAngle(f32, x));
   }
 };
 
@@ -694,14 +694,16 @@ void accessBf16AsI16(mlir::ModuleOp module) {
   });
 }
 
-// For each of sin, cos, tan that a scalar f32 op in `module` computes, the
-// function with the exact reduction HostTrig calls, `xla_gpu_host_<name>_
-// f32(f32) -> f32`. hostTrigAttributes marks it for LLVM once it is an
-// llvm.func.
+// For each of sin, cos, tan that a scalar f32 op of `ops` (those the pass
+// approximates) computes, the function with the exact reduction HostTrig
+// calls, `xla_gpu_host_<name>_f32(f32) -> f32`. hostTrigAttributes marks
+// it for LLVM once it is an llvm.func.
 template <typename Op, typename Function>
-void addHostTrigFunction(mlir::ModuleOp module) {
-  bool used = false;
-  module.walk([&](Op op) { used |= op.getType().isF32(); });
+void addHostTrigFunction(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops) {
+  bool used = llvm::any_of(ops, [](mlir::Operation* op) {
+    auto trig = llvm::dyn_cast<Op>(op);
+    return trig && trig.getType().isF32();
+  });
   std::string name = hostTrigName(Function::kName);
   if (!used || module.lookupSymbol(name)) return;
   mlir::PatternRewriter rewriter(module.getContext());
@@ -713,7 +715,7 @@ void addHostTrigFunction(mlir::ModuleOp module) {
   fn.setPrivate();
   rewriter.setInsertionPointToStart(fn.addEntryBlock());
   F32Builder f32{rewriter, loc, f32Type, /*host=*/true};
-  rewriter.create<mlir::func::ReturnOp>(loc, Function::build(f32, fn.getArgument(0)));
+  rewriter.create<mlir::func::ReturnOp>(loc, ExactTrig<Function>::build(f32, fn.getArgument(0)));
 }
 
 // After the LLVM conversion: the functions addHostTrigFunction defined are
@@ -808,9 +810,9 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
           approximated.push_back(op);
         }
       });
-      addHostTrigFunction<mlir::math::SinOp, Sin>(module);
-      addHostTrigFunction<mlir::math::CosOp, Cos>(module);
-      addHostTrigFunction<mlir::math::TanOp, Tan>(module);
+      addHostTrigFunction<mlir::math::SinOp, Sin>(module, approximated);
+      addHostTrigFunction<mlir::math::CosOp, Cos>(module, approximated);
+      addHostTrigFunction<mlir::math::TanOp, Tan>(module, approximated);
       mlir::RewritePatternSet approximations(ctx);
       approximations.add<HostTrig<mlir::math::SinOp, Sin>, HostTrig<mlir::math::CosOp, Cos>,
                          HostTrig<mlir::math::TanOp, Tan>>(ctx, /*benefit=*/2);
@@ -820,9 +822,9 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>,
                          ApproximateF32<mlir::math::ExpM1Op, Expm1, /*Host=*/true>,
                          ApproximateF32<mlir::math::Log1pOp, Log1p, /*Host=*/true>,
-                         ApproximateF32<mlir::math::SinOp, Sin, /*Host=*/true>,
-                         ApproximateF32<mlir::math::CosOp, Cos, /*Host=*/true>,
-                         ApproximateF32<mlir::math::TanOp, Tan, /*Host=*/true>,
+                         ApproximateF32<mlir::math::SinOp, ExactTrig<Sin>, /*Host=*/true>,
+                         ApproximateF32<mlir::math::CosOp, ExactTrig<Cos>, /*Host=*/true>,
+                         ApproximateF32<mlir::math::TanOp, ExactTrig<Tan>, /*Host=*/true>,
                          ApproximateF32<mlir::math::PowFOp, Pow, /*Host=*/true>,
                          ApproximateF32<mlir::math::Atan2Op, Atan2, /*Host=*/true>,
                          ApproximateF32<mlir::math::CbrtOp, Cbrt, /*Host=*/true>>(ctx);

@@ -397,15 +397,17 @@ void moveHalfFloatsAsIntegers(llvm::Module& module) {
 // vector arguments), declared and marked "xla-gpu-masked-variant"; a width
 // without one would scalarize the call behind a branch a lane.
 constexpr unsigned kVariantLanes[] = {2, 4, 8, 16};
+constexpr llvm::StringLiteral kVectorVariants = "xla-gpu-vector-variants";
+constexpr llvm::StringLiteral kMaskedVariant = "xla-gpu-masked-variant";
 
 bool isMaskedVariant(const llvm::Function& fn) {
-  return fn.hasFnAttribute("xla-gpu-masked-variant");
+  return fn.hasFnAttribute(kMaskedVariant);
 }
 
 void declareMaskedVariants(llvm::Module& module) {
   llvm::SmallVector<llvm::Function*> scalars;
   for (llvm::Function& fn : module) {
-    if (fn.hasFnAttribute("xla-gpu-vector-variants")) scalars.push_back(&fn);
+    if (fn.hasFnAttribute(kVectorVariants)) scalars.push_back(&fn);
   }
   for (llvm::Function* scalar : scalars) {
     llvm::FunctionType* type = scalar->getFunctionType();
@@ -423,7 +425,7 @@ void declareMaskedVariants(llvm::Module& module) {
       auto* variant = llvm::Function::Create(
           llvm::FunctionType::get(widen(type->getReturnType()), parameters, false),
           llvm::GlobalValue::ExternalLinkage, name, module);
-      variant->addFnAttr("xla-gpu-masked-variant");
+      variant->addFnAttr(kMaskedVariant);
       if (!mappings.empty()) mappings += ",";
       mappings += mangled + "_" + scalar->getName().str() + "(" + name + ")";
     }
@@ -486,7 +488,7 @@ void defineMaskedVariants(llvm::Module& module) {
   // A scalar function no code calls any more (a vectorized loop without a
   // scalar remainder, no variant defined) is not compiled.
   for (llvm::Function& fn : llvm::make_early_inc_range(module)) {
-    if (fn.hasFnAttribute("xla-gpu-vector-variants") && fn.hasLocalLinkage() && fn.use_empty()) {
+    if (fn.hasFnAttribute(kVectorVariants) && fn.hasLocalLinkage() && fn.use_empty()) {
       fn.eraseFromParent();
     }
   }

@@ -78,11 +78,34 @@ llvm::DenseSet<Value> findReadOnlyArguments(mlir::ModuleOp module) {
     if (auto tw = llvm::dyn_cast<mlir::vector::TransferWriteOp>(op)) markWritten(tw.getBase());
     if (auto rmw = llvm::dyn_cast<AtomicRMWOp>(op)) markWritten(rmw.getInput());
   });
+  // An argument of the slice of a written one is written too: an output in
+  // place of its operand (one `xla.slice_index`, the two arguments merged
+  // by -xla-gpu-merge-pointers later). LLVM takes an invariant load's
+  // memory as unchanged for the whole program, the GPU reads it through
+  // the non-coherent cache: neither may see the kernel's own writes.
+  auto sliceOf = [](Value arg) -> mlir::Attribute {
+    auto block = llvm::cast<mlir::BlockArgument>(arg);
+    auto f = llvm::cast<mlir::func::FuncOp>(block.getOwner()->getParentOp());
+    return f.getArgAttr(block.getArgNumber(), "xla.slice_index");
+  };
+  llvm::DenseSet<mlir::Attribute> writtenSlices;
+  module.walk([&](mlir::func::FuncOp f) {
+    if (f.isExternal()) return;
+    for (Value arg : f.getArguments()) {
+      if (mlir::Attribute slice = sliceOf(arg); slice && written.contains(arg)) {
+        writtenSlices.insert(slice);
+      }
+    }
+  });
   llvm::DenseSet<Value> readOnly;
   module.walk([&](mlir::func::FuncOp f) {
     if (f.isExternal()) return;
     for (Value arg : f.getArguments()) {
-      if (isTensor(arg.getType()) && !written.contains(arg)) readOnly.insert(arg);
+      mlir::Attribute slice = sliceOf(arg);
+      if (isTensor(arg.getType()) && !written.contains(arg) &&
+          !(slice && writtenSlices.contains(slice))) {
+        readOnly.insert(arg);
+      }
     }
   });
   return readOnly;

@@ -18,6 +18,35 @@ func.func @main(%in: tensor<8xf32>, %out: tensor<8xf32>, %i: index) -> tensor<8x
 
 // -----
 
+// An output in place of its operand (one xla.slice_index: one buffer, the
+// arguments merged later by -xla-gpu-merge-pointers): the operand's loads
+// read what the kernel writes, so they are not invariant -- in a function
+// that only reads the slice too. Another slice, only read, stays invariant.
+// CHECK-LABEL: func.func private @reads_the_slice
+// CHECK: llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK-LABEL: func.func @in_place
+// CHECK: llvm.load %{{[0-9]+}} : !llvm.ptr -> f32
+// CHECK: llvm.load %{{[0-9]+}} invariant : !llvm.ptr -> f32
+// CHECK: llvm.store
+func.func private @reads_the_slice(%t: tensor<8xf32> {xla.slice_index = 0 : i32}, %i: index) -> f32 {
+  %v = tensor.extract %t[%i] : tensor<8xf32>
+  return %v : f32
+}
+func.func @in_place(%operand: tensor<8xf32> {xla.slice_index = 0 : i32},
+                    %other: tensor<8xf32> {xla.slice_index = 1 : i32},
+                    %out: tensor<8xf32> {xla.slice_index = 0 : i32}, %i: index) -> tensor<8xf32> {
+  %v = tensor.extract %operand[%i] : tensor<8xf32>
+  %w = tensor.extract %other[%i] : tensor<8xf32>
+  %x = func.call @reads_the_slice(%operand, %i) : (tensor<8xf32>, index) -> f32
+  %s = arith.addf %v, %w : f32
+  %t = arith.addf %s, %x : f32
+  %j = arith.addi %i, %i : index
+  %r = tensor.insert %t into %out[%j] : tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
 // Vector transfers; a tensor that is written is not loaded as invariant.
 // CHECK-LABEL: func.func @vectors
 // CHECK: %[[V:.*]] = llvm.load %{{.*}} : !llvm.ptr -> vector<4xf32>

@@ -189,8 +189,30 @@ struct SmallIntDivisionThroughF32 : public mlir::OpRewritePattern<Op> {
 struct Grid {
   std::array<int64_t, 3> threads = {1, 1, 1};
   std::array<int64_t, 3> blocks = {1, 1, 1};
+  // The order the blocks run in (`xla.block_order`, see findGrid): the
+  // linear block id is the row-major index into a grid of `tiles`, and the
+  // CPU runs that grid row-major with its dimensions taken in `order`
+  // (outermost first). Empty: in id order.
+  SmallVector<int64_t> tiles, order;
   int64_t numThreads() const { return threads[0] * threads[1] * threads[2]; }
   int64_t numBlocks() const { return blocks[0] * blocks[1] * blocks[2]; }
+
+  // The linear id of the block that runs `visit`-th.
+  int64_t blockAt(int64_t visit) const {
+    if (order.empty()) return visit;
+    int64_t id = 0;
+    for (int64_t d = static_cast<int64_t>(order.size()) - 1; d >= 0; --d) {
+      id += visit % tiles[order[d]] * strideOf(order[d]);
+      visit /= tiles[order[d]];
+    }
+    return id;
+  }
+  // The row-major stride of tile dimension d in the block id.
+  int64_t strideOf(int64_t d) const {
+    int64_t stride = 1;
+    for (int64_t i = d + 1; i < static_cast<int64_t>(tiles.size()); ++i) stride *= tiles[i];
+    return stride;
+  }
 };
 
 // The x, y or z id (dimension d) within a linear id over `counts`.
@@ -488,6 +510,38 @@ mlir::FailureOr<Grid> findGrid(mlir::func::FuncOp f) {
   if (grid.numThreads() > kMaxThreadsPerBlock) {
     return f.emitOpError() << "has " << grid.numThreads() << " threads per block; at most "
                            << kMaxThreadsPerBlock << " (as on a GPU)";
+  }
+  // The block order an emitter asks the CPU for (a GPU's blocks have
+  // none): a transpose's tiles in groups along the input's rows, so that
+  // the rows of the input and of the output both advance a few tiles at a
+  // time (TransposeEmitter.block_order).
+  if (mlir::Attribute attr = f->getAttr("xla.block_order")) {
+    auto dict = llvm::dyn_cast<mlir::DictionaryAttr>(attr);
+    auto tiles = dict ? dict.getAs<mlir::DenseI64ArrayAttr>("tiles") : nullptr;
+    auto order = dict ? dict.getAs<mlir::DenseI64ArrayAttr>("order") : nullptr;
+    int64_t product = 1;
+    bool valid = tiles && order && tiles.size() == order.size() && grid.blocks[1] == 1 &&
+                 grid.blocks[2] == 1;
+    SmallVector<bool> seen(valid ? tiles.size() : 0, false);
+    int64_t rank = valid ? static_cast<int64_t>(tiles.size()) : 0;
+    for (int64_t i = 0; valid && i < rank; ++i) {
+      valid = tiles[i] >= 1 && tiles[i] <= grid.blocks[0] && order[i] >= 0 && order[i] < rank &&
+              !seen[order[i]];
+      if (valid) {
+        seen[order[i]] = true;
+        valid = product <= grid.blocks[0] / tiles[i];
+        product *= tiles[i];
+      }
+    }
+    if (!valid || product != grid.blocks[0]) {
+      return f.emitOpError() << "has a malformed xla.block_order (expected tiles, counts "
+                                "whose product is the "
+                             << grid.blocks[0]
+                             << " x blocks of a grid with one y and z block, and order, a "
+                                "permutation of their dimensions)";
+    }
+    grid.tiles.assign(tiles.asArrayRef().begin(), tiles.asArrayRef().end());
+    grid.order.assign(order.asArrayRef().begin(), order.asArrayRef().end());
   }
   return grid;
 }
@@ -1483,8 +1537,9 @@ class KernelLowering {
   void addBlockIdsAt(int64_t bid, SmallVector<Value>& seeds, SmallVector<llvm::APInt>& values) {
     f_.walk([&](mlir::gpu::BlockIdOp id) {
       seeds.push_back(id.getResult());
-      values.push_back(llvm::APInt(mlir::IndexType::kInternalStorageBitWidth,
-                                   idAt(bid, grid_.blocks, static_cast<int>(id.getDimension()))));
+      values.push_back(llvm::APInt(
+          mlir::IndexType::kInternalStorageBitWidth,
+          idAt(grid_.blockAt(bid), grid_.blocks, static_cast<int>(id.getDimension()))));
     });
   }
 
@@ -2302,6 +2357,28 @@ class KernelLowering {
     return id;
   }
 
+  // The linear id of the block that runs `visit`-th (Grid::blockAt).
+  Value blockAt(mlir::OpBuilder& b, Value visit) {
+    if (grid_.order.empty()) return visit;
+    mlir::Location loc = visit.getLoc();
+    Value id;
+    int64_t below = 1;
+    for (int64_t d = static_cast<int64_t>(grid_.order.size()) - 1; d >= 0; --d) {
+      int64_t dim = grid_.order[d], n = grid_.tiles[dim];
+      if (n == 1) continue;
+      Value at = visit;
+      if (below > 1) at = b.create<mlir::arith::DivUIOp>(loc, at, indexConstant(below));
+      if (below * n < grid_.blocks[0]) {
+        at = b.create<mlir::arith::RemUIOp>(loc, at, indexConstant(n));
+      }
+      below *= n;
+      int64_t stride = grid_.strideOf(dim);
+      if (stride > 1) at = b.create<mlir::arith::MulIOp>(loc, at, indexConstant(stride));
+      id = id ? b.create<mlir::arith::AddIOp>(loc, id, at).getResult() : at;
+    }
+    return id ? id : indexConstant(0);
+  }
+
   // A small vector of integers or floats is kept as one array per element
   // (structure of arrays): a thread loop then reads and writes scalars,
   // which LLVM's loop vectorizer widens across the threads (it leaves
@@ -2915,7 +2992,7 @@ class KernelLowering {
       return mlir::success();
     }
     if (auto bl = llvm::dyn_cast<mlir::gpu::BlockIdOp>(op)) {
-      mapping.map(bl.getResult(), idOf(b, bid, grid_.blocks, bl.getDimension()));
+      mapping.map(bl.getResult(), idOf(b, blockAt(b, bid), grid_.blocks, bl.getDimension()));
       return mlir::success();
     }
     if (auto addr = llvm::dyn_cast<mlir::LLVM::AddressOfOp>(op)) {

@@ -162,6 +162,67 @@ func.func @no_range(%out: !llvm.ptr) {
 
 // -----
 
+// xla.block_order: the block run v-th is the one at (v mod 4, v / 4) of a
+// row-major 4x6 grid of tiles (its dimensions taken in order 1, 0): the
+// block id is (v mod 4) * 6 + v / 4.
+// CHECK-LABEL: func.func @block_order
+// CHECK-SAME: (%[[OUT:.*]]: !llvm.ptr, %[[FIRST:.*]]: index, %[[LAST:.*]]: index)
+// CHECK:      scf.for %[[V:.*]] = %[[FIRST]] to %[[LAST]]
+// CHECK:        %[[ROW:.*]] = arith.remui %[[V]], %c4
+// CHECK:        %[[AT:.*]] = arith.muli %[[ROW]], %c6
+// CHECK:        %[[COL:.*]] = arith.divui %[[V]], %c4
+// CHECK:        %[[ID:.*]] = arith.addi %[[AT]], %[[COL]]
+// CHECK:        %[[I:.*]] = arith.index_cast %[[ID]] : index to i64
+// CHECK:        llvm.getelementptr %[[OUT]][%[[I]]]
+func.func @block_order(%out: !llvm.ptr) attributes {
+    xla.block_order = {tiles = array<i64: 4, 6>, order = array<i64: 1, 0>}} {
+  %bid = gpu.block_id x {xla.range = [0 : index, 23 : index]}
+  %i = arith.index_cast %bid : index to i64
+  %v = arith.trunci %i : i64 to i32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  llvm.store %v, %o : i32, !llvm.ptr
+  return
+}
+
+// -----
+
+// expected-error@+1 {{has a malformed xla.block_order (expected tiles, counts whose product is the 24 x blocks of a grid with one y and z block, and order, a permutation of their dimensions)}}
+func.func @block_order_of_another_grid(%out: !llvm.ptr) attributes {
+    xla.block_order = {tiles = array<i64: 4, 5>, order = array<i64: 1, 0>}} {
+  %bid = gpu.block_id x {xla.range = [0 : index, 23 : index]}
+  %i = arith.index_cast %bid : index to i64
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+  llvm.store %i, %o : i64, !llvm.ptr
+  return
+}
+
+// -----
+
+// expected-error@+1 {{has a malformed xla.block_order}}
+func.func @block_order_not_a_permutation(%out: !llvm.ptr) attributes {
+    xla.block_order = {tiles = array<i64: 4, 6>, order = array<i64: 0, 0>}} {
+  %bid = gpu.block_id x {xla.range = [0 : index, 23 : index]}
+  %i = arith.index_cast %bid : index to i64
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+  llvm.store %i, %o : i64, !llvm.ptr
+  return
+}
+
+// -----
+
+// expected-error@+1 {{has a malformed xla.block_order}}
+func.func @block_order_overflowing(%out: !llvm.ptr) attributes {
+    xla.block_order = {tiles = array<i64: 24, 4294967296, 4294967296, 4294967296>,
+                       order = array<i64: 0, 1, 2, 3>}} {
+  %bid = gpu.block_id x {xla.range = [0 : index, 23 : index]}
+  %i = arith.index_cast %bid : index to i64
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+  llvm.store %i, %o : i64, !llvm.ptr
+  return
+}
+
+// -----
+
 // f64 -> f16/bf16 would be compiler-rt calls on the host: f64 -> f32 rounded
 // to odd (an inexact result with an even pattern steps one ulp towards x),
 // then one rounding to the narrow type. f32 -> f16 is left as it is.

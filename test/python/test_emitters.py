@@ -370,3 +370,41 @@ def test_in_place_update_writes_only_the_update(ctx):
     want[:, 1023:1024, :] = -token
     np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
     assert (cache[:, 1023] == 7).all()
+
+
+@pytest.mark.parametrize("shape, perm, order", [
+    # 7 x 2 tiles: one group of all 7 rows of tiles.
+    ((200, 64), (1, 0), ((1, 7, 2), (0, 2, 1))),
+    # 12 x 3 tiles: groups of 6, with a batch dimension outside.
+    ((3, 384, 96), (0, 2, 1), ((3, 2, 6, 3), (0, 1, 3, 2))),
+    # 17 tile rows: no divisor in [2, 8] and too many for one group.
+    ((544, 64), (1, 0), None),
+    # The input's minor dimension has one tile: nothing to reorder.
+    ((200, 20), (1, 0), None),
+])
+def test_transpose_block_order_runs_every_block(ctx, shape, perm, order):
+    """The CPU runs a transpose's tiles in groups along the input's rows
+    (TransposeEmitter.block_order); every block still runs once: the
+    output is the transpose, also where the tile counts do not divide."""
+    dims = ",".join(map(str, shape))
+    out_shape = [shape[p] for p in perm]
+    out_dims = ",".join(map(str, out_shape))
+    permutation = ",".join(map(str, perm))
+    fusion = _fused(f"p0 = f32[{dims}] parameter(0)\n"
+                    f"t = f32[{out_dims}] transpose(p0), dimensions={{{permutation}}}\n"
+                    f"ROOT n = f32[{out_dims}] negate(t)",
+                    f"a = f32[{dims}] parameter(0)\n"
+                    f"ROOT f = f32[{out_dims}] fusion(a), kind=kInput, calls=fused")
+    kernel = emit_kernel(fusion)
+    entry = next(op for op in kernel.module.body.operations if "sym_name" in op.attributes
+                 and ir.StringAttr(op.attributes["sym_name"]).value == kernel.entry)
+    if order is None:
+        assert "xla.block_order" not in entry.attributes
+    else:
+        attr = ir.DictAttr(entry.attributes["xla.block_order"])
+        assert (tuple(ir.DenseI64ArrayAttr(attr["tiles"])),
+                tuple(ir.DenseI64ArrayAttr(attr["order"]))) == order
+    x = np.random.RandomState(0).randn(*shape).astype(np.float32)
+    out = np.full(out_shape, np.nan, np.float32)
+    CpuKernel(kernel)(x, out)
+    np.testing.assert_array_equal(out, -np.transpose(x, perm))

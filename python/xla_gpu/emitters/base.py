@@ -7,6 +7,7 @@ every emitter follows, and the one hook each fills in.
     emit():  module ─► partition ─► declare + emit subgraph functions
                    └─► entry function @<fusion name>  (params..., outputs...)
                          xla.slice_index per argument, xla.launch_dims
+                         (xla.block_order: the CPU's order of the blocks)
                          └─► emit_entry_function(entry, call_targets)  (hook)
                    ─► EmittedKernel (module, entry, launch, shapes, aliases)
 
@@ -31,7 +32,7 @@ from ..pipelines import verify
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import ElementalEmitter, EmitterError, mlir_type
 from .fusion_analysis import FusionAnalysis
-from .kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions
+from .kernel import BLOCK_ORDER_ATTR, LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions
 from .partitioner import Subgraph, partition, sanitize_function_name
 
 __all__ = ["KERNEL_DIM_NAMES", "CallTargets", "EmitterBase", "Epilogue", "apply_map",
@@ -279,6 +280,14 @@ class EmitterBase:
     def emit_module(self) -> ir.Module:
         return self.emit().module
 
+    def block_order(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The order the CPU target runs the blocks in, (tiles, order): the
+        block id is the row-major index into a grid of `tiles`, run
+        row-major with its dimensions taken in `order` (outermost first).
+        None: in id order. A GPU's blocks have no order; the attribute
+        (`xla.block_order`) is the CPU target's alone."""
+        return None
+
     def output_aliases(self) -> dict[int, int]:
         """Output k written in place into parameter v (the in-place
         emitters); such pairs share an `xla.slice_index`."""
@@ -289,6 +298,11 @@ class EmitterBase:
         outputs = [tensor_type(r.shape) for r in roots]
         entry = func.FuncOp(name, ir.FunctionType.get(inputs + outputs, outputs))
         entry.attributes[LAUNCH_DIMS_ATTR] = launch.to_attribute()
+        if (order := self.block_order()) is not None:
+            tiles, dims = order
+            entry.attributes[BLOCK_ORDER_ATTR] = ir.DictAttr.get({
+                "tiles": ir.DenseI64ArrayAttr.get(list(tiles)),
+                "order": ir.DenseI64ArrayAttr.get(list(dims))})
         aliases = self.output_aliases()
         i32 = ir.IntegerType.get_signless(32)
         slices = list(range(len(inputs)))

@@ -22,9 +22,12 @@ from mlir import ir
 
 from ..hlo import Shape
 
-__all__ = ["LAUNCH_DIMS_ATTR", "EmittedKernel", "LaunchDimensions", "launch_dims_of"]
+__all__ = ["BLOCK_ORDER_ATTR", "LAUNCH_DIMS_ATTR", "EmittedKernel", "LaunchDimensions", "launch_dims_of"]
 
 LAUNCH_DIMS_ATTR = "xla.launch_dims"
+# The order the CPU target runs the blocks in (EmitterBase.block_order):
+# `xla.block_order = {tiles = array<i64: ...>, order = array<i64: ...>}`.
+BLOCK_ORDER_ATTR = "xla.block_order"
 
 
 @dataclass(frozen=True)

@@ -157,3 +157,8 @@ class PackedTransposeEmitter(TransposeEmitter):
         return LaunchDimensions((prod(self.block_counts), 1, 1),
                                 (kNumWarpsPerBlock * kWarpSize, 1, 1))
 
+    def block_order(self) -> None:
+        """XLA's packed tiles are numbered in the output's row-major order
+        already (block_counts is over the canonical output)."""
+        return None
+

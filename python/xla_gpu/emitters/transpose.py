@@ -51,6 +51,8 @@ kNumRows = 4
 kNumThreadsPerBlock = kNumRows * kTileSize
 # XLA: at most 16 bytes a thread moves per vectorized step.
 kMaxVectorizedBytes = 16
+# The CPU target's tiles a group along the input's rows (block_order).
+kCpuTileGroup = 8
 
 
 def _byte_width(inst: HloInstruction) -> int:
@@ -178,6 +180,36 @@ class TransposeEmitter(EmitterBase):
 
     def launch_dims(self) -> LaunchDimensions:
         return LaunchDimensions((prod(self.block_counts), 1, 1), (kNumThreadsPerBlock, 1, 1))
+
+    def block_order(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """On the CPU, the tiles of the two swapped dimensions in groups of
+        `kCpuTileGroup` along the input's rows: a group's tiles go down
+        its rows, then on along them, so that the input's rows and the
+        output's both advance a few tiles at a time. In id order a
+        block's output rows (and the rows of any operand read at the
+        output's index) lie a tile apart from the previous block's, and
+        the input's do in the output's row-major order (XLA:CPU's tile
+        order). Measured in one process against id order, one thread /
+        two: transpose+add f32[1024,1024] 0.83-0.90x / 0.71-0.86x,
+        f32[2048,4096] 0.89-0.95x / 0.86-1.03x; in the output's order
+        0.87x / 0.92x and 1.12x / 0.98x. The other dimensions stay
+        outside, in id order (the seed's transpose, whose row dimension
+        has one tile: the output's order ran 1.06-1.09x slower)."""
+        minor = len(self.permutation) - (2 if self.minor_dimension_kept else 1)
+        a = self.permutation[minor]
+        n = self.block_counts[a]
+        if self.block_counts[minor] == 1:
+            return None
+        group = max((g for g in range(2, kCpuTileGroup + 1) if n % g == 0), default=None)
+        if group is None:
+            if not 1 < n <= 2 * kCpuTileGroup:
+                return None
+            group = n
+        # The block id as an index into the counts with dimension a split
+        # into (groups, tiles of a group), the latter run innermost.
+        tiles = [*self.block_counts[:a], n // group, group, *self.block_counts[a + 1:]]
+        order = [d for d in range(len(tiles)) if d != a + 1] + [a + 1]
+        return tuple(tiles), tuple(order)
 
     # -- maps ----------------------------------------------------------------------
 

@@ -1802,7 +1802,7 @@ func.func @big_tile_batch(%in: !llvm.ptr, %out: !llvm.ptr) {
 // ELEMENTS-SAME:  %[[OUT:[^:]*]]: !llvm.ptr, %{{[^:]*}}: index, %{{[^:]*}}: index)
 // ELEMENTS-NOT:   vector<16xi32>
 // ELEMENTS:       %[[AT:.*]] = llvm.getelementptr %[[OUT]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-// ELEMENTS-NEXT:  llvm.store %{{.*}}, %[[AT]] : f32, !llvm.ptr
+// ELEMENTS:       llvm.store %{{.*}}, %[[AT]] : f32, !llvm.ptr
 // ELEMENTS-NOT:   vector<16xi32>
 // ELEMENTS:       return
 llvm.mlir.global private @tile16() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<272 x f32>
@@ -2012,5 +2012,66 @@ func.func @permuting_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
   %y2 = arith.addf %y, %y : f32
   %o = llvm.getelementptr %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %y2, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// The stores to the kernel's buffers sink to the end of the lane loop's
+// body, past the loads of inputs (invariant) and the arithmetic after them:
+// a load 4096 elements on must not wait on a store whose address matches
+// it in the low 12 bits ("4K aliasing").
+// CHECK-LABEL: func.func @sink_stores
+// CHECK:       scf.for
+// CHECK:       scf.for
+// CHECK:         %[[V:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> f32
+// CHECK:         %[[W:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> f32
+// CHECK:         %[[X:.*]] = llvm.fadd %[[W]], %[[V]] : f32
+// CHECK:         %[[O2:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}]
+// CHECK-NEXT:    llvm.store %[[V]], %{{.*}} : f32, !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[X]], %[[O2]] : f32, !llvm.ptr
+// CHECK-NEXT:  } {loop_annotation
+func.func @sink_stores(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c4096 = llvm.mlir.constant(4096 : i64) : i64
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p invariant : !llvm.ptr -> f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  %j = llvm.add %i, %c4096 : i64
+  %p2 = llvm.getelementptr %in[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %w = llvm.load %p2 invariant : !llvm.ptr -> f32
+  %x = llvm.fadd %w, %v : f32
+  %o2 = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x, %o2 : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// A body that reads back a kernel buffer keeps its order (sub-byte
+// elements store a byte, load it and store it again).
+// CHECK-LABEL: func.func @read_back
+// CHECK:         %[[V:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> f32
+// CHECK:         %[[O:.*]] = llvm.getelementptr
+// CHECK-NEXT:    llvm.store %[[V]], %[[O]] : f32, !llvm.ptr
+// CHECK:         llvm.load %{{.*}} invariant : !llvm.ptr -> f32
+// CHECK-NEXT:    llvm.load %[[O]] : !llvm.ptr -> f32
+func.func @read_back(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c4096 = llvm.mlir.constant(4096 : i64) : i64
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p invariant : !llvm.ptr -> f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  %j = llvm.add %i, %c4096 : i64
+  %p2 = llvm.getelementptr %in[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %w = llvm.load %p2 invariant : !llvm.ptr -> f32
+  %b = llvm.load %o : !llvm.ptr -> f32
+  %x = llvm.fadd %w, %b : f32
+  %o2 = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x, %o2 : f32, !llvm.ptr
   return
 }

@@ -22,7 +22,8 @@ from mlir import ir
 
 from ..hlo import Shape
 
-__all__ = ["BLOCK_ORDER_ATTR", "LAUNCH_DIMS_ATTR", "EmittedKernel", "LaunchDimensions", "launch_dims_of"]
+__all__ = ["BLOCK_ORDER_ATTR", "LAUNCH_DIMS_ATTR", "EmittedKernel", "LaunchDimensions",
+           "launch_dims_of"]
 
 LAUNCH_DIMS_ATTR = "xla.launch_dims"
 # The order the CPU target runs the blocks in (EmitterBase.block_order):

@@ -161,4 +161,3 @@ class PackedTransposeEmitter(TransposeEmitter):
         """XLA's packed tiles are numbered in the output's row-major order
         already (block_counts is over the canonical output)."""
         return None
-

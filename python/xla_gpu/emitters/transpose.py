@@ -195,6 +195,8 @@ class TransposeEmitter(EmitterBase):
         0.87x / 0.92x and 1.12x / 0.98x. The other dimensions stay
         outside, in id order (the seed's transpose, whose row dimension
         has one tile: the output's order ran 1.06-1.09x slower)."""
+        # The tiled dimensions: the input's minor one (its second-minor in
+        # a 102) and `a`, the one that becomes the output's.
         minor = len(self.permutation) - (2 if self.minor_dimension_kept else 1)
         a = self.permutation[minor]
         n = self.block_counts[a]

@@ -590,6 +590,42 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// An accumulation of long-latency arithmetic (a softmax's exp + sum): each
+// step's lane loop interleaves 4 vector iterations (the other lane loops of
+// such a kernel 2), so that more chains of the exp's polynomial overlap.
+// CHECK:       // -----
+// CHECK-DAG:   #[[$FOUR:.*]] = #llvm.loop_interleave<count = 4 : i32>
+// CHECK-DAG:   #[[$FOUR_CHAINS:.*]] = #llvm.loop_annotation<interleave = #[[$FOUR]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @accumulate_exp
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step %c1{{(_[0-9]+)?}}
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c64{{(_[0-9]+)?}}
+// CHECK:         math.exp
+// CHECK:       } {loop_annotation = #[[$FOUR_CHAINS]]}
+func.func @accumulate_exp(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %row = arith.muli %k, %c64 : index
+    %e = arith.addi %row, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %y = math.exp %x : f32
+    %next = arith.addf %acc, %y : f32
+    scf.yield %next : f32
+  }
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // An accumulation every thread of a row computes alike (a softmax step's
 // max over its row of 16, which the loop emitter inlines in each element):
 // it reads the thread id only through tid / 16, so it runs once a row, by

@@ -2111,3 +2111,94 @@ func.func @read_back(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %x, %o2 : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// A lane loop whose steps each sit behind a guard the same for every lane
+// (a tile's row bound) runs in two versions: where every guard holds, a
+// copy without them (LLVM vectorizes it plainly); else the loop as it was,
+// scalar (the edge tiles). The guards' conditions, computed in the loop,
+// go before it.
+// CHECK:       // -----
+// CHECK-DAG:   #[[$NO_VEC:.*]] = #llvm.loop_vectorize<disable = true>
+// CHECK-DAG:   #[[$SCALAR:.*]] = #llvm.loop_annotation<vectorize = #[[$NO_VEC]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @row_guards
+// CHECK:         %[[OK0:.*]] = arith.andi %{{.*}}, %true
+// CHECK:         %[[OK1:.*]] = arith.andi %{{.*}}, %true
+// CHECK:         %[[ALL:.*]] = arith.andi %[[OK0]], %[[OK1]] : i1
+// CHECK:         scf.if %[[ALL]] {
+// CHECK:           scf.for
+// CHECK-NOT:         scf.if
+// CHECK:             llvm.store
+// CHECK-NEXT:        llvm.store
+// CHECK-NEXT:      } {loop_annotation = #[[$LANES:.*]]}
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      scf.for
+// CHECK-NEXT:        scf.if %[[OK0]] {
+// CHECK:             scf.if %[[OK1]] {
+// CHECK:           } {loop_annotation = #[[$SCALAR]]}
+func.func @row_guards(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c32 = arith.constant 32 : index
+  %c100 = arith.constant 100 : index
+  %true = arith.constant true
+  %row = arith.muli %bid, %c32 : index
+  %row2 = arith.addi %row, %c32 : index
+  %ok0 = arith.cmpi slt, %row, %c100 : index
+  %ok1 = arith.cmpi slt, %row2, %c100 : index
+  %g0 = arith.andi %ok0, %true : i1
+  scf.if %g0 {
+    %e = arith.addi %row, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p invariant : !llvm.ptr -> f32
+    %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o : f32, !llvm.ptr
+  }
+  %g1 = arith.andi %ok1, %true : i1
+  scf.if %g1 {
+    %e = arith.addi %row2, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p invariant : !llvm.ptr -> f32
+    %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
+// A step outside every guard: no versions (the slow one would run it
+// scalar where the guards fail).
+// CHECK-LABEL: func.func @unguarded_step
+// CHECK-NOT:     arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK:         scf.for
+// CHECK:           llvm.store
+// CHECK:           scf.if
+// CHECK-NOT:     } else {
+func.func @unguarded_step(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c32 = arith.constant 32 : index
+  %c100 = arith.constant 100 : index
+  %row = arith.muli %bid, %c32 : index
+  %row2 = arith.addi %row, %c32 : index
+  %ok1 = arith.cmpi slt, %row2, %c100 : index
+  %e0 = arith.addi %row, %tid : index
+  %i0 = arith.index_cast %e0 : index to i64
+  %p0 = llvm.getelementptr %in[%i0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v0 = llvm.load %p0 invariant : !llvm.ptr -> f32
+  %o0 = llvm.getelementptr %out[%i0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v0, %o0 : f32, !llvm.ptr
+  scf.if %ok1 {
+    %e = arith.addi %row2, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p invariant : !llvm.ptr -> f32
+    %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o : f32, !llvm.ptr
+  }
+  return
+}

@@ -32,6 +32,11 @@ namespace xla::gpu {
 /// folds no loop past it).
 inline constexpr int64_t kMaxThreadsPerBlock = 1024;
 
+/// The argument attribute naming an argument's buffer slice (XLA's ABI):
+/// arguments of one slice are one buffer (-xla-gpu-propagate-slice-indices
+/// sets it, -xla-gpu-lower-tensors and -xla-gpu-merge-pointers read it).
+inline constexpr llvm::StringLiteral kSliceIndex = "xla.slice_index";
+
 /// XLA's test pipelines, by their flags: `xla-gpu-test-optimize` (see
 /// test_pipelines.cpp).
 void registerXlaGpuTestPipelines();

@@ -1379,39 +1379,38 @@ class KernelLowering {
   // with an effect is behind such a guard: a step outside them would run
   // scalar in the edge tiles' version.
   void versionInvariantGuards(mlir::scf::ForOp loop) {
-    // A guard's condition is computed in the loop (`and %row_ok, %true`):
-    // such pure arithmetic of values from outside goes before the loop.
-    std::function<bool(Value, int)> hoist = [&](Value v, int depth) {
+    auto asGuard = [](mlir::Operation& op) -> mlir::scf::IfOp {
+      auto guard = llvm::dyn_cast<mlir::scf::IfOp>(op);
+      return guard && guard.getNumResults() == 0 && guard.getElseRegion().empty() ? guard
+                                                                                  : nullptr;
+    };
+    // A guard's condition may be computed in the loop (`and %row_ok,
+    // %true`): pure arithmetic of values from outside, which goes before
+    // the loop once the loop is versioned (`move`).
+    std::function<bool(Value, int, bool)> invariant = [&](Value v, int depth, bool move) {
       if (loop.isDefinedOutsideOfLoop(v)) return true;
       mlir::Operation* def = v.getDefiningOp();
       if (!def || depth == 0 || def->getBlock() != loop.getBody() ||
           def->getNumRegions() > 0 || !mlir::isPure(def) ||
-          !llvm::all_of(def->getOperands(), [&](Value x) { return hoist(x, depth - 1); })) {
+          !llvm::all_of(def->getOperands(),
+                        [&](Value x) { return invariant(x, depth - 1, move); })) {
         return false;
       }
-      def->moveBefore(loop);
+      if (move) def->moveBefore(loop);
       return true;
     };
-    auto isInvariantGuard = [&](mlir::Operation& op) {
-      auto guard = llvm::dyn_cast<mlir::scf::IfOp>(op);
-      return guard && guard.getNumResults() == 0 && guard.getElseRegion().empty() &&
-             loop.isDefinedOutsideOfLoop(guard.getCondition());
-    };
-    for (mlir::Operation& op : loop.getBody()->without_terminator()) {
-      auto guard = llvm::dyn_cast<mlir::scf::IfOp>(op);
-      if (guard && guard.getNumResults() == 0 && guard.getElseRegion().empty()) {
-        hoist(guard.getCondition(), /*depth=*/4);
-      }
-    }
+    constexpr int kDepth = 4;
     SmallVector<Value> conditions;
     for (mlir::Operation& op : loop.getBody()->without_terminator()) {
-      if (isInvariantGuard(op)) {
-        conditions.push_back(llvm::cast<mlir::scf::IfOp>(op).getCondition());
+      if (auto guard = asGuard(op)) {
+        if (!invariant(guard.getCondition(), kDepth, /*move=*/false)) return;
+        conditions.push_back(guard.getCondition());
       } else if (op.getNumRegions() > 0 || !mlir::isMemoryEffectFree(&op)) {
         return;
       }
     }
     if (conditions.empty()) return;
+    for (Value c : conditions) invariant(c, kDepth, /*move=*/true);
     mlir::Location loc = loop.getLoc();
     mlir::OpBuilder b(loop);
     Value all = conditions.front();
@@ -1422,8 +1421,8 @@ class KernelLowering {
     mlir::OpBuilder fb = version.getThenBodyBuilder();
     auto fast = llvm::cast<mlir::scf::ForOp>(fb.clone(*loop.getOperation()));
     for (mlir::Operation& op : llvm::make_early_inc_range(fast.getBody()->without_terminator())) {
-      if (!isInvariantGuard(op)) continue;
-      auto guard = llvm::cast<mlir::scf::IfOp>(op);
+      auto guard = asGuard(op);
+      if (!guard) continue;
       for (mlir::Operation& inner :
            llvm::make_early_inc_range(guard.thenBlock()->without_terminator())) {
         inner.moveBefore(guard);
@@ -1666,7 +1665,7 @@ class KernelLowering {
   // Whether `addr` points into shared memory: a GEP of the shared global,
   // address-cast to the generic space.
   static bool isSharedAddress(Value addr) {
-    while (auto gep = addr.getDefiningOp<mlir::LLVM::GEPOp>()) addr = gep.getBase();
+    addr = baseOf(addr);
     auto cast = addr.getDefiningOp<mlir::LLVM::AddrSpaceCastOp>();
     if (cast) addr = cast.getArg();
     return llvm::cast<mlir::LLVM::LLVMPointerType>(addr.getType()).getAddressSpace() == 3;

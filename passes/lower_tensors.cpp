@@ -86,7 +86,7 @@ llvm::DenseSet<Value> findReadOnlyArguments(mlir::ModuleOp module) {
   auto sliceOf = [](Value arg) -> mlir::Attribute {
     auto block = llvm::cast<mlir::BlockArgument>(arg);
     auto f = llvm::cast<mlir::func::FuncOp>(block.getOwner()->getParentOp());
-    return f.getArgAttr(block.getArgNumber(), "xla.slice_index");
+    return f.getArgAttr(block.getArgNumber(), kSliceIndex);
   };
   llvm::DenseSet<mlir::Attribute> writtenSlices;
   module.walk([&](mlir::func::FuncOp f) {

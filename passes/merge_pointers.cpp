@@ -24,7 +24,6 @@ namespace xla::gpu {
 
 namespace {
 
-constexpr llvm::StringLiteral kSliceIndex = "xla.slice_index";
 constexpr llvm::StringLiteral kNoAlias = "llvm.noalias";
 
 // The calls of `f` in `module`, or nothing when `f` is used otherwise.

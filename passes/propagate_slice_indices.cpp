@@ -12,7 +12,6 @@ namespace xla::gpu {
 
 namespace {
 
-constexpr llvm::StringLiteral kSliceIndex = "xla.slice_index";
 constexpr llvm::StringLiteral kInvariant = "xla.invariant";
 
 class PropagateSliceIndicesPass

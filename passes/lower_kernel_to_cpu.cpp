@@ -2334,16 +2334,148 @@ class KernelLowering {
     return std::nullopt;
   }
 
-  // `copy` (matchPermutingCopy) for each block of the batch, row by row,
-  // vector by vector: one vector load where the row's part runs on in
-  // order, else a shuffle of the source row's vectors by its permutation;
-  // each stored whole. bf16 021 transpose bf16[16,256,512]: see README.
+  // Where every row of `copy` is its source row rotated by a whole number
+  // of 32-bit words (a swizzle's rotation of 16-bit pairs, or of 32-bit
+  // elements), each row's rotation in words: tile element p from source
+  // element (p + shift) mod cols.
+  static std::optional<SmallVector<int64_t>> wordRotations(const PermutingCopy& copy) {
+    int64_t bits = copy.element.getIntOrFloatBitWidth();
+    if (bits > 32 || 32 % bits != 0) return std::nullopt;
+    int64_t perWord = 32 / bits;
+    if (copy.cols % perWord != 0 || copy.srcRowStride % perWord != 0 ||
+        copy.dstRowStride % perWord != 0) {
+      return std::nullopt;
+    }
+    SmallVector<int64_t> shifts;
+    for (const SmallVector<int64_t>& row : copy.gather) {
+      int64_t shift = row.front();
+      if (shift % perWord != 0) return std::nullopt;
+      for (auto [p, q] : llvm::enumerate(row)) {
+        if (q != (static_cast<int64_t>(p) + shift) % copy.cols) return std::nullopt;
+      }
+      shifts.push_back(shift / perWord);
+    }
+    return shifts;
+  }
+
+  // `permuting`'s rows rotated by whole words (wordRotations) in loops
+  // over rows of the same rotation modulo a vector's words (c): vector k
+  // of a tile row is words c.. of the source row's vectors a + k and
+  // a + k + 1 (mod the row's vectors, a the rotation's whole vectors),
+  // one shuffle of two loads at addresses the row decides, the mask the
+  // same for the loop's rows. The rows' indices and their `a`, by loop,
+  // are a constant table. Unrolled, the bf16 021 transpose's 64 rows
+  // were a block of ~700 instructions of 512-bit shuffles (~40 ms of x86
+  // instruction selection); in loops, 16 bodies of 2 shuffles.
+  void emitRotatingCopy(RegisterCopy& copy, const PermutingCopy& permuting,
+                        llvm::ArrayRef<int64_t> shifts) {
+    mlir::OpBuilder& b = copy.b;
+    mlir::Location loc = copy.loc;
+    mlir::MLIRContext* ctx = b.getContext();
+    int64_t perWord = 32 / permuting.element.getIntOrFloatBitWidth();
+    int64_t words = permuting.cols / perWord;
+    int64_t lanes = std::min<int64_t>(kWriteVectorBits / 32, words);
+    int64_t vectors = words / lanes;
+    auto i32 = b.getI32Type();
+    auto i64 = b.getI64Type();
+    auto ptr = mlir::LLVM::LLVMPointerType::get(ctx);
+    auto wordVector = mlir::VectorType::get({lanes}, i32);
+    // The table: for each class c in turn, its rows' (index, a).
+    SmallVector<int32_t> table;
+    SmallVector<std::pair<int64_t, int64_t>> classes;  // c, its first entry
+    for (int64_t c = 0; c < lanes; ++c) {
+      int64_t first = static_cast<int64_t>(table.size()) / 2;
+      for (auto [i, shift] : llvm::enumerate(shifts)) {
+        if (shift % lanes != c) continue;
+        table.push_back(static_cast<int32_t>(i));
+        table.push_back(static_cast<int32_t>(shift / lanes));
+      }
+      if (static_cast<int64_t>(table.size()) / 2 > first) classes.push_back({c, first});
+    }
+    auto module = f_->getParentOfType<mlir::ModuleOp>();
+    std::string name;
+    for (int n = 0;; ++n) {
+      name = (f_.getName() + "_rotations" + llvm::Twine(n)).str();
+      if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
+    }
+    auto tableType = mlir::LLVM::LLVMArrayType::get(i32, table.size());
+    {
+      mlir::OpBuilder mb(module.getBody(), module.getBody()->begin());
+      mb.create<mlir::LLVM::GlobalOp>(
+          loc, tableType, /*isConstant=*/true, mlir::LLVM::Linkage::Private, name,
+          mlir::DenseIntElementsAttr::get(
+              mlir::RankedTensorType::get({static_cast<int64_t>(table.size())}, i32),
+              llvm::ArrayRef(table)),
+          /*alignment=*/16);
+    }
+    Value tableAddr = b.create<mlir::LLVM::AddressOfOp>(loc, ptr, name);
+    auto wordAt = [&](mlir::OpBuilder& at, Value base, Value words) -> Value {
+      return at.create<mlir::LLVM::GEPOp>(loc, ptr, i32, base, mlir::ValueRange{words});
+    };
+    for (auto [n, cls] : llvm::enumerate(classes)) {
+      auto [c, first] = cls;
+      int64_t last = n + 1 < classes.size() ? classes[n + 1].second
+                                            : static_cast<int64_t>(table.size()) / 2;
+      auto rows = b.create<mlir::scf::ForOp>(loc, indexConstant(first), indexConstant(last),
+                                             indexConstant(1));
+      rows->setAttr("loop_annotation", noUnroll(ctx));
+      mlir::OpBuilder rb(rows.getBody()->getTerminator());
+      auto constant = [&](int64_t v) -> Value {
+        return rb.create<mlir::LLVM::ConstantOp>(loc, i64, v);
+      };
+      Value entry = rb.create<mlir::LLVM::MulOp>(
+          loc, rb.create<mlir::arith::IndexCastOp>(loc, i64, rows.getInductionVar()),
+          constant(2));
+      auto tableAt = [&](Value at) -> Value {
+        return rb.create<mlir::LLVM::ZExtOp>(
+            loc, i64, rb.create<mlir::LLVM::LoadOp>(loc, i32, wordAt(rb, tableAddr, at), 4));
+      };
+      Value row = tableAt(entry);
+      Value a = tableAt(rb.create<mlir::LLVM::AddOp>(loc, entry, constant(1)));
+      Value src = wordAt(rb, copy.src,
+                         rb.create<mlir::LLVM::MulOp>(loc, row,
+                                                      constant(permuting.srcRowStride / perWord)));
+      Value dst = wordAt(rb, copy.dst,
+                         rb.create<mlir::LLVM::MulOp>(loc, row,
+                                                      constant(permuting.dstRowStride / perWord)));
+      // The source row's vectors from a on: m-th at words lanes * ((a + m) mod vectors).
+      SmallVector<Value> v;
+      for (int64_t m = 0; m < vectors; ++m) {
+        Value at = rb.create<mlir::LLVM::MulOp>(
+            loc,
+            rb.create<mlir::LLVM::URemOp>(loc, rb.create<mlir::LLVM::AddOp>(loc, a, constant(m)),
+                                          constant(vectors)),
+            constant(lanes));
+        v.push_back(rb.create<mlir::LLVM::LoadOp>(loc, wordVector, wordAt(rb, src, at),
+                                                  copy.alignment));
+      }
+      SmallVector<int32_t> mask(lanes);
+      for (int64_t j = 0; j < lanes; ++j) mask[j] = static_cast<int32_t>(c + j);
+      for (int64_t k = 0; k < vectors; ++k) {
+        Value out = c == 0 ? v[k]
+                           : rb.create<mlir::LLVM::ShuffleVectorOp>(loc, v[k],
+                                                                    v[(k + 1) % vectors], mask);
+        rb.create<mlir::LLVM::StoreOp>(loc, out, wordAt(rb, dst, constant(k * lanes)),
+                                       copy.alignment);
+      }
+    }
+  }
+
+  // `copy` (matchPermutingCopy) for each block of the batch: rows rotated
+  // by whole words in a loop (emitRotatingCopy), else row by row, vector by
+  // vector: one vector load where the row's part runs on in order, else a
+  // shuffle of the source row's vectors by its permutation; each stored
+  // whole. bf16 021 transpose bf16[16,256,512]: see README.
   mlir::LogicalResult emitPermutingCopy(mlir::OpBuilder& b, llvm::ArrayRef<mlir::Operation*> phase,
                                         PermutingCopy permuting) {
     auto begun = beginRegisterCopy(b, phase, permuting.loop, permuting.src, permuting.dst,
                                    permuting.srcShift, permuting.dstShift, permuting.element);
     if (mlir::failed(begun)) return mlir::failure();
     RegisterCopy& copy = *begun;
+    if (auto shifts = wordRotations(permuting)) {
+      emitRotatingCopy(copy, permuting, *shifts);
+      return mlir::success();
+    }
     for (int64_t i = 0; i < permuting.rows; ++i) {
       std::array<Value, 2> halves;
       for (int64_t p0 = 0; p0 < permuting.cols; p0 += copy.side) {

@@ -68,6 +68,16 @@ class PipelineOptions:
     # divides the trip count and keeps the body small); the CPU target
     # leaves that to LLVM's unroller.
     partial_unroll: bool = True
+    # The most ops a loop's fully unrolled body may have (optimize-loops'
+    # max-unrolled-ops; XLA's 400). The CPU target's thread loops become
+    # lane loops that LLVM vectorizes into a main body, an epilogue and a
+    # remainder, each op of an unrolled body three vector instructions or
+    # more to select (~30 us each on an AVX2 host): it unrolls up to 128
+    # (400 where it writes transposes in 512-bit squares, which take the
+    # write phase unrolled). The bf16 021 transpose's write phase, 8 steps
+    # of 29 ops, unrolled took 55 of its 201 ms of compile and ran the same
+    # (A/B in one process); every other bench loop is 96 ops or fewer.
+    max_unrolled_ops: int = 400
     # XLA's peeling of a loop's last, bounds-checked iteration
     # (xla-gpu-peel-loops): on a GPU the main loop loses the check. The CPU
     # target keeps one loop: peeling a thread's vector symbol split its
@@ -98,6 +108,8 @@ class PipelineOptions:
                              "compute capability; use e.g. (8, 0) or (9, 0)")
         if self.warp_size <= 0 or self.warp_size & (self.warp_size - 1):
             raise ValueError(f"warp_size must be a power of two, got {self.warp_size}")
+        if self.max_unrolled_ops < 0:
+            raise ValueError(f"max_unrolled_ops must be 0 or more, got {self.max_unrolled_ops}")
         if self.index_bitwidth not in (None, 32, 64):
             raise ValueError(f"index_bitwidth must be 32 or 64, got {self.index_bitwidth}")
 
@@ -176,6 +188,8 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
             options.append("unroll-top-level-math-loops=false")
         if not opts.partial_unroll:
             options.append("partial-unroll=false")
+        if opts.max_unrolled_ops != 400:
+            options.append(f"max-unrolled-ops={opts.max_unrolled_ops}")
         suffix = "{" + " ".join(options) + "}" if options else ""
         passes += [f"func.func(xla-gpu-optimize-loops{suffix})"]
     passes += [_CANONICALIZE, "cse"]

@@ -1983,30 +1983,35 @@ func.func @transposing_write_of_8_rows(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // A first phase (a loop of steps, run interchanged) that copies rows from
 // global memory into shared memory, each row rotated (row r's element j
-// to (j + r) mod 32, as a swizzle does): each block's 16 rows of 32 f32
-// move as vectors of 16 -- a vector load where a row's part runs on in
-// order, else a shuffle of the source row's two vectors -- and each is
-// stored whole. Row 0 in order; row 1's first vector [31, 0, ..., 14] of
-// its source row, its second [15, ..., 30], a load.
+// to (j + r) mod 32, as a swizzle does): tile element p of row r from
+// source element (p + s) mod 32, s = (32 - r) mod 32, whole 32-bit words.
+// The rows run in loops by s mod 16 (c), each row's index and s div 16
+// (a) from a constant table (row 0: c = 0; row 15: c = 1; ... row 1:
+// c = 15): a loop's rows load their source row's two vectors of 16 in
+// the order a decides and store, for c = 0, them as they are, else two
+// shuffles by the same mask [c, ..., c + 15].
+// CHECK:       llvm.mlir.global private constant @permuting_copy_rotations0(dense<[0, 0, 15, 1, 14, 1, 13, 1, 12, 1, 11, 1, 10, 1, 9, 1, 8, 1, 7, 1, 6, 1, 5, 1, 4, 1, 3, 1, 2, 1, 1, 1]> : tensor<32xi32>)
 // CHECK-LABEL: func.func @permuting_copy
 // CHECK-NOT:   llvm.load %{{.*}} -> f32
-// CHECK:       %[[R00:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
-// CHECK-NEXT:  llvm.mlir.constant
-// CHECK-NEXT:  llvm.getelementptr
-// CHECK-NEXT:  llvm.store %[[R00]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
-// CHECK:       %[[R01:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
-// CHECK-NEXT:  llvm.mlir.constant
-// CHECK-NEXT:  llvm.getelementptr
-// CHECK-NEXT:  llvm.store %[[R01]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
-// CHECK:       %[[LO1:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
-// CHECK:       %[[HI1:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
-// CHECK-NEXT:  %[[V:.*]] = llvm.shufflevector %[[LO1]], %[[HI1]] [31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
-// CHECK:       llvm.store %[[V]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
-// CHECK:       %[[W:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
-// CHECK-NEXT:  llvm.mlir.constant
-// CHECK-NEXT:  llvm.getelementptr
-// CHECK-NEXT:  llvm.store %[[W]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
-// CHECK-COUNT-14: llvm.shufflevector %{{.*}}, %{{.*}} [{{.*}}] : vector<16xi32>
+// CHECK:       %[[T:.*]] = llvm.mlir.addressof @permuting_copy_rotations0
+// CHECK:       scf.for %[[I:.*]] = %c0{{.*}} to %c1{{.*}} step %c1{{.*}} {
+// CHECK:         llvm.getelementptr %[[T]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+// CHECK:         %[[A0:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK:         %[[B0:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK-NOT:     llvm.shufflevector
+// CHECK:         llvm.store %[[A0]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-NOT:     llvm.shufflevector
+// CHECK:         llvm.store %[[B0]], %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-NEXT:  } {loop_annotation = #{{.*}}}
+// CHECK:       scf.for %{{.*}} = %c1{{.*}} to %c2{{.*}} step %c1{{.*}} {
+// CHECK:         %[[A1:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK:         %[[B1:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK:         %[[S0:.*]] = llvm.shufflevector %[[A1]], %[[B1]] [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+// CHECK:         llvm.store %[[S0]]
+// CHECK:         %[[S1:.*]] = llvm.shufflevector %[[B1]], %[[A1]] [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+// CHECK:         llvm.store %[[S1]]
+// CHECK-NEXT:  } {loop_annotation = #{{.*}}}
+// CHECK-COUNT-28: llvm.shufflevector %{{.*}}, %{{.*}} [{{.*}}] : vector<16xi32>
 // CHECK-NOT:   llvm.shufflevector
 // CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step
 // CHECK:       llvm.load %{{.*}} : !llvm.ptr -> f32
@@ -2048,6 +2053,67 @@ func.func @permuting_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
   %y2 = arith.addf %y, %y : f32
   %o = llvm.getelementptr %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %y2, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// The same rotation of rows of 32 16-bit elements: odd rows rotate by
+// halves of words, so each row is copied unrolled, one 512-bit vector a
+// row -- a load where it runs in order (row 0), else a shuffle of it (row
+// 1: [31, 0, ..., 30]) -- and no table.
+// CHECK-NOT:   @permuting_copy_halves_rotations
+// CHECK-LABEL: func.func @permuting_copy_halves
+// CHECK-NOT:   llvm.load %{{.*}} -> i16
+// CHECK:       %[[R0:.*]] = llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr -> vector<32xi16>
+// CHECK-NEXT:  llvm.mlir.constant
+// CHECK-NEXT:  llvm.getelementptr
+// CHECK-NEXT:  llvm.store %[[R0]], %{{.*}} {alignment = 2 : i64} : vector<32xi16>, !llvm.ptr
+// CHECK:       %[[R1:.*]] = llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr -> vector<32xi16>
+// CHECK-NEXT:  %[[V1:.*]] = llvm.shufflevector %[[R1]], %[[R1]] [31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
+// CHECK:       llvm.store %[[V1]], %{{.*}} {alignment = 2 : i64} : vector<32xi16>, !llvm.ptr
+// CHECK-COUNT-14: llvm.shufflevector %{{.*}}, %{{.*}} [{{.*}}] : vector<32xi16>
+// CHECK-NOT:   llvm.shufflevector
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step
+// CHECK:       llvm.load %{{.*}} : !llvm.ptr -> i16
+llvm.mlir.global private @rotated_halves() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<512 x i16>
+func.func @permuting_copy_halves(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c512 = arith.constant 512 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %sh = llvm.mlir.addressof @rotated_halves : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  scf.for %step = %c0 to %c8 step %c1 {
+    %j = arith.remui %tid, %c32 : index
+    %w = arith.divui %tid, %c32 : index
+    %s2 = arith.muli %step, %c2 : index
+    %r = arith.addi %w, %s2 : index
+    %rowin = arith.muli %r, %c32 : index
+    %base = arith.muli %bid, %c512 : index
+    %a = arith.addi %base, %rowin : index
+    %src = arith.addi %a, %j : index
+    %si = arith.index_cast %src : index to i64
+    %sp = llvm.getelementptr %in[%si] : (!llvm.ptr, i64) -> !llvm.ptr, i16
+    %x = llvm.load %sp : !llvm.ptr -> i16
+    %jr = arith.addi %j, %r : index
+    %rot = arith.remui %jr, %c32 : index
+    %dst = arith.addi %rowin, %rot : index
+    %di = arith.index_cast %dst : index to i64
+    %dp = llvm.getelementptr %shp[%di] : (!llvm.ptr, i64) -> !llvm.ptr, i16
+    llvm.store %x, %dp : i16, !llvm.ptr
+  }
+  gpu.barrier
+  %t = arith.index_cast %tid : index to i64
+  %q = llvm.getelementptr %shp[%t] : (!llvm.ptr, i64) -> !llvm.ptr, i16
+  %y = llvm.load %q : !llvm.ptr -> i16
+  %y2 = arith.addi %y, %y : i16
+  %o = llvm.getelementptr %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, i16
+  llvm.store %y2, %o : i16, !llvm.ptr
   return
 }
 

@@ -23,6 +23,7 @@ SEED = examples.path("seed_gelu.mlir").read_text()
     ({"compute_capability": (4, 0)}, "is not a CUDA compute capability"),
     ({"warp_size": 24}, "warp_size must be a power of two"),
     ({"index_bitwidth": 16}, "index_bitwidth must be 32 or 64"),
+    ({"max_unrolled_ops": -1}, "max_unrolled_ops must be 0 or more"),
 ])
 def test_options_validate(kwargs, message):
     with pytest.raises(ValueError, match=message):

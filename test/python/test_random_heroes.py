@@ -39,8 +39,9 @@ from xla_gpu.tools.test_correctness import errors, random_input, reference_text
 SEEDS = int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "40"))
 
 # Every lowering of the CPU target, whatever the host: its transposing
-# writes too (the default only where the host has 512-bit vectors).
-OPTIONS = dataclasses.replace(CPU_DEFAULT_OPTIONS, transposing_writes=True)
+# writes too (the default only where the host has 512-bit vectors), with
+# the unroll budget they come with (they take a write phase unrolled).
+OPTIONS = dataclasses.replace(CPU_DEFAULT_OPTIONS, transposing_writes=True, max_unrolled_ops=400)
 
 FLOATS = ["f32", "bf16", "f16"]
 INTEGERS = ["s32", "u32", "s16", "u16", "s8", "u8"]
@@ -419,11 +420,12 @@ def test_random_heroes_reach_the_transposing_copy():
 def test_random_heroes_reach_the_permuting_copy_and_the_transposing_write():
     """Among the default seeds, a transpose of whole 16-bit tiles moves its
     tiles through registers in both phases on the CPU target: the first
-    copies each input row into the shared tile rotated (the permuting copy:
-    64 rows of two vectors of 32 16-bit integers), the second writes the
-    tile's columns to the output's rows (the transposing write: 4 squares
-    of 32 vectors of 32; OPTIONS: on any host). So the fuzzing compares both
-    lowerings with XLA."""
+    copies each input row into the shared tile rotated by whole 32-bit
+    words (the permuting copy's rotating loops: 64 rows of two vectors of
+    16 words), the second writes the tile's columns to the output's rows
+    (the transposing write: 4 squares of 32 vectors of 32 16-bit integers;
+    OPTIONS: on any host). So the fuzzing compares both lowerings with
+    XLA."""
     reached = []
     for seed in range(60):
         text, kind = hero_fusion_text(seed)
@@ -433,8 +435,10 @@ def test_random_heroes_reach_the_permuting_copy_and_the_transposing_write():
             continue
         with ir.Context():
             kernel = CpuKernel(str(emit_fusion(find_fusion(parse_hlo(text)))), OPTIONS)
-        stores = re.findall(r"llvm.store %\S+, %\S+ \{alignment = 2 : i64\} : vector<32xi16>",
-                            kernel.llvm_ir)
-        if len(stores) == 2 * 128:
+        written = re.findall(r"llvm.store %\S+, %\S+ \{alignment = 2 : i64\} : vector<32xi16>",
+                             kernel.llvm_ir)
+        rotated = re.findall(r"llvm.store %\S+, %\S+ \{alignment = 2 : i64\} : vector<16xi32>",
+                             kernel.llvm_ir)
+        if len(written) == 128 and "_rotations" in kernel.llvm_ir and rotated:
             reached.append(seed)
     assert reached

@@ -44,6 +44,10 @@ __all__ = ["PipelineOptions", "STAGES", "compile_context", "compile_kernel_to_pt
            "pipeline_string", "run_pipeline", "verify"]
 
 
+# xla-gpu-optimize-loops' max-unrolled-ops by default: XLA's budget.
+XLA_MAX_UNROLLED_OPS = 400
+
+
 @dataclass(frozen=True)
 class PipelineOptions:
     """What the pipeline is compiled for."""
@@ -77,7 +81,7 @@ class PipelineOptions:
     # write phase unrolled). The bf16 021 transpose's write phase, 8 steps
     # of 29 ops, unrolled took 55 of its 201 ms of compile and ran the same
     # (A/B in one process); every other bench loop is 96 ops or fewer.
-    max_unrolled_ops: int = 400
+    max_unrolled_ops: int = XLA_MAX_UNROLLED_OPS
     # XLA's peeling of a loop's last, bounds-checked iteration
     # (xla-gpu-peel-loops): on a GPU the main loop loses the check. The CPU
     # target keeps one loop: peeling a thread's vector symbol split its
@@ -188,7 +192,7 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
             options.append("unroll-top-level-math-loops=false")
         if not opts.partial_unroll:
             options.append("partial-unroll=false")
-        if opts.max_unrolled_ops != 400:
+        if opts.max_unrolled_ops != XLA_MAX_UNROLLED_OPS:
             options.append(f"max-unrolled-ops={opts.max_unrolled_ops}")
         suffix = "{" + " ".join(options) + "}" if options else ""
         passes += [f"func.func(xla-gpu-optimize-loops{suffix})"]

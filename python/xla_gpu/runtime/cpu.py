@@ -86,7 +86,8 @@ _CPUS = os.cpu_count() or 1
 _TRANSPOSING_WRITES = has_512_bit_vectors()
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
     vectorize=False, pipeline_loads=False, unroll_accumulations=False, unroll_math_loops=False,
-    partial_unroll=False, max_unrolled_ops=400 if _TRANSPOSING_WRITES else 128,
+    partial_unroll=False,
+    max_unrolled_ops=pipelines.XLA_MAX_UNROLLED_OPS if _TRANSPOSING_WRITES else 128,
     index_bitwidth=64, peel_loops=False, fold_loops_into_threads=True,
     transposing_writes=_TRANSPOSING_WRITES)
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
@@ -17,6 +18,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 
 namespace xla::gpu {
@@ -36,6 +38,27 @@ inline constexpr int64_t kMaxThreadsPerBlock = 1024;
 /// arguments of one slice are one buffer (-xla-gpu-propagate-slice-indices
 /// sets it, -xla-gpu-lower-tensors and -xla-gpu-merge-pointers read it).
 inline constexpr llvm::StringLiteral kSliceIndex = "xla.slice_index";
+
+/// Adds a private global to the module of `op` (16-byte aligned), named
+/// `prefix` and the first number free there, at the module's start; the
+/// insertion point of `b` is kept. Returns the name. (-xla-gpu-lower-tensors:
+/// array constants and shared memory; -xla-gpu-lower-kernel-to-cpu: a
+/// rotating copy's table.)
+inline std::string addGlobal(mlir::OpBuilder& b, mlir::Operation* op, llvm::StringRef prefix,
+                             mlir::Type type, bool isConstant, mlir::Attribute value,
+                             unsigned addrSpace = 0) {
+  auto module = op->getParentOfType<mlir::ModuleOp>();
+  std::string name;
+  for (int i = 0;; ++i) {
+    name = (prefix + llvm::Twine(i)).str();
+    if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
+  }
+  mlir::OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  b.create<mlir::LLVM::GlobalOp>(op->getLoc(), type, isConstant, mlir::LLVM::Linkage::Private,
+                                 name, value, /*alignment=*/16, addrSpace);
+  return name;
+}
 
 /// XLA's test pipelines, by their flags: `xla-gpu-test-optimize` (see
 /// test_pipelines.cpp).

@@ -2392,22 +2392,12 @@ class KernelLowering {
       }
       if (static_cast<int64_t>(table.size()) / 2 > first) classes.push_back({c, first});
     }
-    auto module = f_->getParentOfType<mlir::ModuleOp>();
-    std::string name;
-    for (int n = 0;; ++n) {
-      name = (f_.getName() + "_rotations" + llvm::Twine(n)).str();
-      if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
-    }
-    auto tableType = mlir::LLVM::LLVMArrayType::get(i32, table.size());
-    {
-      mlir::OpBuilder mb(module.getBody(), module.getBody()->begin());
-      mb.create<mlir::LLVM::GlobalOp>(
-          loc, tableType, /*isConstant=*/true, mlir::LLVM::Linkage::Private, name,
-          mlir::DenseIntElementsAttr::get(
-              mlir::RankedTensorType::get({static_cast<int64_t>(table.size())}, i32),
-              llvm::ArrayRef(table)),
-          /*alignment=*/16);
-    }
+    std::string name = addGlobal(
+        b, f_, (f_.getName() + "_rotations").str(),
+        mlir::LLVM::LLVMArrayType::get(i32, table.size()), /*isConstant=*/true,
+        mlir::DenseIntElementsAttr::get(
+            mlir::RankedTensorType::get({static_cast<int64_t>(table.size())}, i32),
+            llvm::ArrayRef(table)));
     Value tableAddr = b.create<mlir::LLVM::AddressOfOp>(loc, ptr, name);
     auto wordAt = [&](mlir::OpBuilder& at, Value base, Value words) -> Value {
       return at.create<mlir::LLVM::GEPOp>(loc, ptr, i32, base, mlir::ValueRange{words});

@@ -433,25 +433,6 @@ struct LowerTransferWrite : public TensorPattern<mlir::vector::TransferWriteOp> 
   }
 };
 
-// A private global of the module (16-byte aligned) named `prefix` and the
-// first free number; returns the name.
-std::string addGlobal(mlir::ConversionPatternRewriter& rewriter, mlir::Operation* op,
-                      llvm::StringRef prefix, mlir::Type type, bool isConstant,
-                      mlir::Attribute value, unsigned addrSpace) {
-  auto module = op->getParentOfType<mlir::ModuleOp>();
-  std::string name;
-  for (int i = 0;; ++i) {
-    name = (prefix + llvm::Twine(i)).str();
-    if (!mlir::SymbolTable::lookupSymbolIn(module, name)) break;
-  }
-  mlir::OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(module.getBody());
-  rewriter.create<mlir::LLVM::GlobalOp>(op->getLoc(), type, isConstant,
-                                        mlir::LLVM::Linkage::Private, name, value,
-                                        /*alignment=*/16, addrSpace);
-  return name;
-}
-
 // A constant array (an HLO array constant read at a computed index) becomes
 // a private constant global; its value is the flattened attribute.
 struct LowerTensorConstant : public mlir::OpConversionPattern<mlir::arith::ConstantOp> {

@@ -41,6 +41,9 @@ for name, module in [("hlo-indexing", "hlo_indexing"), ("fusion-to-mlir", "fusio
                      ("test-correctness", "test_correctness"), ("run-hlo", "run_hlo")]:
     config.substitutions.append((tool(name), f"{sys.executable} -m xla_gpu.tools.{module}"))
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# The Python tools' pipelines verify the IR after every pass in the tests,
+# as xla-gpu-opt (mlir-opt's --verify-each) always does.
+config.environment["XLA_GPU_VERIFY_EACH"] = "1"
 
 # Tests of the GPU tools' "no driver" path run where there is no driver.
 import ctypes  # noqa: E402

@@ -149,11 +149,14 @@ MLIR_CAPI_EXPORTED void xlaGpuHostJitDestroy(void* jit);
 
 /// Runs a pass pipeline (the passes of `builtin.module(...)`, comma
 /// separated) on `module`, like the bindings' PassManager.parse + run but
-/// callable without the GIL. Null on success; otherwise the message (the
-/// pipeline's parse error, or "Failure while executing pass pipeline:" and
-/// an `error: <loc>: <message>` line a diagnostic), to free with
+/// callable without the GIL. With `verifyEach` the module is verified after
+/// every pass (MLIR's default, mlir-opt's --verify-each); without it, once
+/// after the last. Null on success; otherwise the message (the pipeline's
+/// parse error, or "Failure while executing pass pipeline:" and an
+/// `error: <loc>: <message>` line a diagnostic), to free with
 /// xlaGpuFreeBuffer.
-MLIR_CAPI_EXPORTED char* xlaGpuRunPassPipeline(MlirModule module, const char* pipeline);
+MLIR_CAPI_EXPORTED char* xlaGpuRunPassPipeline(MlirModule module, const char* pipeline,
+                                               int verifyEach);
 
 /// The same in two steps, for many modules of one context: the pipeline
 /// parsed once (its passes then initialize once, on the first run -- the
@@ -163,7 +166,8 @@ MLIR_CAPI_EXPORTED char* xlaGpuRunPassPipeline(MlirModule module, const char* pi
 /// (a run at a time); destroyed before its context.
 MLIR_CAPI_EXPORTED void* xlaGpuParsePassPipeline(MlirContext context, const char* pipeline,
                                                  char** error);
-MLIR_CAPI_EXPORTED char* xlaGpuRunParsedPassPipeline(void* pipeline, MlirModule module);
+MLIR_CAPI_EXPORTED char* xlaGpuRunParsedPassPipeline(void* pipeline, MlirModule module,
+                                                     int verifyEach);
 MLIR_CAPI_EXPORTED void xlaGpuDestroyPassPipeline(void* pipeline);
 
 #ifdef __cplusplus

@@ -21,6 +21,7 @@
 #include "mlir/CAPI/IR.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -80,11 +81,11 @@ char* copyOut(const std::string& text) {
 
 extern "C" {
 
-char* xlaGpuRunPassPipeline(MlirModule module, const char* pipeline) {
+char* xlaGpuRunPassPipeline(MlirModule module, const char* pipeline, int verifyEach) {
   char* error = nullptr;
   void* pm = xlaGpuParsePassPipeline(wrap(unwrap(module)->getContext()), pipeline, &error);
   if (!pm) return error;
-  char* message = xlaGpuRunParsedPassPipeline(pm, module);
+  char* message = xlaGpuRunParsedPassPipeline(pm, module, verifyEach);
   xlaGpuDestroyPassPipeline(pm);
   return message;
 }
@@ -101,12 +102,18 @@ void* xlaGpuParsePassPipeline(MlirContext context, const char* pipeline, char** 
   return pm.release();
 }
 
-char* xlaGpuRunParsedPassPipeline(void* pipeline, MlirModule module) {
+char* xlaGpuRunParsedPassPipeline(void* pipeline, MlirModule module, int verifyEach) {
   auto* pm = static_cast<mlir::PassManager*>(pipeline);
   mlir::ModuleOp op = unwrap(module);
   DiagnosticText diagnostics(op.getContext());
+  pm->enableVerifier(verifyEach != 0);
   if (failed(pm->run(op))) {
     return copyOut("Failure while executing pass pipeline:" + diagnostics.take());
+  }
+  // Without the verifier after each pass, the pipeline's output is verified
+  // once: what leaves here is valid IR either way.
+  if (!verifyEach && failed(mlir::verify(op))) {
+    return copyOut("the pass pipeline's output does not verify:" + diagnostics.take());
   }
   return nullptr;
 }

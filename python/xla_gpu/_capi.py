@@ -121,9 +121,9 @@ def _load() -> ctypes.CDLL:
         "xlaGpuHostJitDestroy": ([ctypes.c_void_p], None),
         # PassPipeline.cpp (without the GIL: a module's kernels go through
         # the pipeline on several threads).
-        "xlaGpuRunPassPipeline": ([H, ctypes.c_char_p], ctypes.c_void_p),
+        "xlaGpuRunPassPipeline": ([H, ctypes.c_char_p, ctypes.c_int], ctypes.c_void_p),
         "xlaGpuParsePassPipeline": ([H, ctypes.c_char_p, P(ctypes.c_void_p)], ctypes.c_void_p),
-        "xlaGpuRunParsedPassPipeline": ([ctypes.c_void_p, H], ctypes.c_void_p),
+        "xlaGpuRunParsedPassPipeline": ([ctypes.c_void_p, H, ctypes.c_int], ctypes.c_void_p),
         "xlaGpuDestroyPassPipeline": ([ctypes.c_void_p], None),
         # HostCopy.cpp, HostLaunch.cpp (without the GIL too).
         "xlaGpuHostCopy": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,

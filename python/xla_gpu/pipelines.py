@@ -373,12 +373,27 @@ def parse_module(text: str, source: str = "<input>") -> ir.Module:
         return ir.Module.parse(text)
 
 
+def verify_each_default() -> bool:
+    """Whether pipelines verify the module after every pass: on with
+    `XLA_GPU_VERIFY_EACH=1` (the tests set it), else off."""
+    return os.environ.get("XLA_GPU_VERIFY_EACH", "0") not in ("", "0")
+
+
 def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
-                 stages: Iterable[str] = tuple(STAGES), dump_to: str | os.PathLike | None = None
-                 ) -> ir.Module:
+                 stages: Iterable[str] = tuple(STAGES), dump_to: str | os.PathLike | None = None,
+                 verify_each: bool | None = None) -> ir.Module:
     """Runs the stages on `module` in place. With `dump_to`, the IR after every
     pass goes to numbered files there (`000.input.mlir`, `001.inline.mlir`,
-    ...), like XLA's --xla_dump_hlo_pass_re=fusion-emitter."""
+    ...), like XLA's --xla_dump_hlo_pass_re=fusion-emitter.
+
+    The input is verified first and the output last. With `verify_each`
+    (None: verify_each_default()) the module is verified after every pass as
+    well, as mlir-opt's --verify-each does: a pass that breaks the IR is
+    named, and what follows it never sees broken IR. That is a third of a
+    kernel's pipeline time in this MLIR (built with assertions), so kernel
+    compiles leave it off, as XLA's release builds do."""
+    if verify_each is None:
+        verify_each = verify_each_default()
     if opts.index_bitwidth is None:
         opts = dataclasses.replace(opts, index_bitwidth=choose_index_bitwidth(module))
     passes = pipeline_passes(opts, stages)
@@ -388,24 +403,24 @@ def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
         raise PipelineError(f"the input does not verify: {e}") from None
     if dump_to is None:
         lent = _lent.get(id(module.context))
-        (lent.run if lent is not None else _run)(module, ",".join(passes))
+        (lent.run if lent is not None else _run)(module, ",".join(passes), verify_each)
         return module
     out = Path(dump_to)
     out.mkdir(parents=True, exist_ok=True)
     (out / "000.input.mlir").write_text(str(module))
     for i, p in enumerate(passes, start=1):
-        _run(module, p)
+        _run(module, p, verify_each)
         name = p.split("(")[-1].split("{")[0].rstrip(")")
         (out / f"{i:03d}.{name}.mlir").write_text(str(module))
     return module
 
 
-def _run(module: ir.Module, passes: str) -> None:
+def _run(module: ir.Module, passes: str, verify_each: bool) -> None:
     """Runs `passes` (comma separated, on the module) through the plugin's
     C API: ctypes releases the GIL, so other threads' kernels go through
     their pipelines meanwhile (the bindings' PassManager.run holds it)."""
     _raise_message(_capi.lib.xlaGpuRunPassPipeline(_capi.unwrap(module, "Module"),
-                                                   passes.encode()))
+                                                   passes.encode(), int(verify_each)))
 
 
 def _raise_message(message: int | None) -> None:
@@ -433,7 +448,7 @@ class _CompileContext:
         # at exit while the library is still there.
         weakref.finalize(self, _destroy_pipelines, self._parsed)
 
-    def run(self, module: ir.Module, passes: str) -> None:
+    def run(self, module: ir.Module, passes: str, verify_each: bool) -> None:
         handle = self._parsed.get(passes)
         if handle is None:
             error = ctypes.c_void_p()
@@ -443,7 +458,7 @@ class _CompileContext:
                 _raise_message(error.value)
             self._parsed[passes] = handle
         _raise_message(_capi.lib.xlaGpuRunParsedPassPipeline(
-            handle, _capi.unwrap(module, "Module")))
+            handle, _capi.unwrap(module, "Module"), int(verify_each)))
 
 
 def _destroy_pipelines(parsed: dict[str, int]) -> None:

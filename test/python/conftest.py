@@ -1,9 +1,16 @@
 """Shared fixtures and inputs of the Python tests."""
 
+import os
+
 import pytest
 
 import xla_gpu  # noqa: F401  (registers the dialect before any Context exists)
 from mlir import ir
+
+# Every pipeline a test runs verifies the IR after each pass (kernel
+# compiles otherwise verify only what goes in and what comes out), so a pass
+# that breaks the IR fails the test that reaches it, named.
+os.environ.setdefault("XLA_GPU_VERIFY_EACH", "1")
 
 
 @pytest.fixture

@@ -340,7 +340,8 @@ def test_scalar_trig_calls_the_exact_reduction_for_huge_arguments(opt_level):
     vectorized)."""
     with ir.Context():
         module = pipelines.parse_module(_SCALAR_SIN)
-        pipelines._run(module, "xla-gpu-lower-to-llvm{target=cpu},reconcile-unrealized-casts")
+        pipelines._run(module, "xla-gpu-lower-to-llvm{target=cpu},reconcile-unrealized-casts",
+                       verify_each=True)
         assert "llvm.call @xla_gpu_host_sin_f32" in str(module)
         obj = host_code.compile_object(module, opt_level=opt_level)
     code = host_code.HostCode(obj)

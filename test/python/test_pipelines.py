@@ -114,6 +114,37 @@ def test_canonicalize_without_region_simplification_changes_nothing(ctx, kernel,
     assert outputs[0] == outputs[1]
 
 
+@pytest.mark.parametrize("stages", [tuple(pipelines.STAGES), pipelines.CPU_STAGES],
+                         ids=["gpu", "cpu"])
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_verifying_each_pass_changes_nothing(ctx, kernel, stages):
+    """Kernel compiles verify the module before and after the pipeline but
+    not after every pass (verify_each=False): each example kernel comes
+    out of both pipelines the same either way, run alone and in a compile
+    context (its pipelines kept parsed, run once each way)."""
+    outputs = []
+    for verify_each in (True, False):
+        module = ir.Module.parse(examples.path(kernel).read_text())
+        pipelines.run_pipeline(module, stages=stages, verify_each=verify_each)
+        outputs.append(str(module))
+    for verify_each in (True, False):
+        with pipelines.compile_context():
+            module = pipelines.parse_module(examples.path(kernel).read_text())
+            pipelines.run_pipeline(module, stages=stages, verify_each=verify_each)
+            outputs.append(str(module))
+    assert outputs[1:] == outputs[:1] * 3
+
+
+def test_verify_each_default(monkeypatch):
+    """Off unless XLA_GPU_VERIFY_EACH is set to something other than 0
+    (the tests set it: conftest.py, lit.cfg.py)."""
+    monkeypatch.delenv("XLA_GPU_VERIFY_EACH", raising=False)
+    assert pipelines.verify_each_default() is False
+    for value, expected in [("1", True), ("0", False), ("", False)]:
+        monkeypatch.setenv("XLA_GPU_VERIFY_EACH", value)
+        assert pipelines.verify_each_default() is expected
+
+
 def test_transpose_reduce_kernel_uses_the_gpu_features(ctx):
     code = pipelines.compile_to_ptx(
         ir.Module.parse(examples.path("transpose_reduce.mlir").read_text()))
@@ -204,7 +235,7 @@ opts = pipelines.PipelineOptions(index_bitwidth=32)
 texts = [examples.path(n).read_text() for n in ("seed_gelu.mlir", "row_reduction.mlir")]
 def lowered(run, text):
     module = pipelines.parse_module(text)
-    run(module, ",".join(pipelines.pipeline_passes(opts, pipelines.CPU_STAGES)))
+    run(module, ",".join(pipelines.pipeline_passes(opts, pipelines.CPU_STAGES)), True)
     return str(module)
 with ir.Context():
     want = [lowered(pipelines._run, t) for t in texts]
@@ -320,9 +351,9 @@ def test_the_pipeline_runs_without_the_gil():
     calls = []
     run = pipelines._run
 
-    def timed_run(module, passes):
+    def timed_run(module, passes, verify_each):
         start = time.perf_counter()
-        run(module, passes)
+        run(module, passes, verify_each)
         calls.append((start, time.perf_counter()))
 
     other = threading.Thread(target=count)

@@ -271,6 +271,60 @@ def test_half_floats_only_moved_are_moved_as_integers(tmp_path):
             assert "load half" in before and "fpext half" in before
 
 
+_SUM_OF_F32 = """
+HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+
+fused {
+  p = f32[SHAPE] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[OUT] reduce(p, z), dimensions={DIM}, to_apply=add
+}
+
+ENTRY main {
+  p0 = f32[SHAPE] parameter(0)
+  ROOT f = f32[OUT] fusion(p0), kind=kInput, calls=fused
+}
+"""
+
+
+@pytest.mark.parametrize("shape, dim, prefetched", [
+    ((256, 4096), 1, True),    # rows: one long stream a block, only read
+    ((4096, 256), 0, False),   # columns: many short streams
+    ((256, 16), 1, True),      # short rows, several a block: one stream
+])
+def test_long_read_only_streams_are_prefetched(tmp_path, shape, dim, prefetched):
+    """After O3 the host's innermost loops that only read one or two long
+    streams of a kernel's buffers, with little work a byte (a row sum's),
+    prefetch 1 KiB ahead (HostJit.cpp, prefetchStreams); a column sum's
+    many short streams do not. Either way the sums are numpy's (to f32
+    rounding)."""
+    out = shape[1 - dim]
+    text = (_SUM_OF_F32.replace("SHAPE", f"{shape[0]},{shape[1]}")
+            .replace("OUT", str(out)).replace("DIM", str(dim)))
+    script = (
+        _KERNEL_OF_STDIN +
+        f"x = np.random.default_rng(0).standard_normal({shape}).astype(np.float32)\n"
+        f"y = np.zeros({out}, np.float32)\n"
+        "kernel(x, y)\n"
+        f"np.testing.assert_allclose(y, x.sum(axis={dim}, dtype=np.float64), rtol=1e-4, atol=1e-3)\n"
+        "print('summed')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
+                                                             "XLA_GPU_DUMP_LLVM_IR")}
+    done = subprocess.run([sys.executable, "-c", script], input=text,
+                          env={**env, "XLA_GPU_DUMP_LLVM_IR": str(tmp_path)},
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "summed" in done.stdout, done.stderr
+    assert "@llvm.prefetch" not in (tmp_path / "0.ll").read_text()
+    optimized = (tmp_path / "0.opt.ll").read_text()
+    assert ("call void @llvm.prefetch" in optimized) == prefetched
+
+
 # Each half loaded is stored right after (the store the next instruction):
 # out[i] = in[i], out[i + 1] = in[i + 1], and a vector of 4 too.
 _HALF_STORED_AT_ONCE = """

@@ -624,9 +624,12 @@ void prefetchStreams(llvm::Function& fn, llvm::LoopInfo& loops, llvm::ScalarEvol
     for (llvm::BasicBlock* block : loop->blocks()) {
       instructions += block->size();
       for (llvm::Instruction& inst : *block) {
+        // Stores to the stack (accumulators, shared tiles) are not writes
+        // of a stream; anything else that may write memory is.
         auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst);
-        writes |= store && llvm::isa<llvm::Argument>(
-                               llvm::getUnderlyingObject(store->getPointerOperand()));
+        bool local = store && !llvm::isa<llvm::Argument>(
+                                  llvm::getUnderlyingObject(store->getPointerOperand()));
+        writes |= inst.mayWriteToMemory() && !local;
       }
     }
     if (streams.empty() || streams.size() > 2 || writes || streamed < 2 * instructions) continue;

@@ -561,6 +561,7 @@ void setTailFoldingForHost() {
 constexpr int64_t kPrefetchBytesAhead = 1024;
 constexpr int64_t kMaxPrefetchedStep = 256;
 constexpr int64_t kCacheLineBytes = 64;
+constexpr int64_t kPageBytes = 4096;
 
 void prefetchStreams(llvm::Function& fn, llvm::LoopInfo& loops, llvm::ScalarEvolution& se) {
   const llvm::DataLayout& layout = fn.getParent()->getDataLayout();
@@ -607,7 +608,7 @@ void prefetchStreams(llvm::Function& fn, llvm::LoopInfo& loops, llvm::ScalarEvol
               llvm::dyn_cast<llvm::SCEVConstant>(se.getMinusSCEV(address, stream.address));
           if (!apart || apart->getAPInt().getSignificantBits() > 64) continue;
           int64_t offset = apart->getAPInt().getSExtValue();
-          if (offset < -4096 || offset > 4096) continue;
+          if (offset < -kPageBytes || offset > kPageBytes) continue;
           stream.lo = std::min(stream.lo, offset);
           stream.hi = std::max(stream.hi, offset + size);
           joined = true;

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 
@@ -563,8 +564,18 @@ constexpr int64_t kMaxPrefetchedStep = 256;
 constexpr int64_t kCacheLineBytes = 64;
 constexpr int64_t kPageBytes = 4096;
 
+// `value` as a 64-bit integer, if it is a constant that fits.
+std::optional<int64_t> constantOf(const llvm::SCEV* value) {
+  auto* constant = llvm::dyn_cast<llvm::SCEVConstant>(value);
+  if (!constant) return std::nullopt;
+  return constant->getAPInt().trySExtValue();
+}
+
 void prefetchStreams(llvm::Function& fn, llvm::LoopInfo& loops, llvm::ScalarEvolution& se) {
   const llvm::DataLayout& layout = fn.getParent()->getDataLayout();
+  auto inBuffer = [](llvm::Value* pointer) {
+    return llvm::isa<llvm::Argument>(llvm::getUnderlyingObject(pointer));
+  };
   struct Stream {
     const llvm::SCEV* address;  // of `first`
     llvm::LoadInst* first;
@@ -575,65 +586,60 @@ void prefetchStreams(llvm::Function& fn, llvm::LoopInfo& loops, llvm::ScalarEvol
     // Exactly this many iterations (0 where unknown).
     const int64_t trips = se.getSmallConstantTripCount(loop);
     if (trips == 0) continue;
+    // A loop that writes memory other than the stack (accumulators, shared
+    // tiles) is left to the hardware's prefetchers.
+    int64_t instructions = 0;
+    bool writes = false;
+    for (llvm::BasicBlock* block : loop->blocks()) {
+      instructions += block->size();
+      for (llvm::Instruction& inst : *block) {
+        auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst);
+        bool local = store && !inBuffer(store->getPointerOperand());
+        writes |= inst.mayWriteToMemory() && !local;
+      }
+    }
+    if (writes) continue;
     llvm::SmallVector<Stream> streams;
     for (llvm::BasicBlock* block : loop->blocks()) {
       for (llvm::Instruction& inst : *block) {
         auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
         if (!load || load->isVolatile() || load->isAtomic()) continue;
         llvm::Value* pointer = load->getPointerOperand();
-        if (!llvm::isa<llvm::Argument>(llvm::getUnderlyingObject(pointer))) continue;
+        if (!inBuffer(pointer)) continue;
         const llvm::SCEV* address = se.getSCEV(pointer);
         auto* rec = llvm::dyn_cast<llvm::SCEVAddRecExpr>(address);
         if (!rec || rec->getLoop() != loop || !rec->isAffine()) continue;
-        auto* stepConst = llvm::dyn_cast<llvm::SCEVConstant>(rec->getStepRecurrence(se));
-        if (!stepConst || stepConst->getAPInt().getSignificantBits() > 64) continue;
-        int64_t step = stepConst->getAPInt().getSExtValue();
-        if (step == 0 || step > kMaxPrefetchedStep || step < -kMaxPrefetchedStep) continue;
+        std::optional<int64_t> step = constantOf(rec->getStepRecurrence(se));
+        if (!step || *step == 0 || *step > kMaxPrefetchedStep || *step < -kMaxPrefetchedStep) {
+          continue;
+        }
         // A long stream, or one the enclosing loop goes on with: its next
         // iteration starts where this loop's last ended.
-        const int64_t extent = trips * step;
+        const int64_t extent = trips * *step;
         bool longStream = std::abs(extent) >= 4 * kPrefetchBytesAhead;
         auto* outer = llvm::dyn_cast<llvm::SCEVAddRecExpr>(rec->getStart());
-        auto* outerStep = outer && outer->getLoop() == loop->getParentLoop() && outer->isAffine()
-                              ? llvm::dyn_cast<llvm::SCEVConstant>(outer->getStepRecurrence(se))
-                              : nullptr;
-        bool continued = outerStep && outerStep->getAPInt().getSignificantBits() <= 64 &&
-                         outerStep->getAPInt().getSExtValue() == extent;
+        bool continued = outer && outer->getLoop() == loop->getParentLoop() &&
+                         outer->isAffine() &&
+                         constantOf(outer->getStepRecurrence(se)) == extent;
         if (!longStream && !continued) continue;
         auto size = static_cast<int64_t>(layout.getTypeStoreSize(load->getType()));
         bool joined = false;
         for (Stream& stream : streams) {
-          if (stream.step != step) continue;
-          auto* apart =
-              llvm::dyn_cast<llvm::SCEVConstant>(se.getMinusSCEV(address, stream.address));
-          if (!apart || apart->getAPInt().getSignificantBits() > 64) continue;
-          int64_t offset = apart->getAPInt().getSExtValue();
-          if (offset < -kPageBytes || offset > kPageBytes) continue;
-          stream.lo = std::min(stream.lo, offset);
-          stream.hi = std::max(stream.hi, offset + size);
+          if (stream.step != *step) continue;
+          std::optional<int64_t> offset = constantOf(se.getMinusSCEV(address, stream.address));
+          if (!offset || *offset < -kPageBytes || *offset > kPageBytes) continue;
+          stream.lo = std::min(stream.lo, *offset);
+          stream.hi = std::max(stream.hi, *offset + size);
           joined = true;
           break;
         }
-        if (!joined) streams.push_back({address, load, step, 0, size});
+        if (!joined) streams.push_back({address, load, *step, 0, size});
       }
     }
-    // A loop that stores to a buffer, reads more streams, or does more
-    // work a byte of them is left to the hardware's prefetchers.
-    int64_t streamed = 0, instructions = 0;
-    bool writes = false;
+    // Nor are loops that read more streams, or do more work a byte of them.
+    int64_t streamed = 0;
     for (const Stream& stream : streams) streamed += std::abs(stream.step);
-    for (llvm::BasicBlock* block : loop->blocks()) {
-      instructions += block->size();
-      for (llvm::Instruction& inst : *block) {
-        // Stores to the stack (accumulators, shared tiles) are not writes
-        // of a stream; anything else that may write memory is.
-        auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst);
-        bool local = store && !llvm::isa<llvm::Argument>(
-                                  llvm::getUnderlyingObject(store->getPointerOperand()));
-        writes |= inst.mayWriteToMemory() && !local;
-      }
-    }
-    if (streams.empty() || streams.size() > 2 || writes || streamed < 2 * instructions) continue;
+    if (streams.empty() || streams.size() > 2 || streamed < 2 * instructions) continue;
     for (const Stream& stream : streams) {
       int64_t magnitude = std::abs(stream.step);
       int64_t lines = std::max<int64_t>(1, (magnitude + kCacheLineBytes - 1) / kCacheLineBytes);

@@ -47,3 +47,57 @@ func.func @row_col(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %v, %q : f32, !llvm.ptr
   return
 }
+
+// The same with long-latency arithmetic (an exp) in the body: the two
+// pieces are the iterations of one loop over k in [0, 2), lanes from
+// k ? cut : 0 to k ? 128 : cut, the row q0 + k and the column
+// r0 - 200 k + lane, so that the exp is emitted (and vectorized by LLVM)
+// once, not in a copy of the loop a piece.
+// CHECK-LABEL: func.func @row_col_exp
+// CHECK:     scf.for %[[BID:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK:       %[[FIRST:.*]] = arith.muli %[[BID]], %c128
+// CHECK:       %[[Q0:.*]] = arith.divui %[[FIRST]], %c200
+// CHECK:       %[[R0:.*]] = arith.remui %[[FIRST]], %c200
+// CHECK:       %[[LEFT:.*]] = arith.subi %c200, %[[R0]]
+// CHECK:       %[[LOW:.*]] = arith.minsi %[[LEFT]], %c128
+// CHECK:       %[[CUT:.*]] = arith.maxsi %[[LOW]], %c0
+// CHECK:       scf.for %[[K:.*]] = %c0 to %c2 step %c1
+// CHECK:         %[[FROM:.*]] = arith.muli %[[K]], %[[CUT]]
+// CHECK:         %[[REST:.*]] = arith.subi %c128, %[[CUT]]
+// CHECK:         %[[MORE:.*]] = arith.muli %[[K]], %[[REST]]
+// CHECK:         %[[TO:.*]] = arith.addi %[[CUT]], %[[MORE]]
+// CHECK:         %[[Q:.*]] = arith.addi %[[Q0]], %[[K]]
+// CHECK:         %[[BACK:.*]] = arith.muli %[[K]], %c200
+// CHECK:         %[[R:.*]] = arith.subi %[[R0]], %[[BACK]]
+// CHECK:         scf.for %[[L:.*]] = %[[FROM]] to %[[TO]] step %c1
+// CHECK-NOT:       arith.divui
+// CHECK-NOT:       arith.remui
+// CHECK:           %[[COL:.*]] = arith.addi %[[R]], %[[L]]
+// CHECK:           math.exp
+// CHECK:           %[[ROW:.*]] = arith.muli %[[Q]], %c328
+// CHECK:           arith.addi %[[ROW]], %[[COL]]
+// CHECK:           llvm.store
+// CHECK-NEXT:    } {loop_annotation
+// CHECK-NEXT:  } {loop_annotation
+// CHECK-NOT:   math.exp
+func.func @row_col_exp(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 99 : index]}
+  %c128 = arith.constant 128 : index
+  %c200 = arith.constant 200 : index
+  %c328 = arith.constant 328 : index
+  %first = arith.muli %bid, %c128 : index
+  %e = arith.addi %first, %tid : index
+  %row = arith.divui %e, %c200 : index
+  %col = arith.remui %e, %c200 : index
+  %i = arith.index_cast %e : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %x = math.exp %v : f32
+  %r = arith.muli %row, %c328 : index
+  %o = arith.addi %r, %col : index
+  %j = arith.index_cast %o : index to i64
+  %q = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x, %q : f32, !llvm.ptr
+  return
+}

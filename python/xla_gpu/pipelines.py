@@ -80,9 +80,10 @@ class PipelineOptions:
     # (400 where it writes transposes in 512-bit squares, which take the
     # write phase unrolled). The bf16 021 transpose's write phase, 8 steps
     # of 29 ops, unrolled took 55 of its 201 ms of compile; it ran the same
-    # in stop 49's three A/Bs but 1.00-1.15x faster in stop 50's seven (in
-    # one process each): a trade of its run time against its compile, left
-    # open. Every other bench loop is 96 ops or fewer.
+    # in stop 49's three A/Bs, 1.00-1.15x faster in stop 50's seven and
+    # 1.01-1.04x in stop 51's two (in one process each), for 45 ms more
+    # compile where its compile is over XLA's already: the loop is kept.
+    # Every other bench loop is 96 ops or fewer.
     max_unrolled_ops: int = XLA_MAX_UNROLLED_OPS
     # XLA's peeling of a loop's last, bounds-checked iteration
     # (xla-gpu-peel-loops): on a GPU the main loop loses the check. The CPU

@@ -3231,10 +3231,10 @@ class KernelLowering {
       Value k = segments.getInductionVar();
       mlir::OpBuilder sb = mlir::OpBuilder::atBlockBegin(segments.getBody());
       auto kTimes = [&](Value v) { return sb.create<mlir::arith::MulIOp>(loc, k, v); };
-      Value segLower =
-          sb.create<mlir::arith::AddIOp>(loc, lower, kTimes(sb.create<mlir::arith::SubIOp>(loc, cut, lower)));
-      Value segUpper =
-          sb.create<mlir::arith::AddIOp>(loc, cut, kTimes(sb.create<mlir::arith::SubIOp>(loc, upper, cut)));
+      Value before = sb.create<mlir::arith::SubIOp>(loc, cut, lower);
+      Value after = sb.create<mlir::arith::SubIOp>(loc, upper, cut);
+      Value segLower = sb.create<mlir::arith::AddIOp>(loc, lower, kTimes(before));
+      Value segUpper = sb.create<mlir::arith::AddIOp>(loc, cut, kTimes(after));
       Value q = sb.create<mlir::arith::AddIOp>(loc, q0, k);
       Value back = sb.create<mlir::arith::SubIOp>(loc, r0, kTimes(divisor));
       lanes->moveBefore(segments.getBody()->getTerminator());

@@ -62,8 +62,8 @@ func.func @row_col(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:       %[[LOW:.*]] = arith.minsi %[[LEFT]], %c128
 // CHECK:       %[[CUT:.*]] = arith.maxsi %[[LOW]], %c0
 // CHECK:       scf.for %[[K:.*]] = %c0 to %c2 step %c1
-// CHECK:         %[[FROM:.*]] = arith.muli %[[K]], %[[CUT]]
 // CHECK:         %[[REST:.*]] = arith.subi %c128, %[[CUT]]
+// CHECK:         %[[FROM:.*]] = arith.muli %[[K]], %[[CUT]]
 // CHECK:         %[[MORE:.*]] = arith.muli %[[K]], %[[REST]]
 // CHECK:         %[[TO:.*]] = arith.addi %[[CUT]], %[[MORE]]
 // CHECK:         %[[Q:.*]] = arith.addi %[[Q0]], %[[K]]

@@ -37,6 +37,13 @@ CASES = {
         "add_f32", "  z = f32[] constant(0)\n"
         "  ROOT r = f32[1024] reduce(a0, z), dimensions={0}, to_apply=add_f32",
         "f32[4096,1024]", "f32[1024]"),
+    # 16384 rows: XLA's heuristic makes it a loop fusion (a thread a column
+    # over every row); on two threads each would read half of each 4 KiB
+    # row, which ran 1.5x slower than one (CpuKernel's probe calls decide).
+    "column sum f32[16384,1024]": _module(
+        "add_f32", "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[1024] reduce(a0, z), dimensions={0}, to_apply=add_f32",
+        "f32[16384,1024]", "f32[1024]"),
     # Rows of 12: XLA's heuristic leaves them to the loop emitter.
     "row max f32[8192,12]": _module(
         "max_f32", "  z = f32[] constant(-inf)\n"

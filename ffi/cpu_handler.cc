@@ -27,11 +27,15 @@
 //   4. copies an in-place result's operand into it when XLA gave them
 //      different buffers;
 //   5. spreads the blocks over XLA's intra-op thread pool, the calling
-//      thread taking chunks too, and returns when every chunk ran.
+//      thread taking chunks too, and returns when every chunk ran -- or
+//      runs them on the calling thread alone, where the instruction's
+//      first calls ran faster that way (WorkerChoice).
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <limits>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -149,12 +153,62 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
   return Error::Success();
 }
 
+// Step 5's threads, chosen by an instruction's own times as CpuKernel
+// chooses its (runtime/cpu.py: PROBE_CALLS, choose_workers): its first
+// kProbeCalls calls run on the calling thread, timed; one whose fastest
+// took under kMinNanosForWorkers stays there, any other runs its next
+// kProbeCalls on the pool, timed, and keeps it unless one thread was 1.1x
+// faster. The bytes a kernel moves do not tell: a column reduction XLA
+// makes a loop fusion (f32[16384,1024], each worker reading half of each
+// 4 KiB row) ran 4.5 ms on one thread, 6.9 on two. Calls may run at once
+// on several threads: the counts and bests are atomic, and whichever call
+// decides first does.
+class WorkerChoice {
+ public:
+  static constexpr int64_t kProbeCalls = 3;
+  static constexpr int64_t kMinNanosForWorkers = 100'000;
+
+  // The threads this call runs on, and its probe's number (-1: none).
+  std::pair<int64_t, int64_t> Next(int64_t most) {
+    int64_t decided = workers_.load(std::memory_order_acquire);
+    if (decided != 0) return {decided, -1};
+    if (most == 1) {
+      workers_.store(1, std::memory_order_release);
+      return {1, -1};
+    }
+    int64_t probe = calls_.fetch_add(1, std::memory_order_relaxed);
+    if (probe >= 2 * kProbeCalls) return {most, -1};  // others still probing
+    return {probe < kProbeCalls ? 1 : most, probe};
+  }
+
+  // Records probe `probe`'s time; decides after the last of each side.
+  void Record(int64_t probe, int64_t nanos, int64_t most) {
+    std::atomic<int64_t>& best = probe < kProbeCalls ? best_one_ : best_many_;
+    int64_t seen = best.load(std::memory_order_relaxed);
+    while (nanos < seen && !best.compare_exchange_weak(seen, nanos)) {
+    }
+    int64_t one = best_one_.load(), many = best_many_.load();
+    if (probe == kProbeCalls - 1 && one < kMinNanosForWorkers) {
+      workers_.store(1, std::memory_order_release);
+    } else if (probe == 2 * kProbeCalls - 1) {
+      workers_.store(one * 11 < many * 10 ? 1 : most, std::memory_order_release);
+    }
+  }
+
+ private:
+  std::atomic<int64_t> calls_{0};
+  std::atomic<int64_t> best_one_{std::numeric_limits<int64_t>::max()};
+  std::atomic<int64_t> best_many_{std::numeric_limits<int64_t>::max()};
+  std::atomic<int64_t> workers_{0};  // 0: not decided
+};
+
 // The state of one custom-call instruction, made once when XLA
 // instantiates the program (steps 1-2), so that a call does only steps 3-5.
 struct CpuCallState {
   static xffi::TypeId id;
   std::shared_ptr<const CpuKernelEntry> kernel;
   OwnedSignature signature;
+  WorkerChoice workers;
 };
 xffi::TypeId CpuCallState::id = {};
 
@@ -197,26 +251,33 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
       signature, buffers.view(),
       [](void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }, slots.span());
   if (num_slots.has_error()) return num_slots.error();
-  // 5. Chunks of blocks, taken by whoever is free (HostLaunch.h). A kernel
-  // of one block asks the pool nothing.
-  const int64_t workers =
-      k.num_blocks == 1 ? 1
-                        : std::min<int64_t>(k.num_blocks, pool.num_threads() + 1);
+  // 5. Chunks of blocks, taken by whoever is free (HostLaunch.h), on the
+  // threads WorkerChoice picks. A kernel of one block asks the pool
+  // nothing.
+  const int64_t most =
+      k.num_blocks == 1 ? 1 : std::min<int64_t>(k.num_blocks, pool.num_threads() + 1);
+  auto [workers, probe] = state->workers.Next(most);
+  const auto start = std::chrono::steady_clock::now();
   if (workers == 1) {  // no pool, no shared state: a small kernel's call
     ::xla_gpu::PackedArgs(slots.data(), *num_slots).run(k.fn, 0, k.num_blocks);
-    return Error::Success();
+  } else {
+    std::vector<int64_t> values;
+    for (size_t i = 0; i < *num_slots; ++i) {
+      values.push_back(reinterpret_cast<intptr_t>(slots[i]));
+    }
+    auto work = std::make_shared<ChunkedLaunch>(
+        k.fn, std::move(values), k.num_blocks, ::xla_gpu::defaultChunks(k.num_blocks, workers));
+    for (int64_t w = 1; w < workers; ++w) {
+      pool.Schedule([work] { work->runChunks(); });
+    }
+    work->runChunks();
+    work->wait();
   }
-  std::vector<int64_t> values;
-  for (size_t i = 0; i < *num_slots; ++i) {
-    values.push_back(reinterpret_cast<intptr_t>(slots[i]));
+  if (probe >= 0) {
+    const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - start);
+    state->workers.Record(probe, nanos.count(), most);
   }
-  auto work = std::make_shared<ChunkedLaunch>(
-      k.fn, std::move(values), k.num_blocks, ::xla_gpu::defaultChunks(k.num_blocks, workers));
-  for (int64_t w = 1; w < workers; ++w) {
-    pool.Schedule([work] { work->runChunks(); });
-  }
-  work->runChunks();
-  work->wait();
   return Error::Success();
 }
 

@@ -237,21 +237,41 @@ def iterate(x: np.ndarray, iterations: int) -> np.ndarray:
 
 
 @pytest.mark.skipif(cpu._CPUS < 2, reason="one core: every call runs on it")
-def test_workers_follow_a_small_kernels_time_not_its_bytes():
-    """Under MIN_BYTES_FOR_WORKERS a kernel's first PROBE_CALLS calls run on
-    one thread, timed: one that computes for long (4 KB, ~ms) takes the
-    workers after them, one over in microseconds stays on its caller."""
+def test_workers_follow_a_kernels_time_not_its_bytes():
+    """A kernel's first PROBE_CALLS calls run on one thread, timed: one
+    over in microseconds stays there; one that computes for long (4 KB,
+    ~ms) runs its next PROBE_CALLS on the workers, timed, and its later
+    calls take what choose_workers makes of those times. Every call's
+    result is right."""
     x = rng.randn(512).astype(np.float32)
-    for iterations, want in ((1, 1), (20000, 2)):
+    workers = min(cpu._CPUS, 4)
+    for iterations in (1, 20000):
         kernel = CpuKernel(iterating_kernel(iterations))
-        assert kernel.workers == 1
-        for call in range(cpu.PROBE_CALLS + 2):
+        ran = []
+        for _ in range(2 * cpu.PROBE_CALLS + 1):
+            ran.append(kernel.workers)
             out = np.zeros_like(x)
             kernel(x, out)
             np.testing.assert_allclose(out, iterate(x, iterations), rtol=1e-5)
-            if call == cpu.PROBE_CALLS - 2:
-                assert kernel.workers == 1, "decided before its last probe"
-        assert kernel.workers == want, iterations
+        one, many = kernel.probe_times
+        assert len(one) == cpu.PROBE_CALLS
+        if iterations == 1:  # decided after one thread's probes
+            assert ran == [1] * len(ran) and many == ()
+        else:
+            assert ran[:-1] == [1] * cpu.PROBE_CALLS + [workers] * cpu.PROBE_CALLS, ran
+            assert len(many) == cpu.PROBE_CALLS
+        assert kernel.workers == ran[-1] == cpu.choose_workers(one, many or [np.inf], workers)
+
+
+def test_choose_workers():
+    """One thread where its fastest probe was under MIN_SECONDS_FOR_WORKERS
+    or ONE_THREAD_MARGIN faster than the workers' fastest; else the
+    workers (a noisy spell slowing a few probes does not take them)."""
+    fast, slow = cpu.MIN_SECONDS_FOR_WORKERS / 2, cpu.MIN_SECONDS_FOR_WORKERS * 10
+    assert cpu.choose_workers([fast, slow, slow], [fast / 4] * 3, 8) == 1
+    assert cpu.choose_workers([slow] * 3, [slow / 2, slow * 3, slow * 3], 2) == 2
+    assert cpu.choose_workers([slow] * 3, [slow * 1.05] * 3, 2) == 2
+    assert cpu.choose_workers([slow * 2, slow, slow * 2], [slow * 1.5] * 3, 4) == 1
 
 
 # 1000 elements on 8 blocks of 128 threads: the last block is ragged.

@@ -544,6 +544,40 @@ def test_threads_compile_and_call_kernels_concurrently():
     assert not failures and not any(t.is_alive() for t in threads)
 
 
+def test_first_calls_probe_one_thread_and_the_pool():
+    """A call's first WorkerChoice::kProbeCalls run on the calling thread,
+    its next on XLA's pool, timed (ffi/cpu_handler.cc); every call is
+    right, sequential or from several threads at once while it probes --
+    the first calls of a column reduction, and of a GELU of 4 MiB."""
+    import threading
+
+    def column_sum(x):
+        return jnp.sum(x, axis=0)
+
+    cases = [(jax.jit(kernel(column_sum)), lambda x: np.sum(x, axis=0, dtype=np.float64),
+              (2048, 256)),
+             (jax.jit(gelu), lambda x: np.asarray(gelu_ref(x)), (256, 4096))]
+    for f, ref, shape in cases:
+        xs = [np.random.RandomState(n).randn(*shape).astype(np.float32) for n in range(10)]
+        for x in xs[:7]:
+            np.testing.assert_allclose(f(x), ref(x), rtol=2e-5, atol=2e-3)
+    f, ref, shape = cases[0][0], cases[0][1], (2048, 384)
+    failures = []
+
+    def calls(n):
+        x = np.random.RandomState(100 + n).randn(*shape).astype(np.float32)
+        for _ in range(4):
+            if not np.allclose(f(x), ref(x), rtol=2e-5, atol=2e-3):
+                failures.append(n)
+
+    threads = [threading.Thread(target=calls, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not failures and not any(t.is_alive() for t in threads)
+
+
 def test_background_compile_error_is_the_first_calls_error():
     """prepare(background=True) -- the decorator's and jit's way -- returns
     before the kernel is compiled; a kernel that does not compile (here: it

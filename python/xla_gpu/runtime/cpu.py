@@ -23,7 +23,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from math import prod
+from math import inf, prod
 
 import numpy as np
 from mlir import ir
@@ -96,24 +96,38 @@ CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
 MAX_THREADS_PER_BLOCK = DeviceDescription.threads_per_block_limit
 MAX_GRID_DIM = DeviceDescription.block_dim_limit_x
 
-# From this many bytes of buffers a launch takes the workers from its
-# first call (CpuKernel.__call__), and a copy is split over them (_copy);
-# from 2.5 MiB on two threads were as fast as one or faster on the bench's
-# cases (2 cores).
+# From this many bytes a copy (an aliased operand's) is split over the
+# workers (_copy); from 2.5 MiB on two threads were as fast as one or
+# faster on the bench's cases (2 cores).
 MIN_BYTES_FOR_WORKERS = 2 << 20
 
-# Under MIN_BYTES_FOR_WORKERS the kernel's own time decides: its first
-# PROBE_CALLS calls run on the calling thread, timed, and if the fastest
-# took MIN_SECONDS_FOR_WORKERS or more, its later calls take the workers.
-# A worker takes ~0.01-0.1 ms to wake: a kernel over by then runs slower
-# on two threads (the scatter-add, 0.045 ms on one thread: 2.1x), one of
-# ~0.1 ms or more faster (with HostLaunch.h's chunks, A/B on 2 cores: the
-# f16 021 transpose, 0.24 ms, 0.89x; a softmax step, 0.27 ms, 0.82x; the
-# row max, 0.32 ms, 0.81x; the softmax exp+sum, 1.6 ms, 0.57x -- whose
-# 797 KB kept it on one thread before). The bytes a kernel moves do not
-# tell: the softmax step moves 32 KB and computes for 0.27 ms.
+# A kernel's own times decide its threads (CpuKernel.__call__): its first
+# PROBE_CALLS calls run on the calling thread, timed, and one whose
+# fastest took under MIN_SECONDS_FOR_WORKERS stays there; any other runs
+# its next PROBE_CALLS on the workers, timed, and keeps them unless one
+# thread was ONE_THREAD_MARGIN faster (choose_workers). A worker takes
+# ~0.01-0.1 ms to wake: a kernel over by then runs slower on two threads
+# (the scatter-add, 0.045 ms on one thread: 2.1x), one of ~0.1 ms or more
+# faster (with HostLaunch.h's chunks, A/B on 2 cores: the f16 021
+# transpose, 0.24 ms, 0.89x; a softmax step, 0.27 ms, 0.82x; the row max,
+# 0.32 ms, 0.81x; the softmax exp+sum, 1.6 ms, 0.57x). The bytes a kernel
+# moves do not tell: the softmax step moves 32 KB and computes for
+# 0.27 ms, and a column reduction XLA makes a loop fusion (f32[16384,
+# 1024]: a thread a column over every row, so that each worker reads half
+# of each 4 KiB row) moves 64 MiB and ran 4.5 ms on one thread, 6.9 on
+# two. The margin keeps the workers where a noisy spell slows a few
+# probes (three on two threads each slower than one thread's fastest).
 PROBE_CALLS = 3
 MIN_SECONDS_FOR_WORKERS = 1e-4
+ONE_THREAD_MARGIN = 1.1
+
+
+def choose_workers(one: list[float], many: list[float], workers: int) -> int:
+    """The threads a kernel's later calls take, from the seconds its probe
+    calls took on one thread (`one`) and on `workers` threads (`many`)."""
+    if min(one) < MIN_SECONDS_FOR_WORKERS:
+        return 1
+    return 1 if min(one) * ONE_THREAD_MARGIN < min(many) else workers
 
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
@@ -383,23 +397,16 @@ class CpuKernel:
             # range).
             first_output = len(self.params) - self.num_results
             self._in_place = tuple((k, v) for k, v in self.aliases.items() if k >= first_output)
-            # What a launch moves, to choose its threads by: a buffer
-            # updated in place (an output and the operand it aliases) is
-            # left out -- the kernel touches the updates' part of it, which
-            # the other buffers measure (a KV-cache token, scatter updates).
-            updated = {i for pair in self._in_place for i in pair}
-            self.num_bytes = sum(
-                -(-prod(p.shape) * (p.packed_bits or 8 * p.dtype.itemsize) // 8)
-                for i, p in enumerate(self.params) if i not in updated)
             self._passed = tuple(i for i in range(len(self.params)) if i not in self.aliases)
             self._values_type = ctypes.c_int64 * max(1, len(self._passed))
             self._packed = any(p.packed_bits for p in self.params)
-            # The workers a call without num_threads takes; while
-            # self._probe_times is not None, 1 and timed (PROBE_CALLS).
+            # The workers a call without num_threads takes once its first
+            # calls are timed (PROBE_CALLS); until then self._probe_times
+            # holds their seconds, on one thread and on the workers.
             self._workers = max(1, min(_CPUS, self.num_blocks))
-            self._probe_times = None
-            if self._workers > 1 and self.num_bytes < MIN_BYTES_FOR_WORKERS:
-                self._workers, self._probe_times = 1, []
+            self._probe_times = ([], []) if self._workers > 1 else None
+            # Those seconds once decided (one thread's, the workers').
+            self.probe_times: tuple[tuple[float, ...], tuple[float, ...]] | None = None
             obj = cached_object(key)
             if obj is not None:
                 try:
@@ -420,8 +427,12 @@ class CpuKernel:
 
     @property
     def workers(self) -> int:
-        """The threads a call without num_threads runs on now: 1 while its
-        first calls are timed (PROBE_CALLS)."""
+        """The threads the next call without num_threads runs on: one, then
+        the workers, while its first calls are timed (PROBE_CALLS); then
+        choose_workers' pick."""
+        probes = self._probe_times
+        if probes is not None and len(probes[0]) < PROBE_CALLS:
+            return 1
         return self._workers
 
     @property
@@ -460,8 +471,8 @@ class CpuKernel:
 
     def __call__(self, *arrays: np.ndarray, num_threads: int | None = None) -> None:
         """Runs the whole grid; outputs (the last arrays) are written in place,
-        on `num_threads` threads, or as many as the kernel gains from
-        (MIN_BYTES_FOR_WORKERS, PROBE_CALLS)."""
+        on `num_threads` threads, or on those that ran its first calls
+        faster (PROBE_CALLS, choose_workers)."""
         if num_threads is not None:
             self._launch(arrays, max(1, min(num_threads, self.num_blocks)), num_threads,
                          fast=False)
@@ -470,12 +481,17 @@ class CpuKernel:
         if probes is None:
             self._launch(arrays, self._workers, _CPUS)
             return
+        one, many = probes
+        workers = 1 if len(one) < PROBE_CALLS else self._workers
         start = time.perf_counter()
-        self._launch(arrays, 1, _CPUS)
-        probes.append(time.perf_counter() - start)
-        if len(probes) >= PROBE_CALLS and self._probe_times is not None:
-            if min(probes) >= MIN_SECONDS_FOR_WORKERS:
-                self._workers = max(1, min(_CPUS, self.num_blocks))
+        self._launch(arrays, workers, _CPUS)
+        (one if workers == 1 else many).append(time.perf_counter() - start)
+        # Calls from other host threads may be timing too; whichever
+        # decides first does (the workers before the probes go).
+        if len(one) >= PROBE_CALLS and (len(many) >= PROBE_CALLS
+                                        or min(one) < MIN_SECONDS_FOR_WORKERS):
+            self._workers = choose_workers(one, many or [inf], self._workers)
+            self.probe_times = (tuple(one), tuple(many))
             self._probe_times = None
 
     def _launch(self, arrays, workers: int, threads: int, fast: bool = True) -> None:

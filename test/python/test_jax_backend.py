@@ -519,11 +519,22 @@ def test_gpu_check_is_prepared_and_its_handler_builds_without_mlir(tmp_path):
 
 
 
+def run_in_threads(fn, n: int) -> bool:
+    """fn(0), ..., fn(n - 1) on n Python threads at once; whether all of
+    them finished within 300 s."""
+    import threading
+
+    threads = [threading.Thread(target=fn, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    return not any(t.is_alive() for t in threads)
+
+
 def test_threads_compile_and_call_kernels_concurrently():
     """Four Python threads building and calling kernels at once: the
     decorator's caches, the CPU JIT and the handler's registry are shared."""
-    import threading
-
     failures = []
 
     def worker(k):
@@ -536,12 +547,7 @@ def test_threads_compile_and_call_kernels_concurrently():
         except Exception as e:  # noqa: BLE001  (reported below)
             failures.append(repr(e))
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not failures and not any(t.is_alive() for t in threads)
+    assert run_in_threads(worker, 4) and not failures
 
 
 def test_first_calls_probe_one_thread_and_the_pool():
@@ -549,8 +555,6 @@ def test_first_calls_probe_one_thread_and_the_pool():
     its next on XLA's pool, timed (ffi/cpu_handler.cc); every call is
     right, sequential or from several threads at once while it probes --
     the first calls of a column reduction, and of a GELU of 4 MiB."""
-    import threading
-
     def column_sum(x):
         return jnp.sum(x, axis=0)
 
@@ -570,12 +574,7 @@ def test_first_calls_probe_one_thread_and_the_pool():
             if not np.allclose(f(x), ref(x), rtol=2e-5, atol=2e-3):
                 failures.append(n)
 
-    threads = [threading.Thread(target=calls, args=(n,)) for n in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not failures and not any(t.is_alive() for t in threads)
+    assert run_in_threads(calls, 3) and not failures
 
 
 def test_background_compile_error_is_the_first_calls_error():

@@ -257,7 +257,8 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
   const int64_t most =
       k.num_blocks == 1 ? 1 : std::min<int64_t>(k.num_blocks, pool.num_threads() + 1);
   auto [workers, probe] = state->workers.Next(most);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = probe >= 0 ? std::chrono::steady_clock::now()
+                                : std::chrono::steady_clock::time_point();
   if (workers == 1) {  // no pool, no shared state: a small kernel's call
     ::xla_gpu::PackedArgs(slots.data(), *num_slots).run(k.fn, 0, k.num_blocks);
   } else {

@@ -155,10 +155,9 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
 
 // Step 5's threads, chosen by an instruction's own times as CpuKernel
 // chooses its (runtime/cpu.py: PROBE_CALLS, choose_workers): its first
-// kProbeCalls calls run on the calling thread, timed; one whose fastest
-// took under kMinNanosForWorkers stays there, any other runs its next
-// kProbeCalls on the pool, timed, and keeps it unless one thread was 1.1x
-// faster. The bytes a kernel moves do not tell: a column reduction XLA
+// kProbeCalls calls run on the pool, timed, its next kProbeCalls on the
+// calling thread, timed, and its later calls keep the pool unless one
+// thread's fastest took under kMinNanosForWorkers or was 1.1x faster. The bytes a kernel moves do not tell: a column reduction XLA
 // makes a loop fusion (f32[16384,1024], each worker reading half of each
 // 4 KiB row) ran 4.5 ms on one thread, 6.9 on two. Calls may run at once
 // on several threads: the counts and bests are atomic, and whichever call
@@ -178,20 +177,19 @@ class WorkerChoice {
     }
     int64_t probe = calls_.fetch_add(1, std::memory_order_relaxed);
     if (probe >= 2 * kProbeCalls) return {most, -1};  // others still probing
-    return {probe < kProbeCalls ? 1 : most, probe};
+    return {probe < kProbeCalls ? most : 1, probe};
   }
 
-  // Records probe `probe`'s time; decides after the last of each side.
+  // Records probe `probe`'s time; the last one decides.
   void Record(int64_t probe, int64_t nanos, int64_t most) {
-    std::atomic<int64_t>& best = probe < kProbeCalls ? best_one_ : best_many_;
+    std::atomic<int64_t>& best = probe < kProbeCalls ? best_many_ : best_one_;
     int64_t seen = best.load(std::memory_order_relaxed);
     while (nanos < seen && !best.compare_exchange_weak(seen, nanos)) {
     }
-    int64_t one = best_one_.load(), many = best_many_.load();
-    if (probe == kProbeCalls - 1 && one < kMinNanosForWorkers) {
-      workers_.store(1, std::memory_order_release);
-    } else if (probe == 2 * kProbeCalls - 1) {
-      workers_.store(one * 11 < many * 10 ? 1 : most, std::memory_order_release);
+    if (probe == 2 * kProbeCalls - 1) {
+      int64_t one = best_one_.load(), many = best_many_.load();
+      bool alone = one < kMinNanosForWorkers || one + one / 10 < many;  // 1.1x
+      workers_.store(alone ? 1 : most, std::memory_order_release);
     }
   }
 

@@ -238,29 +238,27 @@ def iterate(x: np.ndarray, iterations: int) -> np.ndarray:
 
 @pytest.mark.skipif(cpu._CPUS < 2, reason="one core: every call runs on it")
 def test_workers_follow_a_kernels_time_not_its_bytes():
-    """A kernel's first PROBE_CALLS calls run on one thread, timed: one
-    over in microseconds stays there; one that computes for long (4 KB,
-    ~ms) runs its next PROBE_CALLS on the workers, timed, and its later
-    calls take what choose_workers makes of those times. Every call's
-    result is right."""
+    """A kernel's first PROBE_CALLS calls run on the workers, timed, its
+    next PROBE_CALLS on one thread, timed, and its later calls take what
+    choose_workers makes of those times: one thread for one over in
+    microseconds (4 KB, one step). Every call's result is right."""
     x = rng.randn(512).astype(np.float32)
     workers = min(cpu._CPUS, 4)
+    probes = cpu.PROBE_CALLS
     for iterations in (1, 20000):
         kernel = CpuKernel(iterating_kernel(iterations))
         ran = []
-        for _ in range(2 * cpu.PROBE_CALLS + 1):
+        for _ in range(2 * probes + 1):
             ran.append(kernel.workers)
             out = np.zeros_like(x)
             kernel(x, out)
             np.testing.assert_allclose(out, iterate(x, iterations), rtol=1e-5)
+        assert ran[:-1] == [workers] * probes + [1] * probes, ran
         one, many = kernel.probe_times
-        assert len(one) == cpu.PROBE_CALLS
-        if iterations == 1:  # decided after one thread's probes
-            assert ran == [1] * len(ran) and many == ()
-        else:
-            assert ran[:-1] == [1] * cpu.PROBE_CALLS + [workers] * cpu.PROBE_CALLS, ran
-            assert len(many) == cpu.PROBE_CALLS
-        assert kernel.workers == ran[-1] == cpu.choose_workers(one, many or [np.inf], workers)
+        assert len(one) == len(many) == probes
+        assert kernel.workers == ran[-1] == cpu.choose_workers(one, many, workers)
+        if iterations == 1:
+            assert kernel.workers == 1, (one, many)
 
 
 def test_choose_workers():

@@ -551,8 +551,8 @@ def test_threads_compile_and_call_kernels_concurrently():
 
 
 def test_first_calls_probe_one_thread_and_the_pool():
-    """A call's first WorkerChoice::kProbeCalls run on the calling thread,
-    its next on XLA's pool, timed (ffi/cpu_handler.cc); every call is
+    """A call's first WorkerChoice::kProbeCalls run on XLA's pool, its
+    next on the calling thread, timed (ffi/cpu_handler.cc); every call is
     right, sequential or from several threads at once while it probes --
     the first calls of a column reduction, and of a GELU of 4 MiB."""
     def column_sum(x):

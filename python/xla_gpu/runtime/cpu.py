@@ -23,7 +23,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from math import inf, prod
+from math import prod
 
 import numpy as np
 from mlir import ir
@@ -102,10 +102,11 @@ MAX_GRID_DIM = DeviceDescription.block_dim_limit_x
 MIN_BYTES_FOR_WORKERS = 2 << 20
 
 # A kernel's own times decide its threads (CpuKernel.__call__): its first
-# PROBE_CALLS calls run on the calling thread, timed, and one whose
-# fastest took under MIN_SECONDS_FOR_WORKERS stays there; any other runs
-# its next PROBE_CALLS on the workers, timed, and keeps them unless one
-# thread was ONE_THREAD_MARGIN faster (choose_workers). A worker takes
+# PROBE_CALLS calls run on the workers, timed, its next PROBE_CALLS on the
+# calling thread, timed, and its later calls keep the workers unless one
+# thread's fastest took under MIN_SECONDS_FOR_WORKERS or was
+# ONE_THREAD_MARGIN faster (choose_workers); the workers first, so that a
+# kernel's first call takes as long as its later ones. A worker takes
 # ~0.01-0.1 ms to wake: a kernel over by then runs slower on two threads
 # (the scatter-add, 0.045 ms on one thread: 2.1x), one of ~0.1 ms or more
 # faster (with HostLaunch.h's chunks, A/B on 2 cores: the f16 021
@@ -402,7 +403,8 @@ class CpuKernel:
             self._packed = any(p.packed_bits for p in self.params)
             # The workers a call without num_threads takes once its first
             # calls are timed (PROBE_CALLS); until then self._probe_times
-            # holds their seconds, on one thread and on the workers.
+            # holds their seconds, on one thread and on the workers (which
+            # run the first ones).
             self._workers = max(1, min(_CPUS, self.num_blocks))
             self._probe_times = ([], []) if self._workers > 1 else None
             # Those seconds once decided (one thread's, the workers').
@@ -427,11 +429,11 @@ class CpuKernel:
 
     @property
     def workers(self) -> int:
-        """The threads the next call without num_threads runs on: one, then
-        the workers, while its first calls are timed (PROBE_CALLS); then
-        choose_workers' pick."""
+        """The threads the next call without num_threads runs on: the
+        workers, then one, while its first calls are timed (PROBE_CALLS);
+        then choose_workers' pick."""
         probes = self._probe_times
-        if probes is not None and len(probes[0]) < PROBE_CALLS:
+        if probes is not None and len(probes[1]) >= PROBE_CALLS:
             return 1
         return self._workers
 
@@ -482,15 +484,14 @@ class CpuKernel:
             self._launch(arrays, self._workers, _CPUS)
             return
         one, many = probes
-        workers = 1 if len(one) < PROBE_CALLS else self._workers
+        workers = self._workers if len(many) < PROBE_CALLS else 1
         start = time.perf_counter()
         self._launch(arrays, workers, _CPUS)
         (one if workers == 1 else many).append(time.perf_counter() - start)
         # Calls from other host threads may be timing too; whichever
         # decides first does (the workers before the probes go).
-        if len(one) >= PROBE_CALLS and (len(many) >= PROBE_CALLS
-                                        or min(one) < MIN_SECONDS_FOR_WORKERS):
-            self._workers = choose_workers(one, many or [inf], self._workers)
+        if len(one) >= PROBE_CALLS and self._probe_times is not None:
+            self._workers = choose_workers(one, many, self._workers)
             self.probe_times = (tuple(one), tuple(many))
             self._probe_times = None
 

@@ -35,13 +35,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "dialects/xla_gpu/HostLaunch.h"
@@ -157,11 +158,12 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
 // chooses its (runtime/cpu.py: PROBE_CALLS, choose_workers): its first
 // kProbeCalls calls run on the pool, timed, its next kProbeCalls on the
 // calling thread, timed, and its later calls keep the pool unless one
-// thread's fastest took under kMinNanosForWorkers or was 1.1x faster. The bytes a kernel moves do not tell: a column reduction XLA
-// makes a loop fusion (f32[16384,1024], each worker reading half of each
-// 4 KiB row) ran 4.5 ms on one thread, 6.9 on two. Calls may run at once
-// on several threads: the counts and bests are atomic, and whichever call
-// decides first does.
+// thread's fastest took under kMinNanosForWorkers or was 1.1x faster.
+// The bytes a kernel moves do not tell: a column reduction XLA makes a
+// loop fusion (f32[16384,1024], each worker reading half of each 4 KiB
+// row) ran 4.5 ms on one thread, 6.9 on two. Calls may run at once on
+// several threads: the counts and bests are atomic, and the call of the
+// last probe decides (the others run on the pool meanwhile).
 class WorkerChoice {
  public:
   static constexpr int64_t kProbeCalls = 3;

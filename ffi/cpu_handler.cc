@@ -189,8 +189,13 @@ class WorkerChoice {
     while (nanos < seen && !best.compare_exchange_weak(seen, nanos)) {
     }
     if (probe == 2 * kProbeCalls - 1) {
+      // Calls at once on several threads may reach the last probe before
+      // any of the pool's has ended: with no time of the pool, the pool
+      // is kept (the default), as CpuKernel, which runs its one-thread
+      // probes only after its pool probes, always has one.
       int64_t one = best_one_.load(), many = best_many_.load();
-      bool alone = one < kMinNanosForWorkers || one + one / 10 < many;  // 1.1x
+      bool timed = many != std::numeric_limits<int64_t>::max();
+      bool alone = one < kMinNanosForWorkers || (timed && one + one / 10 < many);  // 1.1x
       workers_.store(alone ? 1 : most, std::memory_order_release);
     }
   }

@@ -302,6 +302,23 @@ def ConvertPureCallOpsPass
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def ExpandBf16ConversionsPass
+    : Pass<"xla-gpu-expand-bf16-conversions", "mlir::func::FuncOp"> {
+  let summary = "Expands bf16 extf and truncf into integer code (for the host).";
+  let description = [{
+    `arith.extf` from bf16 becomes a shift of its bits into an f32's,
+    `arith.truncf` to bf16 rounds to nearest even on the f32's bits (NaN
+    kept quiet): x86 has no bf16 conversion without AVX512-BF16, and LLVM's
+    own lowering calls compiler-rt's helpers. Upstream's patterns, as
+    `arith-expand{include-bf16=true}` applies them, but alone: that pass
+    also expands `arith.maximumf` and `arith.minimumf` into compares and
+    selects, a chain LLVM's loop vectorizer does not take for a max
+    reduction, where `llvm.maximum` (what -xla-gpu-lower-to-llvm makes of
+    them, on the GPU too) is one.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ExpandFloatOpsPass : Pass<"xla-gpu-expand-float-ops", "mlir::func::FuncOp"> {
   let summary = "Computes bf16, f16 and f8 arithmetic in f32; f8 conversions as integer code; f32 tanh and erf as polynomials.";
   let description = [{

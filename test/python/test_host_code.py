@@ -327,6 +327,57 @@ def test_long_read_only_streams_are_prefetched(tmp_path, shape, dim, prefetched)
     assert ("call void @llvm.prefetch" in optimized) == prefetched
 
 
+# x - max(x) along rows of 32, the max reduced inline (a softmax's step).
+_MINUS_ROW_MAX = """
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+
+fused {
+  x = f32[256,32] parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32[256] reduce(x, ninf), dimensions={1}, to_apply=max
+  b = f32[256,32] broadcast(m), dimensions={0}
+  ROOT s = f32[256,32] subtract(x, b)
+}
+
+ENTRY main {
+  p0 = f32[256,32] parameter(0)
+  ROOT f = f32[256,32] fusion(p0), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_an_inline_max_is_a_vector_reduction(tmp_path):
+    """The host's max stays `llvm.maximum` down to LLVM (the pipeline
+    expands bf16 conversions alone, not max into compares and selects), so
+    the loop vectorizer makes a row's inline max one vector reduction;
+    NaN propagates through it as the GPU's max.NaN does."""
+    script = (
+        _KERNEL_OF_STDIN +
+        "x = np.random.default_rng(0).standard_normal((256, 32)).astype(np.float32)\n"
+        "x[7, 5] = np.nan\n"
+        "x[9] = -np.inf\n"
+        "x[9, 31] = 2.0\n"
+        "y = np.zeros_like(x)\n"
+        "kernel(x, y)\n"
+        "with np.errstate(invalid='ignore'):\n"
+        "    want = x - x.max(axis=1, keepdims=True)\n"
+        "np.testing.assert_array_equal(y, want)\n"
+        "assert np.isnan(y[7]).all() and not np.isnan(np.delete(y, 7, axis=0)).any()\n"
+        "print('subtracted')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
+                                                             "XLA_GPU_DUMP_LLVM_IR")}
+    done = subprocess.run([sys.executable, "-c", script], input=_MINUS_ROW_MAX,
+                          env={**env, "XLA_GPU_DUMP_LLVM_IR": str(tmp_path)},
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "subtracted" in done.stdout, done.stderr
+    assert "@llvm.maximum.f32" in (tmp_path / "0.ll").read_text()
+    assert "@llvm.vector.reduce.fmaximum" in (tmp_path / "0.opt.ll").read_text()
+
+
 # Each half loaded is stored right after (the store the next instruction):
 # out[i] = in[i], out[i + 1] = in[i + 1], and a vector of 4 too.
 _HALF_STORED_AT_ONCE = """

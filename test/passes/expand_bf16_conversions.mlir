@@ -20,9 +20,9 @@ func.func @extend(%a: bf16) -> f32 {
 // f32 -> bf16: rounded to nearest even on the bits (0x7fff plus the kept
 // half's lowest bit), a NaN made the quiet NaN 0x7fc0.
 // CHECK-LABEL: func.func @truncate
+// CHECK: %[[NAN:.*]] = arith.cmpf une, %[[X:.*]], %[[X]] : f32
 // CHECK-DAG: %[[QNAN:.*]] = arith.constant 32704 : i16
 // CHECK-DAG: %[[HALF:.*]] = arith.constant 32767 : i32
-// CHECK: %[[NAN:.*]] = arith.cmpf une, %[[X:.*]], %[[X]] : f32
 // CHECK: arith.addi %{{.*}}, %[[HALF]] : i32
 // CHECK: %[[R:.*]] = arith.trunci %{{.*}} : i32 to i16
 // CHECK: %[[S:.*]] = arith.select %[[NAN]], %[[QNAN]], %[[R]] : i16
@@ -35,17 +35,20 @@ func.func @truncate(%x: f32) -> bf16 {
 
 // -----
 
-// Everything else stays: max and min (arith-expand would make compares and
-// selects of them), f16 conversions, f32 arithmetic.
+// Everything else stays as it is: max and min (arith-expand would make
+// compares and selects of them), f16 conversions, f32 arithmetic.
 // CHECK-LABEL: func.func @others
 // CHECK: arith.maximumf
 // CHECK: arith.minimumf
 // CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: arith.addf
 // CHECK-NOT: arith.cmpf
 // CHECK-NOT: arith.select
-func.func @others(%a: f32, %b: f32, %h: f16) -> (f32, f32, f32) {
+func.func @others(%a: f32, %b: f32, %h: f16) -> (f32, f32, f32, f32) {
   %max = arith.maximumf %a, %b : f32
   %min = arith.minimumf %a, %b : f32
   %e = arith.extf %h : f16 to f32
-  return %max, %min, %e : f32, f32, f32
+  %zero = arith.constant -0.0 : f32
+  %same = arith.addf %a, %zero : f32
+  return %max, %min, %e, %same : f32, f32, f32, f32
 }

@@ -226,6 +226,17 @@ _KERNEL_OF_STDIN = (
     "    kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(sys.stdin.read()))))\n")
 
 
+def _run_dumping_llvm_ir(script: str, text: str, dump: Path) -> subprocess.CompletedProcess:
+    """Runs `script` in a new interpreter with `text` on its stdin, each
+    compile's LLVM IR written to `dump` (<n>.ll, <n>.opt.ll) and no disk
+    cache (every kernel compiles)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
+                                                             "XLA_GPU_DUMP_LLVM_IR")}
+    return subprocess.run([sys.executable, "-c", script], input=text,
+                          env={**env, "XLA_GPU_DUMP_LLVM_IR": str(dump)},
+                          capture_output=True, text=True)
+
+
 _MOVE_OR_NEGATE_F16 = """
 fusion {
   a = f16[4,40,48] parameter(0)
@@ -251,16 +262,12 @@ def test_half_floats_only_moved_are_moved_as_integers(tmp_path):
         "kernel(a, t, n)\n"
         "assert t.view(np.uint16).tobytes() == bits.transpose(0, 2, 1).tobytes()\n"
         "print('moved exactly')\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
-                                                             "XLA_GPU_DUMP_LLVM_IR")}
     # The transpose alone, then beside a negate (which reads its operand).
     for i, op in enumerate(("copy(t)", "negate(t)")):
         text = _MOVE_OR_NEGATE_F16.replace("OP", op)
         dump = tmp_path / str(i)
         dump.mkdir()
-        done = subprocess.run([sys.executable, "-c", script], input=text,
-                              env={**env, "XLA_GPU_DUMP_LLVM_IR": str(dump)},
-                              capture_output=True, text=True)
+        done = _run_dumping_llvm_ir(script, text, dump)
         assert done.returncode == 0 and "moved exactly" in done.stdout, done.stderr
         before = (dump / "0.ll").read_text()
         assert "load i16" in before and "store i16" in before
@@ -316,11 +323,7 @@ def test_long_read_only_streams_are_prefetched(tmp_path, shape, dim, prefetched)
         "kernel(x, y)\n"
         f"np.testing.assert_allclose(y, x.sum(axis={dim}, dtype=np.float64), rtol=1e-4, atol=1e-3)\n"
         "print('summed')\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
-                                                             "XLA_GPU_DUMP_LLVM_IR")}
-    done = subprocess.run([sys.executable, "-c", script], input=text,
-                          env={**env, "XLA_GPU_DUMP_LLVM_IR": str(tmp_path)},
-                          capture_output=True, text=True)
+    done = _run_dumping_llvm_ir(script, text, tmp_path)
     assert done.returncode == 0 and "summed" in done.stdout, done.stderr
     assert "@llvm.prefetch" not in (tmp_path / "0.ll").read_text()
     optimized = (tmp_path / "0.opt.ll").read_text()
@@ -368,11 +371,7 @@ def test_an_inline_max_is_a_vector_reduction(tmp_path):
         "np.testing.assert_array_equal(y, want)\n"
         "assert np.isnan(y[7]).all() and not np.isnan(np.delete(y, 7, axis=0)).any()\n"
         "print('subtracted')\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
-                                                             "XLA_GPU_DUMP_LLVM_IR")}
-    done = subprocess.run([sys.executable, "-c", script], input=_MINUS_ROW_MAX,
-                          env={**env, "XLA_GPU_DUMP_LLVM_IR": str(tmp_path)},
-                          capture_output=True, text=True)
+    done = _run_dumping_llvm_ir(script, _MINUS_ROW_MAX, tmp_path)
     assert done.returncode == 0 and "subtracted" in done.stdout, done.stderr
     assert "@llvm.maximum.f32" in (tmp_path / "0.ll").read_text()
     assert "@llvm.vector.reduce.fmaximum" in (tmp_path / "0.opt.ll").read_text()
@@ -479,11 +478,8 @@ def test_huge_trig_lanes_take_a_guarded_masked_vector_call(tmp_path):
         "exact = np.sin(x.astype(np.float64))\n"
         "ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)\n"
         "print('max ulp', np.max(np.abs(out - exact) / ulp))\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
-                                                             "XLA_GPU_DUMP_LLVM_IR")}
     hlo = "fusion {\n  p = f32[4096] parameter(0)\n  ROOT s = f32[4096] sine(p)\n}\n"
-    done = subprocess.run([sys.executable, "-c", script], input=hlo, capture_output=True,
-                          env={**env, "XLA_GPU_DUMP_LLVM_IR": str(tmp_path)}, text=True)
+    done = _run_dumping_llvm_ir(script, hlo, tmp_path)
     assert done.returncode == 0, done.stderr
     assert float(done.stdout.split()[-1]) < 0.51
     before, after = (tmp_path / "0.ll").read_text(), (tmp_path / "0.opt.ll").read_text()

@@ -156,20 +156,23 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
 
 // Step 5's threads, chosen by an instruction's own times as CpuKernel
 // chooses its (runtime/cpu.py: PROBE_CALLS, choose_workers): its first
-// kProbeCalls calls run on the pool, timed, its next kProbeCalls on the
-// calling thread, timed, and its later calls keep the pool unless one
-// thread's fastest took under kMinNanosForWorkers or was 1.1x faster.
-// The bytes a kernel moves do not tell: a column reduction XLA makes a
-// loop fusion (f32[16384,1024], each worker reading half of each 4 KiB
-// row) ran 4.5 ms on one thread, 6.9 on two. Calls may run at once on
-// several threads: the counts and bests are atomic, and the call of the
-// last probe decides (the others run on the pool meanwhile).
+// call runs on the pool, untimed (the workers waking, fresh output pages:
+// the seed GELU's first two calls on two threads took 15-22 ms, its later
+// ones 9.5), its next 2 * kProbeCalls alternate the calling thread and
+// the pool, timed, and its later calls keep the pool unless one thread's
+// fastest took under kMinNanosForWorkers or was 1.1x faster. The bytes a
+// kernel moves do not tell: a column reduction XLA makes a loop fusion
+// (f32[16384,1024], each worker reading half of each 4 KiB row) ran
+// 4.5 ms on one thread, 6.9 on two. Calls may run at once on several
+// threads: the counts and bests are atomic, and the call of the last
+// probe decides (the others run on the pool meanwhile).
 class WorkerChoice {
  public:
   static constexpr int64_t kProbeCalls = 3;
   static constexpr int64_t kMinNanosForWorkers = 100'000;
 
-  // The threads this call runs on, and its probe's number (-1: none).
+  // The threads this call runs on, and its probe's number (-1: none):
+  // 1 to 2 * kProbeCalls, odd ones on one thread.
   std::pair<int64_t, int64_t> Next(int64_t most) {
     int64_t decided = workers_.load(std::memory_order_acquire);
     if (decided != 0) return {decided, -1};
@@ -177,25 +180,26 @@ class WorkerChoice {
       workers_.store(1, std::memory_order_release);
       return {1, -1};
     }
-    int64_t probe = calls_.fetch_add(1, std::memory_order_relaxed);
-    if (probe >= 2 * kProbeCalls) return {most, -1};  // others still probing
-    return {probe < kProbeCalls ? most : 1, probe};
+    int64_t call = calls_.fetch_add(1, std::memory_order_relaxed);
+    // The first call, untimed; or others still probing.
+    if (call == 0 || call > 2 * kProbeCalls) return {most, -1};
+    return {call % 2 == 1 ? 1 : most, call};
   }
 
   // Records probe `probe`'s time; the last one decides.
   void Record(int64_t probe, int64_t nanos, int64_t most) {
-    std::atomic<int64_t>& best = probe < kProbeCalls ? best_many_ : best_one_;
+    std::atomic<int64_t>& best = probe % 2 == 1 ? best_one_ : best_many_;
     int64_t seen = best.load(std::memory_order_relaxed);
     while (nanos < seen && !best.compare_exchange_weak(seen, nanos)) {
     }
-    if (probe == 2 * kProbeCalls - 1) {
-      // Calls at once on several threads may reach the last probe before
-      // any of the pool's has ended: with no time of the pool, the pool
-      // is kept (the default), as CpuKernel, which runs its one-thread
-      // probes only after its pool probes, always has one.
+    if (probe == 2 * kProbeCalls) {
+      // Calls at once on several threads may end the last probe (the
+      // pool's) before any of one thread's: with no time of one thread,
+      // the pool is kept (the default). (CpuKernel decides once both
+      // sides have all their times.)
       int64_t one = best_one_.load(), many = best_many_.load();
-      bool timed = many != std::numeric_limits<int64_t>::max();
-      bool alone = one < kMinNanosForWorkers || (timed && one + one / 10 < many);  // 1.1x
+      bool timed = one != std::numeric_limits<int64_t>::max();
+      bool alone = timed && (one < kMinNanosForWorkers || one + one / 10 < many);  // 1.1x
       workers_.store(alone ? 1 : most, std::memory_order_release);
     }
   }

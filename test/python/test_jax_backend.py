@@ -551,10 +551,11 @@ def test_threads_compile_and_call_kernels_concurrently():
 
 
 def test_first_calls_probe_one_thread_and_the_pool():
-    """A call's first WorkerChoice::kProbeCalls run on XLA's pool, its
-    next on the calling thread, timed (ffi/cpu_handler.cc); every call is
-    right, sequential or from several threads at once while it probes --
-    the first calls of a column reduction, and of a GELU of 4 MiB."""
+    """A call's first call runs on XLA's pool, untimed, its next
+    2 * WorkerChoice::kProbeCalls alternate the calling thread and the
+    pool, timed (ffi/cpu_handler.cc); every call is right, sequential or
+    from several threads at once while it probes -- the first calls of a
+    column reduction, and of a GELU of 4 MiB."""
     def column_sum(x):
         return jnp.sum(x, axis=0)
 
@@ -562,7 +563,7 @@ def test_first_calls_probe_one_thread_and_the_pool():
               (2048, 256)),
              (jax.jit(gelu), lambda x: np.asarray(gelu_ref(x)), (256, 4096))]
     for f, ref, shape in cases:
-        for n in range(7):  # the 6 probe calls and a decided one
+        for n in range(8):  # the first, the 6 probe calls and a decided one
             x = np.random.RandomState(n).randn(*shape).astype(np.float32)
             np.testing.assert_allclose(f(x), ref(x), rtol=2e-5, atol=2e-3)
     f, ref, shape = cases[0][0], cases[0][1], (2048, 384)

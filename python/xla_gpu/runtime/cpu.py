@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import itertools
 import os
 import threading
 import time
@@ -102,14 +103,19 @@ MAX_GRID_DIM = DeviceDescription.block_dim_limit_x
 MIN_BYTES_FOR_WORKERS = 2 << 20
 
 # A kernel's own times decide its threads (CpuKernel.__call__): its first
-# PROBE_CALLS calls run on the workers, timed, its next PROBE_CALLS on the
-# calling thread, timed, and its later calls keep the workers unless one
-# thread's fastest took under MIN_SECONDS_FOR_WORKERS or was
-# ONE_THREAD_MARGIN faster (choose_workers); the workers first, so that a
-# kernel's first call takes as long as its later ones. A worker takes
-# ~0.01-0.1 ms to wake: a kernel over by then runs slower on two threads
-# (the scatter-add, 0.045 ms on one thread: 2.1x), one of ~0.1 ms or more
-# faster (with HostLaunch.h's chunks, A/B on 2 cores: the f16 021
+# call runs on the workers, untimed (it pays what a first call pays: the
+# workers waking, fresh output pages, cold caches), then 2 * PROBE_CALLS
+# calls alternate one thread and the workers, timed, and its later calls
+# keep the workers unless one thread's fastest took under
+# MIN_SECONDS_FOR_WORKERS or was ONE_THREAD_MARGIN faster
+# (choose_workers). The seed GELU's first calls on two threads took
+# 15-22 ms where its later ones took 9.5, one thread's 18.7: with the
+# workers' probes first, a kernel two threads speed up less (or a noisy
+# third call) was left on one thread for good -- the JAX GELU read
+# 16.8 ms in one bench run, about one thread's time, 8.5 since. A
+# worker takes ~0.01-0.1 ms to wake: a kernel over by then runs slower on
+# two threads (the scatter-add, 0.045 ms on one thread: 2.1x), one of
+# ~0.1 ms or more faster (with HostLaunch.h's chunks, A/B on 2 cores: the f16 021
 # transpose, 0.24 ms, 0.89x; a softmax step, 0.27 ms, 0.82x; the row max,
 # 0.32 ms, 0.81x; the softmax exp+sum, 1.6 ms, 0.57x). The bytes a kernel
 # moves do not tell: the softmax step moves 32 KB and computes for
@@ -403,10 +409,11 @@ class CpuKernel:
             self._packed = any(p.packed_bits for p in self.params)
             # The workers a call without num_threads takes once its first
             # calls are timed (PROBE_CALLS); until then self._probe_times
-            # holds their seconds, on one thread and on the workers (which
-            # run the first ones).
+            # holds their seconds, on one thread and on the workers, and
+            # self._probe_calls numbers the calls (0: the untimed first).
             self._workers = max(1, min(_CPUS, self.num_blocks))
             self._probe_times = ([], []) if self._workers > 1 else None
+            self._probe_calls = itertools.count()
             # Those seconds once decided (one thread's, the workers').
             self.probe_times: tuple[tuple[float, ...], tuple[float, ...]] | None = None
             obj = cached_object(key)
@@ -429,12 +436,9 @@ class CpuKernel:
 
     @property
     def workers(self) -> int:
-        """The threads the next call without num_threads runs on: the
-        workers, then one, while its first calls are timed (PROBE_CALLS);
-        then choose_workers' pick."""
-        probes = self._probe_times
-        if probes is not None and len(probes[1]) >= PROBE_CALLS:
-            return 1
+        """The threads the calls without num_threads run on once their
+        first ones are timed (choose_workers' pick; until then the workers'
+        count)."""
         return self._workers
 
     @property
@@ -484,13 +488,18 @@ class CpuKernel:
             self._launch(arrays, self._workers, _CPUS)
             return
         one, many = probes
-        workers = self._workers if len(many) < PROBE_CALLS else 1
+        call = next(self._probe_calls)  # atomic under the GIL
+        if call == 0 or call > 2 * PROBE_CALLS:  # the first; or others still probing
+            self._launch(arrays, self._workers, _CPUS)
+            return
+        workers = 1 if call % 2 else self._workers
         start = time.perf_counter()
         self._launch(arrays, workers, _CPUS)
         (one if workers == 1 else many).append(time.perf_counter() - start)
         # Calls from other host threads may be timing too; whichever
         # decides first does (the workers before the probes go).
-        if len(one) >= PROBE_CALLS and self._probe_times is not None:
+        if len(one) >= PROBE_CALLS and len(many) >= PROBE_CALLS and \
+                self._probe_times is not None:
             self._workers = choose_workers(one, many, self._workers)
             self.probe_times = (tuple(one), tuple(many))
             self._probe_times = None

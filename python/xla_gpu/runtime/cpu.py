@@ -115,8 +115,8 @@ MIN_BYTES_FOR_WORKERS = 2 << 20
 # 16.8 ms in one bench run, about one thread's time, 8.5 since. A
 # worker takes ~0.01-0.1 ms to wake: a kernel over by then runs slower on
 # two threads (the scatter-add, 0.045 ms on one thread: 2.1x), one of
-# ~0.1 ms or more faster (with HostLaunch.h's chunks, A/B on 2 cores: the f16 021
-# transpose, 0.24 ms, 0.89x; a softmax step, 0.27 ms, 0.82x; the row max,
+# ~0.1 ms or more faster (with HostLaunch.h's chunks, A/B on 2 cores: the
+# f16 021 transpose, 0.24 ms, 0.89x; a softmax step, 0.27 ms, 0.82x; the row max,
 # 0.32 ms, 0.81x; the softmax exp+sum, 1.6 ms, 0.57x). The bytes a kernel
 # moves do not tell: the softmax step moves 32 KB and computes for
 # 0.27 ms, and a column reduction XLA makes a loop fusion (f32[16384,

@@ -515,6 +515,13 @@ constexpr llvm::StringLiteral kUnneededPasses[] = {
     "MemCpyOptPass", "MergedLoadStoreMotionPass", "OpenMPOptPass", "SCCPPass",
     "SpeculativeExecutionPass", "TailCallElimPass", "WarnMissedTransformationsPass"};
 
+// Whether this host has AVX-512 (its 512-bit vectors and native masked
+// memory ops): two host choices below turn on it.
+bool hostHasAvx512() {
+  static const bool has = llvm::sys::getHostCPUFeatures().lookup("avx512f");
+  return has;
+}
+
 // No tail folding on a host without AVX-512: LLVM's loop vectorizer runs a
 // short loop of unknown trip count (a lane loop cut at a guard: the
 // cumsum's reduce-window lanes past its padding, a concatenate's operand
@@ -532,10 +539,7 @@ constexpr llvm::StringLiteral kUnneededPasses[] = {
 void setTailFoldingForHost() {
   static std::once_flag once;
   std::call_once(once, [] {
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    if (features.lookup("avx512f") || !llvm::Triple(llvm::sys::getProcessTriple()).isX86()) {
-      return;
-    }
+    if (hostHasAvx512() || !llvm::Triple(llvm::sys::getProcessTriple()).isX86()) return;
     auto& options = llvm::cl::getRegisteredOptions();
     auto style = options.find("force-tail-folding-style");
     if (style != options.end()) {
@@ -569,7 +573,7 @@ void setTailFoldingForHost() {
 // 8 to 128 MiB (past its L3) 0.79-0.97x, the column sum f32[16384,1024]
 // 0.87-0.88x on two threads, the others 0.96-1.02x; stop 43's AVX-512
 // host gained nothing from prefetches written in C. So only hosts without
-// AVX-512 get them (hostWantsPrefetches).
+// AVX-512 get them (optimizeModule).
 constexpr int64_t kPrefetchBytesAhead = 1024;
 constexpr int64_t kMaxPrefetchedStep = 256;
 constexpr int64_t kCacheLineBytes = 64;
@@ -669,16 +673,9 @@ void prefetchStreams(llvm::Function& fn, llvm::LoopInfo& loops, llvm::ScalarEvol
   }
 }
 
-// Whether prefetchStreams runs on this host's objects: where it has no
-// AVX-512 (see above).
-bool hostWantsPrefetches() {
-  static const bool wants = !llvm::sys::getHostCPUFeatures().lookup("avx512f");
-  return wants;
-}
-
 // LLVM's default O<level> pipeline with every loop and SLP transformation
 // on (what mlir::makeOptimizingTransformer runs) less kUnneededPasses,
-// then prefetchStreams where the host wants it, timed per pass with
+// then prefetchStreams where the host has no AVX-512, timed per pass with
 // `timing`. `optLevel` is 0 to 3.
 void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* machine,
                     bool timing) {
@@ -711,7 +708,7 @@ void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* mac
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, sccs, modules);
   builder.buildPerModuleDefaultPipeline(levels[optLevel]).run(module, modules);
-  if (optLevel > 0 && hostWantsPrefetches()) {
+  if (optLevel > 0 && !hostHasAvx512()) {
     for (llvm::Function& fn : module) {
       if (fn.isDeclaration() || fn.hasOptNone()) continue;
       prefetchStreams(fn, functions.getResult<llvm::LoopAnalysis>(fn),

@@ -116,9 +116,9 @@ MIN_BYTES_FOR_WORKERS = 2 << 20
 # worker takes ~0.01-0.1 ms to wake: a kernel over by then runs slower on
 # two threads (the scatter-add, 0.045 ms on one thread: 2.1x), one of
 # ~0.1 ms or more faster (with HostLaunch.h's chunks, A/B on 2 cores: the
-# f16 021 transpose, 0.24 ms, 0.89x; a softmax step, 0.27 ms, 0.82x; the row max,
-# 0.32 ms, 0.81x; the softmax exp+sum, 1.6 ms, 0.57x). The bytes a kernel
-# moves do not tell: the softmax step moves 32 KB and computes for
+# f16 021 transpose, 0.24 ms, 0.89x; a softmax step, 0.27 ms, 0.82x; the
+# row max, 0.32 ms, 0.81x; the softmax exp+sum, 1.6 ms, 0.57x). The bytes
+# a kernel moves do not tell: the softmax step moves 32 KB and computes for
 # 0.27 ms, and a column reduction XLA makes a loop fusion (f32[16384,
 # 1024]: a thread a column over every row, so that each worker reads half
 # of each 4 KiB row) moves 64 MiB and ran 4.5 ms on one thread, 6.9 on
@@ -497,7 +497,8 @@ class CpuKernel:
         self._launch(arrays, workers, _CPUS)
         (one if workers == 1 else many).append(time.perf_counter() - start)
         # Calls from other host threads may be timing too; whichever
-        # decides first does (the workers before the probes go).
+        # decides first does (calls past the probes take the workers
+        # meanwhile).
         if len(one) >= PROBE_CALLS and len(many) >= PROBE_CALLS and \
                 self._probe_times is not None:
             self._workers = choose_workers(one, many, self._workers)

@@ -1247,12 +1247,22 @@ class KernelLowering {
     b.setInsertionPointToStart(blockLoop.getBody());
     batchFirst_ = blockLoop.getInductionVar();
     batchLast_ = last;
+    // A phase matchDirectWrite emitted with the one before it.
+    std::optional<size_t> fused;
     for (auto [p, phase, shape] : llvm::enumerate(phases, shapes)) {
-      if (phase.empty() || shape.count() == 0) continue;
+      if (phase.empty() || shape.count() == 0 || fused == p) continue;
       curPhase_ = p;
       // A phase of copies into shared memory, evaluated once for the
       // matchers of that direction.
       std::optional<PhaseCopies> intoShared = copiesOf(phase, shape, /*toShared=*/true);
+      if (auto direct = intoShared ? matchDirectWrite(p, *intoShared, phases, shapes)
+                                   : std::nullopt) {
+        if (mlir::failed(emitTransposingWrite(b, phases[direct->second], direct->first))) {
+          return mlir::failure();
+        }
+        fused = direct->second;
+        continue;
+      }
       if (auto copy = intoShared ? matchPermutingCopy(*intoShared) : std::nullopt) {
         if (mlir::failed(emitPermutingCopy(b, phase, *copy))) return mlir::failure();
         continue;
@@ -2147,21 +2157,36 @@ class KernelLowering {
     }
   };
 
+  // A phase (or the body of its loop over steps, at the first step) whose
+  // index arithmetic gives a register copy's addresses.
+  struct AddressPhase {
+    llvm::ArrayRef<mlir::Operation*> ops;
+    mlir::scf::ForOp loop;
+  };
+
+  // `srcPhase`, where given, is the phase whose index arithmetic gives
+  // `src` (a copy fused across two phases, see matchDirectWrite); else
+  // `phase` gives both addresses.
   mlir::FailureOr<RegisterCopy> beginRegisterCopy(mlir::OpBuilder& b,
                                                   llvm::ArrayRef<mlir::Operation*> phase,
                                                   mlir::scf::ForOp loop, mlir::LLVM::GEPOp src,
                                                   mlir::LLVM::GEPOp dst, int64_t srcShift,
-                                                  int64_t dstShift, mlir::Type element) {
+                                                  int64_t dstShift, mlir::Type element,
+                                                  std::optional<AddressPhase> srcPhase = {}) {
     mlir::OpBuilder tb(b.getContext());
     Value tid = emitThreadLoops(b, ThreadShape{1, 0, 1, 0, 1}, tb);
     mlir::IRMapping mapping;
-    if (loop) {
-      mapping.map(loop.getInductionVar(),
-                  indexConstant(*mlir::getConstantIntValue(loop.getLowerBound())));
-    }
-    for (mlir::Operation* op : opsOf(phase, loop)) {
-      if (llvm::isa<mlir::LLVM::LoadOp, mlir::LLVM::StoreOp>(op)) continue;
-      if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
+    SmallVector<AddressPhase, 2> addressPhases = {{phase, loop}};
+    if (srcPhase) addressPhases.insert(addressPhases.begin(), *srcPhase);
+    for (auto [ops, at] : addressPhases) {
+      if (at) {
+        mapping.map(at.getInductionVar(),
+                    indexConstant(*mlir::getConstantIntValue(at.getLowerBound())));
+      }
+      for (mlir::Operation* op : opsOf(ops, at)) {
+        if (llvm::isa<mlir::LLVM::LoadOp, mlir::LLVM::StoreOp>(op)) continue;
+        if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
+      }
     }
     int64_t bits = element.getIntOrFloatBitWidth();
     // The elements are copied as integers of their width.
@@ -2184,6 +2209,10 @@ class KernelLowering {
     int64_t rows, cols, srcRowStride, dstRowStride;
     SmallVector<SmallVector<int64_t>> perm;  // [c][r]
     mlir::Type element;
+    // Where `src` is not the tile but global memory the tile was copied
+    // from (matchDirectWrite): the phase that copied it, whose addresses
+    // `src` and `srcShift` are.
+    std::optional<AddressPhase> srcPhase;
   };
 
   // Whether `phase` is a transposing write: 16- or 32-bit copies from
@@ -2229,6 +2258,98 @@ class KernelLowering {
     return std::nullopt;
   }
 
+  // The shared buffer (its global's name) `addr` points into, or "".
+  static llvm::StringRef sharedGlobalOf(Value addr) {
+    addr = baseOf(addr);
+    if (auto cast = addr.getDefiningOp<mlir::LLVM::AddrSpaceCastOp>()) addr = cast.getArg();
+    auto global = addr.getDefiningOp<mlir::LLVM::AddressOfOp>();
+    return global ? global.getGlobalName() : llvm::StringRef();
+  }
+
+  // Whether `ops` are the only accesses to the shared buffer `name` (any
+  // use of an address into it but address arithmetic) and the kernel
+  // buffer `buffer` is only loaded from.
+  bool onlyCopiesAccess(llvm::StringRef name, Value buffer,
+                        const llvm::SmallPtrSetImpl<mlir::Operation*>& ops) {
+    auto other = f_.walk([&](mlir::Operation* op) {
+      if (ops.contains(op) ||
+          llvm::isa<mlir::LLVM::GEPOp, mlir::LLVM::AddrSpaceCastOp, mlir::LLVM::AddressOfOp>(op)) {
+        return mlir::WalkResult::advance();
+      }
+      bool tile = llvm::any_of(op->getOperands(), [&](Value v) {
+        return llvm::isa<mlir::LLVM::LLVMPointerType>(v.getType()) && sharedGlobalOf(v) == name;
+      });
+      return tile ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+    });
+    if (other.wasInterrupted()) return false;
+    SmallVector<Value> addresses = {buffer};
+    while (!addresses.empty()) {
+      Value addr = addresses.pop_back_val();
+      for (mlir::Operation* user : addr.getUsers()) {
+        if (auto gep = llvm::dyn_cast<mlir::LLVM::GEPOp>(user)) {
+          addresses.push_back(gep.getResult());
+        } else if (!llvm::isa<mlir::LLVM::LoadOp>(user)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Phase `p`'s copies of a read-only kernel buffer into a shared tile
+  // (`into`) that only the next phase reads, and reads as a transposing
+  // write (matchTransposingWrite): one transposing write from the buffer
+  // itself, the tile's permutation composed into the write's (the packed
+  // 16-bit transpose's swizzle rotates each row in, the write rotates it
+  // back: from the buffer its rows are read in order, one load each).
+  // The phase it replaces too, or std::nullopt.
+  std::optional<std::pair<TransposingWrite, size_t>> matchDirectWrite(
+      size_t p, const PhaseCopies& into,
+      llvm::ArrayRef<SmallVector<mlir::Operation*>> phases, llvm::ArrayRef<ThreadShape> shapes) {
+    if (!transposingWrites_) return std::nullopt;
+    size_t q = p + 1;
+    while (q < phases.size() && (phases[q].empty() || shapes[q].count() == 0)) ++q;
+    if (q == phases.size()) return std::nullopt;
+    auto [intoSrc, intoDst] = into.geps.front();
+    llvm::StringRef tile = sharedGlobalOf(intoDst.getResult());
+    Value buffer = baseOf(intoSrc.getResult());
+    if (tile.empty() || !isKernelBuffer(f_, buffer)) return std::nullopt;
+    size_t saved = curPhase_;
+    curPhase_ = q;
+    std::optional<PhaseCopies> from = copiesOf(phases[q], shapes[q], /*toShared=*/false);
+    curPhase_ = saved;
+    if (!from || from->loop || from->element != into.element ||
+        sharedGlobalOf(from->geps.front().first.getResult()) != tile) {
+      return std::nullopt;
+    }
+    llvm::SmallPtrSet<mlir::Operation*, 32> copies;
+    for (const PhaseCopies* c : {&into, static_cast<const PhaseCopies*>(&*from)}) {
+      for (auto [src, dst] : c->geps) {
+        for (mlir::LLVM::GEPOp gep : {src, dst}) {
+          for (mlir::Operation* user : gep->getUsers()) copies.insert(user);
+        }
+      }
+    }
+    if (!onlyCopiesAccess(tile, buffer, copies)) return std::nullopt;
+    // Tile element -> buffer element (block 0's), each written once.
+    llvm::DenseMap<int64_t, int64_t> source;
+    for (auto [f, t] : llvm::zip(into.from, into.to)) {
+      if (!source.try_emplace(t, f).second) return std::nullopt;
+    }
+    PhaseCopies direct = *from;
+    for (int64_t& f : direct.from) {
+      auto s = source.find(f);
+      if (s == source.end()) return std::nullopt;
+      f = s->second;
+    }
+    std::optional<TransposingWrite> write = matchTransposingWrite(direct);
+    if (!write) return std::nullopt;
+    write->src = intoSrc;
+    write->srcShift = *llvm::min_element(direct.from) - into.from.front();
+    write->srcPhase = AddressPhase{phases[p], into.loop};
+    return std::make_pair(std::move(*write), q);
+  }
+
   // `write` (matchTransposingWrite) for each block of the batch, in squares
   // of 512-bit vectors a side: each tile row's part for the square in the
   // output's order (one vector load where the part runs on in order, else
@@ -2240,7 +2361,7 @@ class KernelLowering {
                                            llvm::ArrayRef<mlir::Operation*> phase,
                                            TransposingWrite write) {
     auto begun = beginRegisterCopy(b, phase, {}, write.src, write.dst, write.srcShift,
-                                   write.dstShift, write.element);
+                                   write.dstShift, write.element, write.srcPhase);
     if (mlir::failed(begun)) return mlir::failure();
     RegisterCopy& copy = *begun;
     mlir::Location loc = copy.loc;
@@ -2251,35 +2372,74 @@ class KernelLowering {
       low.append({static_cast<int32_t>(i), static_cast<int32_t>(side + i)});
       high.append({static_cast<int32_t>(side / 2 + i), static_cast<int32_t>(side + side / 2 + i)});
     }
+    // The square of the rows `v` (v[j][i]: output element (r0 + i, c0 +
+    // j)) transposed: its rows out. The rounds are a loop, its body a
+    // basic block of `side` shuffles of the block's arguments. Emitted
+    // whole, x86 instruction selection combined each shuffle with the trees
+    // of shuffles under it (~0.2 ms a shuffle).
+    auto transposed = [&](mlir::OpBuilder& at, llvm::ArrayRef<Value> v) {
+      auto rounds = at.create<mlir::scf::ForOp>(
+          loc, indexConstant(0), indexConstant(llvm::Log2_64(side)), indexConstant(1), v,
+          [&](mlir::OpBuilder& lb, mlir::Location, Value, mlir::ValueRange u) {
+            SmallVector<Value> next(side);
+            for (int64_t j = 0; j < side / 2; ++j) {
+              next[2 * j] = lb.create<mlir::LLVM::ShuffleVectorOp>(loc, u[j], u[j + side / 2], low);
+              next[2 * j + 1] =
+                  lb.create<mlir::LLVM::ShuffleVectorOp>(loc, u[j], u[j + side / 2], high);
+            }
+            lb.create<mlir::scf::YieldOp>(loc, next);
+          });
+      rounds->setAttr("loop_annotation", scalarLoop(b.getContext()));
+      return rounds.getResults();
+    };
+    bool inOrder = llvm::all_of(write.perm, [](llvm::ArrayRef<int64_t> column) {
+      return llvm::all_of(llvm::enumerate(column), [](auto e) {
+        return e.value() == static_cast<int64_t>(e.index());
+      });
+    });
+    if (inOrder) {
+      // Every square's rows are loads at the square's corner: the squares
+      // are a loop (one body for LLVM, not one a square). The bf16 021
+      // transpose's compile 53 -> 45 ms, its run time the same.
+      int64_t across = write.rows / side;
+      auto squares = copy.b.create<mlir::scf::ForOp>(
+          loc, indexConstant(0), indexConstant(across * (write.cols / side)), indexConstant(1));
+      squares->setAttr("loop_annotation", noUnroll(b.getContext()));
+      mlir::OpBuilder::InsertionGuard guard(copy.b);
+      copy.b.setInsertionPoint(squares.getBody()->getTerminator());
+      mlir::OpBuilder& sb = copy.b;
+      Value square = squares.getInductionVar();
+      auto times = [&](Value x, int64_t k) -> Value {
+        return sb.create<mlir::arith::MulIOp>(loc, x, indexConstant(k));
+      };
+      Value r0 = times(sb.create<mlir::arith::RemUIOp>(loc, square, indexConstant(across)), side);
+      Value c0 = times(sb.create<mlir::arith::DivUIOp>(loc, square, indexConstant(across)), side);
+      auto corner = [&](Value base, Value major, int64_t stride, Value minor) -> Value {
+        Value offset = sb.create<mlir::arith::IndexCastOp>(
+            loc, sb.getI64Type(), sb.create<mlir::arith::AddIOp>(loc, times(major, stride), minor));
+        return sb.create<mlir::LLVM::GEPOp>(loc, mlir::LLVM::LLVMPointerType::get(b.getContext()),
+                                            copy.element, base, mlir::ValueRange{offset});
+      };
+      Value from = corner(copy.src, c0, write.srcRowStride, r0);
+      Value to = corner(copy.dst, r0, write.dstRowStride, c0);
+      SmallVector<Value> v;
+      for (int64_t j = 0; j < side; ++j) v.push_back(copy.load(from, j * write.srcRowStride));
+      for (auto [i, row] : llvm::enumerate(transposed(sb, v))) {
+        copy.store(row, to, static_cast<int64_t>(i) * write.dstRowStride);
+      }
+      return mlir::success();
+    }
     for (int64_t c0 = 0; c0 < write.cols; c0 += side) {
       // The vectors of each of the square's tile rows, once loaded.
       SmallVector<std::array<Value, 2>> halves(side);
       for (int64_t r0 = 0; r0 < write.rows; r0 += side) {
-        // v[j][i]: output element (r0 + i, c0 + j).
         SmallVector<Value> v;
         for (int64_t j = 0; j < side; ++j) {
           v.push_back(copy.pick((c0 + j) * write.srcRowStride, write.rows,
                                 llvm::ArrayRef(write.perm[c0 + j]).slice(r0, side), halves[j]));
         }
-        // The rounds are a loop, its body a basic block of `side` shuffles
-        // of the block's arguments. Emitted whole, x86 instruction
-        // selection combined each shuffle with the trees of shuffles under
-        // it (~0.2 ms a shuffle).
-        auto rounds = copy.b.create<mlir::scf::ForOp>(
-            loc, indexConstant(0), indexConstant(llvm::Log2_64(side)), indexConstant(1), v,
-            [&](mlir::OpBuilder& lb, mlir::Location, Value, mlir::ValueRange u) {
-              SmallVector<Value> next(side);
-              for (int64_t j = 0; j < side / 2; ++j) {
-                next[2 * j] =
-                    lb.create<mlir::LLVM::ShuffleVectorOp>(loc, u[j], u[j + side / 2], low);
-                next[2 * j + 1] =
-                    lb.create<mlir::LLVM::ShuffleVectorOp>(loc, u[j], u[j + side / 2], high);
-              }
-              lb.create<mlir::scf::YieldOp>(loc, next);
-            });
-        rounds->setAttr("loop_annotation", scalarLoop(b.getContext()));
-        for (int64_t i = 0; i < side; ++i) {
-          copy.store(rounds.getResult(i), copy.dst, (r0 + i) * write.dstRowStride + c0);
+        for (auto [i, row] : llvm::enumerate(transposed(copy.b, v))) {
+          copy.store(row, copy.dst, (r0 + static_cast<int64_t>(i)) * write.dstRowStride + c0);
         }
       }
     }

@@ -1981,6 +1981,362 @@ func.func @transposing_write_of_8_rows(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// A transpose's two phases, a tile copied from the input into shared
+// memory with its rows rotated (row r's element j to (j + r) mod 16; as
+// a swizzle does; here a loop of 4 steps), then written to the output's
+// rows from the tile's columns, rotated back: with nothing else reading
+// the tile and the input only read, one transposing write straight from
+// the input (matchDirectWrite): each square's rows are whole input rows
+// (16 apart), loaded as they are -- no rotation shuffles, no tile -- in
+// a loop over squares (one here: 16 x 16 f32), the rounds as in
+// @transposing_write, 16 vector stores of the output's rows.
+// CHECK-LABEL: func.func @direct_write
+// CHECK-SAME: (%[[IN:[^:]*]]: !llvm.ptr, %[[OUT:[^:]*]]: !llvm.ptr,
+// CHECK-NOT:   llvm.store
+// CHECK:       %[[INB:.*]] = llvm.getelementptr %[[IN]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:       %[[OUTB:.*]] = llvm.getelementptr %[[OUT]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:       %[[SRC:.*]] = llvm.getelementptr %[[INB]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:       %[[DST:.*]] = llvm.getelementptr %[[OUTB]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:       scf.for %[[S:.*]] = %c0{{.*}} to %c1{{.*}} step %c1{{.*}} {
+// CHECK:         %[[FROM:.*]] = llvm.getelementptr %[[SRC]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:         %[[TO:.*]] = llvm.getelementptr %[[DST]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:         %[[AT0:.*]] = llvm.getelementptr %[[FROM]][%{{.*}}]
+// CHECK-NEXT:    %[[ROW0:.*]] = llvm.load %[[AT0]] {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK-NEXT:    %[[C16:.*]] = llvm.mlir.constant(16 : i64) : i64
+// CHECK-NEXT:    %[[AT1:.*]] = llvm.getelementptr %[[FROM]][%[[C16]]]
+// CHECK-NEXT:    llvm.load %[[AT1]] {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK-COUNT-14: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK-NOT:     llvm.shufflevector
+// CHECK:         %[[T:.*]]:16 = scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args(%[[A0:.*]] = %[[ROW0]],
+// CHECK-COUNT-16: llvm.shufflevector
+// CHECK-NEXT:      scf.yield
+// CHECK:         %[[AT:.*]] = llvm.getelementptr %[[TO]][%{{.*}}]
+// CHECK-NEXT:    llvm.store %[[T]]#0, %[[AT]] {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-COUNT-15: llvm.store %[[T]]#{{[0-9]+}}, %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-NEXT:  } {loop_annotation = #{{.*}}}
+// CHECK-NOT:   llvm.store
+// CHECK:       return
+// Without transposing writes the tile is written (the permuting copy's
+// vectors) and read back element by element.
+// ELEMENTS-LABEL: func.func @direct_write(
+// ELEMENTS:       llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// ELEMENTS:       llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
+// ELEMENTS:       return
+llvm.mlir.global private @tile_in() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<272 x f32>
+func.func @direct_write(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c17 = arith.constant 17 : index
+  %c256 = arith.constant 256 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %sh = llvm.mlir.addressof @tile_in : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %base = arith.muli %bid, %c256 : index
+  scf.for %step = %c0 to %c4 step %c1 {
+    %j = arith.remui %tid, %c16 : index
+    %w = arith.divui %tid, %c16 : index
+    %s4 = arith.muli %step, %c4 : index
+    %r = arith.addi %w, %s4 : index
+    %rowin = arith.muli %r, %c16 : index
+    %a = arith.addi %base, %rowin : index
+    %src = arith.addi %a, %j : index
+    %si = arith.index_cast %src : index to i64
+    %sp = llvm.getelementptr %in[%si] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %sp : !llvm.ptr -> f32
+    %jr = arith.addi %j, %r : index
+    %rot = arith.remui %jr, %c16 : index
+    %rowt = arith.muli %r, %c17 : index
+    %dst = arith.addi %rowt, %rot : index
+    %di = arith.index_cast %dst : index to i64
+    %dp = llvm.getelementptr %shp[%di] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %x, %dp : f32, !llvm.ptr
+  }
+  gpu.barrier
+  %c = arith.remui %tid, %c16 : index
+  %w = arith.divui %tid, %c16 : index
+  %row = arith.muli %c, %c17 : index
+  %k0 = arith.constant 0 : index
+  %r0 = arith.addi %w, %k0 : index
+  %rot0 = arith.addi %r0, %c : index
+  %m0 = arith.remui %rot0, %c16 : index
+  %s0 = arith.addi %row, %m0 : index
+  %si0 = arith.index_cast %s0 : index to i64
+  %sp0 = llvm.getelementptr %shp[%si0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x0 = llvm.load %sp0 : !llvm.ptr -> f32
+  %ro0 = arith.muli %r0, %c16 : index
+  %dr0 = arith.addi %base, %ro0 : index
+  %d0 = arith.addi %dr0, %c : index
+  %di0 = arith.index_cast %d0 : index to i64
+  %dp0 = llvm.getelementptr %out[%di0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x0, %dp0 : f32, !llvm.ptr
+  %k1 = arith.constant 4 : index
+  %r1 = arith.addi %w, %k1 : index
+  %rot1 = arith.addi %r1, %c : index
+  %m1 = arith.remui %rot1, %c16 : index
+  %s1 = arith.addi %row, %m1 : index
+  %si1 = arith.index_cast %s1 : index to i64
+  %sp1 = llvm.getelementptr %shp[%si1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x1 = llvm.load %sp1 : !llvm.ptr -> f32
+  %ro1 = arith.muli %r1, %c16 : index
+  %dr1 = arith.addi %base, %ro1 : index
+  %d1 = arith.addi %dr1, %c : index
+  %di1 = arith.index_cast %d1 : index to i64
+  %dp1 = llvm.getelementptr %out[%di1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x1, %dp1 : f32, !llvm.ptr
+  %k2 = arith.constant 8 : index
+  %r2 = arith.addi %w, %k2 : index
+  %rot2 = arith.addi %r2, %c : index
+  %m2 = arith.remui %rot2, %c16 : index
+  %s2 = arith.addi %row, %m2 : index
+  %si2 = arith.index_cast %s2 : index to i64
+  %sp2 = llvm.getelementptr %shp[%si2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x2 = llvm.load %sp2 : !llvm.ptr -> f32
+  %ro2 = arith.muli %r2, %c16 : index
+  %dr2 = arith.addi %base, %ro2 : index
+  %d2 = arith.addi %dr2, %c : index
+  %di2 = arith.index_cast %d2 : index to i64
+  %dp2 = llvm.getelementptr %out[%di2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x2, %dp2 : f32, !llvm.ptr
+  %k3 = arith.constant 12 : index
+  %r3 = arith.addi %w, %k3 : index
+  %rot3 = arith.addi %r3, %c : index
+  %m3 = arith.remui %rot3, %c16 : index
+  %s3 = arith.addi %row, %m3 : index
+  %si3 = arith.index_cast %s3 : index to i64
+  %sp3 = llvm.getelementptr %shp[%si3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x3 = llvm.load %sp3 : !llvm.ptr -> f32
+  %ro3 = arith.muli %r3, %c16 : index
+  %dr3 = arith.addi %base, %ro3 : index
+  %d3 = arith.addi %dr3, %c : index
+  %di3 = arith.index_cast %d3 : index to i64
+  %dp3 = llvm.getelementptr %out[%di3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x3, %dp3 : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// The same with the tile read again by a third phase: it is written (a
+// permuting copy's vector stores), then transposed from there.
+// CHECK-LABEL: func.func @direct_write_tile_read_again
+// CHECK:       @direct_write_tile_read_again_rotations0
+// CHECK:       llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK:       llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:       return
+llvm.mlir.global private @tile_again() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<272 x f32>
+func.func @direct_write_tile_read_again(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c17 = arith.constant 17 : index
+  %c256 = arith.constant 256 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %sh = llvm.mlir.addressof @tile_again : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %base = arith.muli %bid, %c256 : index
+  scf.for %step = %c0 to %c4 step %c1 {
+    %j = arith.remui %tid, %c16 : index
+    %w = arith.divui %tid, %c16 : index
+    %s4 = arith.muli %step, %c4 : index
+    %r = arith.addi %w, %s4 : index
+    %rowin = arith.muli %r, %c16 : index
+    %a = arith.addi %base, %rowin : index
+    %src = arith.addi %a, %j : index
+    %si = arith.index_cast %src : index to i64
+    %sp = llvm.getelementptr %in[%si] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %sp : !llvm.ptr -> f32
+    %jr = arith.addi %j, %r : index
+    %rot = arith.remui %jr, %c16 : index
+    %rowt = arith.muli %r, %c17 : index
+    %dst = arith.addi %rowt, %rot : index
+    %di = arith.index_cast %dst : index to i64
+    %dp = llvm.getelementptr %shp[%di] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %x, %dp : f32, !llvm.ptr
+  }
+  gpu.barrier
+  %c = arith.remui %tid, %c16 : index
+  %w = arith.divui %tid, %c16 : index
+  %row = arith.muli %c, %c17 : index
+  %k0 = arith.constant 0 : index
+  %r0 = arith.addi %w, %k0 : index
+  %rot0 = arith.addi %r0, %c : index
+  %m0 = arith.remui %rot0, %c16 : index
+  %s0 = arith.addi %row, %m0 : index
+  %si0 = arith.index_cast %s0 : index to i64
+  %sp0 = llvm.getelementptr %shp[%si0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x0 = llvm.load %sp0 : !llvm.ptr -> f32
+  %ro0 = arith.muli %r0, %c16 : index
+  %dr0 = arith.addi %base, %ro0 : index
+  %d0 = arith.addi %dr0, %c : index
+  %di0 = arith.index_cast %d0 : index to i64
+  %dp0 = llvm.getelementptr %out[%di0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x0, %dp0 : f32, !llvm.ptr
+  %k1 = arith.constant 4 : index
+  %r1 = arith.addi %w, %k1 : index
+  %rot1 = arith.addi %r1, %c : index
+  %m1 = arith.remui %rot1, %c16 : index
+  %s1 = arith.addi %row, %m1 : index
+  %si1 = arith.index_cast %s1 : index to i64
+  %sp1 = llvm.getelementptr %shp[%si1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x1 = llvm.load %sp1 : !llvm.ptr -> f32
+  %ro1 = arith.muli %r1, %c16 : index
+  %dr1 = arith.addi %base, %ro1 : index
+  %d1 = arith.addi %dr1, %c : index
+  %di1 = arith.index_cast %d1 : index to i64
+  %dp1 = llvm.getelementptr %out[%di1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x1, %dp1 : f32, !llvm.ptr
+  %k2 = arith.constant 8 : index
+  %r2 = arith.addi %w, %k2 : index
+  %rot2 = arith.addi %r2, %c : index
+  %m2 = arith.remui %rot2, %c16 : index
+  %s2 = arith.addi %row, %m2 : index
+  %si2 = arith.index_cast %s2 : index to i64
+  %sp2 = llvm.getelementptr %shp[%si2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x2 = llvm.load %sp2 : !llvm.ptr -> f32
+  %ro2 = arith.muli %r2, %c16 : index
+  %dr2 = arith.addi %base, %ro2 : index
+  %d2 = arith.addi %dr2, %c : index
+  %di2 = arith.index_cast %d2 : index to i64
+  %dp2 = llvm.getelementptr %out[%di2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x2, %dp2 : f32, !llvm.ptr
+  %k3 = arith.constant 12 : index
+  %r3 = arith.addi %w, %k3 : index
+  %rot3 = arith.addi %r3, %c : index
+  %m3 = arith.remui %rot3, %c16 : index
+  %s3 = arith.addi %row, %m3 : index
+  %si3 = arith.index_cast %s3 : index to i64
+  %sp3 = llvm.getelementptr %shp[%si3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x3 = llvm.load %sp3 : !llvm.ptr -> f32
+  %ro3 = arith.muli %r3, %c16 : index
+  %dr3 = arith.addi %base, %ro3 : index
+  %d3 = arith.addi %dr3, %c : index
+  %di3 = arith.index_cast %d3 : index to i64
+  %dp3 = llvm.getelementptr %out[%di3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x3, %dp3 : f32, !llvm.ptr
+  gpu.barrier
+  %t = arith.index_cast %tid : index to i64
+  %q = llvm.getelementptr %shp[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %y = llvm.load %q : !llvm.ptr -> f32
+  %o = llvm.getelementptr %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %y, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// The same with the input written too (an in-place buffer XLA would not
+// give a transpose; a later phase's store here): the tile keeps the copy.
+// CHECK-LABEL: func.func @direct_write_of_a_written_input
+// CHECK:       @direct_write_of_a_written_input_rotations0
+// CHECK:       llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK:       return
+llvm.mlir.global private @tile_inplace() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<272 x f32>
+func.func @direct_write_of_a_written_input(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c17 = arith.constant 17 : index
+  %c256 = arith.constant 256 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %sh = llvm.mlir.addressof @tile_inplace : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %base = arith.muli %bid, %c256 : index
+  scf.for %step = %c0 to %c4 step %c1 {
+    %j = arith.remui %tid, %c16 : index
+    %w = arith.divui %tid, %c16 : index
+    %s4 = arith.muli %step, %c4 : index
+    %r = arith.addi %w, %s4 : index
+    %rowin = arith.muli %r, %c16 : index
+    %a = arith.addi %base, %rowin : index
+    %src = arith.addi %a, %j : index
+    %si = arith.index_cast %src : index to i64
+    %sp = llvm.getelementptr %in[%si] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %sp : !llvm.ptr -> f32
+    %jr = arith.addi %j, %r : index
+    %rot = arith.remui %jr, %c16 : index
+    %rowt = arith.muli %r, %c17 : index
+    %dst = arith.addi %rowt, %rot : index
+    %di = arith.index_cast %dst : index to i64
+    %dp = llvm.getelementptr %shp[%di] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %x, %dp : f32, !llvm.ptr
+  }
+  gpu.barrier
+  %c = arith.remui %tid, %c16 : index
+  %w = arith.divui %tid, %c16 : index
+  %row = arith.muli %c, %c17 : index
+  %k0 = arith.constant 0 : index
+  %r0 = arith.addi %w, %k0 : index
+  %rot0 = arith.addi %r0, %c : index
+  %m0 = arith.remui %rot0, %c16 : index
+  %s0 = arith.addi %row, %m0 : index
+  %si0 = arith.index_cast %s0 : index to i64
+  %sp0 = llvm.getelementptr %shp[%si0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x0 = llvm.load %sp0 : !llvm.ptr -> f32
+  %ro0 = arith.muli %r0, %c16 : index
+  %dr0 = arith.addi %base, %ro0 : index
+  %d0 = arith.addi %dr0, %c : index
+  %di0 = arith.index_cast %d0 : index to i64
+  %dp0 = llvm.getelementptr %out[%di0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x0, %dp0 : f32, !llvm.ptr
+  %k1 = arith.constant 4 : index
+  %r1 = arith.addi %w, %k1 : index
+  %rot1 = arith.addi %r1, %c : index
+  %m1 = arith.remui %rot1, %c16 : index
+  %s1 = arith.addi %row, %m1 : index
+  %si1 = arith.index_cast %s1 : index to i64
+  %sp1 = llvm.getelementptr %shp[%si1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x1 = llvm.load %sp1 : !llvm.ptr -> f32
+  %ro1 = arith.muli %r1, %c16 : index
+  %dr1 = arith.addi %base, %ro1 : index
+  %d1 = arith.addi %dr1, %c : index
+  %di1 = arith.index_cast %d1 : index to i64
+  %dp1 = llvm.getelementptr %out[%di1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x1, %dp1 : f32, !llvm.ptr
+  %k2 = arith.constant 8 : index
+  %r2 = arith.addi %w, %k2 : index
+  %rot2 = arith.addi %r2, %c : index
+  %m2 = arith.remui %rot2, %c16 : index
+  %s2 = arith.addi %row, %m2 : index
+  %si2 = arith.index_cast %s2 : index to i64
+  %sp2 = llvm.getelementptr %shp[%si2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x2 = llvm.load %sp2 : !llvm.ptr -> f32
+  %ro2 = arith.muli %r2, %c16 : index
+  %dr2 = arith.addi %base, %ro2 : index
+  %d2 = arith.addi %dr2, %c : index
+  %di2 = arith.index_cast %d2 : index to i64
+  %dp2 = llvm.getelementptr %out[%di2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x2, %dp2 : f32, !llvm.ptr
+  %k3 = arith.constant 12 : index
+  %r3 = arith.addi %w, %k3 : index
+  %rot3 = arith.addi %r3, %c : index
+  %m3 = arith.remui %rot3, %c16 : index
+  %s3 = arith.addi %row, %m3 : index
+  %si3 = arith.index_cast %s3 : index to i64
+  %sp3 = llvm.getelementptr %shp[%si3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x3 = llvm.load %sp3 : !llvm.ptr -> f32
+  %ro3 = arith.muli %r3, %c16 : index
+  %dr3 = arith.addi %base, %ro3 : index
+  %d3 = arith.addi %dr3, %c : index
+  %di3 = arith.index_cast %d3 : index to i64
+  %dp3 = llvm.getelementptr %out[%di3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x3, %dp3 : f32, !llvm.ptr
+  gpu.barrier
+  %t = arith.index_cast %tid : index to i64
+  %z = arith.constant 0.0 : f32
+  %ip = llvm.getelementptr %in[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %z, %ip : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // A first phase (a loop of steps, run interchanged) that copies rows from
 // global memory into shared memory, each row rotated (row r's element j
 // to (j + r) mod 32, as a swizzle does): tile element p of row r from

@@ -836,8 +836,9 @@ def test_transposing_writes_where_the_host_has_512_bit_vectors():
         out = np.empty((128, 64), bf16)
         kernel(x, out)
         np.testing.assert_array_equal(out.view(np.uint16), x.view(np.uint16).T)
-    # The first phase's rows go into the shared tile as vectors either way
-    # (the permuting copy); the tile's columns leave as vectors only with.
+    # With transposing writes the input's rows go straight to the output's
+    # columns as vectors (no tile: the direct write); without, the tile's
+    # columns leave element by element.
     assert stores[True] > stores[False]
 
 

@@ -60,11 +60,21 @@ def block_times_ms(sides, runs: int, block: int = BLOCK_RUNS,
     have displaced its data from the caches (a 16 MiB row sum's input, of a
     32 MiB L3), and the timings carry that: the row sum read 0.58-0.93x,
     interleaved, against 1.08-1.20x in blocks of 5, in one process. A run
-    may be the mean of `calls` calls (times_ms), for calls of microseconds."""
+    may be the mean of `calls` calls (times_ms), for calls of microseconds.
+    The sides take their turns in the order given, then in the reverse
+    order, and so on: of two sides (the suite's), each follows the other's
+    block as often as its own. In one fixed order each side always ran
+    right after the same other side: two loads of one object as the first
+    two of three sides (XLA:CPU's the third, so that the first always ran
+    after XLA's block) read the first up to 10 % slower than the second,
+    2 % at the median over the bench's cases, in each of two processes."""
     times: list[list[float]] = [[] for _ in sides]
-    while len(times[0]) < runs:
-        for fn, timed in zip(sides, times):
-            timed += times_ms(fn, min(block, runs - len(timed)), calls)  # a block
+    order = list(range(len(sides)))
+    while min(len(t) for t in times) < runs:
+        for k in order:
+            timed = times[k]
+            timed += times_ms(sides[k], min(block, runs - len(timed)), calls)  # a block
+        order.reverse()
     return times
 
 

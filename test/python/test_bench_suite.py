@@ -70,18 +70,24 @@ def test_xla_cpu_generates_the_code_of_a_reduction_with_its_libraries_off():
 def test_each_side_is_timed_in_blocks_after_an_untimed_run():
     # The suite's HLO cases time ours and XLA:CPU in turns of a block each:
     # one untimed call (the side's caches and pool warm again after the
-    # other side ran), then up to `block` timed calls in a row.
+    # other side ran), then up to `block` timed calls in a row; the sides'
+    # order reversed every turn, so that neither always follows the other.
     from xla_gpu.benchmarks import block_times_ms
 
     calls = []
-    times = block_times_ms([lambda: calls.append("a"), lambda: calls.append("b")], runs=7,
+    times = block_times_ms([lambda: calls.append("a"), lambda: calls.append("b")], runs=12,
                            block=5)
-    assert "".join(calls) == "a" * 6 + "b" * 6 + "a" * 3 + "b" * 3
-    assert [len(t) for t in times] == [7, 7]
+    assert "".join(calls) == "a" * 6 + "b" * 6 + "b" * 6 + "a" * 6 + "a" * 3 + "b" * 3
+    assert [len(t) for t in times] == [12, 12]
     assert all(t >= 0 for side in times for t in side)
+    # Three sides: forwards, backwards, forwards.
+    calls.clear()
+    block_times_ms([lambda: calls.append("a"), lambda: calls.append("b"),
+                    lambda: calls.append("c")], runs=3, block=1)
+    assert "".join(calls) == "aabbcc" + "ccbbaa" + "aabbcc"
     # Runs of several calls each (the JAX backend's overhead case).
     calls.clear()
     times = block_times_ms([lambda: calls.append("a"), lambda: calls.append("b")], runs=3,
                            block=2, calls=4)
-    assert "".join(calls) == "a" * 9 + "b" * 9 + "a" * 5 + "b" * 5
+    assert "".join(calls) == "a" * 9 + "b" * 9 + "b" * 5 + "a" * 5
     assert [len(t) for t in times] == [3, 3]

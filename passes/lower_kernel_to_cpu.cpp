@@ -1267,6 +1267,12 @@ class KernelLowering {
         if (mlir::failed(emitPermutingCopy(b, phase, *copy))) return mlir::failure();
         continue;
       }
+      std::optional<PhaseCopies> fromShared = copiesOf(phase, shape, /*toShared=*/false);
+      if (auto write = fromShared && transposingWrites_ ? matchTransposingWrite(*fromShared)
+                                                        : std::nullopt) {
+        if (mlir::failed(emitTransposingWrite(b, phase, *write))) return mlir::failure();
+        continue;
+      }
       if (interchanged_.contains(phase.front())) {
         if (mlir::failed(emitInterchanged(b, llvm::cast<mlir::scf::ForOp>(phase.front()), shape))) {
           return mlir::failure();
@@ -1275,12 +1281,6 @@ class KernelLowering {
       }
       if (auto copy = intoShared ? matchTransposingCopy(*intoShared) : std::nullopt) {
         if (mlir::failed(emitTransposingCopy(b, phase, *copy))) return mlir::failure();
-        continue;
-      }
-      std::optional<PhaseCopies> fromShared = copiesOf(phase, shape, /*toShared=*/false);
-      if (auto write = fromShared && transposingWrites_ ? matchTransposingWrite(*fromShared)
-                                                        : std::nullopt) {
-        if (mlir::failed(emitTransposingWrite(b, phase, *write))) return mlir::failure();
         continue;
       }
       mlir::OpBuilder tb(ctx);
@@ -2209,6 +2209,7 @@ class KernelLowering {
     int64_t rows, cols, srcRowStride, dstRowStride;
     SmallVector<SmallVector<int64_t>> perm;  // [c][r]
     mlir::Type element;
+    mlir::scf::ForOp loop;  // the phase's loop over steps, or null
     // Where `src` is not the tile but global memory the tile was copied
     // from (matchDirectWrite): the phase that copied it, whose addresses
     // `src` and `srcShift` are.
@@ -2222,13 +2223,12 @@ class KernelLowering {
   // second phase, 64 scalar 16-bit loads and stores a lane, took half its
   // time.
   std::optional<TransposingWrite> matchTransposingWrite(const PhaseCopies& copies) {
-    if (copies.loop) return std::nullopt;
     const SmallVector<int64_t>& from = copies.from;
     const SmallVector<int64_t>& to = copies.to;
     int64_t fromMin = *llvm::min_element(from), toMin = *llvm::min_element(to);
     TransposingWrite write{copies.geps.front().first, copies.geps.front().second,
                            fromMin - from.front(), toMin - to.front(), 0, 0, 0, 0, {},
-                           copies.element};
+                           copies.element, copies.loop};
     std::optional<Written> written = writtenBy(to);
     if (!written) return std::nullopt;
     int64_t side = kWriteVectorBits / copies.element.getIntOrFloatBitWidth();
@@ -2318,7 +2318,7 @@ class KernelLowering {
     curPhase_ = q;
     std::optional<PhaseCopies> from = copiesOf(phases[q], shapes[q], /*toShared=*/false);
     curPhase_ = saved;
-    if (!from || from->loop || from->element != into.element ||
+    if (!from || from->element != into.element ||
         sharedGlobalOf(from->geps.front().first.getResult()) != tile) {
       return std::nullopt;
     }
@@ -2360,7 +2360,7 @@ class KernelLowering {
   mlir::LogicalResult emitTransposingWrite(mlir::OpBuilder& b,
                                            llvm::ArrayRef<mlir::Operation*> phase,
                                            TransposingWrite write) {
-    auto begun = beginRegisterCopy(b, phase, {}, write.src, write.dst, write.srcShift,
+    auto begun = beginRegisterCopy(b, phase, write.loop, write.src, write.dst, write.srcShift,
                                    write.dstShift, write.element, write.srcPhase);
     if (mlir::failed(begun)) return mlir::failure();
     RegisterCopy& copy = *begun;

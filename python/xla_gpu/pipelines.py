@@ -77,8 +77,8 @@ class PipelineOptions:
     # lane loops that LLVM vectorizes into a main body, an epilogue and a
     # remainder, each op of an unrolled body three vector instructions or
     # more to select (~30 us each on an AVX2 host): it unrolls up to 128
-    # (400 where it writes transposes in 512-bit squares, which take the
-    # write phase unrolled). The bf16 021 transpose's write phase, 8 steps
+    # on every host (a transposing write takes a phase's loop of steps
+    # since stop 53). The bf16 021 transpose's write phase, 8 steps
     # of 29 ops, unrolled took 55 of its 201 ms of compile; it ran the same
     # in stop 49's three A/Bs, 1.00-1.15x faster in stop 50's seven and
     # 1.01-1.04x in stop 51's two (in one process each), for 45 ms more

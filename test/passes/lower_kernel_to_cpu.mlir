@@ -1922,6 +1922,67 @@ func.func @transposing_write(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// The same second phase as a loop of 4 steps (the CPU's unroll budget
+// keeps an 8-step write phase a loop): its copies evaluated step by step,
+// the same transposing write, its addresses from the loop body's index
+// arithmetic at the first step.
+// CHECK-LABEL: func.func @transposing_write_steps
+// CHECK:       llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
+// CHECK:       %[[ROW1:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<16xi32>
+// CHECK:       llvm.shufflevector %{{.*}}, %{{.*}} [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0]
+// CHECK:       %[[T:.*]]:16 = scf.for %{{.*}} = %c0{{.*}} to %c4{{.*}} step %c1{{.*}} iter_args(
+// CHECK-COUNT-16: llvm.store %[[T]]#{{[0-9]+}}, %{{.*}} {alignment = 4 : i64} : vector<16xi32>, !llvm.ptr
+// CHECK-NOT:   -> f32
+// CHECK:       return
+// ELEMENTS-LABEL: func.func @transposing_write_steps(
+// ELEMENTS-NOT:   vector<16xi32>
+// ELEMENTS:       llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
+// ELEMENTS-NOT:   vector<16xi32>
+// ELEMENTS:       return
+llvm.mlir.global private @tile_steps() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<272 x f32>
+func.func @transposing_write_steps(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c17 = arith.constant 17 : index
+  %c256 = arith.constant 256 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %sh = llvm.mlir.addressof @tile_steps : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %v2 = arith.addf %v, %v : f32
+  %q = llvm.getelementptr %shp[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v2, %q : f32, !llvm.ptr
+  gpu.barrier
+  scf.for %step = %c0 to %c4 step %c1 {
+    %c = arith.remui %tid, %c16 : index
+    %w = arith.divui %tid, %c16 : index
+    %base = arith.muli %bid, %c256 : index
+    %row = arith.muli %c, %c17 : index
+    %k = arith.muli %step, %c4 : index
+    %r = arith.addi %w, %k : index
+    %rot = arith.addi %r, %c : index
+    %m = arith.remui %rot, %c16 : index
+    %s = arith.addi %row, %m : index
+    %si = arith.index_cast %s : index to i64
+    %sp = llvm.getelementptr %shp[%si] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %sp : !llvm.ptr -> f32
+    %ro = arith.muli %r, %c16 : index
+    %dr = arith.addi %base, %ro : index
+    %d = arith.addi %dr, %c : index
+    %di = arith.index_cast %d : index to i64
+    %dp = llvm.getelementptr %out[%di] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %x, %dp : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
 // Half the tile's rows (8 of 16: not a square's multiple) keep the copies
 // element by element.
 // CHECK-LABEL: func.func @transposing_write_of_8_rows

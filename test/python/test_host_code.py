@@ -824,8 +824,7 @@ def test_transposing_writes_where_the_host_has_512_bit_vectors():
     assert CPU_DEFAULT_OPTIONS.transposing_writes == host_code.has_512_bit_vectors()
     stores = {}
     for on in (True, False):
-        opts = dataclasses.replace(CPU_DEFAULT_OPTIONS, transposing_writes=on,
-                                   max_unrolled_ops=400 if on else 128)
+        opts = dataclasses.replace(CPU_DEFAULT_OPTIONS, transposing_writes=on)
         assert ("transposing-writes=false" in pipelines.pipeline_string(
             opts, pipelines.CPU_STAGES)) == (not on)
         with ir.Context():
@@ -843,38 +842,43 @@ def test_transposing_writes_where_the_host_has_512_bit_vectors():
 
 
 def test_cpu_target_keeps_a_long_thread_loop_whole():
-    """Without 512-bit vectors CPU_DEFAULT_OPTIONS unrolls loops up to 128
-    ops (XLA's 400 for the GPU, and for a host that writes transposes in
-    512-bit squares): the packed bf16 transpose's write phase, 8 steps of
-    4 copies, stays one loop with 128, is unrolled whole with 400; the
-    kernel is right either way."""
+    """CPU_DEFAULT_OPTIONS unrolls loops up to 128 ops on every host (XLA's
+    400 for the GPU): the packed bf16 transpose's write phase, 8 steps of 4
+    copies, stays one loop with 128, is unrolled whole with 400; the kernel
+    is right either way, and with transposing writes the loop's copies
+    make the same transposing write the unrolled ones make (straight from
+    the input: one square's 32 vector stores, in a loop over squares)."""
     import dataclasses
     from xla_gpu.emitters import emit_fusion, find_fusion
     from xla_gpu.hlo import parse_hlo
-    budget = 400 if host_code.has_512_bit_vectors() else 128
-    assert CPU_DEFAULT_OPTIONS.max_unrolled_ops == budget
-    assert ("max-unrolled-ops=128" in pipelines.pipeline_string(
-        CPU_DEFAULT_OPTIONS, pipelines.CPU_STAGES)) == (budget == 128)
+    assert CPU_DEFAULT_OPTIONS.max_unrolled_ops == 128
+    assert "max-unrolled-ops=128" in pipelines.pipeline_string(CPU_DEFAULT_OPTIONS,
+                                                               pipelines.CPU_STAGES)
     assert "max-unrolled-ops" not in pipelines.pipeline_string(pipelines.PipelineOptions())
-    loops = {}
+    loops, stores = {}, {}
     for budget in (128, 400):
-        opts = dataclasses.replace(CPU_DEFAULT_OPTIONS, max_unrolled_ops=budget,
-                                   transposing_writes=False)
-        with ir.Context():
-            text = str(emit_fusion(find_fusion(parse_hlo(BF16_TRANSPOSE))))
-        with pipelines.compile_context():
-            module = pipelines.parse_module(text)
-            pipelines.run_pipeline(module, opts, stages=("optimization", "loop-transformation"))
-            loops[budget] = str(module).count("scf.for")
-        with ir.Context():
-            kernel = CpuKernel(text, opts)
-        bf16 = kernel.params[0].dtype
-        x = np.arange(64 * 128, dtype=np.uint16).reshape(64, 128).view(bf16)
-        out = np.empty((128, 64), bf16)
-        kernel(x, out)
-        np.testing.assert_array_equal(out.view(np.uint16), x.view(np.uint16).T)
+        for writes in (False, True):
+            opts = dataclasses.replace(CPU_DEFAULT_OPTIONS, max_unrolled_ops=budget,
+                                       transposing_writes=writes)
+            with ir.Context():
+                text = str(emit_fusion(find_fusion(parse_hlo(BF16_TRANSPOSE))))
+            with pipelines.compile_context():
+                module = pipelines.parse_module(text)
+                pipelines.run_pipeline(module, opts,
+                                       stages=("optimization", "loop-transformation"))
+                loops[budget] = str(module).count("scf.for")
+            with ir.Context():
+                kernel = CpuKernel(text, opts)
+            stores[budget, writes] = kernel.llvm_ir.count(": vector<32xi16>, !llvm.ptr")
+            bf16 = kernel.params[0].dtype
+            x = np.arange(64 * 128, dtype=np.uint16).reshape(64, 128).view(bf16)
+            out = np.empty((128, 64), bf16)
+            kernel(x, out)
+            np.testing.assert_array_equal(out.view(np.uint16), x.view(np.uint16).T)
     # The first phase's loop of 16 steps stays a loop either way.
     assert loops == {128: 2, 400: 1}
+    assert stores[128, True] == stores[400, True] == 32
+    assert stores[128, False] == stores[400, False] == 0
 
 
 def test_multiplies_and_adds_contract_as_xla_cpus_do():

@@ -80,17 +80,17 @@ _CPUS = os.cpu_count() or 1
 # benchmarks, the f16 021 transpose 0.79x, a column sum with a partial tile
 # (f32[4096,1040]) 0.28-0.33x, every other case within noise, every
 # result bit for bit the same. Transposing writes only where the host has
-# 512-bit vectors (PipelineOptions.transposing_writes); a transposing write
-# takes a write phase unrolled whole (its squares span the steps), so there
-# loops keep XLA's unroll budget, elsewhere the CPU's smaller one
-# (PipelineOptions.max_unrolled_ops).
+# 512-bit vectors (PipelineOptions.transposing_writes). Loops are unrolled
+# up to the CPU's budget on every host (PipelineOptions.max_unrolled_ops):
+# until stop 53 hosts with transposing writes kept XLA's, as a transposing
+# write took its phase unrolled; it takes a phase's loop of steps now, and
+# with 128 every bench object was the same but the cumsum's (its run the
+# same, 0.999x), the bf16 021 transpose's compile 27.0 -> 23.3 ms.
 _TRANSPOSING_WRITES = has_512_bit_vectors()
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
     vectorize=False, pipeline_loads=False, unroll_accumulations=False, unroll_math_loops=False,
-    partial_unroll=False,
-    max_unrolled_ops=pipelines.XLA_MAX_UNROLLED_OPS if _TRANSPOSING_WRITES else 128,
-    index_bitwidth=64, peel_loops=False, fold_loops_into_threads=True,
-    transposing_writes=_TRANSPOSING_WRITES)
+    partial_unroll=False, max_unrolled_ops=128, index_bitwidth=64, peel_loops=False,
+    fold_loops_into_threads=True, transposing_writes=_TRANSPOSING_WRITES)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

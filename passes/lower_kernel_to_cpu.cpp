@@ -1267,9 +1267,9 @@ class KernelLowering {
         if (mlir::failed(emitPermutingCopy(b, phase, *copy))) return mlir::failure();
         continue;
       }
-      std::optional<PhaseCopies> fromShared = copiesOf(phase, shape, /*toShared=*/false);
-      if (auto write = fromShared && transposingWrites_ ? matchTransposingWrite(*fromShared)
-                                                        : std::nullopt) {
+      std::optional<PhaseCopies> fromShared =
+          transposingWrites_ ? copiesOf(phase, shape, /*toShared=*/false) : std::nullopt;
+      if (auto write = fromShared ? matchTransposingWrite(*fromShared) : std::nullopt) {
         if (mlir::failed(emitTransposingWrite(b, phase, *write))) return mlir::failure();
         continue;
       }

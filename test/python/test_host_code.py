@@ -855,18 +855,19 @@ def test_cpu_target_keeps_a_long_thread_loop_whole():
     assert "max-unrolled-ops=128" in pipelines.pipeline_string(CPU_DEFAULT_OPTIONS,
                                                                pipelines.CPU_STAGES)
     assert "max-unrolled-ops" not in pipelines.pipeline_string(pipelines.PipelineOptions())
+    with ir.Context():
+        text = str(emit_fusion(find_fusion(parse_hlo(BF16_TRANSPOSE))))
     loops, stores = {}, {}
     for budget in (128, 400):
+        with pipelines.compile_context():
+            module = pipelines.parse_module(text)
+            pipelines.run_pipeline(module, dataclasses.replace(CPU_DEFAULT_OPTIONS,
+                                                               max_unrolled_ops=budget),
+                                   stages=("optimization", "loop-transformation"))
+            loops[budget] = str(module).count("scf.for")
         for writes in (False, True):
             opts = dataclasses.replace(CPU_DEFAULT_OPTIONS, max_unrolled_ops=budget,
                                        transposing_writes=writes)
-            with ir.Context():
-                text = str(emit_fusion(find_fusion(parse_hlo(BF16_TRANSPOSE))))
-            with pipelines.compile_context():
-                module = pipelines.parse_module(text)
-                pipelines.run_pipeline(module, opts,
-                                       stages=("optimization", "loop-transformation"))
-                loops[budget] = str(module).count("scf.for")
             with ir.Context():
                 kernel = CpuKernel(text, opts)
             stores[budget, writes] = kernel.llvm_ir.count(": vector<32xi16>, !llvm.ptr")

@@ -107,7 +107,7 @@ def prepare(out: Path, device_name: str = "h100") -> Path:
     calls = {}
     for name, (fn, specs, _) in gpu_cases.GPU_CASES.items():
         avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in specs)
-        calls[name] = json.loads(_build(fn, name, avals, "cuda", device).to_json())
+        calls[name] = json.loads(_build(fn, name, avals, "cuda", device)[0].to_json())
     out.mkdir(parents=True, exist_ok=True)
     path = out / "kernels.json"
     path.write_text(json.dumps({"device": device_name, "calls": calls}, indent=1))

@@ -256,32 +256,56 @@ def test_disk_cache_skips_emission(tmp_path, monkeypatch):
     assert list(tmp_path.glob("*.json")) == [entry]
 
 
-def test_a_cached_kernel_is_found_without_converting_to_hlo(monkeypatch):
-    # The cache key is the StableHLO text (no locations); the conversion
-    # to XLA's HLO text, 3-5 ms, is made only for a kernel not yet built.
+def _count_lowerings(monkeypatch) -> tuple[list, list]:
+    """Records each jax lowering of a traced function and each conversion
+    of a lowered one to XLA's HLO text."""
     import jax.stages
 
-    conversions = []
-    as_text = jax.stages.Lowered.as_text
+    lowerings, conversions = [], []
+    lower, as_text = jax.stages.Traced.lower, jax.stages.Lowered.as_text
 
-    def counted(self, *args, **kwargs):
+    def counted_lower(self, *args, **kwargs):
+        lowerings.append(self)
+        return lower(self, *args, **kwargs)
+
+    def counted_as_text(self, *args, **kwargs):
         if kwargs.get("dialect") == "hlo":
             conversions.append(kwargs)
         return as_text(self, *args, **kwargs)
 
-    monkeypatch.setattr(jax.stages.Lowered, "as_text", counted)
+    monkeypatch.setattr(jax.stages.Traced, "lower", counted_lower)
+    monkeypatch.setattr(jax.stages.Lowered, "as_text", counted_as_text)
+    return lowerings, conversions
+
+
+def test_a_kernel_of_one_to_one_operations_is_built_without_jax_lowering(monkeypatch):
+    # Its HLO is written from the jaxpr (from_jaxpr): jax's lowering (4 ms)
+    # and the conversion to HLO text (4 ms) are never made.
+    lowerings, conversions = _count_lowerings(monkeypatch)
     x = f32(12, 20)
     f = kernel(lambda v: jnp.tanh(v) * 3.0)
     np.testing.assert_allclose(f(x), jnp.tanh(x) * 3.0, rtol=2e-6)
-    assert len(conversions) == 1
+    assert (lowerings, conversions) == ([], [])
+
+
+def test_a_cached_kernel_is_found_without_converting_to_hlo(monkeypatch):
+    # A function only jax's lowering takes (jax writes `logistic` as its
+    # own expansion): the cache key is the StableHLO text (no locations);
+    # the conversion to XLA's HLO text, 3-5 ms, is made only for a kernel
+    # not yet built.
+    lowerings, conversions = _count_lowerings(monkeypatch)
+    x = f32(12, 20)
+    f = kernel(lambda v: jax.nn.sigmoid(v) * 3.0)
+    np.testing.assert_allclose(f(x), jax.nn.sigmoid(x) * 3.0, rtol=2e-6)
+    assert (len(lowerings), len(conversions)) == (1, 1)
     # Another function object, defined on another line, of the same body.
-    g = kernel(lambda v: jnp.tanh(v) * 3.0)
-    np.testing.assert_allclose(g(x), jnp.tanh(x) * 3.0, rtol=2e-6)
-    assert len(conversions) == 1
+    g = kernel(lambda v: jax.nn.sigmoid(v) * 3.0)
+    np.testing.assert_allclose(g(x), jax.nn.sigmoid(x) * 3.0, rtol=2e-6)
+    assert (len(lowerings), len(conversions)) == (2, 1)
     # A different body is a different kernel.
-    h = kernel(lambda v: jnp.tanh(v) * 4.0)
-    np.testing.assert_allclose(h(x), jnp.tanh(x) * 4.0, rtol=2e-6)
-    assert len(conversions) == 2
+    h = kernel(lambda v: jax.nn.sigmoid(v) * 4.0)
+    np.testing.assert_allclose(h(x), jax.nn.sigmoid(x) * 4.0, rtol=2e-6)
+    assert (len(lowerings), len(conversions)) == (3, 2)
 
 
 def test_op_the_emitters_lack_names_it_and_its_line():

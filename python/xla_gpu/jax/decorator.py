@@ -7,7 +7,8 @@
     gelu(x)                      # eager, or inside jax.jit / vmap / grad / shard_map
 
 For the shapes of a call, the function is traced to HLO (jax's module
-before XLA's optimizations), the whole entry is taken as one fusion -- as
+before XLA's optimizations; written straight from the jaxpr where every
+operation maps onto HLO one to one, see from_jaxpr), the whole entry is taken as one fusion -- as
 XLA's emitter tools take a bare computation -- and our emitters build its
 kernel (loop, reduction, transpose, concatenate, scatter, ... whichever the
 fusion analysis picks), compiled for the backend in use and dispatched
@@ -45,6 +46,7 @@ from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import parse_hlo
 from ..hlo.parser import HloParseError
 from ..pipelines import compile_context
+from .from_jaxpr import hlo_from_jaxpr
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["KernelError", "kernel"]
@@ -109,36 +111,46 @@ def _cache_file(key: str) -> Path | None:
     return Path(folder) / f"{key}.json" if folder else None
 
 
-def _build(fn, name: str, avals: tuple, platform: str, device: DeviceDescription) -> KernelCall:
-    """The kernel of `fn` at `avals`, compiled for `platform`: from the
-    in-memory cache, else the disk cache ($XLA_GPU_CACHE_DIR), else emitted
-    now (and written to both)."""
-    lowered = jax.jit(fn, keep_unused=True).lower(*avals)
-    # The key: the StableHLO text, without locations (source lines move,
-    # kernels do not): 0.2 ms, where each conversion to XLA's HLO text
-    # costs 3-5 ms -- made below only when the kernel is not cached.
-    key = hashlib.sha256(f"{lowered.as_text()}\0{platform}\0{device.name}".encode()).hexdigest()
+def _build(fn, name: str, avals: tuple, platform: str,
+           device: DeviceDescription) -> tuple[KernelCall, object]:
+    """The kernel of `fn` at `avals`, compiled for `platform`, and the tree
+    of its outputs: from the in-memory cache, else the disk cache
+    ($XLA_GPU_CACHE_DIR), else emitted now (and written to both)."""
+    traced = jax.jit(fn, keep_unused=True).trace(*avals)
+    # The HLO straight from the jaxpr (0.1-0.5 ms); else jax's lowering,
+    # keyed by its StableHLO text without locations (source lines move,
+    # kernels do not): 4 ms, and the conversion to HLO text 4 more, made
+    # only when the kernel is not cached.
+    text = hlo_from_jaxpr(traced.jaxpr, name)
+    lowered = None
+    if text is None:
+        lowered = traced.lower()
+    source = text if text is not None else lowered.as_text()
+    key = hashlib.sha256(f"{source}\0{platform}\0{device.name}".encode()).hexdigest()
     with _lock:
         cached = _calls.get(key)
     if cached is not None:
-        return cached
+        return cached, traced.out_tree
     disk = _cache_file(key)
     if disk is not None and disk.exists():
         built = KernelCall.from_json(disk.read_text())
         with _lock:
             _calls[key] = built
-        return built
-    text = lowered.as_text(dialect="hlo", debug_info=True)
+        return built, traced.out_tree
+    if text is None:
+        text = lowered.as_text(dialect="hlo", debug_info=True)
     try:
-        module = parse_hlo(text, source=f"<{name}>")
-        with compile_context():
-            emitted = emit_kernel(find_fusion(module), device)
-            built = prepare(emitted, platform, device, background=True)
+        built = _emit(text, name, platform, device)
     except EmitterError as e:
-        raise KernelError(f"{name}: our emitters cannot take this function as one kernel: "
-                          f"{e}{_where(e, text)}") from None
-    except (HloParseError, ValueError) as e:
-        raise KernelError(f"{name}: {e}") from None
+        if lowered is not None:
+            raise _refused(name, e, text) from None
+        # Again from jax's HLO, whose metadata says where in the user's
+        # code the operation came from.
+        text = traced.lower().as_text(dialect="hlo", debug_info=True)
+        try:
+            built = _emit(text, name, platform, device)
+        except EmitterError as located:
+            raise _refused(name, located, text) from None
     with _lock:
         _calls[key] = built
     if disk is not None:
@@ -146,7 +158,25 @@ def _build(fn, name: str, avals: tuple, platform: str, device: DeviceDescription
         partial = disk.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(built.to_json())
         partial.replace(disk)  # atomic: readers see a whole file or none
-    return built
+    return built, traced.out_tree
+
+
+def _refused(name: str, error: EmitterError, text: str) -> KernelError:
+    return KernelError(f"{name}: our emitters cannot take this function as one kernel: "
+                       f"{error}{_where(error, text)}")
+
+
+def _emit(text: str, name: str, platform: str, device: DeviceDescription) -> KernelCall:
+    """The kernel of an HLO module's entry as one fusion, compiled."""
+    try:
+        module = parse_hlo(text, source=f"<{name}>")
+        with compile_context():
+            emitted = emit_kernel(find_fusion(module), device)
+            return prepare(emitted, platform, device, background=True)
+    except EmitterError:
+        raise
+    except (HloParseError, ValueError) as e:
+        raise KernelError(f"{name}: {e}") from None
 
 
 def _aval(x) -> jax.ShapeDtypeStruct:
@@ -161,8 +191,7 @@ def _runner(fn, name: str, device: DeviceDescription):
     def run(*args):
         args = [jnp.asarray(a) for a in args]
         avals = tuple(_aval(a) for a in args)
-        out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *avals))
-        built = _build(fn, name, avals, _platform(), device)
+        built, out_tree = _build(fn, name, avals, _platform(), device)
         return jax.tree_util.tree_unflatten(out_tree, built(*args))
 
     @run.def_vmap

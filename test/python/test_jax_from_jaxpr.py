@@ -1,0 +1,186 @@
+"""xla_gpu.jax.from_jaxpr: the HLO the JAX backend writes from a jaxpr must
+make the kernel jax's own lowering makes -- the same bits on the same
+inputs, special values included -- and must decline what it cannot write
+(the backend then lowers with jax)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from xla_gpu.emitters import emit_kernel, find_fusion
+from xla_gpu.hlo import parse_hlo
+from xla_gpu.jax import kernel
+from xla_gpu.jax.from_jaxpr import hlo_from_jaxpr
+from xla_gpu.jax.kernel_call import prepare
+from xla_gpu.pipelines import compile_context
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, -1e30, np.inf, -np.inf, np.nan]
+
+
+def _floats(shape, dtype=jnp.float32, seed=0):
+    """Normal values with the special ones (signed zeros, infinities, NaN)
+    at the front."""
+    values = np.random.default_rng(seed).standard_normal(shape).astype(np.float32) * 3
+    flat = values.reshape(-1)
+    flat[:len(SPECIAL)] = SPECIAL[:flat.size]
+    return jnp.asarray(values, dtype)
+
+
+def _ints(shape, dtype=jnp.int32, seed=0):
+    info = np.iinfo(dtype)
+    values = np.random.default_rng(seed).integers(max(info.min, -1000), min(info.max, 1000),
+                                                  shape)
+    flat = values.reshape(-1)
+    flat[:4] = [0, 1, info.max, info.min][:flat.size]
+    return jnp.asarray(values, dtype)
+
+
+def _kernel(text: str):
+    with compile_context():
+        return prepare(emit_kernel(find_fusion(parse_hlo(text))), "cpu")
+
+
+def _bits(a) -> np.ndarray:
+    a = np.asarray(a)
+    return a.view(np.uint8) if a.dtype != np.bool_ else a
+
+
+small_array = np.array([0.5, -1.0, 2.0], np.float32)
+
+
+@jax.custom_vjp
+def _clipped(v):
+    return jnp.clip(v, -1.0, 1.0)
+
+
+_clipped.defvjp(lambda v: (_clipped(v), None), lambda _, g: (g,))
+
+# name -> (function, arguments): each takes the jaxpr path.
+CASES = {
+    "transcendentals": (lambda x: (jnp.exp(x) - jnp.log1p(jnp.abs(x)),
+                                   jnp.tanh(x) * jnp.sin(x) + jnp.cos(x) / jnp.expm1(x),
+                                   jnp.log(x) + jnp.sqrt(x) - lax.rsqrt(x) * jnp.cbrt(x),
+                                   lax.tan(x) + lax.erf(x) - jnp.arctan2(x, 2.0),
+                                   x ** x),
+                        [_floats((16, 24))]),
+    "rounding": (lambda x: (jnp.floor(x), jnp.ceil(x), jnp.sign(x), jnp.round(x),
+                            lax.round(x), jnp.isfinite(x),
+                            lax.reduce_precision(x, exponent_bits=5, mantissa_bits=10)),
+                 [_floats((8, 40))]),
+    "seed gelu bf16": (lambda x: 0.5 * x * (1 + jnp.tanh(0.7978845608 * (x + 0.044715 * x ** 3))),
+                       [_floats((4, 64, 32), jnp.bfloat16)]),
+    "integer_pow": (lambda x: (x ** 2, x ** 3, x ** 5, x ** -3, lax.integer_pow(x, 0),
+                               lax.integer_pow(x, 1) + 1, lax.square(x)),
+                    [_floats((8, 40))]),
+    "constants on the left": (lambda x: (jnp.maximum(0.0, x), jnp.minimum(-0.0, x),
+                                         0.0 < x, 1.0 >= x, 2.0 - x, 3.0 / x,
+                                         jnp.maximum(x, 0.0)),
+                              [_floats((8, 40))]),
+    "integers": (lambda a, b: (a // b, a % b, a >> 3, lax.shift_right_logical(a, 2),
+                               a << 1, ~a, a & b | (a ^ b), lax.clz(a),
+                               lax.population_count(a), jnp.abs(a), jnp.sign(b),
+                               jnp.maximum(a, b), a < b),
+                 [_ints((8, 32)), _ints((8, 32), seed=1) | 1]),
+    "unsigned and pred": (lambda a, b: (a < 200, a // b, jnp.logical_and(a > 9, a < 99),
+                                        (a > 5).astype(jnp.float32), a.astype(jnp.int16)),
+                          [_ints((64,), jnp.uint8), _ints((64,), jnp.uint8, seed=2) | 1]),
+    "select and clamp": (lambda x, y: (jnp.where(x > y, x, 2.0), jnp.where(True, x, y),
+                                       lax.clamp(-1.0, x, 1.0), jnp.clip(y, 0.0)),
+                         [_floats((8, 40)), _floats((8, 40), seed=3)]),
+    "reductions": (lambda x: (jnp.sum(x, 1), jnp.max(x, 1), jnp.min(x, 1), jnp.prod(x, 1)),
+                   [_floats((16, 64))]),
+    "softmax": (jax.nn.softmax, [_floats((32, 48))]),
+    "boolean reductions": (lambda x: (jnp.any(x > 1, 0), jnp.all(x < 1, 0)),
+                           [_floats((24, 40))]),
+    "column sum s32": (lambda a: jnp.sum(a, 0), [_ints((64, 32))]),
+    "broadcasts": (lambda x, r: (x + lax.iota(jnp.float32, 8)[:, None],
+                                 x * r[None, :] + jnp.broadcast_to(x[:, :1], x.shape)),
+                   [_floats((8, 40)), _floats((40,), seed=4)]),
+    "layout ops": (lambda x: (x.T * 2, jnp.flip(x, 1) + 1, x.reshape(4, 80) - 1,
+                              jnp.squeeze(x[None]) * 3),
+                   [_floats((8, 40))]),
+    "slices, pads, concatenates": (lambda x: jnp.concatenate(
+        [x[1:7:2, ::3], lax.pad(x[:3, :14], 0.5, ((0, 0, 0), (-1, -1, 0))),
+         lax.pad(x[:3, :7], -1.0, ((0, 0, 0), (0, 0, 1)))], 1),
+        [_floats((8, 40))]),
+    "converts": (lambda x: (x.astype(jnp.bfloat16), x.astype(jnp.int32), x.astype(jnp.uint8),
+                            x.astype(jnp.float16).astype(jnp.float32) - x, x.astype(bool),
+                            x.astype(jnp.int8).astype(bool)),
+                 [_floats((8, 40))]),
+    "calls": (lambda x: (jax.nn.relu(x), jax.jit(lambda v: v * v + 1)(x), _clipped(x),
+                         jax.nn.gelu(x)),
+              [_floats((8, 40))]),
+    "closed-over constants": (lambda x: x * small_array + jnp.float32(2.5),
+                              [_floats((8, 3))]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_kernel_from_the_jaxpr_is_the_kernel_from_jax_lowering(name):
+    fn, args = CASES[name]
+    traced = jax.jit(fn).trace(*args)
+    text = hlo_from_jaxpr(traced.jaxpr, name)
+    assert text is not None, f"{name} should take the jaxpr path"
+    ours = _kernel(text)(*args)
+    jaxs = _kernel(traced.lower().as_text(dialect="hlo"))(*args)
+    assert len(ours) == len(jaxs)
+    for k, (a, b) in enumerate(zip(ours, jaxs)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(_bits(a), _bits(b), err_msg=f"{name}: output {k}")
+
+
+def test_a_constant_operand_goes_to_the_right_as_in_jax_hlo():
+    # StableHLO's canonicalization, which jax's HLO carries: a commutative
+    # op's constant operand on the right, a comparison mirrored.
+    x = jax.ShapeDtypeStruct((4,), jnp.float32)
+    for fn, opcode, direction in [(lambda v: jnp.maximum(0.0, v), "maximum", None),
+                                  (lambda v: 0.0 < v, "compare", "GT"),
+                                  (lambda v: 1.0 >= v, "compare", "LE"),
+                                  (lambda v: 2.0 - v, "subtract", None)]:
+        root = parse_hlo(hlo_from_jaxpr(jax.jit(fn).trace(x).jaxpr)).entry.root
+        assert root.opcode == opcode
+        first, second = root.operands
+        swapped = opcode != "subtract"
+        assert (first.opcode == "parameter") == swapped
+        assert (second.opcode == "parameter") != swapped
+        if direction:
+            assert root.attr("direction") == direction
+
+
+@pytest.mark.parametrize("fn, args", [
+    (jax.nn.sigmoid, [_floats((8,))]),                              # jax's own expansion
+    (jnp.exp2, [_floats((8,))]),                                    # ditto
+    (lambda x, y: x @ y, [_floats((4, 4)), _floats((4, 4))]),       # a dot
+    (lambda x: jnp.cumsum(x, 0), [_floats((8, 4))]),
+    (lambda x: lax.dynamic_slice(x, (1,), (4,)), [_floats((8,))]),
+    (lambda x: x, [_floats((8,))]),                                 # an input as output
+    (lambda x: (x + 1, jnp.float32(2.0)), [_floats((8,))]),         # a constant output
+    (lambda x: x * np.arange(2048, dtype=np.float32), [_floats((2048,))]),  # a large constant
+    (lambda x: x * (1 + 2j), [_floats((8,))]),                      # complex
+])
+def test_what_only_jax_lowering_writes_is_declined(fn, args):
+    assert hlo_from_jaxpr(jax.jit(fn).trace(*args).jaxpr) is None
+
+
+def test_a_declined_function_still_runs_through_jax_lowering():
+    x = _floats((16,))
+    np.testing.assert_allclose(kernel(jax.nn.sigmoid)(x), jax.nn.sigmoid(x), rtol=2e-6)
+
+
+def test_a_refused_kernel_from_the_jaxpr_still_names_the_line():
+    # The jaxpr path writes it; the emitters refuse it (two reductions of
+    # different output sizes); the error comes from jax's HLO, with the
+    # user's line.
+    from xla_gpu.jax import KernelError
+
+    def sums(v):
+        return jnp.sum(v, 1), jnp.sum(v, 0)
+
+    x = _floats((4, 6))
+    assert hlo_from_jaxpr(jax.jit(sums).trace(x).jaxpr) is not None
+    with pytest.raises(KernelError, match=r"sums: .*reduce.*\(at .*test_jax_from_jaxpr\.py:\d+"):
+        kernel(sums)(x)

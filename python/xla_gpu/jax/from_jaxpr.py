@@ -13,12 +13,12 @@ this module writes straight from the jaxpr, with the same operands, types
 and constants as jax's HLO. Calls (`jit`, `custom_jvp_call`,
 `custom_vjp_call`, ...) are inlined, as our emitters inline jax's `call`s.
 
-Anything else -- dots, gathers, scatters, sorts, cumulative ops, dynamic
-slices, complex numbers, the operations jax lowers to several HLO
-instructions of its own choosing (`logistic`, `exp2`, the `chlo`
-decompositions), effects, and outputs that are inputs or constants -- gives
-None, and the caller takes jax's lowering: this path must give the kernel
-jax's HLO would, or nothing.
+`logistic` and `exp2`, which jax lowers to expansions of its own, are
+written as those expansions. Anything else -- dots, gathers, scatters,
+sorts, cumulative ops, dynamic slices, complex numbers, an operation with
+a result accuracy, effects, and outputs that are inputs or constants --
+gives None, and the caller takes jax's lowering: this path must give the
+kernel jax's HLO would, or nothing.
 """
 
 from __future__ import annotations
@@ -266,8 +266,19 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
     if len(eqn.outvars) != 1:
         raise _Unsupported(prim)
     etype, dims = _out(eqn)
+    if p.get("accuracy") is not None:
+        raise _Unsupported("a result accuracy")  # an HLO attribute of its own
     if prim in _IDENTITY and len(args) == 1:
         return args
+    if prim == "logistic":  # jax's expansion: 1 / (1 + exp(-x))
+        x = args[0]
+        one = w.broadcast(w.constant(1, etype), dims)
+        e = w.add(etype, dims, "exponential", [w.add(etype, dims, "negate", [x])])
+        return [w.add(etype, dims, "divide", [one, w.add(etype, dims, "add", [e, one])])]
+    if prim == "exp2":  # jax's expansion: exp(log(2) * x)
+        log2 = np.asarray(np.log(2), ELEMENT_TYPES[etype].dtype).item()
+        scaled = w.add(etype, dims, "multiply", [args[0], w.broadcast(w.constant(log2, etype), dims)])
+        return [w.add(etype, dims, "exponential", [scaled])]
     if prim in _UNARY:
         if args[0].etype != etype and prim not in ("is_finite",):
             raise _Unsupported(f"{prim} changing the type")

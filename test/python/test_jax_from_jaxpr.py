@@ -111,6 +111,19 @@ CASES = {
         [x[1:7:2, ::3], lax.pad(x[:3, :14], 0.5, ((0, 0, 0), (-1, -1, 0))),
          lax.pad(x[:3, :7], -1.0, ((0, 0, 0), (0, 0, 1)))], 1),
         [_floats((8, 40))]),
+    # (Each group's outputs have one element count: a loop fusion's must.)
+    "dynamic slices": (lambda x, i: (lax.dynamic_slice(x, (i, 0), (2, 40)),
+                                     lax.dynamic_slice(x, (7, 0), (2, 40)) * 2,
+                                     lax.dynamic_slice(x, (i, -1), (2, 40)) - 1),
+                       [_floats((8, 40)), jnp.int32(5)]),
+    "indexed rows": (lambda x, i: (x[i], x[-1] + 1, x[i - 9] * 3),
+                     [_floats((8, 40)), jnp.int32(3)]),
+    "dynamic update slices": (lambda x, u, i: (lax.dynamic_update_slice(x, u, (i, 0)),
+                                               lax.dynamic_update_slice(x, u * 2, (9, 0))),
+                              [_floats((8, 40)), _floats((2, 40), seed=5), jnp.int32(-3)]),
+    "an update in place": (lambda cache, new, pos: lax.dynamic_update_slice(cache, new, (0, pos, 0)),
+                           [_floats((4, 64, 16), jnp.bfloat16),
+                            _floats((4, 1, 16), jnp.bfloat16, seed=6), jnp.int32(17)]),
     "converts": (lambda x: (x.astype(jnp.bfloat16), x.astype(jnp.int32), x.astype(jnp.uint8),
                             x.astype(jnp.float16).astype(jnp.float32) - x, x.astype(bool),
                             x.astype(jnp.int8).astype(bool)),
@@ -159,7 +172,7 @@ def test_a_constant_operand_goes_to_the_right_as_in_jax_hlo():
     (lambda x: lax.exp(x, accuracy=lax.AccuracyMode.HIGHEST), [_floats((8,))]),
     (lambda x, y: x @ y, [_floats((4, 4)), _floats((4, 4))]),       # a dot
     (lambda x: jnp.cumsum(x, 0), [_floats((8, 4))]),
-    (lambda x: lax.dynamic_slice(x, (1,), (4,)), [_floats((8,))]),
+    (lambda x: jnp.argmax(x, 0), [_floats((8, 4))]),
     (lambda x: x, [_floats((8,))]),                                 # an input as output
     (lambda x: (x + 1, jnp.float32(2.0)), [_floats((8,))]),         # a constant output
     (lambda x: x * np.arange(2048, dtype=np.float32), [_floats((2048,))]),  # a large constant

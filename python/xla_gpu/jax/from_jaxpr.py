@@ -6,16 +6,17 @@
 Building a kernel used to lower the traced function to StableHLO and
 convert it to HLO text (4 + 4 ms for a one-op function, against 0.25 ms for
 the trace): most of a jitted call's compile. The operations a fusion is
-made of -- elementwise, broadcasts, reshapes, transposes, slices, pads,
-concatenates, reductions, iotas -- map one to one (or, for `integer_pow`,
+made of -- elementwise, broadcasts, reshapes, transposes, slices, dynamic
+slices and updates, pads, concatenates, reductions, iotas -- map one to one (or, for `integer_pow`,
 one to the multiplies jax's lowering emits) onto HLO instructions, which
 this module writes straight from the jaxpr, with the same operands, types
 and constants as jax's HLO. Calls (`jit`, `custom_jvp_call`,
 `custom_vjp_call`, ...) are inlined, as our emitters inline jax's `call`s.
 
 `logistic` and `exp2`, which jax lowers to expansions of its own, are
-written as those expansions. Anything else -- dots, gathers, scatters,
-sorts, cumulative ops, dynamic slices, complex numbers, an operation with
+written as those expansions; a dynamic slice at constant starts as the
+slice StableHLO folds it into. Anything else -- dots, gathers, scatters,
+sorts, cumulative ops, complex numbers, an operation with
 a result accuracy, effects, and outputs that are inputs or constants --
 gives None, and the caller takes jax's lowering: this path must give the
 kernel jax's HLO would, or nothing.
@@ -348,6 +349,26 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
         ranges = ", ".join(f"[{int(s)}:{int(e)}:{int(k)}]" for s, e, k in
                            zip(p["start_indices"], p["limit_indices"], strides))
         return [w.add(etype, dims, "slice", args, f", slice={{{ranges}}}")]
+    if prim == "dynamic_slice":
+        x, *starts = args
+        sizes = [int(n) for n in p["slice_sizes"]]
+        if len(args) != 1 + len(x.dims):
+            raise _Unsupported("a dynamic slice with dynamic sizes")
+        literals = [a.val for a in eqn.invars[1:] if isinstance(a, jax_core.Literal)]
+        if len(literals) == len(starts):
+            # All starts constant: a slice (as StableHLO folds it), the
+            # starts clamped as dynamic-slice clamps them.
+            ranges = []
+            for start, size, dim in zip(literals, sizes, x.dims):
+                start = min(max(int(start), 0), dim - size)
+                ranges.append(f"[{start}:{start + size}]")
+            return [w.add(etype, dims, "slice", [x], f", slice={{{', '.join(ranges)}}}")]
+        return [w.add(etype, dims, "dynamic-slice", args,
+                      f", dynamic_slice_sizes={_dims_attr(sizes)}")]
+    if prim == "dynamic_update_slice":
+        if len(args) != 2 + len(args[0].dims):
+            raise _Unsupported("a dynamic update slice of another form")
+        return [w.add(etype, dims, "dynamic-update-slice", args)]
     if prim == "iota":
         if p.get("sharding") is not None:
             raise _Unsupported("a sharded iota")

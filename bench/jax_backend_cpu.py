@@ -12,11 +12,13 @@
 Medians (and quartiles) of --runs timed runs, the two sides taking turns
 in blocks (benchmarks.block_times_ms, as every case of `make bench`);
 each run of the overhead case is the mean of CALLS back-to-back calls.
-The compile times are each side's `jax.jit` + first call of the
-function, after both sides have compiled another function (_warm_up):
-what the first use in a process pays once (loading and registering our
-FFI library, a thread's first LLVM target machine) is left out, as jax's
-own first compile is.
+The compile times are the median of COMPILE_REPEATS `jax.jit` + first
+calls a side, the sides taking turns (benchmarks.compile_times_ms), each
+of a function of its own (the case's with another constant: a new
+kernel, a new XLA executable), after both sides have compiled another
+function (_warm_up): what the first use in a process pays once (loading
+and registering our FFI library, a thread's first LLVM target machine) is
+left out, as jax's own first compile is.
 
     .venv/bin/python bench/jax_backend_cpu.py [--runs 10]
 """
@@ -24,20 +26,21 @@ own first compile is.
 from __future__ import annotations
 
 import argparse
-import time
+import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xla_gpu.benchmarks import block_times_ms, quartiles
+from xla_gpu.benchmarks import block_times_ms, compile_times_ms, quartiles
 
 CALLS = 2000
 
 
-def _gelu(x):
+def _gelu(x, cubic=0.044715):
     # The seed's GELU (tanh form), in the input's type.
-    return 0.5 * x * (1 + jnp.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1 + jnp.tanh(0.7978845608 * (x + cubic * x * x * x)))
 
 
 def _warm_up() -> None:
@@ -48,56 +51,53 @@ def _warm_up() -> None:
     jax.jit(lambda v: v * 3.0)(y).block_until_ready()
 
 
+def _compile_ms(make, arg) -> tuple[float, float]:
+    """(ours, plain jax) median milliseconds of jax.jit + first call of
+    `make(k)`, the k-th function (k = 1, 2, ...), the sides taking turns."""
+    from xla_gpu.jax import kernel
+
+    def first_call(wrap):
+        count = itertools.count(1)
+        return lambda: jax.jit(wrap(make(next(count))))(arg).block_until_ready()
+
+    (ours, _), (plain, _) = compile_times_ms([(first_call(kernel), None),
+                                              (first_call(lambda f: f), None)])
+    return ours, plain
+
+
+def _case(name: str, fn, make, arg, runs: int, calls: int = 1) -> dict:
+    """The record of `fn` through our kernel against jax.jit of it, on
+    `arg`; the compiles timed on `make(k)`'s functions."""
+    from xla_gpu.jax import kernel
+
+    compile_ours, compile_xla = _compile_ms(make, arg)
+    ours, plain = jax.jit(kernel(fn)), jax.jit(fn)
+    ours_t, xla_t = block_times_ms([lambda: ours(arg).block_until_ready(),
+                                    lambda: plain(arg).block_until_ready()], runs, calls=calls)
+    ours_q, xla_q = quartiles(ours_t), quartiles(xla_t)
+    err = float(np.max(np.abs(np.asarray(ours(arg), np.float32) -
+                              np.asarray(plain(arg), np.float32))))
+    return dict(name=name, ours_ms=ours_q[1], xla_ms=xla_q[1], ratio=ours_q[1] / xla_q[1],
+                ours_quartiles_ms=ours_q, xla_quartiles_ms=xla_q, compile_ours_ms=compile_ours,
+                compile_xla_ms=compile_xla, max_abs_error=err)
+
+
 def cases(runs: int) -> list[dict]:
     """One record per case: name, ours_ms, xla_ms, compile times,
     max_abs_error (bench/suite.py's fields)."""
-    from xla_gpu.jax import kernel
-
-    records = []
     _warm_up()
-    # 1. Overhead.
+    # 1. Overhead (compiles timed on + 2, + 3, ...).
     x = jnp.arange(8, dtype=jnp.float32)
-    start = time.perf_counter()
-    ours = jax.jit(kernel(lambda v: v + 1.0))
-    ours(x).block_until_ready()
-    compile_ours = time.perf_counter() - start
-    start = time.perf_counter()
-    plain = jax.jit(lambda v: v + 1.0)
-    plain(x).block_until_ready()
-    compile_xla = time.perf_counter() - start
-    ours_t, xla_t = block_times_ms([lambda: ours(x).block_until_ready(),
-                                    lambda: plain(x).block_until_ready()], runs, calls=CALLS)
-    ours_q, xla_q = quartiles(ours_t), quartiles(xla_t)
-    ours_ms, xla_ms = ours_q[1], xla_q[1]
-    err = float(np.max(np.abs(np.asarray(ours(x)) - np.asarray(plain(x)))))
-    records.append(dict(name="jax_backend_cpu: custom-call overhead f32[8] + 1 "
-                             f"(+{(ours_ms - xla_ms) * 1e3:.2f} us a call)",
-                        ours_ms=ours_ms, xla_ms=xla_ms, ours_quartiles_ms=ours_q,
-                        xla_quartiles_ms=xla_q, compile_ours_ms=compile_ours * 1e3,
-                        compile_xla_ms=compile_xla * 1e3, max_abs_error=err))
-    # 2. The seed's GELU, bf16[6,512,4096].
+    overhead = _case("jax_backend_cpu: custom-call overhead f32[8] + 1", lambda v: v + 1.0,
+                     lambda k: lambda v: v + (1.0 + k), x, runs, calls=CALLS)
+    overhead["name"] += f" (+{(overhead['ours_ms'] - overhead['xla_ms']) * 1e3:.2f} us a call)"
+    # 2. The seed's GELU, bf16[6,512,4096] (compiles timed on cubic
+    # coefficients 1/16 apart: distinct in bf16).
     g = jnp.asarray(np.random.default_rng(0).standard_normal((6, 512, 4096), np.float32),
                     jnp.bfloat16)
-    start = time.perf_counter()
-    ours = jax.jit(kernel(_gelu))
-    ours(g).block_until_ready()
-    compile_ours = time.perf_counter() - start
-    start = time.perf_counter()
-    plain = jax.jit(_gelu)
-    plain(g).block_until_ready()
-    compile_xla = time.perf_counter() - start
-    ours_t, xla_t = block_times_ms([lambda: ours(g).block_until_ready(),
-                                    lambda: plain(g).block_until_ready()], runs)
-    ours_q, xla_q = quartiles(ours_t), quartiles(xla_t)
-    ours_ms, xla_ms = ours_q[1], xla_q[1]
-    err = float(np.max(np.abs(np.asarray(ours(g), np.float32) - np.asarray(plain(g), np.float32))))
-    records.append(dict(name="jax_backend_cpu: seed GELU bf16 via xla_gpu.jax.kernel",
-                        ours_ms=ours_ms, xla_ms=xla_ms, ours_quartiles_ms=ours_q,
-                        xla_quartiles_ms=xla_q, compile_ours_ms=compile_ours * 1e3,
-                        compile_xla_ms=compile_xla * 1e3, max_abs_error=err))
-    for r in records:
-        r["ratio"] = r["ours_ms"] / r["xla_ms"]
-    return records
+    gelu = _case("jax_backend_cpu: seed GELU bf16 via xla_gpu.jax.kernel", _gelu,
+                 lambda k: functools.partial(_gelu, cubic=0.044715 * (1 + k / 16)), g, runs)
+    return [overhead, gelu]
 
 
 def main(argv=None) -> int:

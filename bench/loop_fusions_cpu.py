@@ -7,9 +7,10 @@ same process; medians of --runs timed runs, each side in blocks of
 BLOCK_RUNS runs in a row after an untimed one, the sides taking turns
 (benchmarks.block_times_ms). Read the ratio ours / XLA (machines are
 noisy), and the max error beside it.
-Compile times are the median of COMPILE_REPEATS compiles a side, ours
-with the kernel caches cleared (compile_ms: the disk cache,
-$XLA_GPU_CACHE_DIR, is not used for them).
+Compile times are the median of COMPILE_REPEATS compiles a side, the
+sides taking turns, ours with the kernel caches cleared
+(benchmarks.compile_times_ms: the disk cache, $XLA_GPU_CACHE_DIR, is not
+used for them).
 
     .venv/bin/python bench/loop_fusions_cpu.py [--runs 10] [--only NAME]
 """
@@ -21,7 +22,7 @@ import argparse
 import numpy as np
 
 from xla_gpu import examples
-from xla_gpu.benchmarks import block_times_ms, compile_ms, quartiles
+from xla_gpu.benchmarks import block_times_ms, compile_times_ms, quartiles
 from xla_gpu.emitters import DEFAULT_DEVICE
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.reference import XlaCpuExecutable
@@ -77,16 +78,19 @@ def bench(text: str, runs: int) -> dict:
     # On 64-byte boundaries, as XLA's buffers (which xla.put copies them
     # into, and which the JAX backend's kernels get) are.
     inputs = [cpu_runtime.aligned(random_input(p.shape, rng)) for p in module.entry.parameters]
-    ours_compile, kernels = compile_ms(lambda: _compile(module, None, DEFAULT_DEVICE),
-                                       before=cpu_runtime._cache.clear)
-    xla_compile, xla = compile_ms(lambda: XlaCpuExecutable(reference_text(module)))
     # Where XLA:CPU calls a library (YNNPACK for reductions) it generates no
-    # code; its compile with the libraries off is the code generator's.
+    # code; its compile with the libraries off is the code generator's. The
+    # three sides' compiles take turns (compile_times_ms); where XLA calls
+    # no library, the third is the second again, and the second's time is
+    # the code generator's.
+    reference = reference_text(module)
+    (ours_compile, kernels), (xla_compile, xla), (xla_codegen_compile, _) = compile_times_ms([
+        (lambda: _compile(module, None, DEFAULT_DEVICE), cpu_runtime._cache.clear),
+        (lambda: XlaCpuExecutable(reference), None),
+        (lambda: XlaCpuExecutable(reference, library_fusions=False), None)])
     library_fusions = xla.library_fusions()
-    xla_codegen_compile = xla_compile
-    if library_fusions:
-        xla_codegen_compile, _ = compile_ms(
-            lambda: XlaCpuExecutable(reference_text(module), library_fusions=False))
+    if not library_fusions:
+        xla_codegen_compile = xla_compile
     buffers = xla.put(inputs)
     ours = _run(module, kernels, inputs)
     want = [np.asarray(o) for o in xla.execute(buffers)]

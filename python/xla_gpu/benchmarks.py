@@ -15,7 +15,7 @@ from . import examples
 from .runtime import CpuKernel, cpu
 
 __all__ = ["BLOCK_RUNS", "COMPILE_REPEATS", "GELU_SHAPE", "bench_gelu_cpu", "block_times_ms",
-           "compile_ms", "gelu", "median_ms", "quartiles", "times_ms"]
+           "compile_times_ms", "gelu", "median_ms", "quartiles", "times_ms"]
 
 GELU_SHAPE = (6, 512, 4096)
 
@@ -24,7 +24,7 @@ BLOCK_RUNS = 5
 
 # Compiles timed a side: one compile's time varies up to 2x on these
 # machines (and a process's first one also pays for what is set up once).
-COMPILE_REPEATS = 3
+COMPILE_REPEATS = 5
 
 
 def gelu(x):
@@ -90,24 +90,37 @@ def median_ms(fn, runs: int) -> float:
     return quartiles(times_ms(fn, runs))[1]
 
 
-def compile_ms(compile_once, repeats: int = COMPILE_REPEATS, before=None):
-    """(the median milliseconds of `repeats` calls of `compile_once`, and
-    what its last call returned). `before` (untimed) runs ahead of each
-    call: it clears what would make the call a cache hit. The calls run
-    with $XLA_GPU_CACHE_DIR unset: a compile, not a read of the disk cache."""
-    times, result = [], None
+def compile_times_ms(sides, repeats: int = COMPILE_REPEATS) -> list[tuple[float, object]]:
+    """The median milliseconds of `repeats` compiles of each side of
+    `sides` -- (compile_once, before) pairs, `before` None or what clears
+    that side's caches, run untimed ahead of each compile (so that it is a
+    compile, not a cache hit) -- and what each side's last compile
+    returned. The compiles run with $XLA_GPU_CACHE_DIR unset (a compile,
+    not a read of the disk cache), and the sides take turns: one compile
+    a side, in the order given, then in the reverse order, and so on. A
+    compile is tens of milliseconds and a slow spell of the machine (up to
+    2x) lasts longer: with all of one side's compiles first, then all of
+    the other's, one side could take all of it (the sin/cos fusion's
+    compile read 49 ms in one suite run that way, 27.6 best of 5 in the
+    compile profile right after, against XLA's 37)."""
+    times: list[list[float]] = [[] for _ in sides]
+    results: list = [None] * len(sides)
+    order = list(range(len(sides)))
     cache_dir = os.environ.pop("XLA_GPU_CACHE_DIR", None)
     try:
         for _ in range(repeats):
-            if before is not None:
-                before()
-            start = time.perf_counter()
-            result = compile_once()
-            times.append((time.perf_counter() - start) * 1e3)
+            for k in order:
+                compile_once, before = sides[k]
+                if before is not None:
+                    before()
+                start = time.perf_counter()
+                results[k] = compile_once()
+                times[k].append((time.perf_counter() - start) * 1e3)
+            order.reverse()
     finally:
         if cache_dir is not None:
             os.environ["XLA_GPU_CACHE_DIR"] = cache_dir
-    return float(np.median(times)), result
+    return [(float(np.median(t)), r) for t, r in zip(times, results)]
 
 
 def bench_gelu_cpu(dtype_name: str, runs: int) -> dict:
@@ -121,13 +134,12 @@ def bench_gelu_cpu(dtype_name: str, runs: int) -> dict:
     x = cpu.aligned(np.random.RandomState(0).randn(*GELU_SHAPE).astype(np_dtype))
     out = cpu.aligned(np.zeros_like(x))
 
-    ours_compile, kernel = compile_ms(lambda: CpuKernel(source), before=cpu._cache.clear)
-    ours = quartiles(times_ms(lambda: kernel(x, out), runs))
-
     xj = jnp.asarray(x)
     # jax keeps compiled executables in memory: cleared before each compile.
-    xla_compile, compiled = compile_ms(lambda: jax.jit(gelu).lower(xj).compile(),
-                                       before=jax.clear_caches)
+    (ours_compile, kernel), (xla_compile, compiled) = compile_times_ms([
+        (lambda: CpuKernel(source), cpu._cache.clear),
+        (lambda: jax.jit(gelu).lower(xj).compile(), jax.clear_caches)])
+    ours = quartiles(times_ms(lambda: kernel(x, out), runs))
     xla = quartiles(times_ms(lambda: compiled(xj).block_until_ready(), runs))
     reference = np.asarray(compiled(xj)).astype(np.float32)
     max_diff = float(np.abs(out.astype(np.float32) - reference).max())

@@ -6,6 +6,7 @@ are benchmarks, not tests."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -91,3 +92,27 @@ def test_each_side_is_timed_in_blocks_after_an_untimed_run():
                            block=2, calls=4)
     assert "".join(calls) == "a" * 9 + "b" * 9 + "b" * 5 + "a" * 5
     assert [len(t) for t in times] == [3, 3]
+
+
+def test_the_sides_compiles_take_turns_each_after_clearing_its_caches(monkeypatch):
+    # benchmarks.compile_times_ms: one compile a side, forwards then
+    # backwards; `before` right ahead of its side's each compile; the disk
+    # cache unset while they run.
+    from xla_gpu.benchmarks import compile_times_ms
+
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", "/nonexistent")
+    calls = []
+
+    def side(name):
+        def compile_once():
+            assert "XLA_GPU_CACHE_DIR" not in os.environ
+            calls.append(name)
+            return f"{name}{len(calls)}"
+        return compile_once
+
+    result = compile_times_ms([(side("a"), lambda: calls.append("clear")), (side("b"), None)],
+                              repeats=3)
+    assert calls == ["clear", "a", "b", "b", "clear", "a", "clear", "a", "b"]
+    assert [r for _, r in result] == ["a8", "b9"]  # what each side's last compile returned
+    assert all(ms >= 0 for ms, _ in result)
+    assert os.environ["XLA_GPU_CACHE_DIR"] == "/nonexistent"

@@ -204,3 +204,22 @@ def test_a_refused_kernel_from_the_jaxpr_still_names_the_line():
     assert hlo_from_jaxpr(jax.jit(sums).trace(x).jaxpr) is not None
     with pytest.raises(KernelError, match=r"sums: .*reduce.*\(at .*test_jax_from_jaxpr\.py:\d+"):
         kernel(sums)(x)
+
+
+def test_a_jaxpr_hlo_that_does_not_parse_is_said_and_lowered_by_jax(monkeypatch, caplog):
+    # A fault of from_jaxpr's costs the user the fast path, not the kernel.
+    import logging
+
+    from xla_gpu.jax import decorator
+
+    monkeypatch.setattr(decorator, "hlo_from_jaxpr",
+                        lambda closed, name: "HloModule broken\nENTRY main {\n  x = f32[4 oops\n}\n")
+    x = _floats((4,))
+
+    def twice(v):
+        return v * 2.0 + 0.25
+
+    with caplog.at_level(logging.WARNING, logger="xla_gpu.jax"):
+        np.testing.assert_array_equal(kernel(twice)(x), twice(x))
+    assert any("does not parse" in r.getMessage() and "twice" in r.getMessage()
+               for r in caplog.records)

@@ -141,15 +141,18 @@ def _build(fn, name: str, avals: tuple, platform: str,
         text = lowered.as_text(dialect="hlo", debug_info=True)
     try:
         built = _emit(text, name, platform, device)
-    except EmitterError as e:
+    except (EmitterError, HloParseError) as e:
         if lowered is not None:
             raise _refused(name, e, text) from None
+        if isinstance(e, HloParseError):  # from_jaxpr's fault: said, and jax's lowering takes over
+            _log.warning("%s: the HLO written from its jaxpr does not parse (%s); "
+                         "lowering it with jax", name, e)
         # Again from jax's HLO, whose metadata says where in the user's
-        # code the operation came from.
+        # code an operation the emitters refuse came from.
         text = traced.lower().as_text(dialect="hlo", debug_info=True)
         try:
             built = _emit(text, name, platform, device)
-        except EmitterError as located:
+        except (EmitterError, HloParseError) as located:
             raise _refused(name, located, text) from None
     with _lock:
         _calls[key] = built
@@ -161,21 +164,24 @@ def _build(fn, name: str, avals: tuple, platform: str,
     return built, traced.out_tree
 
 
-def _refused(name: str, error: EmitterError, text: str) -> KernelError:
+def _refused(name: str, error: EmitterError | HloParseError, text: str) -> KernelError:
+    if isinstance(error, HloParseError):
+        return KernelError(f"{name}: {error}")
     return KernelError(f"{name}: our emitters cannot take this function as one kernel: "
                        f"{error}{_where(error, text)}")
 
 
 def _emit(text: str, name: str, platform: str, device: DeviceDescription) -> KernelCall:
-    """The kernel of an HLO module's entry as one fusion, compiled."""
+    """The kernel of an HLO module's entry as one fusion, compiled; raises
+    EmitterError or HloParseError as they come, KernelError for the rest."""
     try:
         module = parse_hlo(text, source=f"<{name}>")
         with compile_context():
             emitted = emit_kernel(find_fusion(module), device)
             return prepare(emitted, platform, device, background=True)
-    except EmitterError:
+    except (EmitterError, HloParseError):
         raise
-    except (HloParseError, ValueError) as e:
+    except ValueError as e:
         raise KernelError(f"{name}: {e}") from None
 
 

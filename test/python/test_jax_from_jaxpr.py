@@ -1,9 +1,12 @@
 """xla_gpu.jax.from_jaxpr: the HLO the JAX backend writes from a jaxpr must
 make the kernel jax's own lowering makes -- the same bits on the same
 inputs, special values included -- and must decline what it cannot write
-(the backend then lowers with jax)."""
+(the backend then lowers with jax). Groups of functions by primitive, and
+random functions (`XLA_GPU_RANDOM_SEEDS=N` runs N/2 of them, default 32)."""
 
 from __future__ import annotations
+
+import os
 
 import jax
 import jax.numpy as jnp
@@ -50,6 +53,7 @@ def _bits(a) -> np.ndarray:
 
 
 small_array = np.array([0.5, -1.0, 2.0], np.float32)
+zeros_array = np.zeros((4, 8), np.float32)
 
 
 @jax.custom_vjp
@@ -84,6 +88,12 @@ CASES = {
                                          0.0 < x, 1.0 >= x, 2.0 - x, 3.0 / x,
                                          jnp.maximum(x, 0.0)),
                               [_floats((8, 40))]),
+    # StableHLO folds x + 0 and the like to x: -0.0 + 0.0 would be +0.0.
+    "identity folds": (lambda x, h: ((x + 0.0) * 2, (0.0 + x) * 3, (x - (-0.0)) * 4,
+                                     jnp.abs(x * 1.0), -(1.0 * x), (x + jnp.zeros_like(x)) * 5,
+                                     (x + zeros_array) * 6, -x + 0.0 * 1.0,
+                                     (h + 0.0).astype(jnp.float32), (h * 1.0).astype(jnp.float32)),
+                       [_floats((4, 8)), _floats((4, 8), jnp.bfloat16)]),
     "integers": (lambda a, b: (a // b, a % b, a >> 3, lax.shift_right_logical(a, 2),
                                a << 1, ~a, a & b | (a ^ b), lax.clz(a),
                                lax.population_count(a), jnp.abs(a), jnp.sign(b),
@@ -139,7 +149,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_kernel_from_the_jaxpr_is_the_kernel_from_jax_lowering(name):
     fn, args = CASES[name]
-    traced = jax.jit(fn).trace(*args)
+    traced = jax.jit(fn, keep_unused=True).trace(*args)
     text = hlo_from_jaxpr(traced.jaxpr, name)
     assert text is not None, f"{name} should take the jaxpr path"
     ours = _kernel(text)(*args)
@@ -223,3 +233,80 @@ def test_a_jaxpr_hlo_that_does_not_parse_is_said_and_lowered_by_jax(monkeypatch,
         np.testing.assert_array_equal(kernel(twice)(x), twice(x))
     assert any("does not parse" in r.getMessage() and "twice" in r.getMessage()
                for r in caplog.records)
+
+
+# --- random functions ----------------------------------------------------------
+
+_FLOAT_LITERALS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, np.inf, -np.inf]
+_INT_LITERALS = [0, 1, -1, 3, 7]
+
+
+def _random_float_fn(rng: np.random.Generator):
+    """A random jax function of x: [4, 8], y: [8], z: [4, 1] (one dtype):
+    elementwise ops, literals on either side, broadcasts, and a reduction
+    kept to [4, 1] now and then."""
+    unary = [lambda a: -a, jnp.abs, jnp.exp, jnp.tanh, jnp.sin, jnp.floor, jnp.sign,
+             lambda a: jnp.sqrt(jnp.abs(a)), lambda a: jnp.log1p(jnp.abs(a)), jax.nn.sigmoid,
+             jnp.exp2, jnp.square, lambda a: a ** 3, jnp.round]
+    binary = [jnp.add, jnp.subtract, jnp.multiply, jnp.divide, jnp.maximum, jnp.minimum,
+              lambda a, b: jnp.where(a > b, a, b), lambda a, b: jnp.where(a <= b, b * 2, a)]
+    plan = []
+
+    def expr(depth):
+        kind = rng.integers(0, 5) if depth > 0 else rng.integers(0, 2)
+        if kind == 0:
+            leaf = int(rng.integers(0, 4))
+            plan.append(("leaf", leaf))
+            return lambda env: env[leaf]
+        if kind == 1:
+            value = float(rng.choice(_FLOAT_LITERALS))
+            sub = expr(depth - 1) if depth > 0 else (lambda env: env[0])
+            op = binary[int(rng.integers(0, len(binary)))]
+            left = bool(rng.integers(0, 2))
+            plan.append(("literal", value, left))
+            return (lambda env: op(value, sub(env))) if left else (lambda env: op(sub(env), value))
+        if kind == 2:
+            op = unary[int(rng.integers(0, len(unary)))]
+            sub = expr(depth - 1)
+            return lambda env: op(sub(env))
+        if kind == 3:
+            op = binary[int(rng.integers(0, len(binary)))]
+            a, b = expr(depth - 1), expr(depth - 1)
+            return lambda env: op(a(env), b(env))
+        if kind == 4 and rng.integers(0, 2):
+            sub = expr(depth - 1)
+            reduce = [jnp.sum, jnp.max, jnp.min][int(rng.integers(0, 3))]
+            return lambda env: reduce(jnp.broadcast_to(sub(env), (4, 8)), axis=1, keepdims=True)
+        a, b = expr(depth - 1), expr(depth - 1)
+        fill = float(rng.choice(_FLOAT_LITERALS))
+        layout = [lambda u, v: (u.T * 2 + v.T).T, lambda u, v: jnp.flip(u, 1) - v,
+                  lambda u, v: u.reshape(8, 4).reshape(4, 8) * v,
+                  lambda u, v: jnp.concatenate([u[:, :3], v[:, 3:]], 1),
+                  lambda u, v: lax.pad(u[:, 1:7], u.dtype.type(fill), ((0, 0, 0), (1, 1, 0))) + v,
+                  lambda u, v: jnp.concatenate([u[:, ::2], v[:, 1::2]], 1),
+                  lambda u, v: lax.pad(u[:, :4], u.dtype.type(fill), ((0, 0, 0), (0, 1, 1))) / v][
+            int(rng.integers(0, 7))]
+        return lambda env: layout(jnp.broadcast_to(a(env), (4, 8)), jnp.broadcast_to(b(env), (4, 8)))
+
+    body = expr(4)
+
+    def fn(x, y, z):
+        return jnp.broadcast_to(body([x, y[None, :], z, x * 0.5]), (4, 8)) * 1.5
+
+    return fn
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "64")) // 2))
+def test_random_function_from_the_jaxpr_is_the_kernel_from_jax_lowering(seed):
+    rng = np.random.default_rng(seed)
+    dtype = [jnp.float32, jnp.bfloat16][seed % 2]
+    fn = _random_float_fn(rng)
+    args = [_floats((4, 8), dtype, seed), _floats((8,), dtype, seed + 1),
+            _floats((4, 1), dtype, seed + 2)]
+    traced = jax.jit(fn, keep_unused=True).trace(*args)
+    text = hlo_from_jaxpr(traced.jaxpr, f"random_{seed}")
+    assert text is not None
+    ours = _kernel(text)(*args)
+    jaxs = _kernel(traced.lower().as_text(dialect="hlo"))(*args)
+    np.testing.assert_array_equal(_bits(ours[0]), _bits(jaxs[0]),
+                                  err_msg=f"seed {seed}:\n{traced.jaxpr}\n{text}")

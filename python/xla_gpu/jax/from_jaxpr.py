@@ -83,12 +83,14 @@ class _Unsupported(Exception):
 class _Value:
     """An HLO value: its instruction's name, element type and dims."""
 
-    __slots__ = ("name", "etype", "dims", "constant")
+    __slots__ = ("name", "etype", "dims", "constant", "splat")
 
     def __init__(self, name: str, etype: str, dims: tuple[int, ...], constant: bool = False):
         self.name, self.etype, self.dims = name, etype, dims
         # A constant, or a broadcast of one (what StableHLO folds into one).
         self.constant = constant
+        # Its one value, where every element of such a constant is the same.
+        self.splat = None
 
     @property
     def shape(self) -> str:
@@ -163,7 +165,9 @@ class _Writer:
         return value
 
     def constant(self, value, etype: str) -> _Value:
-        return self.leaf(etype, (), "constant", _scalar_text(value, etype))
+        out = self.leaf(etype, (), "constant", _scalar_text(value, etype))
+        out.splat = value
+        return out
 
     def tuple(self, values: list[_Value]) -> _Value:
         value = _Value(f"v{len(self.lines)}", "", ())
@@ -189,12 +193,17 @@ class _Writer:
             raise _Unsupported("a broadcast that does not place its operand")
         kept = [(n, d) for n, d in pairs if n == dims[d]]
         if len(kept) != len(pairs):
-            value = self.add(value.etype, [n for n, _ in kept], "reshape", [value])
+            value = self.derived(value, self.add(value.etype, [n for n, _ in kept], "reshape",
+                                                 [value]))
         if value.dims == dims:
             return value
-        out = self.add(value.etype, dims, "broadcast", [value],
-                       f", dimensions={_dims_attr(d for _, d in kept)}")
-        out.constant = value.constant
+        return self.derived(value, self.add(value.etype, dims, "broadcast", [value],
+                                            f", dimensions={_dims_attr(d for _, d in kept)}"))
+
+    @staticmethod
+    def derived(source: _Value, out: _Value) -> _Value:
+        """`out`, a reshape or broadcast of `source`: a constant if it is."""
+        out.constant, out.splat = source.constant, source.splat
         return out
 
     def region(self, opcode: str, etype: str) -> str:
@@ -253,6 +262,23 @@ def _integer_pow(w: _Writer, x: _Value, y: int) -> _Value:
     return acc
 
 
+def _identity_fold(prim: str, a: _Value, b: _Value) -> _Value | None:
+    """The operand StableHLO's canonicalizer folds `a prim b` to, as jax's
+    HLO has it: x + 0 and 0 + x (either zero: -0.0 + 0.0 would be +0.0
+    computed), x - 0, x * 1 and 1 * x (a signaling NaN would come out quiet
+    computed); None where it folds nothing."""
+    def splat(v: _Value, value) -> bool:
+        return v.splat is not None and not isinstance(v.splat, bool) and v.splat == value
+
+    if prim == "add":
+        return a if splat(b, 0) else b if splat(a, 0) else None
+    if prim == "sub":
+        return a if splat(b, 0) else None
+    if prim == "mul":
+        return a if splat(b, 1) else b if splat(a, 1) else None
+    return None
+
+
 def _dims_attr(values) -> str:
     return "{" + ",".join(str(int(v)) for v in values) + "}"
 
@@ -288,6 +314,9 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
         if args[0].etype != args[1].etype:
             raise _Unsupported(f"{prim} of two types")
         a, b = (w.broadcast(v, dims) for v in args)
+        folded = _identity_fold(prim, a, b)
+        if folded is not None:
+            return [folded]
         swap = a.constant and not b.constant and (prim in _COMMUTATIVE or prim in _COMPARE)
         if swap:
             a, b = b, a
@@ -411,8 +440,14 @@ def _constant(w: _Writer, value) -> _Value:
         raise _Unsupported("a large closed-over array")
     if not array.shape:
         return w.constant(array.item(), etype)
-    values = ", ".join(_scalar_text(v, etype) for v in array.reshape(-1).tolist())
-    return w.leaf(etype, array.shape, "constant", "{" + values + "}")
+    flat = array.reshape(-1)
+    values = ", ".join(_scalar_text(v, etype) for v in flat.tolist())
+    out = w.leaf(etype, array.shape, "constant", "{" + values + "}")
+    # A splat (bit for bit: StableHLO's zero matches take 0.0 and -0.0, but
+    # not a mix).
+    if flat.size and (flat.view(np.uint8).reshape(flat.size, -1) == flat.view(np.uint8)[:flat.itemsize]).all():
+        out.splat = flat[0].item()
+    return out
 
 
 def hlo_from_jaxpr(closed, name: str = "fn") -> str | None:

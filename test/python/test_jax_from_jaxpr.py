@@ -2,7 +2,8 @@
 make the kernel jax's own lowering makes -- the same bits on the same
 inputs, special values included -- and must decline what it cannot write
 (the backend then lowers with jax). Groups of functions by primitive, and
-random functions (`XLA_GPU_RANDOM_SEEDS=N` runs N/2 of them, default 32)."""
+random functions (`XLA_GPU_RANDOM_SEEDS=N` runs N/2 of floats and N/4 of
+integers, default 32 and 16)."""
 
 from __future__ import annotations
 
@@ -303,6 +304,67 @@ def test_random_function_from_the_jaxpr_is_the_kernel_from_jax_lowering(seed):
     fn = _random_float_fn(rng)
     args = [_floats((4, 8), dtype, seed), _floats((8,), dtype, seed + 1),
             _floats((4, 1), dtype, seed + 2)]
+    traced = jax.jit(fn, keep_unused=True).trace(*args)
+    text = hlo_from_jaxpr(traced.jaxpr, f"random_{seed}")
+    assert text is not None
+    ours = _kernel(text)(*args)
+    jaxs = _kernel(traced.lower().as_text(dialect="hlo"))(*args)
+    np.testing.assert_array_equal(_bits(ours[0]), _bits(jaxs[0]),
+                                  err_msg=f"seed {seed}:\n{traced.jaxpr}\n{text}")
+
+
+def _truncating_divide(a, b):
+    """lax.div (XLA's divide: toward zero), of an odd divisor."""
+    t = jnp.result_type(a, b)
+    return lax.div(lax.convert_element_type(a, t), lax.convert_element_type(b, t) | 1)
+
+
+def _random_int_fn(rng: np.random.Generator):
+    """As _random_float_fn, of integers: arithmetic (XLA's division and
+    remainder by zero included), shifts, bitwise ops, comparisons."""
+    unary = [lambda a: -a, jnp.abs, jnp.sign, jnp.invert, lambda a: a * a,
+             lambda a: a >> 2, lambda a: a << 3]
+    binary = [jnp.add, jnp.subtract, jnp.multiply, jnp.floor_divide, jnp.remainder,
+              jnp.maximum, jnp.minimum, jnp.bitwise_and, jnp.bitwise_or, jnp.bitwise_xor,
+              lambda a, b: jnp.where(a > b, a, b), _truncating_divide]
+
+    def expr(depth):
+        kind = rng.integers(0, 5) if depth > 0 else rng.integers(0, 2)
+        if kind == 0:
+            leaf = int(rng.integers(0, 3))
+            return lambda env: env[leaf]
+        if kind == 1:
+            value = int(rng.choice(_INT_LITERALS))
+            sub = expr(depth - 1) if depth > 0 else (lambda env: env[0])
+            op = binary[int(rng.integers(0, len(binary)))]
+            left = bool(rng.integers(0, 2))
+            return (lambda env: op(value, sub(env))) if left else (lambda env: op(sub(env), value))
+        if kind == 2:
+            op = unary[int(rng.integers(0, len(unary)))]
+            sub = expr(depth - 1)
+            return lambda env: op(sub(env))
+        if kind == 3:
+            op = binary[int(rng.integers(0, len(binary)))]
+            a, b = expr(depth - 1), expr(depth - 1)
+            return lambda env: op(a(env), b(env))
+        sub = expr(depth - 1)
+        reduce = [jnp.sum, jnp.max][int(rng.integers(0, 2))]
+        return lambda env: reduce(jnp.broadcast_to(sub(env), (4, 8)), axis=0, keepdims=True)
+
+    body = expr(4)
+
+    def fn(x, y, z):
+        return jnp.broadcast_to(body([x, y[None, :], z]), (4, 8)) + 1
+
+    return fn
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "64")) // 4))
+def test_random_integer_function_from_the_jaxpr_is_the_kernel_from_jax_lowering(seed):
+    rng = np.random.default_rng(seed)
+    dtype = [jnp.int32, jnp.uint8, jnp.int8, jnp.int16][seed % 4]
+    fn = _random_int_fn(rng)
+    args = [_ints((4, 8), dtype, seed), _ints((8,), dtype, seed + 1), _ints((4, 1), dtype, seed + 2)]
     traced = jax.jit(fn, keep_unused=True).trace(*args)
     text = hlo_from_jaxpr(traced.jaxpr, f"random_{seed}")
     assert text is not None

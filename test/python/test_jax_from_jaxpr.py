@@ -147,9 +147,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_the_kernel_from_the_jaxpr_is_the_kernel_from_jax_lowering(name):
-    fn, args = CASES[name]
+def _assert_same_kernels(fn, args, name: str) -> None:
+    """`fn`'s kernel from its jaxpr and from jax's lowering give the same
+    bits on `args`."""
     traced = jax.jit(fn, keep_unused=True).trace(*args)
     text = hlo_from_jaxpr(traced.jaxpr, name)
     assert text is not None, f"{name} should take the jaxpr path"
@@ -158,7 +158,14 @@ def test_the_kernel_from_the_jaxpr_is_the_kernel_from_jax_lowering(name):
     assert len(ours) == len(jaxs)
     for k, (a, b) in enumerate(zip(ours, jaxs)):
         assert a.dtype == b.dtype and a.shape == b.shape
-        np.testing.assert_array_equal(_bits(a), _bits(b), err_msg=f"{name}: output {k}")
+        np.testing.assert_array_equal(_bits(a), _bits(b),
+                                      err_msg=f"{name}: output {k}\n{traced.jaxpr}\n{text}")
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_kernel_from_the_jaxpr_is_the_kernel_from_jax_lowering(name):
+    fn, args = CASES[name]
+    _assert_same_kernels(fn, args, name)
 
 
 def test_a_constant_operand_goes_to_the_right_as_in_jax_hlo():
@@ -242,29 +249,20 @@ _FLOAT_LITERALS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, np.inf, -np.inf]
 _INT_LITERALS = [0, 1, -1, 3, 7]
 
 
-def _random_float_fn(rng: np.random.Generator):
-    """A random jax function of x: [4, 8], y: [8], z: [4, 1] (one dtype):
-    elementwise ops, literals on either side, broadcasts, and a reduction
-    kept to [4, 1] now and then."""
-    unary = [lambda a: -a, jnp.abs, jnp.exp, jnp.tanh, jnp.sin, jnp.floor, jnp.sign,
-             lambda a: jnp.sqrt(jnp.abs(a)), lambda a: jnp.log1p(jnp.abs(a)), jax.nn.sigmoid,
-             jnp.exp2, jnp.square, lambda a: a ** 3, jnp.round]
-    binary = [jnp.add, jnp.subtract, jnp.multiply, jnp.divide, jnp.maximum, jnp.minimum,
-              lambda a, b: jnp.where(a > b, a, b), lambda a, b: jnp.where(a <= b, b * 2, a)]
-    plan = []
-
+def _random_expr(rng: np.random.Generator, leaves: int, literals, unary, binary, other):
+    """A random expression of depth 4 over env[0:leaves]: leaves, a binary
+    op with a literal on either side, unary and binary ops, and
+    `other(rng, expr, depth)`'s (reductions, layout ops)."""
     def expr(depth):
         kind = rng.integers(0, 5) if depth > 0 else rng.integers(0, 2)
         if kind == 0:
-            leaf = int(rng.integers(0, 4))
-            plan.append(("leaf", leaf))
+            leaf = int(rng.integers(0, leaves))
             return lambda env: env[leaf]
         if kind == 1:
-            value = float(rng.choice(_FLOAT_LITERALS))
+            value = rng.choice(literals).item()
             sub = expr(depth - 1) if depth > 0 else (lambda env: env[0])
             op = binary[int(rng.integers(0, len(binary)))]
             left = bool(rng.integers(0, 2))
-            plan.append(("literal", value, left))
             return (lambda env: op(value, sub(env))) if left else (lambda env: op(sub(env), value))
         if kind == 2:
             op = unary[int(rng.integers(0, len(unary)))]
@@ -274,22 +272,40 @@ def _random_float_fn(rng: np.random.Generator):
             op = binary[int(rng.integers(0, len(binary)))]
             a, b = expr(depth - 1), expr(depth - 1)
             return lambda env: op(a(env), b(env))
-        if kind == 4 and rng.integers(0, 2):
-            sub = expr(depth - 1)
-            reduce = [jnp.sum, jnp.max, jnp.min][int(rng.integers(0, 3))]
-            return lambda env: reduce(jnp.broadcast_to(sub(env), (4, 8)), axis=1, keepdims=True)
-        a, b = expr(depth - 1), expr(depth - 1)
-        fill = float(rng.choice(_FLOAT_LITERALS))
-        layout = [lambda u, v: (u.T * 2 + v.T).T, lambda u, v: jnp.flip(u, 1) - v,
-                  lambda u, v: u.reshape(8, 4).reshape(4, 8) * v,
-                  lambda u, v: jnp.concatenate([u[:, :3], v[:, 3:]], 1),
-                  lambda u, v: lax.pad(u[:, 1:7], u.dtype.type(fill), ((0, 0, 0), (1, 1, 0))) + v,
-                  lambda u, v: jnp.concatenate([u[:, ::2], v[:, 1::2]], 1),
-                  lambda u, v: lax.pad(u[:, :4], u.dtype.type(fill), ((0, 0, 0), (0, 1, 1))) / v][
-            int(rng.integers(0, 7))]
-        return lambda env: layout(jnp.broadcast_to(a(env), (4, 8)), jnp.broadcast_to(b(env), (4, 8)))
+        return other(rng, expr, depth)
 
-    body = expr(4)
+    return expr(4)
+
+
+def _float_reduction_or_layout(rng, expr, depth):
+    """A row reduction kept to [4, 1], or a layout op of two [4, 8] values."""
+    if rng.integers(0, 2):
+        sub = expr(depth - 1)
+        reduce = [jnp.sum, jnp.max, jnp.min][int(rng.integers(0, 3))]
+        return lambda env: reduce(jnp.broadcast_to(sub(env), (4, 8)), axis=1, keepdims=True)
+    a, b = expr(depth - 1), expr(depth - 1)
+    fill = float(rng.choice(_FLOAT_LITERALS))
+    layout = [lambda u, v: (u.T * 2 + v.T).T, lambda u, v: jnp.flip(u, 1) - v,
+              lambda u, v: u.reshape(8, 4).reshape(4, 8) * v,
+              lambda u, v: jnp.concatenate([u[:, :3], v[:, 3:]], 1),
+              lambda u, v: lax.pad(u[:, 1:7], u.dtype.type(fill), ((0, 0, 0), (1, 1, 0))) + v,
+              lambda u, v: jnp.concatenate([u[:, ::2], v[:, 1::2]], 1),
+              lambda u, v: lax.pad(u[:, :4], u.dtype.type(fill), ((0, 0, 0), (0, 1, 1))) / v][
+        int(rng.integers(0, 7))]
+    return lambda env: layout(jnp.broadcast_to(a(env), (4, 8)), jnp.broadcast_to(b(env), (4, 8)))
+
+
+def _random_float_fn(rng: np.random.Generator):
+    """A random jax function of x: [4, 8], y: [8], z: [4, 1] (one dtype):
+    elementwise ops, literals on either side, broadcasts, row reductions
+    kept to [4, 1], transposes, reshapes, slices, pads, concatenates."""
+    unary = [lambda a: -a, jnp.abs, jnp.exp, jnp.tanh, jnp.sin, jnp.floor, jnp.sign,
+             lambda a: jnp.sqrt(jnp.abs(a)), lambda a: jnp.log1p(jnp.abs(a)), jax.nn.sigmoid,
+             jnp.exp2, jnp.square, lambda a: a ** 3, jnp.round]
+    binary = [jnp.add, jnp.subtract, jnp.multiply, jnp.divide, jnp.maximum, jnp.minimum,
+              lambda a, b: jnp.where(a > b, a, b), lambda a, b: jnp.where(a <= b, b * 2, a)]
+    body = _random_expr(rng, 4, np.array(_FLOAT_LITERALS), unary, binary,
+                        _float_reduction_or_layout)
 
     def fn(x, y, z):
         return jnp.broadcast_to(body([x, y[None, :], z, x * 0.5]), (4, 8)) * 1.5
@@ -301,22 +317,22 @@ def _random_float_fn(rng: np.random.Generator):
 def test_random_function_from_the_jaxpr_is_the_kernel_from_jax_lowering(seed):
     rng = np.random.default_rng(seed)
     dtype = [jnp.float32, jnp.bfloat16][seed % 2]
-    fn = _random_float_fn(rng)
     args = [_floats((4, 8), dtype, seed), _floats((8,), dtype, seed + 1),
             _floats((4, 1), dtype, seed + 2)]
-    traced = jax.jit(fn, keep_unused=True).trace(*args)
-    text = hlo_from_jaxpr(traced.jaxpr, f"random_{seed}")
-    assert text is not None
-    ours = _kernel(text)(*args)
-    jaxs = _kernel(traced.lower().as_text(dialect="hlo"))(*args)
-    np.testing.assert_array_equal(_bits(ours[0]), _bits(jaxs[0]),
-                                  err_msg=f"seed {seed}:\n{traced.jaxpr}\n{text}")
+    _assert_same_kernels(_random_float_fn(rng), args, f"random_{seed}")
 
 
 def _truncating_divide(a, b):
     """lax.div (XLA's divide: toward zero), of an odd divisor."""
     t = jnp.result_type(a, b)
     return lax.div(lax.convert_element_type(a, t), lax.convert_element_type(b, t) | 1)
+
+
+def _int_reduction(rng, expr, depth):
+    """A column reduction kept to [1, 8]."""
+    sub = expr(depth - 1)
+    reduce = [jnp.sum, jnp.max][int(rng.integers(0, 2))]
+    return lambda env: reduce(jnp.broadcast_to(sub(env), (4, 8)), axis=0, keepdims=True)
 
 
 def _random_int_fn(rng: np.random.Generator):
@@ -327,31 +343,7 @@ def _random_int_fn(rng: np.random.Generator):
     binary = [jnp.add, jnp.subtract, jnp.multiply, jnp.floor_divide, jnp.remainder,
               jnp.maximum, jnp.minimum, jnp.bitwise_and, jnp.bitwise_or, jnp.bitwise_xor,
               lambda a, b: jnp.where(a > b, a, b), _truncating_divide]
-
-    def expr(depth):
-        kind = rng.integers(0, 5) if depth > 0 else rng.integers(0, 2)
-        if kind == 0:
-            leaf = int(rng.integers(0, 3))
-            return lambda env: env[leaf]
-        if kind == 1:
-            value = int(rng.choice(_INT_LITERALS))
-            sub = expr(depth - 1) if depth > 0 else (lambda env: env[0])
-            op = binary[int(rng.integers(0, len(binary)))]
-            left = bool(rng.integers(0, 2))
-            return (lambda env: op(value, sub(env))) if left else (lambda env: op(sub(env), value))
-        if kind == 2:
-            op = unary[int(rng.integers(0, len(unary)))]
-            sub = expr(depth - 1)
-            return lambda env: op(sub(env))
-        if kind == 3:
-            op = binary[int(rng.integers(0, len(binary)))]
-            a, b = expr(depth - 1), expr(depth - 1)
-            return lambda env: op(a(env), b(env))
-        sub = expr(depth - 1)
-        reduce = [jnp.sum, jnp.max][int(rng.integers(0, 2))]
-        return lambda env: reduce(jnp.broadcast_to(sub(env), (4, 8)), axis=0, keepdims=True)
-
-    body = expr(4)
+    body = _random_expr(rng, 3, np.array(_INT_LITERALS), unary, binary, _int_reduction)
 
     def fn(x, y, z):
         return jnp.broadcast_to(body([x, y[None, :], z]), (4, 8)) + 1
@@ -363,12 +355,5 @@ def _random_int_fn(rng: np.random.Generator):
 def test_random_integer_function_from_the_jaxpr_is_the_kernel_from_jax_lowering(seed):
     rng = np.random.default_rng(seed)
     dtype = [jnp.int32, jnp.uint8, jnp.int8, jnp.int16][seed % 4]
-    fn = _random_int_fn(rng)
     args = [_ints((4, 8), dtype, seed), _ints((8,), dtype, seed + 1), _ints((4, 1), dtype, seed + 2)]
-    traced = jax.jit(fn, keep_unused=True).trace(*args)
-    text = hlo_from_jaxpr(traced.jaxpr, f"random_{seed}")
-    assert text is not None
-    ours = _kernel(text)(*args)
-    jaxs = _kernel(traced.lower().as_text(dialect="hlo"))(*args)
-    np.testing.assert_array_equal(_bits(ours[0]), _bits(jaxs[0]),
-                                  err_msg=f"seed {seed}:\n{traced.jaxpr}\n{text}")
+    _assert_same_kernels(_random_int_fn(rng), args, f"random_int_{seed}")

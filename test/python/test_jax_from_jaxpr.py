@@ -49,7 +49,13 @@ def _kernel(text: str):
 
 
 def _bits(a) -> np.ndarray:
-    a = np.asarray(a)
+    """The bytes of `a`, every NaN made one NaN first: signed zeros and
+    infinities must match, a NaN's sign and payload need not (LLVM takes
+    them as unspecified: with a constant array in one kernel and the same
+    values computed in the other, a NaN's sign came out different)."""
+    a = np.array(a)
+    if a.dtype.kind in "fV":  # numpy's floats, ml_dtypes' (bfloat16, ...)
+        a[np.isnan(a.astype(np.float32))] = np.nan
     return a.view(np.uint8) if a.dtype != np.bool_ else a
 
 
@@ -93,7 +99,10 @@ CASES = {
     "identity folds": (lambda x, h: ((x + 0.0) * 2, (0.0 + x) * 3, (x - (-0.0)) * 4,
                                      jnp.abs(x * 1.0), -(1.0 * x), (x + jnp.zeros_like(x)) * 5,
                                      (x + zeros_array) * 6, -x + 0.0 * 1.0,
-                                     (h + 0.0).astype(jnp.float32), (h * 1.0).astype(jnp.float32)),
+                                     (h + 0.0).astype(jnp.float32), (h * 1.0).astype(jnp.float32),
+                                     (x + jnp.zeros((), jnp.bfloat16).astype(jnp.float32)) * 7,
+                                     (x + jnp.zeros((8, 4)).T) * 8,
+                                     (x - jax.jit(lambda: jnp.zeros(()))()) * 9),
                        [_floats((4, 8)), _floats((4, 8), jnp.bfloat16)]),
     "integers": (lambda a, b: (a // b, a % b, a >> 3, lax.shift_right_logical(a, 2),
                                a << 1, ~a, a & b | (a ^ b), lax.clz(a),
@@ -256,7 +265,10 @@ def _random_expr(rng: np.random.Generator, leaves: int, literals, unary, binary,
     def expr(depth):
         kind = rng.integers(0, 5) if depth > 0 else rng.integers(0, 2)
         if kind == 0:
-            leaf = int(rng.integers(0, leaves))
+            leaf = int(rng.integers(0, leaves + 1))
+            if leaf == leaves:  # a constant array (jax stages it; StableHLO folds with it)
+                value = rng.choice(literals).item()
+                return lambda env: jnp.full((4, 8), value, env[0].dtype)
             return lambda env: env[leaf]
         if kind == 1:
             value = rng.choice(literals).item()

@@ -7,19 +7,20 @@ Building a kernel used to lower the traced function to StableHLO and
 convert it to HLO text (4 + 4 ms for a one-op function, against 0.25 ms for
 the trace): most of a jitted call's compile. The operations a fusion is
 made of -- elementwise, broadcasts, reshapes, transposes, slices, dynamic
-slices and updates, pads, concatenates, reductions, iotas -- map one to one (or, for `integer_pow`,
-one to the multiplies jax's lowering emits) onto HLO instructions, which
-this module writes straight from the jaxpr, with the same operands, types
-and constants as jax's HLO. Calls (`jit`, `custom_jvp_call`,
+slices and updates, pads, concatenates, reductions, iotas -- map one to
+one onto HLO instructions, which this module writes straight from the
+jaxpr, as jax's HLO has them: `integer_pow` as jax's multiplies,
+`logistic` and `exp2` as jax's expansions, and what StableHLO's
+canonicalizer does that the bits depend on -- constant operands moved to
+the right, x + 0, x - 0 and x * 1 folded to x, a dynamic slice at
+constant starts made a slice. Calls (`jit`, `custom_jvp_call`,
 `custom_vjp_call`, ...) are inlined, as our emitters inline jax's `call`s.
 
-`logistic` and `exp2`, which jax lowers to expansions of its own, are
-written as those expansions; a dynamic slice at constant starts as the
-slice StableHLO folds it into. Anything else -- dots, gathers, scatters,
-sorts, cumulative ops, complex numbers, an operation with
-a result accuracy, effects, and outputs that are inputs or constants --
-gives None, and the caller takes jax's lowering: this path must give the
-kernel jax's HLO would, or nothing.
+Anything else -- dots, gathers, scatters, sorts, cumulative ops, complex
+numbers, an operation with a result accuracy, effects, and outputs that
+are inputs or constants -- gives None, and the caller takes jax's
+lowering: this path must give the kernel jax's HLO would, or nothing
+(test_jax_from_jaxpr.py builds both and compares the bits).
 """
 
 from __future__ import annotations
@@ -202,7 +203,8 @@ class _Writer:
 
     @staticmethod
     def derived(source: _Value, out: _Value) -> _Value:
-        """`out`, a reshape or broadcast of `source`: a constant if it is."""
+        """`out`, `source`'s elements moved (a reshape, broadcast,
+        transpose, reverse): a constant if it is, of its splat if any."""
         out.constant, out.splat = source.constant, source.splat
         return out
 
@@ -342,7 +344,13 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
         if etype == "pred":  # as jax lowers it: x != 0
             zero = w.broadcast(w.constant(0, x.etype), dims)
             return [w.add(etype, dims, "compare", [x, zero], ", direction=NE")]
-        return [w.add(etype, dims, "convert", args)]
+        out = w.add(etype, dims, "convert", args)
+        if x.constant:  # StableHLO folds it into a constant
+            out.constant = True
+            if x.splat is not None:
+                out.splat = np.asarray(x.splat, ELEMENT_TYPES[x.etype].dtype).astype(
+                    ELEMENT_TYPES[etype].dtype).item()
+        return [out]
     if prim == "select_n":
         which, *cases = args
         if len(cases) == 1:
@@ -358,15 +366,17 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
         if len(args) != 1:
             raise _Unsupported("a dynamic broadcast")
         return [w.broadcast(args[0], dims, p["broadcast_dimensions"])]
+    # Moving a constant's elements leaves a constant (StableHLO folds it).
     if prim in ("reshape", "squeeze"):
         if prim == "reshape" and (p.get("dimensions") is not None or len(args) != 1):
             raise _Unsupported("a reshape with dimensions")
-        return [w.add(etype, dims, "reshape", args[:1])]
+        return [w.derived(args[0], w.add(etype, dims, "reshape", args[:1]))]
     if prim == "transpose":
-        return [w.add(etype, dims, "transpose", args,
-                      f", dimensions={_dims_attr(p['permutation'])}")]
+        return [w.derived(args[0], w.add(etype, dims, "transpose", args,
+                                         f", dimensions={_dims_attr(p['permutation'])}"))]
     if prim == "rev":
-        return [w.add(etype, dims, "reverse", args, f", dimensions={_dims_attr(p['dimensions'])}")]
+        return [w.derived(args[0], w.add(etype, dims, "reverse", args,
+                                         f", dimensions={_dims_attr(p['dimensions'])}"))]
     if prim == "concatenate":
         return [w.add(etype, dims, "concatenate", args, f", dimensions={{{int(p['dimension'])}}}")]
     if prim == "pad":

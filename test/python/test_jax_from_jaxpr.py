@@ -141,7 +141,8 @@ CASES = {
     "dynamic update slices": (lambda x, u, i: (lax.dynamic_update_slice(x, u, (i, 0)),
                                                lax.dynamic_update_slice(x, u * 2, (9, 0))),
                               [_floats((8, 40)), _floats((2, 40), seed=5), jnp.int32(-3)]),
-    "an update in place": (lambda cache, new, pos: lax.dynamic_update_slice(cache, new, (0, pos, 0)),
+    "an update in place": (lambda cache, new, pos:
+                           lax.dynamic_update_slice(cache, new, (0, pos, 0)),
                            [_floats((4, 64, 16), jnp.bfloat16),
                             _floats((4, 1, 16), jnp.bfloat16, seed=6), jnp.int32(17)]),
     "converts": (lambda x: (x.astype(jnp.bfloat16), x.astype(jnp.int32), x.astype(jnp.uint8),
@@ -240,7 +241,8 @@ def test_a_jaxpr_hlo_that_does_not_parse_is_said_and_lowered_by_jax(monkeypatch,
     from xla_gpu.jax import decorator
 
     monkeypatch.setattr(decorator, "hlo_from_jaxpr",
-                        lambda closed, name: "HloModule broken\nENTRY main {\n  x = f32[4 oops\n}\n")
+                        lambda closed, name:
+                        "HloModule broken\nENTRY main {\n  x = f32[4 oops\n}\n")
     x = _floats((4,))
 
     def twice(v):
@@ -367,5 +369,6 @@ def _random_int_fn(rng: np.random.Generator):
 def test_random_integer_function_from_the_jaxpr_is_the_kernel_from_jax_lowering(seed):
     rng = np.random.default_rng(seed)
     dtype = [jnp.int32, jnp.uint8, jnp.int8, jnp.int16][seed % 4]
-    args = [_ints((4, 8), dtype, seed), _ints((8,), dtype, seed + 1), _ints((4, 1), dtype, seed + 2)]
+    args = [_ints((4, 8), dtype, seed), _ints((8,), dtype, seed + 1),
+            _ints((4, 1), dtype, seed + 2)]
     _assert_same_kernels(_random_int_fn(rng), args, f"random_int_{seed}")

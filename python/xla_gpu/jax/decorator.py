@@ -8,8 +8,9 @@
 
 For the shapes of a call, the function is traced to HLO (jax's module
 before XLA's optimizations; written straight from the jaxpr where every
-operation maps onto HLO one to one, see from_jaxpr), the whole entry is taken as one fusion -- as
-XLA's emitter tools take a bare computation -- and our emitters build its
+operation maps onto HLO one to one, see from_jaxpr), the whole entry is
+taken as one fusion -- as XLA's emitter tools take a bare computation --
+and our emitters build its
 kernel (loop, reduction, transpose, concatenate, scatter, ... whichever the
 fusion analysis picks), compiled for the backend in use and dispatched
 through the FFI handlers. An operation the emitters cannot take is a

@@ -306,7 +306,8 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
         return [w.add(etype, dims, "divide", [one, w.add(etype, dims, "add", [e, one])])]
     if prim == "exp2":  # jax's expansion: exp(log(2) * x)
         log2 = np.asarray(np.log(2), ELEMENT_TYPES[etype].dtype).item()
-        scaled = w.add(etype, dims, "multiply", [args[0], w.broadcast(w.constant(log2, etype), dims)])
+        log2 = w.broadcast(w.constant(log2, etype), dims)
+        scaled = w.add(etype, dims, "multiply", [args[0], log2])
         return [w.add(etype, dims, "exponential", [scaled])]
     if prim in _UNARY:
         if args[0].etype != etype and prim not in ("is_finite",):
@@ -455,7 +456,8 @@ def _constant(w: _Writer, value) -> _Value:
     out = w.leaf(etype, array.shape, "constant", "{" + values + "}")
     # A splat (bit for bit: StableHLO's zero matches take 0.0 and -0.0, but
     # not a mix).
-    if flat.size and (flat.view(np.uint8).reshape(flat.size, -1) == flat.view(np.uint8)[:flat.itemsize]).all():
+    rows = flat.view(np.uint8).reshape(flat.size, -1)
+    if flat.size and (rows == rows[0]).all():
         out.splat = flat[0].item()
     return out
 

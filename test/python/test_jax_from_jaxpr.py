@@ -118,6 +118,12 @@ CASES = {
     "reductions": (lambda x: (jnp.sum(x, 1), jnp.max(x, 1), jnp.min(x, 1), jnp.prod(x, 1)),
                    [_floats((16, 64))]),
     "softmax": (jax.nn.softmax, [_floats((32, 48))]),
+    # NaN wins; of equal values, the first.
+    "arg reductions": (lambda x, t: (jnp.argmax(x, 1), jnp.argmin(x, 1), jnp.argmax(t, 1),
+                                     jnp.argmin(-t, 1)),
+                       [_floats((16, 24)), jnp.round(_floats((16, 24), seed=7))]),
+    "integer arg reductions": (lambda a: (jnp.argmax(a, 0), jnp.argmin(a, 0)),
+                               [_ints((8, 16)) % 5]),
     "boolean reductions": (lambda x: (jnp.any(x > 1, 0), jnp.all(x < 1, 0)),
                            [_floats((24, 40))]),
     "column sum s32": (lambda a: jnp.sum(a, 0), [_ints((64, 32))]),
@@ -200,7 +206,7 @@ def test_a_constant_operand_goes_to_the_right_as_in_jax_hlo():
     (lambda x: lax.exp(x, accuracy=lax.AccuracyMode.HIGHEST), [_floats((8,))]),
     (lambda x, y: x @ y, [_floats((4, 4)), _floats((4, 4))]),       # a dot
     (lambda x: jnp.cumsum(x, 0), [_floats((8, 4))]),
-    (lambda x: jnp.argmax(x, 0), [_floats((8, 4))]),
+    (lambda x: jnp.sort(x, 0), [_floats((8, 4))]),
     (lambda x: x, [_floats((8,))]),                                 # an input as output
     (lambda x: (x + 1, jnp.float32(2.0)), [_floats((8,))]),         # a constant output
     (lambda x: x * np.arange(2048, dtype=np.float32), [_floats((2048,))]),  # a large constant
@@ -295,7 +301,9 @@ def _float_reduction_or_layout(rng, expr, depth):
     """A row reduction kept to [4, 1], or a layout op of two [4, 8] values."""
     if rng.integers(0, 2):
         sub = expr(depth - 1)
-        reduce = [jnp.sum, jnp.max, jnp.min][int(rng.integers(0, 3))]
+        reduce = [jnp.sum, jnp.max, jnp.min,
+                  lambda v, **kw: jnp.argmax(v, **kw).astype(v.dtype),
+                  lambda v, **kw: jnp.argmin(v, **kw).astype(v.dtype)][int(rng.integers(0, 5))]
         return lambda env: reduce(jnp.broadcast_to(sub(env), (4, 8)), axis=1, keepdims=True)
     a, b = expr(depth - 1), expr(depth - 1)
     fill = float(rng.choice(_FLOAT_LITERALS))

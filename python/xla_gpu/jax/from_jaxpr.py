@@ -7,8 +7,8 @@ Building a kernel used to lower the traced function to StableHLO and
 convert it to HLO text (4 + 4 ms for a one-op function, against 0.25 ms for
 the trace): most of a jitted call's compile. The operations a fusion is
 made of -- elementwise, broadcasts, reshapes, transposes, slices, dynamic
-slices and updates, pads, concatenates, reductions, iotas -- map one to
-one onto HLO instructions, which this module writes straight from the
+slices and updates, pads, concatenates, reductions (argmax and argmin
+too), iotas -- map one to one onto HLO instructions, which this module writes straight from the
 jaxpr, as jax's HLO has them: `integer_pow` as jax's multiplies,
 `logistic` and `exp2` as jax's expansions, and what StableHLO's
 canonicalizer does that the bits depend on -- constant operands moved to
@@ -16,8 +16,8 @@ the right, x + 0, x - 0 and x * 1 folded to x, a dynamic slice at
 constant starts made a slice. Calls (`jit`, `custom_jvp_call`,
 `custom_vjp_call`, ...) are inlined, as our emitters inline jax's `call`s.
 
-Anything else -- dots, gathers, scatters, sorts, cumulative ops, complex
-numbers, an operation with a result accuracy, effects, and outputs that
+Anything else -- dots, gathers, scatters, sorts, cumulative ops (whose
+lowering differs between jax's platforms), complex numbers, an operation with a result accuracy, effects, and outputs that
 are inputs or constants -- gives None, and the caller takes jax's
 lowering: this path must give the kernel jax's HLO would, or nothing
 (test_jax_from_jaxpr.py builds both and compares the bits).
@@ -170,12 +170,15 @@ class _Writer:
         out.splat = value
         return out
 
-    def tuple(self, values: list[_Value]) -> _Value:
+    def raw(self, shape: str, opcode: str, operands, attrs: str = "") -> _Value:
+        """An instruction of a tuple shape (written as `shape`)."""
         value = _Value(f"v{len(self.lines)}", "", ())
-        shapes = ", ".join(v.shape for v in values)
-        names = tuple(v.name for v in values)
-        self.lines.append((value.name, f"({shapes}) tuple({', '.join(names)})", names))
+        names = tuple(o.name for o in operands)
+        self.lines.append((value.name, f"{shape} {opcode}({', '.join(names)}){attrs}", names))
         return value
+
+    def tuple(self, values: list[_Value]) -> _Value:
+        return self.raw(f"({', '.join(v.shape for v in values)})", "tuple", values)
 
     def broadcast(self, value: _Value, dims, mapping=None) -> _Value:
         """`value` as an array of `dims`, its dims at `mapping`'s (jax's
@@ -209,13 +212,38 @@ class _Writer:
         return out
 
     def region(self, opcode: str, etype: str) -> str:
-        key = (opcode, etype)
+        """A reducer computation: `opcode` of two scalars."""
+        return self._region((opcode, etype), f"""\
+  a = {etype}[] parameter(0)
+  b = {etype}[] parameter(1)
+  ROOT r = {etype}[] {opcode}(a, b)""")
+
+    def arg_region(self, direction: str, etype: str, itype: str) -> str:
+        """jax's argmax/argmin reducer (_compute_argminmax) over (value,
+        index) pairs: the operand's value where it compares `direction`
+        against the accumulator's or is NaN; the lower index of two equal
+        values."""
+        return self._region(("arg", direction, etype, itype), f"""\
+  a = {etype}[] parameter(0)
+  ai = {itype}[] parameter(1)
+  b = {etype}[] parameter(2)
+  bi = {itype}[] parameter(3)
+  better = pred[] compare(a, b), direction={direction}
+  nan = pred[] compare(a, a), direction=NE
+  pick = pred[] or(better, nan)
+  value = {etype}[] select(pick, a, b)
+  equal = pred[] compare(a, b), direction=EQ
+  first = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(equal, first)
+  pick_index = pred[] or(pick, tie)
+  index = {itype}[] select(pick_index, ai, bi)
+  ROOT r = ({etype}[], {itype}[]) tuple(value, index)""")
+
+    def _region(self, key, body: str) -> str:
         if key not in self.regions:
             name = f"region_{len(self.regions)}"
             self.regions[key] = name
-            self.region_text.append(
-                f"{name} {{\n  a = {etype}[] parameter(0)\n  b = {etype}[] parameter(1)\n"
-                f"  ROOT r = {etype}[] {opcode}(a, b)\n}}\n")
+            self.region_text.append(f"{name} {{\n{body}\n}}\n")
         return self.regions[key]
 
     def text(self, module: str, root: str) -> str:
@@ -413,6 +441,21 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
         if p.get("sharding") is not None:
             raise _Unsupported("a sharded iota")
         return [w.add(etype, dims, "iota", [], f", iota_dimension={int(p['dimension'])}")]
+    if prim in ("argmax", "argmin"):
+        # As jax's _compute_argminmax: a variadic reduce of the operand and
+        # an iota along the axis.
+        x = args[0]
+        (axis,) = p["axes"]
+        iota = w.add(etype, (x.dims[axis],), "iota", [], ", iota_dimension=0")
+        indices = w.add(etype, x.dims, "broadcast", [iota], f", dimensions={{{axis}}}")
+        lowest = prim == "argmax"
+        init = w.constant(_identity("lowest" if lowest else "highest", x.etype), x.etype)
+        start = w.constant(0, etype)
+        region = w.arg_region("GT" if lowest else "LT", x.etype, etype)
+        out = ",".join(map(str, dims))
+        pair = w.raw(f"({x.etype}[{out}], {etype}[{out}])", "reduce", [x, indices, init, start],
+                     f", dimensions={{{axis}}}, to_apply={region}")
+        return [w.add(etype, dims, "get-tuple-element", [pair], ", index=1")]
     if prim in _REDUCE:
         opcode, identity = _REDUCE[prim]
         x = args[0]

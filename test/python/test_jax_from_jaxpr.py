@@ -118,6 +118,12 @@ CASES = {
     "reductions": (lambda x: (jnp.sum(x, 1), jnp.max(x, 1), jnp.min(x, 1), jnp.prod(x, 1)),
                    [_floats((16, 64))]),
     "softmax": (jax.nn.softmax, [_floats((32, 48))]),
+    "cumulative reductions": (lambda x: (lax.cumsum(x, 0), lax.cumsum(x, 1, reverse=True),
+                                         lax.cumprod(x, 1), lax.cummax(x, 0, reverse=True),
+                                         lax.cummin(x, 1), jnp.cumsum(x)),
+                              [_floats((8, 16))]),
+    "integer cumulative reductions": (lambda a: (jnp.cumsum(a, 0), lax.cummax(a, 1)),
+                                      [_ints((8, 16))]),
     # NaN wins; of equal values, the first.
     "arg reductions": (lambda x, t: (jnp.argmax(x, 1), jnp.argmin(x, 1), jnp.argmax(t, 1),
                                      jnp.argmin(-t, 1)),
@@ -205,7 +211,7 @@ def test_a_constant_operand_goes_to_the_right_as_in_jax_hlo():
 @pytest.mark.parametrize("fn, args", [
     (lambda x: lax.exp(x, accuracy=lax.AccuracyMode.HIGHEST), [_floats((8,))]),
     (lambda x, y: x @ y, [_floats((4, 4)), _floats((4, 4))]),       # a dot
-    (lambda x: jnp.cumsum(x, 0), [_floats((8, 4))]),
+    (lambda x: lax.cumlogsumexp(x, 0), [_floats((8, 4))]),
     (lambda x: jnp.sort(x, 0), [_floats((8, 4))]),
     (lambda x: x, [_floats((8,))]),                                 # an input as output
     (lambda x: (x + 1, jnp.float32(2.0)), [_floats((8,))]),         # a constant output
@@ -216,13 +222,24 @@ def test_what_only_jax_lowering_writes_is_declined(fn, args):
     assert hlo_from_jaxpr(jax.jit(fn).trace(*args).jaxpr) is None
 
 
+def test_jax_lowers_cumsum_its_own_way_on_gpus():
+    # A reduce-window on the CPU (written here), _cumred_gpu_lowering on
+    # GPUs (left to jax); cummax is a reduce-window on both.
+    x = jax.ShapeDtypeStruct((8, 4), jnp.float32)
+    cumsum = jax.jit(lambda v: lax.cumsum(v, 1)).trace(x).jaxpr
+    cummax = jax.jit(lambda v: lax.cummax(v, 1)).trace(x).jaxpr
+    assert "reduce-window" in hlo_from_jaxpr(cumsum, platform="cpu")
+    assert hlo_from_jaxpr(cumsum, platform="cuda") is None
+    assert "reduce-window" in hlo_from_jaxpr(cummax, platform="cuda")
+
+
 def test_a_declined_function_still_runs_through_jax_lowering():
     x = _floats((16,))
 
-    def cumsum(v):
-        return jnp.cumsum(v) * 2.0
+    def cumlogsumexp(v):
+        return lax.cumlogsumexp(v) * 2.0
 
-    np.testing.assert_allclose(kernel(cumsum)(x), cumsum(x), rtol=2e-6)
+    np.testing.assert_allclose(kernel(cumlogsumexp)(x), cumlogsumexp(x), rtol=2e-6)
 
 
 def test_a_refused_kernel_from_the_jaxpr_still_names_the_line():
@@ -247,7 +264,7 @@ def test_a_jaxpr_hlo_that_does_not_parse_is_said_and_lowered_by_jax(monkeypatch,
     from xla_gpu.jax import decorator
 
     monkeypatch.setattr(decorator, "hlo_from_jaxpr",
-                        lambda closed, name:
+                        lambda closed, name, platform:
                         "HloModule broken\nENTRY main {\n  x = f32[4 oops\n}\n")
     x = _floats((4,))
 
@@ -312,8 +329,9 @@ def _float_reduction_or_layout(rng, expr, depth):
               lambda u, v: jnp.concatenate([u[:, :3], v[:, 3:]], 1),
               lambda u, v: lax.pad(u[:, 1:7], u.dtype.type(fill), ((0, 0, 0), (1, 1, 0))) + v,
               lambda u, v: jnp.concatenate([u[:, ::2], v[:, 1::2]], 1),
-              lambda u, v: lax.pad(u[:, :4], u.dtype.type(fill), ((0, 0, 0), (0, 1, 1))) / v][
-        int(rng.integers(0, 7))]
+              lambda u, v: lax.pad(u[:, :4], u.dtype.type(fill), ((0, 0, 0), (0, 1, 1))) / v,
+              lambda u, v: lax.cumsum(u, 1) + v,
+              lambda u, v: lax.cummax(u, 0, reverse=True) - v][int(rng.integers(0, 9))]
     return lambda env: layout(jnp.broadcast_to(a(env), (4, 8)), jnp.broadcast_to(b(env), (4, 8)))
 
 

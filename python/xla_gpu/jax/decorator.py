@@ -122,7 +122,7 @@ def _build(fn, name: str, avals: tuple, platform: str,
     # keyed by its StableHLO text without locations (source lines move,
     # kernels do not): 4 ms, and the conversion to HLO text 4 more, made
     # only when the kernel is not cached.
-    text = hlo_from_jaxpr(traced.jaxpr, name)
+    text = hlo_from_jaxpr(traced.jaxpr, name, platform)
     lowered = None
     if text is None:
         lowered = traced.lower()

@@ -8,7 +8,7 @@ convert it to HLO text (4 + 4 ms for a one-op function, against 0.25 ms for
 the trace): most of a jitted call's compile. The operations a fusion is
 made of -- elementwise, broadcasts, reshapes, transposes, slices, dynamic
 slices and updates, pads, concatenates, reductions (argmax and argmin
-too), iotas -- map one to one onto HLO instructions, which this module writes straight from the
+too), cumulative reductions, iotas -- map one to one onto HLO instructions, which this module writes straight from the
 jaxpr, as jax's HLO has them: `integer_pow` as jax's multiplies,
 `logistic` and `exp2` as jax's expansions, and what StableHLO's
 canonicalizer does that the bits depend on -- constant operands moved to
@@ -16,11 +16,13 @@ the right, x + 0, x - 0 and x * 1 folded to x, a dynamic slice at
 constant starts made a slice. Calls (`jit`, `custom_jvp_call`,
 `custom_vjp_call`, ...) are inlined, as our emitters inline jax's `call`s.
 
-Anything else -- dots, gathers, scatters, sorts, cumulative ops (whose
-lowering differs between jax's platforms), complex numbers, an operation with a result accuracy, effects, and outputs that
-are inputs or constants -- gives None, and the caller takes jax's
-lowering: this path must give the kernel jax's HLO would, or nothing
-(test_jax_from_jaxpr.py builds both and compares the bits).
+Cumulative ops are jax's reduce-windows (cumsum only on the CPU: jax
+lowers it otherwise on GPUs). Anything else -- dots, gathers, scatters,
+sorts, cumlogsumexp, complex numbers, an operation with a result
+accuracy, effects, and outputs that are inputs or constants -- gives
+None, and the caller takes jax's lowering: this path must give the kernel
+jax's HLO would, or nothing (test_jax_from_jaxpr.py builds both and
+compares the bits).
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ _REDUCE = {
     "reduce_sum": ("add", 0), "reduce_prod": ("multiply", 1),
     "reduce_max": ("maximum", "lowest"), "reduce_min": ("minimum", "highest"),
     "reduce_and": ("and", True), "reduce_or": ("or", False),
+}
+# cum* -> the reducer's opcode, its identity, and the platforms jax lowers
+# it as a reduce-window on (None: every one; its GPU lowering of cumsum is
+# its own).
+_CUMULATIVE = {
+    "cumsum": ("add", 0, ("cpu",)), "cumprod": ("multiply", 1, None),
+    "cummax": ("maximum", "lowest", None), "cummin": ("minimum", "highest", None),
 }
 # The value passes through unchanged.
 _IDENTITY = {"copy", "copy_p", "stop_gradient", "optimization_barrier"}
@@ -144,7 +153,8 @@ class _Writer:
     """The entry computation's instructions (and reducer computations), in
     definition order; `text` keeps those the outputs use."""
 
-    def __init__(self):
+    def __init__(self, platform: str):
+        self.platform = platform  # jax's lowering of some ops depends on it
         self.lines: list[tuple[str, str, tuple[str, ...]]] = []  # name, text, operands
         self.regions: dict[tuple[str, str], str] = {}
         self.region_text: list[str] = []
@@ -456,6 +466,22 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
         pair = w.raw(f"({x.etype}[{out}], {etype}[{out}])", "reduce", [x, indices, init, start],
                      f", dimensions={{{axis}}}, to_apply={region}")
         return [w.add(etype, dims, "get-tuple-element", [pair], ", index=1")]
+    if prim in _CUMULATIVE:
+        # As jax's cumred_reduce_window_impl: a reduce-window over the whole
+        # axis, padded before it (after it, reversed).
+        opcode, identity, platforms = _CUMULATIVE[prim]
+        if platforms is not None and w.platform not in platforms:
+            raise _Unsupported(f"{prim} on {w.platform}")  # lowered otherwise there
+        x = args[0]
+        axis, n = int(p["axis"]), x.dims[int(p["axis"])]
+        if n == 0:
+            return args
+        size = "x".join(str(n if d == axis else 1) for d in range(len(dims)))
+        pad = "x".join((f"0_{n - 1}" if p["reverse"] else f"{n - 1}_0") if d == axis else "0_0"
+                       for d in range(len(dims)))
+        init = w.constant(_identity(identity, x.etype), x.etype)
+        return [w.add(etype, dims, "reduce-window", [x, init],
+                      f", window={{size={size} pad={pad}}}, to_apply={w.region(opcode, etype)}")]
     if prim in _REDUCE:
         opcode, identity = _REDUCE[prim]
         x = args[0]
@@ -505,11 +531,12 @@ def _constant(w: _Writer, value) -> _Value:
     return out
 
 
-def hlo_from_jaxpr(closed, name: str = "fn") -> str | None:
+def hlo_from_jaxpr(closed, name: str = "fn", platform: str = "cpu") -> str | None:
     """The HLO text of a traced function's ClosedJaxpr (one entry
     computation, the jaxpr's inputs its parameters in order, its outputs
-    the root or a tuple), or None where only jax's lowering can write it."""
-    w = _Writer()
+    the root or a tuple) as jax lowers it for `platform` ("cpu" or
+    "cuda"), or None where only jax's lowering can write it."""
+    w = _Writer(platform)
     try:
         params = []
         for k, var in enumerate(closed.jaxpr.invars):

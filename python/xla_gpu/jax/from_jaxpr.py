@@ -8,16 +8,17 @@ convert it to HLO text (4 + 4 ms for a one-op function, against 0.25 ms for
 the trace): most of a jitted call's compile. The operations a fusion is
 made of -- elementwise, broadcasts, reshapes, transposes, slices, dynamic
 slices and updates, pads, concatenates, reductions (argmax and argmin
-too), cumulative reductions, iotas -- map one to one onto HLO instructions, which this module writes straight from the
-jaxpr, as jax's HLO has them: `integer_pow` as jax's multiplies,
-`logistic` and `exp2` as jax's expansions, and what StableHLO's
+too), cumulative reductions, iotas -- map one to one onto HLO
+instructions, which this module writes straight from the jaxpr, as jax's
+HLO has them: `integer_pow` as jax's multiplies, `logistic` and `exp2` as
+jax's expansions, cumulative ops as jax's reduce-windows (cumsum only for
+the CPU: jax lowers it its own way on GPUs), and what StableHLO's
 canonicalizer does that the bits depend on -- constant operands moved to
 the right, x + 0, x - 0 and x * 1 folded to x, a dynamic slice at
 constant starts made a slice. Calls (`jit`, `custom_jvp_call`,
 `custom_vjp_call`, ...) are inlined, as our emitters inline jax's `call`s.
 
-Cumulative ops are jax's reduce-windows (cumsum only on the CPU: jax
-lowers it otherwise on GPUs). Anything else -- dots, gathers, scatters,
+Anything else -- dots, gathers, scatters,
 sorts, cumlogsumexp, complex numbers, an operation with a result
 accuracy, effects, and outputs that are inputs or constants -- gives
 None, and the caller takes jax's lowering: this path must give the kernel

@@ -18,12 +18,11 @@ the right, x + 0, x - 0 and x * 1 folded to x, a dynamic slice at
 constant starts made a slice. Calls (`jit`, `custom_jvp_call`,
 `custom_vjp_call`, ...) are inlined, as our emitters inline jax's `call`s.
 
-Anything else -- dots, gathers, scatters,
-sorts, cumlogsumexp, complex numbers, an operation with a result
-accuracy, effects, and outputs that are inputs or constants -- gives
-None, and the caller takes jax's lowering: this path must give the kernel
-jax's HLO would, or nothing (test_jax_from_jaxpr.py builds both and
-compares the bits).
+Anything else -- dots, gathers, scatters, sorts, cumlogsumexp, complex
+numbers, an operation with a result accuracy, effects, and outputs that
+are inputs or constants -- gives None, and the caller takes jax's
+lowering: this path must give the kernel jax's HLO would, or nothing
+(test_jax_from_jaxpr.py builds both and compares the bits).
 """
 
 from __future__ import annotations

@@ -95,10 +95,10 @@ class _Value:
 
     __slots__ = ("name", "etype", "dims", "constant", "splat")
 
-    def __init__(self, name: str, etype: str, dims: tuple[int, ...], constant: bool = False):
+    def __init__(self, name: str, etype: str, dims: tuple[int, ...]):
         self.name, self.etype, self.dims = name, etype, dims
         # A constant, or a broadcast of one (what StableHLO folds into one).
-        self.constant = constant
+        self.constant = False
         # Its one value, where every element of such a constant is the same.
         self.splat = None
 

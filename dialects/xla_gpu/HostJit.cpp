@@ -12,14 +12,20 @@
 //   xlaGpuHostJitLoad: an object (just compiled, or read from a cache)
 //     -> a JIT whose unresolved symbols come from the process.
 //
+// A kernel of several phases is compiled in parts on the host's cores
+// (compileInParts below); its object is then an archive of the parts'
+// objects, which xlaGpuHostJitLoad links whole.
+//
 // Both run without the Python GIL (ctypes releases it), so the kernels of
 // one module compile on several threads, and errors come back as text
 // instead of on stderr.
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -27,8 +33,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "dialects/xla_gpu/CAPI.h"
 #include "dialects/xla_gpu/CAPIMessages.h"
@@ -37,6 +45,8 @@
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/ScalarEvolutionExpressions.h"
 #include "llvm/Analysis/ValueTracking.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/CompileUtils.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -47,15 +57,21 @@
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassTimingInfo.h"
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/ArchiveWriter.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/CodeExtractor.h"
 #include "mlir-c/RegisterEverything.h"
 #include "mlir/CAPI/IR.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -102,10 +118,11 @@ void addPackedWrapper(llvm::Module& module, llvm::Function& fn) {
 class Stopwatch {
  public:
   explicit Stopwatch(double* seconds) : seconds_(seconds) {}
-  void lap(int i) {
-    auto now = std::chrono::steady_clock::now();
-    if (seconds_) seconds_[i] = std::chrono::duration<double>(now - last_).count();
-    last_ = now;
+  void lap(int i) { lapAt(i, std::chrono::steady_clock::now()); }
+  // The same, the lap ending at `time`.
+  void lapAt(int i, std::chrono::steady_clock::time_point time) {
+    if (seconds_) seconds_[i] = std::chrono::duration<double>(time - last_).count();
+    last_ = time;
   }
 
  private:
@@ -280,17 +297,31 @@ bool timeLlvmPasses() { return std::getenv("XLA_GPU_TIME_LLVM_PASSES") != nullpt
 // With $XLA_GPU_DUMP_LLVM_IR set to a directory, each compile writes its
 // module's LLVM IR there before O3 (<n>.ll) and after it (<n>.opt.ll), n
 // counting the process's compiles (a debugging aid, as XLA's --xla_dump_to).
-void dumpLlvmIr(const llvm::Module& module, uint64_t n, llvm::StringRef suffix) {
+// A kernel compiled in parts has each part's module in <n>.opt.ll, one
+// after the other.
+bool dumpingLlvmIr() {
   const char* dir = std::getenv("XLA_GPU_DUMP_LLVM_IR");
-  if (dir == nullptr || *dir == '\0') return;
+  return dir != nullptr && *dir != '\0';
+}
+
+void dumpLlvmIr(uint64_t n, llvm::StringRef suffix, llvm::StringRef text) {
+  if (!dumpingLlvmIr()) return;
   std::error_code ec;
-  std::string path = (llvm::Twine(dir) + "/" + llvm::Twine(n) + suffix).str();
+  std::string path =
+      (llvm::Twine(std::getenv("XLA_GPU_DUMP_LLVM_IR")) + "/" + llvm::Twine(n) + suffix).str();
   llvm::raw_fd_ostream out(path, ec);
   if (ec) {
     llvm::errs() << "XLA_GPU_DUMP_LLVM_IR: cannot write " << path << ": " << ec.message() << "\n";
     return;
   }
-  module.print(out, nullptr);
+  out << text;
+}
+
+std::string printed(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  return text;
 }
 
 // The interleave counts the lane loops ask for (-xla-gpu-lower-kernel-to-cpu:
@@ -718,6 +749,337 @@ void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* mac
   if (timing) timer.print();
 }
 
+// Optimizes `module` (O<optLevel>, then the masked variants the vectorizer
+// called), adds the packed wrapper of each of `publics`, and generates its
+// object. `optimizedIr`, when not null, gets the module as optimized;
+// `optimized`, when O3 ended.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> optimizeAndGenerate(
+    llvm::Module& module, int optLevel, llvm::TargetMachine* machine, bool timing,
+    llvm::ArrayRef<std::string> publics, std::string* optimizedIr,
+    std::chrono::steady_clock::time_point* optimized) {
+  optimizeModule(module, optLevel, machine, timing);
+  defineMaskedVariants(module);
+  if (optimizedIr) *optimizedIr = printed(module);
+  for (const std::string& name : publics) addPackedWrapper(module, *module.getFunction(name));
+  *optimized = std::chrono::steady_clock::now();
+  // Host code generation with the host flags (see codegenFlagsMutex);
+  // device code generation waits meanwhile.
+  std::shared_lock<std::shared_mutex> hostCodegen(codegenFlagsMutex());
+  setHostCodegenFlags(true);
+  llvm::orc::SimpleCompiler compile(*machine);
+  if (timing) llvm::TimePassesIsEnabled = true;
+  auto object = compile(module);
+  if (timing) llvm::reportAndResetTimings();
+  if (!object) {
+    return llvm::createStringError("code generation failed: " +
+                                   llvm::toString(object.takeError()));
+  }
+  return object;
+}
+
+// ---- A kernel's phases, compiled on several cores ----------------------
+//
+// -xla-gpu-lower-kernel-to-cpu makes a kernel of several phases (the code
+// between two of its barriers) one loop over a chunk's blocks around a
+// loop nest a phase. LLVM optimizes and compiles a module on one thread,
+// and most of a reduction's or transpose's compile is there: the column
+// sum f32[4096,1024]'s O3 and code generation took 34 ms of its 45, on one
+// of the 2 cores, where XLA:CPU compiles on both. So where the host has
+// cores to spare, each phase's loop nest becomes a function of its own
+// (LLVM's CodeExtractor; the kernel calls it once a chunk of blocks), the
+// functions are shared out into parts, and each part is optimized and
+// compiled in an LLVM context of its own, the parts at once. The kernel's
+// object is then an archive of the parts' objects.
+//
+// A part costs ~3-4 ms of its own (O3's and code generation's pipelines
+// built and run on a module; measured on parts of one small loop), so a
+// kernel is cut into at most as many parts as the host has cores, and at
+// most kMaxParts.
+constexpr int kMaxParts = 4;
+
+// The cores parts may run on (the process's CPU affinity).
+int hostCores() {
+  static const int cores =
+      std::max(1u, llvm::heavyweight_hardware_concurrency().compute_thread_count());
+  return cores;
+}
+
+// Helper threads for the parts, beside the compiling thread (which takes
+// parts too, so that a compile never waits on a busy pool). Never
+// destroyed: no thread is joined at exit.
+llvm::StdThreadPool& partPool() {
+  static llvm::StdThreadPool* pool =
+      new llvm::StdThreadPool(llvm::hardware_concurrency(std::max(1, hostCores() - 1)));
+  return *pool;
+}
+
+// A function's estimated compile cost, in instructions: its instructions
+// and 64 a loop. Fitted on the bench kernels' 56 phases compiled one a
+// module: 2 + 0.035 ms an instruction + 2.3 ms a loop (mean error 2 ms;
+// a phase of exp()s or of bf16 conversions costs more than it says).
+size_t estimatedCost(llvm::Function& fn) {
+  llvm::DominatorTree dominators(fn);
+  llvm::LoopInfo loops(dominators);
+  return fn.getInstructionCount() + 64 * loops.getLoopsInPreorder().size();
+}
+
+// Each loop nest directly inside `kernel`'s only outer loop (its loop over
+// a chunk's blocks), where there are two or more, becomes a function of its
+// own, `<kernel>.phase<i>` in program order, called where the nest was:
+// external (the other parts call it), hidden, never inlined. Its pointer
+// arguments are noalias where each points into an object of its own that
+// is an alloca or a noalias argument of the kernel (what its code could
+// assume as part of the kernel). Returns the functions, none where the
+// kernel is not so made.
+llvm::SmallVector<llvm::Function*> extractPhases(llvm::Function& kernel) {
+  llvm::DominatorTree dominators(kernel);
+  llvm::SmallVector<llvm::SmallVector<llvm::BasicBlock*>> nests;
+  {
+    llvm::LoopInfo loops(dominators);
+    if (loops.getTopLevelLoops().size() != 1) return {};
+    const llvm::Loop* grid = loops.getTopLevelLoops().front();
+    if (grid->getSubLoops().size() < 2) return {};
+    llvm::DenseMap<const llvm::BasicBlock*, unsigned> order;
+    for (llvm::BasicBlock& block : kernel) order[&block] = order.size();
+    llvm::SmallVector<const llvm::Loop*> phases(grid->getSubLoops().begin(),
+                                               grid->getSubLoops().end());
+    llvm::sort(phases, [&](const llvm::Loop* a, const llvm::Loop* b) {
+      return order[a->getHeader()] < order[b->getHeader()];
+    });
+    for (const llvm::Loop* phase : phases) nests.emplace_back(phase->blocks());
+  }
+  llvm::SmallVector<llvm::Function*> extracted;
+  for (llvm::ArrayRef<llvm::BasicBlock*> nest : nests) {
+    llvm::CodeExtractor extractor(nest, &dominators, /*AggregateArgs=*/false, nullptr, nullptr,
+                                  nullptr, /*AllowVarArgs=*/false, /*AllowAlloca=*/false,
+                                  nullptr, "phase" + std::to_string(extracted.size()));
+    if (!extractor.isEligible()) continue;
+    llvm::Function* fn = extractor.extractCodeRegion(llvm::CodeExtractorAnalysisCache(kernel));
+    if (fn == nullptr) continue;
+    fn->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    fn->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    fn->addFnAttr(llvm::Attribute::NoInline);
+    extracted.push_back(fn);
+  }
+  for (llvm::Function* fn : extracted) {
+    auto* call = fn->hasOneUse() ? llvm::dyn_cast<llvm::CallInst>(fn->user_back()) : nullptr;
+    llvm::SmallVector<const llvm::Value*> objects;
+    bool distinct = call != nullptr;
+    for (unsigned i = 0; distinct && i < fn->arg_size(); ++i) {
+      if (!fn->getArg(i)->getType()->isPointerTy()) continue;
+      const llvm::Value* object = llvm::getUnderlyingObject(call->getArgOperand(i));
+      const auto* argument = llvm::dyn_cast<llvm::Argument>(object);
+      bool own = llvm::isa<llvm::AllocaInst>(object) || (argument && argument->hasNoAliasAttr());
+      distinct = own && !llvm::is_contained(objects, object);
+      objects.push_back(object);
+    }
+    if (!distinct) continue;
+    for (llvm::Argument& argument : fn->args()) {
+      if (argument.getType()->isPointerTy()) argument.addAttr(llvm::Attribute::NoAlias);
+    }
+  }
+  return extracted;
+}
+
+// `kernel` and its `phases` in up to `parts` groups of about the same
+// estimated cost (the costliest first, each to the cheapest group so far);
+// the kernel's group first.
+std::vector<std::vector<llvm::Function*>> shareOut(llvm::Function& kernel,
+                                                   llvm::ArrayRef<llvm::Function*> phases,
+                                                   int parts) {
+  std::vector<std::pair<size_t, llvm::Function*>> costs;
+  for (llvm::Function* phase : phases) costs.emplace_back(estimatedCost(*phase), phase);
+  llvm::stable_sort(costs, [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::vector<llvm::Function*>> groups(parts);
+  std::vector<size_t> loads(parts, 0);
+  groups[0].push_back(&kernel);
+  loads[0] = estimatedCost(kernel);
+  for (const auto& [cost, phase] : costs) {
+    size_t cheapest = std::min_element(loads.begin(), loads.end()) - loads.begin();
+    groups[cheapest].push_back(phase);
+    loads[cheapest] += cost;
+  }
+  llvm::erase_if(groups, [](const auto& group) { return group.empty(); });
+  return groups;
+}
+
+// The part of `module` that defines `mine` (of the functions the parts
+// share out, `shared`): those are declarations elsewhere; every other
+// definition (the kernel's helpers, its constants) is in each part that
+// uses it.
+std::unique_ptr<llvm::Module> partOf(const llvm::Module& module,
+                                     const std::set<const llvm::GlobalValue*>& shared,
+                                     const std::set<const llvm::GlobalValue*>& mine) {
+  llvm::ValueToValueMapTy values;
+  std::unique_ptr<llvm::Module> part =
+      llvm::CloneModule(module, values, [&](const llvm::GlobalValue* value) {
+        return !shared.count(value) || mine.count(value);
+      });
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (llvm::GlobalValue& value :
+         llvm::make_early_inc_range(llvm::concat<llvm::GlobalValue>(part->functions(),
+                                                                    part->globals()))) {
+      if (value.hasLocalLinkage() && value.use_empty()) {
+        value.eraseFromParent();
+        erased = true;
+      }
+    }
+  }
+  return part;
+}
+
+// One part's compile: its module as bitcode (its own LLVM context on
+// whichever thread takes it), and what came of it.
+struct PartCompile {
+  llvm::SmallVector<char, 0> bitcode;
+  std::vector<std::string> publics;
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  std::string error;
+  std::string optimizedIr;
+  std::chrono::steady_clock::time_point optimized;
+};
+
+// The parts of one kernel, taken one at a time by the compiling thread and
+// the pool's helpers, whichever is free.
+class PartCompiles {
+ public:
+  PartCompiles(std::vector<PartCompile> parts, int optLevel, bool timing, bool dumping)
+      : parts_(std::move(parts)), optLevel_(optLevel), timing_(timing), dumping_(dumping) {}
+
+  std::vector<PartCompile>& parts() { return parts_; }
+
+  // Compiles parts until none is left.
+  void run() {
+    for (size_t k; (k = next_.fetch_add(1)) < parts_.size();) {
+      compile(parts_[k]);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (++done_ == parts_.size()) finished_.notify_all();
+    }
+  }
+
+  // Returns when every part is compiled.
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return done_ == parts_.size(); });
+  }
+
+ private:
+  void compile(PartCompile& part) {
+    llvm::LLVMContext context;
+    auto module = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(llvm::StringRef(part.bitcode.data(), part.bitcode.size()), "part"),
+        context);
+    if (!module) {
+      part.error = "a part does not read back: " + llvm::toString(module.takeError());
+      return;
+    }
+    auto machine = hostMachine(optLevel_);
+    if (!machine) {
+      part.error = llvm::toString(machine.takeError());
+      return;
+    }
+    auto object = optimizeAndGenerate(**module, optLevel_, *machine, timing_, part.publics,
+                                      dumping_ ? &part.optimizedIr : nullptr, &part.optimized);
+    if (!object) {
+      part.error = llvm::toString(object.takeError());
+      return;
+    }
+    part.object = std::move(*object);
+  }
+
+  std::vector<PartCompile> parts_;
+  const int optLevel_;
+  const bool timing_, dumping_;
+  std::atomic<size_t> next_{0};
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  size_t done_ = 0;
+};
+
+// How many parts `module` (as translated) would be compiled in: 1 unless
+// it has one kernel, the host more than one core.
+int partsFor(const llvm::Module& module) {
+  int most = std::min(hostCores(), kMaxParts);
+  if (const char* parts = std::getenv("XLA_GPU_COMPILE_PARTS")) most = std::atoi(parts);
+  if (most < 2) return 1;
+  int kernels = 0;
+  for (const llvm::Function& fn : module) kernels += !fn.isDeclaration() && fn.hasExternalLinkage();
+  return kernels == 1 ? most : 1;
+}
+
+// `module`'s object compiled in parts (its kernel's phases extracted and
+// shared out), an archive of the parts' objects; or null where the kernel
+// has fewer than two phases, the module then unchanged. With `timing`,
+// the parts are compiled one after the other on this thread (LLVM's pass
+// timers are process-wide). Sets `optimized` to when the last part's O3
+// ended; `optimizedIr`, when not null, gets each part's optimized module.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> compileInParts(
+    llvm::Module& module, int parts, int optLevel, bool timing, std::string* optimizedIr,
+    std::chrono::steady_clock::time_point* optimized) {
+  llvm::Function* kernel = nullptr;
+  for (llvm::Function& fn : module) {
+    if (!fn.isDeclaration() && fn.hasExternalLinkage()) kernel = &fn;
+  }
+  llvm::SmallVector<llvm::Function*> phases = extractPhases(*kernel);
+  if (phases.empty()) return nullptr;
+  std::vector<std::vector<llvm::Function*>> groups = shareOut(*kernel, phases, parts);
+  std::set<const llvm::GlobalValue*> shared(phases.begin(), phases.end());
+  shared.insert(kernel);
+  std::vector<PartCompile> compiles(groups.size());
+  for (size_t k = 0; k < groups.size(); ++k) {
+    std::set<const llvm::GlobalValue*> mine(groups[k].begin(), groups[k].end());
+    std::unique_ptr<llvm::Module> part = partOf(module, shared, mine);
+    llvm::raw_svector_ostream out(compiles[k].bitcode);
+    llvm::WriteBitcodeToFile(*part, out);
+  }
+  compiles[0].publics.push_back(kernel->getName().str());
+  auto inFlight = std::make_shared<PartCompiles>(std::move(compiles), optLevel, timing,
+                                                 optimizedIr != nullptr);
+  if (!timing) {
+    for (size_t k = 1; k < groups.size(); ++k) partPool().async([inFlight] { inFlight->run(); });
+  }
+  inFlight->run();
+  inFlight->wait();
+  std::vector<llvm::NewArchiveMember> members;
+  *optimized = std::chrono::steady_clock::time_point();
+  for (auto [k, part] : llvm::enumerate(inFlight->parts())) {
+    if (!part.error.empty()) return llvm::createStringError(part.error);
+    *optimized = std::max(*optimized, part.optimized);
+    if (optimizedIr) {
+      *optimizedIr += "; part " + std::to_string(k) + " of " + std::to_string(groups.size()) +
+                      "\n" + part.optimizedIr;
+    }
+    members.emplace_back(part.object->getMemBufferRef());
+  }
+  return llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NoSymtab,
+                                    llvm::object::Archive::K_GNU, /*Deterministic=*/true,
+                                    /*Thin=*/false);
+}
+
+// Adds `bytes` to `dylib`: an object, or each object of an archive
+// (compileInParts').
+llvm::Error addObjects(llvm::orc::LLJIT& jit, llvm::orc::JITDylib& dylib, llvm::StringRef bytes) {
+  if (!bytes.starts_with(llvm::object::ArchiveMagic)) {
+    return jit.addObjectFile(dylib, llvm::MemoryBuffer::getMemBufferCopy(bytes, "xla_gpu_kernel"));
+  }
+  auto archive = llvm::object::Archive::create(llvm::MemoryBufferRef(bytes, "xla_gpu_kernel"));
+  if (!archive) return archive.takeError();
+  llvm::Error error = llvm::Error::success();
+  for (const llvm::object::Archive::Child& child : (*archive)->children(error)) {
+    auto member = child.getMemoryBufferRef();
+    llvm::Error added =
+        member ? jit.addObjectFile(dylib, llvm::MemoryBuffer::getMemBufferCopy(
+                                              member->getBuffer(), "xla_gpu_kernel_part"))
+               : member.takeError();
+    if (added) {
+      llvm::consumeError(std::move(error));
+      return added;
+    }
+  }
+  return error;
+}
+
 }  // namespace
 
 extern "C" {
@@ -757,29 +1119,38 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   declareMaskedVariants(*llvmModule);
   static std::atomic<uint64_t> compiles{0};
   const uint64_t n = compiles++;
-  dumpLlvmIr(*llvmModule, n, ".ll");
+  const bool dumping = dumpingLlvmIr();
+  if (dumping) dumpLlvmIr(n, ".ll", printed(*llvmModule));
   setTailFoldingForHost();
-  optimizeModule(*llvmModule, optLevel, *machine, timing);
-  defineMaskedVariants(*llvmModule);
-  dumpLlvmIr(*llvmModule, n, ".opt.ll");
-  for (llvm::Function* fn : publics) addPackedWrapper(*llvmModule, *fn);
-  clock.lap(1);
-  // Host code generation with the host flags (see codegenFlagsMutex);
-  // device code generation waits meanwhile.
-  std::shared_lock<std::shared_mutex> hostCodegen(codegenFlagsMutex());
-  setHostCodegenFlags(true);
-  llvm::orc::SimpleCompiler compile(**machine);
-  if (timing) llvm::TimePassesIsEnabled = true;
-  auto object = compile(*llvmModule);
-  if (timing) llvm::reportAndResetTimings();
-  if (!object) {
-    writeMessage("code generation failed: " + llvm::toString(object.takeError()), error, capacity);
-    return nullptr;
+  std::string optimizedIr;
+  std::chrono::steady_clock::time_point optimized;
+  std::unique_ptr<llvm::MemoryBuffer> object;
+  if (int parts = partsFor(*llvmModule); parts > 1) {
+    auto inParts = compileInParts(*llvmModule, parts, optLevel, timing,
+                                  dumping ? &optimizedIr : nullptr, &optimized);
+    if (!inParts) {
+      writeMessage(llvm::toString(inParts.takeError()), error, capacity);
+      return nullptr;
+    }
+    object = std::move(*inParts);
   }
+  if (object == nullptr) {  // one part: the module as it is
+    std::vector<std::string> publicNames;
+    for (llvm::Function* fn : publics) publicNames.push_back(fn->getName().str());
+    auto whole = optimizeAndGenerate(*llvmModule, optLevel, *machine, timing, publicNames,
+                                     dumping ? &optimizedIr : nullptr, &optimized);
+    if (!whole) {
+      writeMessage(llvm::toString(whole.takeError()), error, capacity);
+      return nullptr;
+    }
+    object = std::move(*whole);
+  }
+  if (dumping) dumpLlvmIr(n, ".opt.ll", optimizedIr);
+  clock.lapAt(1, optimized);
   clock.lap(2);
-  *size = (*object)->getBufferSize();
+  *size = object->getBufferSize();
   void* bytes = std::malloc(*size);
-  std::memcpy(bytes, (*object)->getBufferStart(), *size);
+  std::memcpy(bytes, object->getBufferStart(), *size);
   return bytes;
 }
 
@@ -817,9 +1188,8 @@ void* xlaGpuHostJitLoad(const void* object, size_t size, char* error, size_t cap
     writeMessage(llvm::toString(dylib.takeError()), error, capacity);
     return nullptr;
   }
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
-      llvm::StringRef(static_cast<const char*>(object), size), "xla_gpu_kernel");
-  if (llvm::Error e = jit->addObjectFile(*dylib, std::move(buffer))) {
+  if (llvm::Error e =
+          addObjects(*jit, *dylib, llvm::StringRef(static_cast<const char*>(object), size))) {
     writeMessage("the object does not load: " + llvm::toString(std::move(e)), error, capacity);
     if (llvm::Error r = jit->getExecutionSession().removeJITDylib(*dylib)) {
       llvm::consumeError(std::move(r));

@@ -1042,6 +1042,8 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> compileInParts(
   inFlight->run();
   inFlight->wait();
   std::vector<llvm::NewArchiveMember> members;
+  std::vector<std::string> names;  // part<k>.o
+  for (size_t k = 0; k < groups.size(); ++k) names.push_back("part" + std::to_string(k) + ".o");
   *optimized = std::chrono::steady_clock::time_point();
   for (auto [k, part] : llvm::enumerate(inFlight->parts())) {
     if (!part.error.empty()) return llvm::createStringError(part.error);
@@ -1050,7 +1052,7 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> compileInParts(
       *optimizedIr += "; part " + std::to_string(k) + " of " + std::to_string(groups.size()) +
                       "\n" + part.optimizedIr;
     }
-    members.emplace_back(part.object->getMemBufferRef());
+    members.emplace_back(llvm::MemoryBufferRef(part.object->getBuffer(), names[k]));
   }
   return llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NoSymtab,
                                     llvm::object::Archive::K_GNU, /*Deterministic=*/true,

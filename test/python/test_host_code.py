@@ -501,6 +501,82 @@ def test_huge_trig_lanes_take_a_guarded_masked_vector_call(tmp_path):
                for l in lines)
 
 
+def _column_sum(rows: int = 512, columns: int = 256):
+    """A column sum's kernel (a reduction of several phases: its loads
+    and per-thread sums, the shared tile, the two shuffle reductions)."""
+    from xla_gpu.emitters import emit_kernel, find_fusion
+    from xla_gpu.hlo import parse_hlo
+    text = (_SUM_OF_F32.replace("SHAPE", f"{rows},{columns}").replace("OUT", str(columns))
+            .replace("DIM", "0"))
+    with ir.Context():
+        return emit_kernel(find_fusion(parse_hlo(text)))
+
+
+def _archive_members(data: bytes) -> list[tuple[str, bytes]]:
+    """The (name, bytes) of each member of an ar archive."""
+    assert data[:8] == b"!<arch>\n"
+    members, at = [], 8
+    while at < len(data):
+        header = data[at:at + 60]
+        assert header[58:60] == b"`\n"
+        size = int(header[48:58])
+        members.append((header[:16].decode().rstrip(), data[at + 60:at + 60 + size]))
+        at += 60 + size + size % 2
+    return members
+
+
+def test_a_kernel_of_several_phases_is_compiled_in_parts(monkeypatch, tmp_path):
+    """On a host with cores to spare, each phase of a kernel (each loop nest
+    in its loop over a chunk's blocks) is a function of its own,
+    `<kernel>.phase<i>`, and the parts are compiled at once: the object is
+    an archive of the parts' ELF objects, each phase defined in exactly one
+    of them, the kernel and its packed wrapper in the first. It loads and
+    computes the same bits as the kernel compiled whole
+    ($XLA_GPU_COMPILE_PARTS=1: one ELF object, no phase function). A kernel
+    of one phase is one object, whatever the parts allowed; the dump of the
+    optimized IR holds each part's module."""
+    monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(tmp_path))
+    kernel = _column_sum()
+    objects, sums = {}, {}
+    x = np.random.default_rng(3).standard_normal((512, 256)).astype(np.float32)
+    for parts in ("2", "1"):
+        monkeypatch.setenv("XLA_GPU_COMPILE_PARTS", parts)
+        with ir.Context():
+            objects[parts] = host_code.compile_object(lowered(kernel.text))
+        monkeypatch.setattr(cpu, "_cache", {})
+        out = np.zeros(256, np.float32)
+        CpuKernel(kernel)(x, out, num_threads=1)
+        sums[parts] = out
+    members = _archive_members(objects["2"])
+    assert [name for name, _ in members] == ["part0.o/", "part1.o/"]
+    assert all(data[:4] == b"\x7fELF" for _, data in members)
+    defined = [set(_symbol_sizes(data)) for _, data in members]
+    phases = sorted(name for names in defined for name in names if ".phase" in name)
+    assert len(phases) >= 4 and len(set(phases)) == len(phases)
+    assert phases == sorted(f"{kernel.entry}.phase{i}" for i in range(len(phases)))
+    assert {kernel.entry, f"_mlir_{kernel.entry}"} <= defined[0]
+    assert objects["1"][:4] == b"\x7fELF"
+    assert not any(".phase" in name for name in _symbol_sizes(objects["1"]))
+    assert sums["2"].tobytes() == sums["1"].tobytes()
+    np.testing.assert_allclose(sums["2"], x.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-4)
+    dumps = [p.read_text() for p in sorted(tmp_path.glob("*.opt.ll"))]
+    assert any("; part 0 of 2" in d and "; part 1 of 2" in d for d in dumps)
+    monkeypatch.setenv("XLA_GPU_COMPILE_PARTS", "4")
+    with ir.Context():
+        assert host_code.compile_object(lowered(kernel_text(15.0)))[:4] == b"\x7fELF"
+
+
+def test_a_damaged_archive_is_not_loaded():
+    """An archive that is cut short, or one whose member is no object, is a
+    JitError that says so, never a crash."""
+    obj = b"\x7fELF not really"
+    member = b"part0.o/        0           0     0     644     %-10d`\n" % len(obj) + obj
+    for data in (b"!<arch>\n" + member[:30], b"!<arch>\n" + member + b"\n"):
+        with pytest.raises(JitError, match="does not load"):
+            host_code.HostCode(data)
+
+
 def test_garbage_is_not_an_object():
     with pytest.raises(JitError, match="does not load"):
         host_code.HostCode(b"not an object file at all")

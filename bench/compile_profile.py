@@ -2,8 +2,8 @@
 benchmark file's CASES), HLO -> CPU code and HLO -> PTX, stage by stage,
 beside XLA:CPU's compile of the same module.
 
-Per case (its fusions together), milliseconds on one thread, the best of
---repeats compiles (compile times are noisy too):
+Per case (its fusions together, one after the other), milliseconds of
+wall time, the best of --repeats compiles (compile times are noisy too):
 
     emit        our emitters (Python): HLO fusion -> xla_gpu/func/scf IR
     opt, loops  our pipeline's optimization and loop-transformation stages
@@ -11,7 +11,9 @@ Per case (its fusions together), milliseconds on one thread, the best of
     lower       the CPU path's last stage (grid -> loops, LLVM dialect)
     translate, O3, codegen
                 MLIR -> LLVM IR, LLVM's O3 pipeline, x86 code generation
-                (HostJit.cpp times each)
+                (HostJit.cpp times each; a kernel of several phases is
+                compiled in parts on the cores at once: O3 until the last
+                part's O3 ends, codegen from then on)
     load        the object into the JIT, linked
     gpu passes  the GPU path's three stages (GPU options, sm_90)
     nvptx       convert-gpu-to-nvvm, translation, O3 and the NVPTX backend
@@ -23,7 +25,7 @@ Per case (its fusions together), milliseconds on one thread, the best of
     xla cpu     the CPU time of that compile (xla nolib), all threads: XLA
                 compiles a module's kernels in parallel, so where it has
                 several (the cumsum's six) its wall time above is under
-                its work, where ours is on one thread
+                its work, where ours here compiles a kernel at a time
 
 `cpu total` is emit through load; `make bench`'s compile_ours_ms is the
 wall time of the same on the cores (compile_kernels, a thread a kernel).
@@ -129,7 +131,7 @@ def main(argv=None) -> int:
         print(f"no case matches --only {args.only!r}", file=sys.stderr)
         return 1
     width = max(len(name) for name, _ in cases)
-    print(f"compile time (ms, best of {args.repeats}, one thread)")
+    print(f"compile time (ms, best of {args.repeats}, a kernel at a time)")
     print(f"  {'case':{width}s} " + " ".join(f"{c:>9s}" for c in COLUMNS) + "  lib")
     records = []
     for name, text in cases:

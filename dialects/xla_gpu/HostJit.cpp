@@ -997,10 +997,23 @@ class PartCompiles {
   size_t done_ = 0;
 };
 
+// The host compiles running in the process (xlaGpuCompileToHostObject):
+// compile_kernels compiles a module's kernels a core each, and a kernel is
+// cut into parts only for the cores the others leave (the parts' own cost
+// would otherwise slow the module's compile down).
+std::atomic<int> compilesRunning{0};
+
+struct RunningCompile {
+  RunningCompile() { ++compilesRunning; }
+  ~RunningCompile() { --compilesRunning; }
+};
+
 // How many parts `module` (as translated) would be compiled in: 1 unless
-// it has one kernel, the host more than one core.
+// it has one kernel and there are cores to spare, else as many as there
+// are idle cores with this compile's, at most kMaxParts
+// ($XLA_GPU_COMPILE_PARTS: at most that many, whatever else runs).
 int partsFor(const llvm::Module& module) {
-  int most = std::min(hostCores(), kMaxParts);
+  int most = std::min(hostCores() - compilesRunning.load() + 1, kMaxParts);
   if (const char* parts = std::getenv("XLA_GPU_COMPILE_PARTS")) most = std::atoi(parts);
   if (most < 2) return 1;
   int kernels = 0;
@@ -1094,6 +1107,7 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
     return nullptr;
   }
   initializeNativeTarget();
+  RunningCompile running;
   bool timing = timeLlvmPasses();
   Stopwatch clock(seconds);
   mlir::ModuleOp op = unwrap(module);

@@ -14,13 +14,17 @@ import numpy as np
 from . import examples
 from .runtime import CpuKernel, cpu
 
-__all__ = ["BLOCK_RUNS", "COMPILE_REPEATS", "GELU_SHAPE", "bench_gelu_cpu", "block_times_ms",
+__all__ = ["BLOCK_RUNS", "COMPILE_REPEATS", "FIRST_CALLS", "GELU_SHAPE", "bench_gelu_cpu", "block_times_ms",
            "compile_times_ms", "gelu", "median_ms", "quartiles", "times_ms"]
 
 GELU_SHAPE = (6, 512, 4096)
 
 # Timed runs a side gets in a row (block_times_ms).
 BLOCK_RUNS = 5
+
+# Untimed calls a side makes before its first block (block_times_ms): a
+# CPU kernel's first call and its thread probe's calls.
+FIRST_CALLS = 1 + 2 * cpu.PROBE_CALLS
 
 # Compiles timed a side: one compile's time varies up to 2x on these
 # machines (and a process's first one also pays for what is set up once).
@@ -67,8 +71,15 @@ def block_times_ms(sides, runs: int, block: int = BLOCK_RUNS,
     right after the same other side: two loads of one object as the first
     two of three sides (XLA:CPU's the third, so that the first always ran
     after XLA's block) read the first up to 10 % slower than the second,
-    2 % at the median over the bench's cases, in each of two processes."""
+    2 % at the median over the bench's cases, in each of two processes.
+    Before its first block each side makes FIRST_CALLS untimed calls: a
+    CPU kernel's first calls are its thread probe (CpuKernel, the FFI
+    handler's WorkerChoice), half of them on one thread, and three of them
+    fell among the timed runs of each of our kernels."""
     times: list[list[float]] = [[] for _ in sides]
+    for side in sides:
+        for _ in range(FIRST_CALLS):
+            side()
     order = list(range(len(sides)))
     while min(len(t) for t in times) < runs:
         for k in order:

@@ -73,24 +73,31 @@ def test_each_side_is_timed_in_blocks_after_an_untimed_run():
     # one untimed call (the side's caches and pool warm again after the
     # other side ran), then up to `block` timed calls in a row; the sides'
     # order reversed every turn, so that neither always follows the other.
-    from xla_gpu.benchmarks import block_times_ms
+    # Before all that, each side's FIRST_CALLS untimed calls: a CPU kernel's
+    # first call and its thread probe (half of whose calls run on one
+    # thread) are over before any run is timed.
+    from xla_gpu.benchmarks import FIRST_CALLS, block_times_ms
+    from xla_gpu.runtime.cpu import PROBE_CALLS
 
+    assert FIRST_CALLS == 1 + 2 * PROBE_CALLS
+    first = "a" * FIRST_CALLS + "b" * FIRST_CALLS
     calls = []
     times = block_times_ms([lambda: calls.append("a"), lambda: calls.append("b")], runs=12,
                            block=5)
-    assert "".join(calls) == "a" * 6 + "b" * 6 + "b" * 6 + "a" * 6 + "a" * 3 + "b" * 3
+    assert "".join(calls) == first + "a" * 6 + "b" * 6 + "b" * 6 + "a" * 6 + "a" * 3 + "b" * 3
     assert [len(t) for t in times] == [12, 12]
     assert all(t >= 0 for side in times for t in side)
     # Three sides: forwards, backwards, forwards.
     calls.clear()
     block_times_ms([lambda: calls.append("a"), lambda: calls.append("b"),
                     lambda: calls.append("c")], runs=3, block=1)
-    assert "".join(calls) == "aabbcc" + "ccbbaa" + "aabbcc"
+    assert "".join(calls) == "".join(c * FIRST_CALLS for c in "abc") + "aabbcc" + "ccbbaa" + \
+        "aabbcc"
     # Runs of several calls each (the JAX backend's overhead case).
     calls.clear()
     times = block_times_ms([lambda: calls.append("a"), lambda: calls.append("b")], runs=3,
                            block=2, calls=4)
-    assert "".join(calls) == "a" * 9 + "b" * 9 + "b" * 5 + "a" * 5
+    assert "".join(calls) == first + "a" * 9 + "b" * 9 + "b" * 5 + "a" * 5
     assert [len(t) for t in times] == [3, 3]
 
 

@@ -21,11 +21,11 @@ import jax
 import numpy as np
 from mlir import ir
 
-from xla_gpu.benchmarks import gelu, median_ms
+from xla_gpu.benchmarks import FIRST_CALLS, gelu, median_ms
 from xla_gpu.emitters import DEFAULT_DEVICE, emit_kernel, find_fusion
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.runtime import CpuKernel
-from xla_gpu.runtime.cpu import PROBE_CALLS, aligned, aligned_empty
+from xla_gpu.runtime.cpu import aligned, aligned_empty
 
 
 def gelu_hlo(n: int) -> str:
@@ -64,10 +64,11 @@ def run(runs: int, max_log2: int) -> tuple[float, list[dict]]:
         out = aligned_empty(x.shape, x.dtype)
         ours = {t: median_ms(lambda t=t: kernel(x, out, num_threads=t), runs) for t in (1, 2)}
         # What a call without a thread count does (small grids: the caller),
-        # once its first calls have chosen its threads (CpuKernel's probe:
-        # timed among the runs, half of them on one thread, they made this
-        # column read between the two above at 2^24 with --runs 7).
-        for _ in range(1 + 2 * PROBE_CALLS):
+        # once its first calls have chosen its threads (CpuKernel's probe,
+        # the calls block_times_ms makes first: timed among the runs, half
+        # of them on one thread, they made this column read between the
+        # two above at 2^24 with --runs 7).
+        for _ in range(FIRST_CALLS):
             kernel(x, out)
         ours["default"] = median_ms(lambda: kernel(x, out), runs)
         xj = jax.numpy.asarray(x)

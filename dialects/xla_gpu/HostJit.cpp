@@ -794,8 +794,8 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> optimizeAndGenerate(
 // A part costs ~3-4 ms of its own (O3's and code generation's pipelines
 // built and run on a module; measured on parts of one small loop), so a
 // kernel is cut into at most as many parts as there are idle cores
-// (partsFor), and at most kMaxParts. The two cores of the hosts we measure
-// on ran two parts at once ~1.4x faster than one after the other.
+// (partsForKernel), and at most kMaxParts. The two cores of the hosts we
+// measure on ran two parts at once ~1.4x faster than one after the other.
 constexpr int kMaxParts = 4;
 
 // The hardware threads the process may run on (its CPU affinity).
@@ -1008,37 +1008,30 @@ struct RunningCompile {
   ~RunningCompile() { --compilesRunning; }
 };
 
-// How many parts `module` (as translated) would be compiled in: 1 unless
-// it has one kernel and there are cores to spare, else as many as there
-// are idle cores with this compile's, at most kMaxParts
-// ($XLA_GPU_COMPILE_PARTS: at most that many, whatever else runs).
-int partsFor(const llvm::Module& module) {
+// How many parts a kernel (the only public function of its module) is
+// compiled in: as many as there are idle cores with this compile's, at
+// most kMaxParts ($XLA_GPU_COMPILE_PARTS: at most that many, whatever else
+// runs); 1 (whole) where that is under 2.
+int partsForKernel() {
   int most = std::min(hostCores() - compilesRunning.load() + 1, kMaxParts);
   if (const char* parts = std::getenv("XLA_GPU_COMPILE_PARTS")) most = std::atoi(parts);
-  if (most < 2) return 1;
-  int kernels = 0;
-  for (const llvm::Function& fn : module) kernels += !fn.isDeclaration() && fn.hasExternalLinkage();
-  return kernels == 1 ? most : 1;
+  return std::max(most, 1);
 }
 
-// `module`'s object compiled in parts (its kernel's phases extracted and
+// `module`'s object compiled in parts (`kernel`'s phases extracted and
 // shared out), an archive of the parts' objects; or null where the kernel
 // has fewer than two phases, the module then unchanged. With `timing`,
 // the parts are compiled one after the other on this thread (LLVM's pass
 // timers are process-wide). Sets `optimized` to when the last part's O3
 // ended; `optimizedIr`, when not null, gets each part's optimized module.
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> compileInParts(
-    llvm::Module& module, int parts, int optLevel, bool timing, std::string* optimizedIr,
-    std::chrono::steady_clock::time_point* optimized) {
-  llvm::Function* kernel = nullptr;
-  for (llvm::Function& fn : module) {
-    if (!fn.isDeclaration() && fn.hasExternalLinkage()) kernel = &fn;
-  }
-  llvm::SmallVector<llvm::Function*> phases = extractPhases(*kernel);
+    llvm::Module& module, llvm::Function& kernel, int parts, int optLevel, bool timing,
+    std::string* optimizedIr, std::chrono::steady_clock::time_point* optimized) {
+  llvm::SmallVector<llvm::Function*> phases = extractPhases(kernel);
   if (phases.empty()) return nullptr;
-  std::vector<std::vector<llvm::Function*>> groups = shareOut(*kernel, phases, parts);
+  std::vector<std::vector<llvm::Function*>> groups = shareOut(kernel, phases, parts);
   std::set<const llvm::GlobalValue*> shared(phases.begin(), phases.end());
-  shared.insert(kernel);
+  shared.insert(&kernel);
   std::vector<PartCompile> compiles(groups.size());
   for (size_t k = 0; k < groups.size(); ++k) {
     std::set<const llvm::GlobalValue*> mine(groups[k].begin(), groups[k].end());
@@ -1046,7 +1039,7 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> compileInParts(
     llvm::raw_svector_ostream out(compiles[k].bitcode);
     llvm::WriteBitcodeToFile(*part, out);
   }
-  compiles[0].publics.push_back(kernel->getName().str());
+  compiles[0].publics.push_back(kernel.getName().str());
   auto inFlight = std::make_shared<PartCompiles>(std::move(compiles), optLevel, timing,
                                                  optimizedIr != nullptr);
   if (!timing) {
@@ -1141,8 +1134,8 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   std::string optimizedIr;
   std::chrono::steady_clock::time_point optimized;
   std::unique_ptr<llvm::MemoryBuffer> object;
-  if (int parts = partsFor(*llvmModule); parts > 1) {
-    auto inParts = compileInParts(*llvmModule, parts, optLevel, timing,
+  if (int parts = publics.size() == 1 ? partsForKernel() : 1; parts > 1) {
+    auto inParts = compileInParts(*llvmModule, *publics.front(), parts, optLevel, timing,
                                   dumping ? &optimizedIr : nullptr, &optimized);
     if (!inParts) {
       writeMessage(llvm::toString(inParts.takeError()), error, capacity);

@@ -14,8 +14,8 @@ import numpy as np
 from . import examples
 from .runtime import CpuKernel, cpu
 
-__all__ = ["BLOCK_RUNS", "COMPILE_REPEATS", "FIRST_CALLS", "GELU_SHAPE", "bench_gelu_cpu", "block_times_ms",
-           "compile_times_ms", "gelu", "median_ms", "quartiles", "times_ms"]
+__all__ = ["BLOCK_RUNS", "COMPILE_REPEATS", "FIRST_CALLS", "GELU_SHAPE", "bench_gelu_cpu",
+           "block_times_ms", "compile_times_ms", "gelu", "median_ms", "quartiles", "times_ms"]
 
 GELU_SHAPE = (6, 512, 4096)
 

@@ -1,6 +1,7 @@
 """The compile pipeline from Python: stages, options, dumps, PTX checked by
 ptxas, and clean failures on IR it cannot lower."""
 
+import concurrent.futures
 import subprocess
 import sys
 from pathlib import Path
@@ -199,11 +200,21 @@ def test_unlowerable_op_is_named(ctx):
         pipelines.run_pipeline(module)
 
 
-def test_compile_contexts_are_reused_with_their_pipelines_parsed():
+def test_compile_contexts_are_reused_with_their_pipelines_parsed(monkeypatch):
     """compile_context() lends the context the compile before it returned,
     its CPU pipeline still parsed (the same pass manager runs: not parsed,
     its passes not initialized again). The pipeline gives there, after
     other kernels and after a failure, the IR it gives in a new context."""
+    # A pool of the test's own, once no kernel compiles in the background
+    # (jax's custom calls compile on worker threads): a context of the
+    # shared pool may be retired (_COMPILES_A_CONTEXT) between the blocks
+    # below, or lent meanwhile to another thread.
+    ffi = sys.modules.get("xla_gpu.jax._ffi")
+    if ffi is not None:
+        with ffi._lock:
+            pending = list(ffi._pending.values())
+        concurrent.futures.wait(pending)
+    monkeypatch.setattr(pipelines, "_idle", [])
     opts = pipelines.PipelineOptions(index_bitwidth=32)
 
     def lowered(text):

@@ -170,6 +170,23 @@ MLIR_CAPI_EXPORTED char* xlaGpuRunParsedPassPipeline(void* pipeline, MlirModule 
                                                      int verifyEach);
 MLIR_CAPI_EXPORTED void xlaGpuDestroyPassPipeline(void* pipeline);
 
+/// A kernel's compile (HostCompile.cpp): xlaGpuRunParsedPassPipeline on
+/// `module`, then xlaGpuCompileToHostObject at `optLevel`, on a thread of
+/// the library's. Returns at once a job, to end with
+/// xlaGpuFinishHostCompile: until then the pipeline, the module and their
+/// context are the job's.
+MLIR_CAPI_EXPORTED void* xlaGpuStartHostCompile(void* pipeline, MlirModule module,
+                                                int verifyEach, int optLevel);
+/// 1 when the job has run (xlaGpuFinishHostCompile would not wait), else 0.
+MLIR_CAPI_EXPORTED int xlaGpuHostCompileDone(void* job);
+/// Waits for the job and frees it. Returns the object and writes its size
+/// and `seconds` as xlaGpuCompileToHostObject does; or returns null with
+/// `*pipelineError` the pipeline's message (to free with xlaGpuFreeBuffer)
+/// or, that null, the compile's message written to `error`.
+MLIR_CAPI_EXPORTED void* xlaGpuFinishHostCompile(void* job, size_t* size, double* seconds,
+                                                 char** pipelineError, char* error,
+                                                 size_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

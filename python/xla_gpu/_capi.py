@@ -125,6 +125,14 @@ def _load() -> ctypes.CDLL:
         "xlaGpuParsePassPipeline": ([H, ctypes.c_char_p, P(ctypes.c_void_p)], ctypes.c_void_p),
         "xlaGpuRunParsedPassPipeline": ([ctypes.c_void_p, H, ctypes.c_int], ctypes.c_void_p),
         "xlaGpuDestroyPassPipeline": ([ctypes.c_void_p], None),
+        # HostCompile.cpp.
+        "xlaGpuStartHostCompile": ([ctypes.c_void_p, H, ctypes.c_int, ctypes.c_int],
+                                   ctypes.c_void_p),
+        "xlaGpuHostCompileDone": ([ctypes.c_void_p], ctypes.c_int),
+        "xlaGpuFinishHostCompile": (
+            [ctypes.c_void_p, P(ctypes.c_size_t), P(ctypes.c_double), P(ctypes.c_void_p),
+             ctypes.c_char_p, ctypes.c_size_t],
+            ctypes.c_void_p),
         # HostCopy.cpp, HostLaunch.cpp (without the GIL too).
         "xlaGpuHostCopy": ([ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                             ctypes.c_int64], None),

@@ -40,7 +40,8 @@ from . import ptx as _ptx
 from .context import new_context
 
 __all__ = ["PipelineOptions", "STAGES", "compile_context", "compile_kernel_to_ptx",
-           "compile_to_ptx", "lowered_to_ptx", "pipeline_passes", "parse_module",
+           "compile_to_ptx", "give_back_compile_context", "lend_compile_context",
+           "lowered_to_ptx", "parse_module", "parsed_pipeline", "pipeline_passes",
            "pipeline_string", "run_pipeline", "verify"]
 
 
@@ -397,15 +398,7 @@ def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
     a kernel's pipeline time in this MLIR (built with assertions), so
     kernel compiles leave it off, as XLA's Triton pipeline does in release
     builds. (With `dump_to` each pass runs alone: its output is verified.)"""
-    if verify_each is None:
-        verify_each = verify_each_default()
-    if opts.index_bitwidth is None:
-        opts = dataclasses.replace(opts, index_bitwidth=choose_index_bitwidth(module))
-    passes = pipeline_passes(opts, stages)
-    try:
-        verify(module)
-    except ir.MLIRError as e:
-        raise PipelineError(f"the input does not verify: {e}") from None
+    passes, verify_each = _checked_input(module, opts, stages, verify_each)
     if dump_to is None:
         lent = _lent.get(id(module.context))
         (lent.run if lent is not None else _run)(module, ",".join(passes), verify_each)
@@ -418,6 +411,37 @@ def run_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
         name = p.split("(")[-1].split("{")[0].rstrip(")")
         (out / f"{i:03d}.{name}.mlir").write_text(str(module))
     return module
+
+
+def _checked_input(module: ir.Module, opts: PipelineOptions, stages: Iterable[str],
+                   verify_each: bool | None) -> tuple[list[str], bool]:
+    """run_pipeline's passes for `module` and its verify_each, the module
+    verified (PipelineError if it does not verify)."""
+    if verify_each is None:
+        verify_each = verify_each_default()
+    if opts.index_bitwidth is None:
+        opts = dataclasses.replace(opts, index_bitwidth=choose_index_bitwidth(module))
+    passes = pipeline_passes(opts, stages)
+    try:
+        verify(module)
+    except ir.MLIRError as e:
+        raise PipelineError(f"the input does not verify: {e}") from None
+    return passes, verify_each
+
+
+def parsed_pipeline(module: ir.Module, opts: PipelineOptions = PipelineOptions(),
+                    stages: Iterable[str] = tuple(STAGES),
+                    verify_each: bool | None = None) -> tuple[int, bool]:
+    """What run_pipeline would run on `module`, for a run elsewhere (the C
+    API's xlaGpuStartHostCompile, on a thread of its own): the parsed pass
+    manager of the lent compile context `module` is in, and verify_each.
+    The module is verified here."""
+    lent = _lent.get(id(module.context))
+    if lent is None:
+        raise ValueError("parsed_pipeline takes a module in a lent compile context "
+                         "(lend_compile_context, compile_context)")
+    passes, verify_each = _checked_input(module, opts, stages, verify_each)
+    return lent.parsed(",".join(passes)), verify_each
 
 
 def _run(module: ir.Module, passes: str, verify_each: bool) -> None:
@@ -453,7 +477,8 @@ class _CompileContext:
         # at exit while the library is still there.
         weakref.finalize(self, _destroy_pipelines, self._parsed)
 
-    def run(self, module: ir.Module, passes: str, verify_each: bool) -> None:
+    def parsed(self, passes: str) -> int:
+        """The pass manager of `passes` in this context, parsed once."""
         handle = self._parsed.get(passes)
         if handle is None:
             error = ctypes.c_void_p()
@@ -462,8 +487,11 @@ class _CompileContext:
             if not handle:
                 _raise_message(error.value)
             self._parsed[passes] = handle
+        return handle
+
+    def run(self, module: ir.Module, passes: str, verify_each: bool) -> None:
         _raise_message(_capi.lib.xlaGpuRunParsedPassPipeline(
-            handle, _capi.unwrap(module, "Module"), int(verify_each)))
+            self.parsed(passes), _capi.unwrap(module, "Module"), int(verify_each)))
 
 
 def _destroy_pipelines(parsed: dict[str, int]) -> None:
@@ -474,11 +502,14 @@ def _destroy_pipelines(parsed: dict[str, int]) -> None:
 
 # Compile contexts not lent, and those lent (by id(context)). A context is
 # replaced after _COMPILES_A_CONTEXT compiles: what each kernel leaves
-# uniqued in it (attributes, types) stays for the context's life.
+# uniqued in it (attributes, types) stays for the context's life. At most
+# _MOST_IDLE are kept idle (the JAX backend lends one to each kernel it
+# compiles in the background, however many at once).
 _idle: list[_CompileContext] = []
 _lent: dict[int, _CompileContext] = {}
 _contexts_lock = threading.Lock()
 _COMPILES_A_CONTEXT = 256
+_MOST_IDLE = max(2, os.cpu_count() or 1)
 
 
 @contextlib.contextmanager
@@ -489,21 +520,33 @@ def compile_context():
     block makes in it is not to be used after the block: the next compile,
     perhaps on another thread, gets the context (which lives as long as
     anything made in it)."""
+    context = lend_compile_context()
+    try:
+        with context:
+            yield context
+    finally:
+        give_back_compile_context(context)
+
+
+def lend_compile_context() -> ir.Context:
+    """compile_context()'s context, lent until give_back_compile_context:
+    for a compile that ends on another thread (or later on this one)."""
     with _contexts_lock:
         lent = _idle.pop() if _idle else None
     if lent is None:
         lent = _CompileContext()
     with _contexts_lock:
         _lent[id(lent.context)] = lent
-    try:
-        with lent.context:
-            yield lent.context
-    finally:
+    return lent.context
+
+
+def give_back_compile_context(context: ir.Context) -> None:
+    """Ends the loan of lend_compile_context (or compile_context)."""
+    with _contexts_lock:
+        lent = _lent.pop(id(context))
         lent.uses += 1
-        with _contexts_lock:
-            del _lent[id(lent.context)]
-            if lent.uses < _COMPILES_A_CONTEXT:
-                _idle.append(lent)
+        if lent.uses < _COMPILES_A_CONTEXT and len(_idle) < _MOST_IDLE:
+            _idle.append(lent)
 
 
 _LIBDEVICE_GLOBS = ("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",

@@ -77,6 +77,67 @@ def test_barrier_separates_phases():
     np.testing.assert_array_equal(out, expected)
 
 
+def test_a_started_compile_gives_the_kernel_of_a_compile_in_one_step(monkeypatch):
+    """start_compile parses the kernel on the caller's thread and runs its
+    pipeline and LLVM on a thread of the plugin's: result() is the kernel
+    CpuKernel gives (the same object after, from the cache), the compile
+    is started once however often it is asked for, and the compile context
+    it held goes back to the pool."""
+    from xla_gpu.runtime import host_code
+    monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
+    src = BARRIER + "// compiled by start_compile\n"  # a kernel of its own
+    lent, compiled = dict(pipelines._lent), host_code.counts["compiled"]
+    started = cpu.start_compile(src)
+    assert cpu.start_compile(src) is started
+    kernel = started.result()
+    assert started.result() is kernel and started.done()
+    assert CpuKernel(src) is kernel and cpu.start_compile(src).result() is kernel
+    assert pipelines._lent == lent
+    assert host_code.counts["compiled"] == compiled + 1
+    x = rng.randn(2048).astype(np.float32)
+    out = np.zeros_like(x)
+    kernel(x, out)
+    np.testing.assert_array_equal(out, np.roll(x.reshape(16, 128), -1, axis=1).reshape(-1))
+
+
+# A barrier under an scf.if: the CPU pipeline refuses it.
+BARRIER_IN_IF = """
+func.func @main(%out: tensor<128xf32>, %flag: tensor<1xi1>) -> tensor<128xf32> {
+  %c0 = arith.constant 0 : index
+  %c = tensor.extract %flag[%c0] : tensor<1xi1>
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %r = scf.if %c -> (tensor<128xf32>) {
+    %s = xla_gpu.sync_threads %out : tensor<128xf32>
+    scf.yield %s : tensor<128xf32>
+  } else {
+    scf.yield %out : tensor<128xf32>
+  }
+  return %r : tensor<128xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("src, error, match", [
+    # Refused where it is parsed, on the caller's thread...
+    (BARRIER.replace("%out: tensor<2048xf32>)", "%out: tensor<2048xf32>, %c: i1)"),
+     KernelArgumentError, "takes tensors only"),
+    # ...and by the pipeline, on the plugin's.
+    (BARRIER_IN_IF, pipelines.PipelineError,
+     "'gpu.barrier' op inside control flow is not supported"),
+])
+def test_a_started_compile_fails_at_its_result(src, error, match):
+    """A kernel start_compile cannot compile raises at result() what
+    CpuKernel raises, and again at the next attempt (nothing is cached);
+    its compile context goes back to the pool either way."""
+    lent = dict(pipelines._lent)
+    started = cpu.start_compile(src)
+    with pytest.raises(error, match=match):
+        started.result()
+    assert pipelines._lent == lent
+    with pytest.raises(error, match=match):
+        CpuKernel(src)
+
+
 def test_storage_past_a_megabyte_is_on_the_heap():
     """2 MiB of shared memory does not fit a thread's stack next to
     everything else: -xla-gpu-lower-kernel-to-cpu puts it on the heap (one

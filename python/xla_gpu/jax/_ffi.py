@@ -8,7 +8,6 @@ Importing this module registers everything; it is idempotent.
 
 from __future__ import annotations
 
-import concurrent.futures
 import ctypes
 import hashlib
 import os
@@ -18,7 +17,7 @@ from pathlib import Path
 import jax
 
 from .. import _capi
-from ..runtime.cpu import CpuKernel
+from ..runtime.cpu import CpuKernel, StartedCompile, start_compile
 
 __all__ = ["CPU_TARGET", "CUDA_TARGET", "compile_cpu_kernel_soon", "cpu_kernel_count",
            "library", "register_cpu_kernel"]
@@ -35,9 +34,9 @@ _lock = threading.Lock()
 _library: ctypes.CDLL | None = None
 # Compiled kernels stay alive (their code is what the registry points at).
 _compiled: dict[str, CpuKernel] = {}
-# Kernels compiling on a worker thread (compile_cpu_kernel_soon), by hash.
-_pending: dict[str, concurrent.futures.Future] = {}
-_workers: concurrent.futures.ThreadPoolExecutor | None = None
+# Kernels whose compile compile_cpu_kernel_soon started, by hash, until
+# they are registered.
+_pending: dict[str, StartedCompile] = {}
 
 
 def content_hash(text: str) -> str:
@@ -118,24 +117,39 @@ def register_cpu_kernel(key: str, kernel: CpuKernel) -> None:
 
 
 def compile_cpu_kernel_soon(key: str, text: str, entry: str | None = None) -> None:
-    """Compiles the kernel IR `text` on a worker thread and registers it
-    under `key` (its content hash), so that the caller goes on -- jax
-    traces, lowers and compiles the program around the call meanwhile (our
-    passes and LLVM run without the GIL). The handler's compiler waits for
-    it when a call needs the kernel first; a compile error is that call's."""
-    global _workers
+    """Starts the compile of the kernel IR `text` (runtime.cpu.start_compile:
+    parsed here, the rest on a thread of the plugin's, without the GIL), so
+    that the caller goes on -- jax traces, lowers and compiles the program
+    around the call meanwhile. The handler's compiler registers it under
+    `key` (its content hash) when XLA instantiates a call of it, waiting
+    for it then; a compile error is that call's."""
     with _lock:
         if key in _compiled or key in _pending:
             return
-        if _workers is None:
-            _workers = concurrent.futures.ThreadPoolExecutor(
-                max_workers=os.cpu_count() or 1, thread_name_prefix="xla_gpu_compile")
-        _pending[key] = _workers.submit(_compile_and_register, key, text, entry)
+        _pending[key] = start_compile(text, entry=entry)
+        ended = [k for k, started in _pending.items() if k != key and started.done()]
+    # Those that ended, registered now (each holds a compile context until
+    # then); a failed one fails again when a call needs it.
+    for k in ended:
+        try:
+            _finish_compile(k)
+        except Exception:
+            pass
 
 
-def _compile_and_register(key: str, text: str, entry: str | None) -> None:
+def _finish_compile(key: str) -> None:
+    """Registers the kernel `key` whose compile compile_cpu_kernel_soon
+    started (waiting for it)."""
+    with _lock:
+        started = _pending.get(key)
+    if started is None:
+        return
     try:
-        register_cpu_kernel(key, CpuKernel(text, entry=entry))
+        kernel = started.result()
+        with _lock:
+            registered = key in _compiled
+        if not registered:
+            register_cpu_kernel(key, kernel)
     finally:
         with _lock:
             _pending.pop(key, None)
@@ -156,9 +170,9 @@ def _compile_callback(key_ptr, key_len, text_ptr, text_len, error_ptr, error_cap
         if content_hash(text) != key:
             raise ValueError("the kernel text does not have the hash the call names")
         with _lock:
-            done, pending = key in _compiled, _pending.get(key)
-        if pending is not None:
-            pending.result()  # compiling on a worker: waits (without the GIL)
+            done, started = key in _compiled, key in _pending
+        if started:
+            _finish_compile(key)
         elif not done:
             register_cpu_kernel(key, CpuKernel(text))
         return 0

@@ -96,7 +96,7 @@ class KernelCall:
     @classmethod
     def from_json(cls, text: str) -> "KernelCall":
         """A call written by to_json; a CPU kernel is compiled (from the MLIR
-        it carries, on a worker thread) and registered with the handler."""
+        it carries, in the background) and registered with the handler."""
         def decode(v):
             if isinstance(v, dict) and "array" in v:
                 return _array(v["array"], np.dtype(v["dtype"]))
@@ -143,9 +143,10 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
     and registered with the handler; "cuda": PTX for `device`) and returns
     the call. Results listed in `scratch` are temporary memory of the
     kernel: passed to it, never returned. With `background`, a CPU kernel
-    compiles on a worker thread while the caller goes on (jax compiling the
-    program around the call); its first call waits for it, and a compile
-    error is that call's error."""
+    is parsed here and compiled on a thread of the plugin's while the
+    caller goes on (jax compiling the program around the call); XLA's
+    instantiation of the call waits for it, and a compile error is that
+    call's error."""
     if any(not 0 <= k < len(kernel.results) for k in scratch):
         raise ValueError(f"scratch results {scratch} are not results of the kernel "
                          f"({len(kernel.results)})")

@@ -127,7 +127,8 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))
             continue
         decisions.append(FusionDecision(inst.name, kind, True))
-    # Compiled on worker threads while XLA compiles the module around them.
+    # Compiled on the plugin's threads while XLA compiles the module around
+    # them.
     for inst, kernel in emitted:
         _as_custom_call(inst, prepare(kernel, "cpu", device, background=True))
     # Computations nothing calls any more (the replaced fusions' bodies).

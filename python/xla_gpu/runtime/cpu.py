@@ -16,7 +16,9 @@ pool's workers.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import functools
 import hashlib
 import itertools
 import os
@@ -35,12 +37,12 @@ from .. import _capi, pipelines
 from ..emitters.device import DeviceDescription
 from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
 from ..hlo.types import BY_MLIR, ELEMENT_TYPES
-from .host_code import (HostCode, JitError, cached_object, compile_object, has_512_bit_vectors,
-                        store_object)
+from .host_code import (HostCode, HostCompile, JitError, cached_object, compile_object,
+                        has_512_bit_vectors, store_object)
 from .packing import pack as _pack, unpack as _unpack
 
-__all__ = ["ALIGNMENT", "CpuKernel", "JitError", "KernelArgumentError", "aligned",
-           "aligned_empty", "compile_kernels", "run_on_cpu"]
+__all__ = ["ALIGNMENT", "CpuKernel", "JitError", "KernelArgumentError", "StartedCompile",
+           "aligned", "aligned_empty", "compile_kernels", "run_on_cpu", "start_compile"]
 
 
 class KernelArgumentError(ValueError):
@@ -139,6 +141,8 @@ def choose_workers(one: list[float], many: list[float], workers: int) -> int:
 _cache: dict[str, "CpuKernel"] = {}
 _cache_lock = threading.Lock()
 _compiling: dict[str, threading.Lock] = {}
+# Kernels whose compile start_compile started, until it ends.
+_started: dict[str, "StartedCompile"] = {}
 
 # From this size on an aliased operand is copied with streaming stores
 # (HostCopy.cpp: no read of the destination's lines). Measured here (32 MiB
@@ -351,6 +355,15 @@ def _host_call_spec(kernel: "CpuKernel"):
     return spec, parts
 
 
+def _kernel_key(source: "str | EmittedKernel", opts: pipelines.PipelineOptions | None,
+                entry: str | None) -> tuple[str, pipelines.PipelineOptions, str | None, str]:
+    """CpuKernel's arguments as it compiles them, and their cache key."""
+    if isinstance(source, EmittedKernel):
+        source, entry = source.text, entry or source.entry
+    opts = opts or CPU_DEFAULT_OPTIONS
+    return source, opts, entry, hashlib.sha256(f"{source}\0{opts}\0{entry}".encode()).hexdigest()
+
+
 class CpuKernel:
     """A kernel compiled for the host, from an EmittedKernel or from IR
     text (its entry: `entry`, else the one public function). Compiled once
@@ -358,17 +371,17 @@ class CpuKernel:
 
     def __new__(cls, source: "str | EmittedKernel", opts: pipelines.PipelineOptions | None = None,
                 entry: str | None = None):
-        if isinstance(source, EmittedKernel):
-            source, entry = source.text, entry or source.entry
-        opts = opts or CPU_DEFAULT_OPTIONS
-        key = hashlib.sha256(f"{source}\0{opts}\0{entry}".encode()).hexdigest()
+        source, opts, entry, key = _kernel_key(source, opts, entry)
         with _cache_lock:
-            cached = _cache.get(key)
+            cached, started = _cache.get(key), _started.get(key)
             if cached is not None:
                 return cached
-            # One lock a key: other kernels compile meanwhile (the LLVM part
-            # of a compile runs without the GIL).
-            lock = _compiling.setdefault(key, threading.Lock())
+            if started is None:
+                # One lock a key: other kernels compile meanwhile (the
+                # LLVM part of a compile runs without the GIL).
+                lock = _compiling.setdefault(key, threading.Lock())
+        if started is not None:
+            return started.result()
         with lock:
             with _cache_lock:
                 cached = _cache.get(key)
@@ -389,47 +402,63 @@ class CpuKernel:
 
     def _compile(self, source: str, opts: pipelines.PipelineOptions, entry: str | None,
                  key: str) -> None:
-        self._source, self._opts, self._llvm_ir = source, opts, None
         with pipelines.compile_context():
-            module = pipelines.parse_module(source)
-            entry, self.params, self.num_results, self.launch = _signature(module, entry)
-            self.aliases = _aliases(_entry_function(module, entry))
-            self.num_blocks = self.launch.num_blocks
-            self.entry = entry
-            # What each launch needs, worked out once (a small kernel's
-            # launch costs about as much in Python as it runs): the outputs
-            # that start as their operand, the arguments the compiled
-            # function takes (an alias passes its buffer once) and its
-            # packed interface's ctypes arrays (the pointers, the block
-            # range).
-            first_output = len(self.params) - self.num_results
-            self._in_place = tuple((k, v) for k, v in self.aliases.items() if k >= first_output)
-            self._passed = tuple(i for i in range(len(self.params)) if i not in self.aliases)
-            self._values_type = ctypes.c_int64 * max(1, len(self._passed))
-            self._packed = any(p.packed_bits for p in self.params)
-            # The workers a call without num_threads takes once its first
-            # calls are timed (PROBE_CALLS); until then self._probe_times
-            # holds their seconds, on one thread and on the workers, and
-            # self._probe_calls numbers the calls (0: the untimed first).
-            self._workers = max(1, min(_CPUS, self.num_blocks))
-            self._probe_times = ([], []) if self._workers > 1 else None
-            self._probe_calls = itertools.count()
-            # Those seconds once decided (one thread's, the workers').
-            self.probe_times: tuple[tuple[float, ...], tuple[float, ...]] | None = None
-            obj = cached_object(key)
-            if obj is not None:
-                try:
-                    self._code = HostCode(obj)
-                except JitError:  # a damaged cache file: compile anew
-                    obj = None
-            if obj is None:
-                pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
-                obj = compile_object(module, opt_level=3)
-                self._code = HostCode(obj)
-                store_object(key, obj)
+            module = self._describe(source, opts, entry)
+            if self._load_cached(key):
+                return
+            pipelines.run_pipeline(module, opts, stages=pipelines.CPU_STAGES)
+            obj = compile_object(module, opt_level=3)
+        self._load(obj)
+        store_object(key, obj)
+
+    def _describe(self, source: str, opts: pipelines.PipelineOptions,
+                  entry: str | None) -> ir.Module:
+        """Parses `source` (in the current context) and works out what its
+        launches need; returns the module."""
+        self._source, self._opts, self._llvm_ir = source, opts, None
+        module = pipelines.parse_module(source)
+        entry, self.params, self.num_results, self.launch = _signature(module, entry)
+        self.aliases = _aliases(_entry_function(module, entry))
+        self.num_blocks = self.launch.num_blocks
+        self.entry = entry
+        # What each launch needs, worked out once (a small kernel's launch
+        # costs about as much in Python as it runs): the outputs that start
+        # as their operand, the arguments the compiled function takes (an
+        # alias passes its buffer once) and its packed interface's ctypes
+        # arrays (the pointers, the block range).
+        first_output = len(self.params) - self.num_results
+        self._in_place = tuple((k, v) for k, v in self.aliases.items() if k >= first_output)
+        self._passed = tuple(i for i in range(len(self.params)) if i not in self.aliases)
+        self._values_type = ctypes.c_int64 * max(1, len(self._passed))
+        self._packed = any(p.packed_bits for p in self.params)
+        # The workers a call without num_threads takes once its first
+        # calls are timed (PROBE_CALLS); until then self._probe_times holds
+        # their seconds, on one thread and on the workers, and
+        # self._probe_calls numbers the calls (0: the untimed first).
+        self._workers = max(1, min(_CPUS, self.num_blocks))
+        self._probe_times = ([], []) if self._workers > 1 else None
+        self._probe_calls = itertools.count()
+        # Those seconds once decided (one thread's, the workers').
+        self.probe_times: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+        return module
+
+    def _load_cached(self, key: str) -> bool:
+        """Loads the object the disk cache holds under `key`, if any (a
+        damaged one is as none: compiled anew)."""
+        obj = cached_object(key)
+        if obj is None:
+            return False
+        try:
+            self._load(obj)
+        except JitError:
+            return False
+        return True
+
+    def _load(self, obj: bytes) -> None:
+        self._code = HostCode(obj)
         # The packed function: (pointers to the argument values, the block
         # range last) -> None; HostLaunch.cpp calls it.
-        self._fn = self._code.lookup(f"_mlir_{entry}", needed_by=entry)
+        self._fn = self._code.lookup(f"_mlir_{self.entry}", needed_by=self.entry)
         # A call's checks, addresses, copy and launch in one C call
         # (HostCall.cpp), where its arrays allow.
         self._host_call = _host_call_spec(self)
@@ -537,6 +566,122 @@ class CpuKernel:
             for i in range(len(arrays) - self.num_results, len(arrays)):
                 if self.params[i].packed_bits:
                     _unpack(buffers[i], self.params[i].packed_bits, arrays[i])
+
+
+class StartedCompile:
+    """A CpuKernel whose compile goes on without its caller: see
+    start_compile."""
+
+    def __init__(self, source: str, opts: pipelines.PipelineOptions, entry: str | None,
+                 key: str):
+        self._args, self._key = (source, opts, entry), key
+        self._lock = threading.Lock()
+        self._kernel: CpuKernel | None = None
+        self._error: Exception | None = None
+        self._compile: HostCompile | None = None
+        self._context: ir.Context | None = None
+
+    def _start(self) -> None:
+        kernel = object.__new__(CpuKernel)
+        context = pipelines.lend_compile_context()
+        try:
+            with context:
+                module = kernel._describe(*self._args)
+                if not kernel._load_cached(self._key):
+                    pipeline, verify_each = pipelines.parsed_pipeline(
+                        module, self._args[1], stages=pipelines.CPU_STAGES)
+                    self._compile = HostCompile(module, pipeline, verify_each)
+                    self._context = context
+        except Exception as e:  # the kernel's error: result()'s
+            self._error = e
+        finally:
+            if self._context is None:
+                pipelines.give_back_compile_context(context)
+        self._kernel = kernel
+
+    def done(self) -> bool:
+        """Whether result() would return (or raise) without waiting."""
+        compile_ = self._compile
+        return compile_ is None or compile_.done()
+
+    def result(self) -> CpuKernel:
+        """The kernel, once compiled (waiting without the GIL); raises what
+        CpuKernel(...) would have."""
+        with self._lock:
+            if self._compile is not None:
+                try:
+                    obj = self._compile.result()
+                    self._kernel._load(obj)
+                    store_object(self._key, obj)
+                except Exception as e:
+                    self._error = e
+                finally:
+                    self._compile = None
+                    pipelines.give_back_compile_context(self._context)
+                    self._context = None
+            with _cache_lock:
+                if self._error is None:
+                    _cache.setdefault(self._key, self._kernel)
+                if _started.get(self._key) is self:
+                    del _started[self._key]
+        if self._error is not None:
+            raise self._error
+        return self._kernel
+
+
+def start_compile(source: "str | EmittedKernel", opts: pipelines.PipelineOptions | None = None,
+                  entry: str | None = None) -> StartedCompile:
+    """CpuKernel(source, opts, entry) in two steps: the kernel parsed here,
+    the rest of its compile (the CPU pipeline, LLVM) started on a thread of
+    the plugin's (host_code.HostCompile), which needs no GIL; the kernel
+    from the result() of what is returned. The JAX backend starts a
+    kernel's compile when jax traces its call and ends it when XLA
+    instantiates the call. An error of the kernel's is result()'s. A
+    kernel already compiled or compiling is not compiled again."""
+    source, opts, entry, key = _kernel_key(source, opts, entry)
+    with _cache_lock:
+        started = _started.get(key)
+        if started is not None:
+            return started
+        if key in _cache or key in _compiling:
+            return _Elsewhere(source, opts, entry, key)
+        started = StartedCompile(source, opts, entry, key)
+        started._lock.acquire()  # result() waits for _start
+        _started[key] = started
+    try:
+        _finish_at_exit()
+        started._start()
+    finally:
+        started._lock.release()
+    return started
+
+
+class _Elsewhere(StartedCompile):
+    """start_compile's answer for a kernel compiled, or compiling on
+    another thread (CpuKernel's own compile): result() is CpuKernel's."""
+
+    def done(self) -> bool:
+        with _cache_lock:
+            return self._key in _cache
+
+    def result(self) -> CpuKernel:
+        return CpuKernel(*self._args)
+
+
+@functools.cache
+def _finish_at_exit() -> None:
+    # The plugin's compiling threads run until the process ends: compiles
+    # still going then are waited for, before the interpreter (and LLVM's
+    # statics) go.
+    def finish():
+        with _cache_lock:
+            started = list(_started.values())
+        for s in started:
+            try:
+                s.result()
+            except Exception:  # nobody asked for it
+                pass
+    atexit.register(finish)
 
 
 def compile_kernels(sources: "list[str | EmittedKernel]",

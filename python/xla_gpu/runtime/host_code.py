@@ -9,6 +9,9 @@ module compile on several threads at once:
     code = HostCode(obj)              # the object in a JIT; process symbols
     address = code.lookup("_mlir_f")  # f's packed wrapper
 
+HostCompile runs the CPU pipeline and compile_object on a thread of the
+plugin's (HostCompile.cpp), started at once and ended by its result().
+
 With $XLA_GPU_CACHE_DIR set, `cached_object(key)` / `store_object(key, obj)`
 keep objects in `$XLA_GPU_CACHE_DIR/cpu/`, keyed by the kernel's content
 hash and `fingerprint()` (the host CPU and features the object is
@@ -28,10 +31,10 @@ from pathlib import Path
 
 from mlir import ir
 
-from .. import _capi
+from .. import _capi, pipelines
 
-__all__ = ["COMPILE_STEPS", "HostCode", "JitError", "cached_object", "compile_object", "fingerprint",
-           "has_512_bit_vectors", "host_target", "store_object"]
+__all__ = ["COMPILE_STEPS", "HostCode", "HostCompile", "JitError", "cached_object",
+           "compile_object", "fingerprint", "has_512_bit_vectors", "host_target", "store_object"]
 
 _ERROR_CAPACITY = 8192
 
@@ -61,13 +64,62 @@ def compile_object(module: ir.Module, opt_level: int = 3,
                                                ctypes.byref(size), times, error, len(error))
     if seconds is not None:
         seconds.update(zip(COMPILE_STEPS, times))
+    return _object_bytes(data, size.value, error)
+
+
+def _object_bytes(data: int | None, size: int, error: ctypes.Array) -> bytes:
+    """The object the C API returned (freed here), or JitError."""
     if not data:
         raise JitError(f"the JIT could not compile the kernel: {error.value.decode()}")
     try:
         counts["compiled"] += 1
-        return ctypes.string_at(data, size.value)
+        return ctypes.string_at(data, size)
     finally:
         _capi.lib.xlaGpuFreeBuffer(data)
+
+
+class HostCompile:
+    """The CPU pipeline and compile_object of a module, on a thread of the
+    plugin's (HostCompile.cpp), without the GIL or any Python: started
+    here, the caller going on meanwhile, and ended by result(). `pipeline`
+    is a parsed pass manager of the module's context
+    (pipelines.parsed_pipeline); the module, the pipeline and their context
+    are the compile's until result() returns (the module is kept alive
+    here)."""
+
+    def __init__(self, module: ir.Module, pipeline: int, verify_each: bool,
+                 opt_level: int = 3):
+        self._module = module
+        self._job = _capi.lib.xlaGpuStartHostCompile(
+            pipeline, _capi.unwrap(module, "Module"), int(verify_each), opt_level)
+
+    def done(self) -> bool:
+        """Whether result() would return without waiting."""
+        return self._job is None or bool(_capi.lib.xlaGpuHostCompileDone(self._job))
+
+    def result(self, seconds: dict[str, float] | None = None) -> bytes:
+        """The object (waiting for it, without the GIL); raises
+        pipelines.PipelineError where the pipeline failed, JitError where
+        LLVM did. Once only."""
+        if self._job is None:
+            raise RuntimeError("HostCompile.result() called twice")
+        job, self._job = self._job, None
+        size = ctypes.c_size_t()
+        times = (ctypes.c_double * len(COMPILE_STEPS))()
+        pipeline_error = ctypes.c_void_p()
+        error = ctypes.create_string_buffer(_ERROR_CAPACITY)
+        data = _capi.lib.xlaGpuFinishHostCompile(job, ctypes.byref(size), times,
+                                                 ctypes.byref(pipeline_error), error, len(error))
+        self._module = None
+        if seconds is not None:
+            seconds.update(zip(COMPILE_STEPS, times))
+        if pipeline_error.value:
+            try:
+                message = ctypes.string_at(pipeline_error.value).decode(errors="replace")
+            finally:
+                _capi.lib.xlaGpuFreeBuffer(pipeline_error.value)
+            raise pipelines.PipelineError(message)
+        return _object_bytes(data, size.value, error)
 
 
 class HostCode:

@@ -14,6 +14,7 @@
 #include "dialects/xla_gpu/HostLaunch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -47,6 +48,7 @@ class Pool {
       current_ = launch;
       wanted_ = helpers;
       ++generation_;
+      posted_.store(generation_, std::memory_order_release);
     }
     if (helpers >= numWorkers()) {
       wake_.notify_all();
@@ -69,6 +71,7 @@ class Pool {
     uint64_t seen = 0;
     for (;;) {
       std::shared_ptr<ChunkedLaunch> launch;
+      xla_gpu::spinUntil([&] { return posted_.load(std::memory_order_acquire) != seen; });
       {
         std::unique_lock<std::mutex> hold(mutex_);
         wake_.wait(hold, [&] { return generation_ != seen && wanted_ > 0; });
@@ -85,6 +88,7 @@ class Pool {
   std::condition_variable wake_;
   std::shared_ptr<ChunkedLaunch> current_;
   uint64_t generation_ = 0;
+  std::atomic<uint64_t> posted_{0};  // generation_, read without the lock
   int64_t wanted_ = 0;
   std::vector<std::thread> threads_;
 };

@@ -1,6 +1,10 @@
 """Kernels run on the CPU with GPU semantics, compared with numpy."""
 
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import ml_dtypes
@@ -136,6 +140,37 @@ def test_a_started_compile_fails_at_its_result(src, error, match):
     assert pipelines._lent == lent
     with pytest.raises(error, match=match):
         CpuKernel(src)
+
+
+_LAUNCHES = """
+import sys
+import numpy as np
+from xla_gpu.runtime import CpuKernel
+sys.path.insert(0, sys.argv[1])
+from test_cpu_runtime import BARRIER
+kernel = CpuKernel(BARRIER)
+x = np.random.RandomState(1).randn(2048).astype(np.float32)
+expected = np.roll(x.reshape(16, 128), -1, axis=1).reshape(-1)
+for i in range(300):
+    out = np.zeros_like(x)
+    kernel(x * (i % 3), out, num_threads=2)
+    np.testing.assert_array_equal(out, expected * (i % 3))
+print("same")
+"""
+
+
+@pytest.mark.parametrize("spin_us", ["0", "1000000"])
+def test_launches_are_right_whether_threads_sleep_or_spin(spin_us):
+    """Between launches the pool's workers, and a launch's caller waiting
+    for the others' chunks, spin a while before they sleep
+    ($XLA_GPU_SPIN_US, read once: in a process of its own). Back-to-back
+    launches on two threads give the right outputs when every wait sleeps
+    (0) and when none does (1 s)."""
+    env = dict(os.environ, XLA_GPU_SPIN_US=spin_us)
+    proc = subprocess.run([sys.executable, "-c", _LAUNCHES, str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "same"
 
 
 def test_storage_past_a_megabyte_is_on_the_heap():

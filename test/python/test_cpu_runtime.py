@@ -489,25 +489,15 @@ def test_bad_arrays_are_rejected_before_running():
 
 
 def test_barrier_in_control_flow_is_reported():
-    src = """
-    func.func @main(%out: tensor<128xf32>, %c: i1) -> tensor<128xf32> {
-      %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
-      %r = scf.if %c -> (tensor<128xf32>) {
-        %s = xla_gpu.sync_threads %out : tensor<128xf32>
-        scf.yield %s : tensor<128xf32>
-      } else {
-        scf.yield %out : tensor<128xf32>
-      }
-      return %r : tensor<128xf32>
-    }"""
+    scalar_flag = BARRIER_IN_IF.replace("%flag: tensor<1xi1>", "%c: i1").replace(
+        "  %c0 = arith.constant 0 : index\n  %c = tensor.extract %flag[%c0] : tensor<1xi1>\n",
+        "")
+    assert "tensor.extract" not in scalar_flag
     with pytest.raises(KernelArgumentError, match="takes tensors only"):
-        CpuKernel(src)
-    src2 = src.replace("%c: i1", "%flag: tensor<1xi1>").replace(
-        "%tid = gpu", "%c0 = arith.constant 0 : index\n"
-        "      %c = tensor.extract %flag[%c0] : tensor<1xi1>\n      %tid = gpu")
+        CpuKernel(scalar_flag)
     with pytest.raises(pipelines.PipelineError,
                        match="'gpu.barrier' op inside control flow is not supported"):
-        CpuKernel(src2)
+        CpuKernel(BARRIER_IN_IF)
 
 
 def test_missing_grid_size_is_reported():

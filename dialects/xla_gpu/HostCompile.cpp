@@ -36,7 +36,8 @@ struct HostCompileJob {
   std::string error;
 };
 
-constexpr size_t kErrorCapacity = 4096;
+// As runtime/host_code.py's buffer for xlaGpuCompileToHostObject's message.
+constexpr size_t kErrorCapacity = 8192;
 
 // The compiling threads: as many as the host has cores, made as jobs come
 // and kept (a thread keeps its LLVM target machine from one compile to the

@@ -298,17 +298,15 @@ bool timeLlvmPasses() { return std::getenv("XLA_GPU_TIME_LLVM_PASSES") != nullpt
 // module's LLVM IR there before O3 (<n>.ll) and after it (<n>.opt.ll), n
 // counting the process's compiles (a debugging aid, as XLA's --xla_dump_to).
 // A kernel compiled in parts has each part's module in <n>.opt.ll, one
-// after the other.
-bool dumpingLlvmIr() {
+// after the other. The directory; "" where none is set.
+llvm::StringRef llvmIrDumpDir() {
   const char* dir = std::getenv("XLA_GPU_DUMP_LLVM_IR");
-  return dir != nullptr && *dir != '\0';
+  return dir != nullptr ? dir : "";
 }
 
-void dumpLlvmIr(uint64_t n, llvm::StringRef suffix, llvm::StringRef text) {
-  if (!dumpingLlvmIr()) return;
+void dumpLlvmIr(llvm::StringRef dir, uint64_t n, llvm::StringRef suffix, llvm::StringRef text) {
   std::error_code ec;
-  std::string path =
-      (llvm::Twine(std::getenv("XLA_GPU_DUMP_LLVM_IR")) + "/" + llvm::Twine(n) + suffix).str();
+  std::string path = (dir + "/" + llvm::Twine(n) + suffix).str();
   llvm::raw_fd_ostream out(path, ec);
   if (ec) {
     llvm::errs() << "XLA_GPU_DUMP_LLVM_IR: cannot write " << path << ": " << ec.message() << "\n";
@@ -1128,8 +1126,9 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
   declareMaskedVariants(*llvmModule);
   static std::atomic<uint64_t> compiles{0};
   const uint64_t n = compiles++;
-  const bool dumping = dumpingLlvmIr();
-  if (dumping) dumpLlvmIr(n, ".ll", printed(*llvmModule));
+  const llvm::StringRef dumpDir = llvmIrDumpDir();
+  const bool dumping = !dumpDir.empty();
+  if (dumping) dumpLlvmIr(dumpDir, n, ".ll", printed(*llvmModule));
   setTailFoldingForHost();
   std::string optimizedIr;
   std::chrono::steady_clock::time_point optimized;
@@ -1154,7 +1153,7 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
     }
     object = std::move(*whole);
   }
-  if (dumping) dumpLlvmIr(n, ".opt.ll", optimizedIr);
+  if (dumping) dumpLlvmIr(dumpDir, n, ".opt.ll", optimizedIr);
   clock.lapAt(1, optimized);
   clock.lap(2);
   *size = object->getBufferSize();

@@ -113,12 +113,7 @@ class HostCompile:
         self._module = None
         if seconds is not None:
             seconds.update(zip(COMPILE_STEPS, times))
-        if pipeline_error.value:
-            try:
-                message = ctypes.string_at(pipeline_error.value).decode(errors="replace")
-            finally:
-                _capi.lib.xlaGpuFreeBuffer(pipeline_error.value)
-            raise pipelines.PipelineError(message)
+        pipelines._raise_message(pipeline_error.value)  # PipelineError, if any
         return _object_bytes(data, size.value, error)
 
 

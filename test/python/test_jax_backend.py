@@ -517,6 +517,25 @@ def test_jit_in_place_and_hero_fusions():
     np.testing.assert_array_equal(outs[3], refs[3])
 
 
+@pytest.mark.parametrize("fn, shape, parts", [
+    (lambda x: x.sum(), (1024, 1024), 2),                     # a million, one thread before
+    (lambda x: jnp.max(jnp.exp(x)), (1000003,), 2),           # padded with -inf
+    (lambda x: x.sum(1), (3, 10007, 5), 2),                   # a column reduction
+    (lambda x: x.sum((0, 2)), (100, 7, 20000), 3),            # batched, then each row
+])
+def test_jit_splits_reductions_no_block_can_do_alone(fn, shape, parts):
+    # XLA:CPU leaves these as one reduce; XLA:GPU's tree-reduction-rewriter
+    # would have split them before fusion, and so do we.
+    x = np.random.default_rng(5).standard_normal(shape, np.float32)
+    f = xj.jit(fn)
+    out = np.asarray(f(x))
+    (decision,) = [d for d in f.decisions() if d.kind == "kCustom"]
+    assert decision.ours and decision.reason == f"as {parts} reductions (tree reduction)", \
+        f.fusion_report()
+    want = np.asarray(fn(x.astype(np.float64)))
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.sqrt(x.size))
+
+
 # --- the GPU check, prepared here ------------------------------------------
 
 def test_gpu_check_is_prepared_and_its_handler_builds_without_mlir(tmp_path):

@@ -35,6 +35,7 @@ from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.module import Attribute
 from ..reference import XlaCpuExecutable, as_xla_takes_it, kernel_row_major
+from ..emitters.tree_reduction import split_reduction
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["FusionDecision", "jit"]
@@ -50,7 +51,8 @@ class FusionDecision:
     reason: str = ""
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.kind}): " + ("ours" if self.ours else f"XLA's -- {self.reason}")
+        return (f"{self.name} ({self.kind}): " + ("ours" if self.ours else "XLA's") +
+                (f" -- {self.reason}" if self.reason else ""))
 
 
 def _mlir_attribute(value) -> ir.Attribute:
@@ -102,11 +104,44 @@ def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
     inst.called_computations = []
 
 
+def _split_reduction(module: HloModule, inst: HloInstruction,
+                     device: DeviceDescription) -> list[tuple[HloInstruction, object]]:
+    """Where `inst` is a reduction no block can do alone (XLA:GPU's
+    tree-reduction-rewriter would have split it before fusion; XLA:CPU
+    does not), its parts' kernels, the parts put in the entry before
+    `inst`, which becomes the last; [] (and `inst` untouched) where it is
+    not, or a part is not ours."""
+    parts = split_reduction(inst, device.threads_per_warp)
+    if not parts:
+        return []
+    try:
+        with new_context():
+            kernels = [emit_kernel(part, device) for part in parts]
+    except EmitterError:
+        return []
+    entry = module.entry
+    *first, last = parts
+    for part in first:
+        part.parent = entry
+        for o in part.operands:
+            if all(u is not part for u in o.users):
+                o.users.append(part)
+    for o in inst.operands:
+        if all(n is not o for n in last.operands):
+            o.users = [u for u in o.users if u is not inst]
+    entry.instructions[entry.instructions.index(inst):0] = first
+    inst.operands = last.operands
+    inst.called_computations = last.called_computations
+    inst.attributes = last.attributes
+    first[-1].users = [inst]
+    return [*zip(first, kernels), (inst, kernels[-1])]
+
+
 def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[FusionDecision]:
     """Step 2 on `module` (in place); the decision for every entry fusion."""
     decisions = []
     emitted = []
-    for inst in module.entry.instructions:
+    for inst in list(module.entry.instructions):
         if inst.opcode != "fusion":
             continue
         kind = inst.fusion_kind or "?"
@@ -119,6 +154,12 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
         if not kernel_row_major(inst):
             decisions.append(FusionDecision(inst.name, kind, False,
                                             "an operand or result is not row-major"))
+            continue
+        split = _split_reduction(module, inst, device)
+        if split:
+            emitted += split
+            decisions.append(FusionDecision(inst.name, kind, True,
+                                            f"as {len(split)} reductions (tree reduction)"))
             continue
         try:
             with new_context():

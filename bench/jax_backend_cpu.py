@@ -8,6 +8,12 @@
     when XLA instantiates the call). Goal: at most 2 us more.
   - the seed's GELU through `xla_gpu.jax.kernel` against `jax.jit` of the
     same function. Goal: ratio <= 1.0.
+  - whole programs through `xla_gpu.jax.jit` (XLA's fusions, ours where
+    our emitters take them) against `jax.jit`: a sum of f32[1024,1024]
+    (a reduction XLA:CPU leaves whole, which we split as XLA:GPU's
+    tree-reduction-rewriter does) and a layer norm. Its compile is jax's
+    lowering, XLA:CPU's compile for the fusions, ours of the kernels and
+    XLA:CPU's again of the module that calls them.
 
 Medians (and quartiles) of --runs timed runs, the two sides taking turns
 in blocks (benchmarks.block_times_ms, as every case of `make bench`);
@@ -51,27 +57,30 @@ def _warm_up() -> None:
     jax.jit(lambda v: v * 3.0)(y).block_until_ready()
 
 
-def _compile_ms(make, arg) -> tuple[float, float]:
-    """(ours, plain jax) median milliseconds of jax.jit + first call of
-    `make(k)`, the k-th function (k = 1, 2, ...), the sides taking turns."""
+def _kernel_jit(fn):
+    """jax.jit of `fn` as one of our kernels."""
     from xla_gpu.jax import kernel
+    return jax.jit(kernel(fn))
 
+
+def _compile_ms(make, arg, jit) -> tuple[float, float]:
+    """(ours, plain jax) median milliseconds of `jit` (ours) or jax.jit
+    and the first call of `make(k)`, the k-th function (k = 1, 2, ...), the
+    sides taking turns."""
     def first_call(wrap):
         count = itertools.count(1)
-        return lambda: jax.jit(wrap(make(next(count))))(arg).block_until_ready()
+        return lambda: wrap(make(next(count)))(arg).block_until_ready()
 
-    (ours, _), (plain, _) = compile_times_ms([(first_call(kernel), None),
-                                              (first_call(lambda f: f), None)])
+    (ours, _), (plain, _) = compile_times_ms([(first_call(jit), None),
+                                              (first_call(jax.jit), None)])
     return ours, plain
 
 
-def _case(name: str, fn, make, arg, runs: int, calls: int = 1) -> dict:
-    """The record of `fn` through our kernel against jax.jit of it, on
-    `arg`; the compiles timed on `make(k)`'s functions."""
-    from xla_gpu.jax import kernel
-
-    compile_ours, compile_xla = _compile_ms(make, arg)
-    ours, plain = jax.jit(kernel(fn)), jax.jit(fn)
+def _case(name: str, fn, make, arg, runs: int, calls: int = 1, jit=_kernel_jit) -> dict:
+    """The record of `jit(fn)` (ours) against jax.jit of it, on `arg`;
+    the compiles timed on `make(k)`'s functions."""
+    compile_ours, compile_xla = _compile_ms(make, arg, jit)
+    ours, plain = jit(fn), jax.jit(fn)
     ours_t, xla_t = block_times_ms([lambda: ours(arg).block_until_ready(),
                                     lambda: plain(arg).block_until_ready()], runs, calls=calls)
     ours_q, xla_q = quartiles(ours_t), quartiles(xla_t)
@@ -97,7 +106,27 @@ def cases(runs: int) -> list[dict]:
                     jnp.bfloat16)
     gelu = _case("jax_backend_cpu: seed GELU bf16 via xla_gpu.jax.kernel", _gelu,
                  lambda k: functools.partial(_gelu, cubic=0.044715 * (1 + k / 16)), g, runs)
-    return [overhead, gelu]
+    # 3. Whole programs (compiles timed on other scales of the input).
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((1024, 1024), np.float32))
+    programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, x, runs, jit=xj_jit)
+                for name, fn, make in [
+                    ("sum f32[1024,1024]", lambda v: v.sum(),
+                     lambda k: lambda v: (v * (1.0 + k)).sum()),
+                    ("layer norm f32[1024,1024]", _layer_norm,
+                     lambda k: lambda v: _layer_norm(v * (1.0 + k)))]]
+    return [overhead, gelu, *programs]
+
+
+def _layer_norm(x):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) * jax.lax.rsqrt(v + 1e-5)
+
+
+def xj_jit(fn):
+    """xla_gpu.jax.jit as `_case` takes a wrapper: jitted already."""
+    from xla_gpu.jax import jit
+    return jit(fn)
 
 
 def main(argv=None) -> int:

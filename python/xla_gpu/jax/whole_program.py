@@ -207,7 +207,12 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         if key not in self._compiled:
             avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in key)
             lowered = jax.jit(self.fn, keep_unused=True).lower(*avals)
-            module = parse_hlo(lowered.compile().as_text(), source=f"<{self.__name__}>")
+            # Only XLA's optimized module is used (its executable never
+            # runs): its code made at LLVM's O0. The level is LLVM's alone
+            # (the fusions XLA's HLO passes make are the same); a layer
+            # norm's whole compile took 129 ms instead of 140.
+            optimized = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
+            module = parse_hlo(optimized.as_text(), source=f"<{self.__name__}>")
             decisions = _replace_fusions(module, self.device)
             with as_xla_takes_it(module.computations):
                 text = module.to_text()

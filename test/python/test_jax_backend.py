@@ -310,6 +310,26 @@ def test_a_cached_kernel_is_found_without_converting_to_hlo(monkeypatch):
     assert (len(lowerings), len(conversions)) == (3, 2)
 
 
+@pytest.mark.parametrize("shape, warned", [((64, 128), True), ((256, 32), False)])
+def test_a_kernel_that_recomputes_a_long_reduction_per_element_says_so(caplog, monkeypatch,
+                                                                      shape, warned):
+    # Softmax as one loop kernel: every element recomputes its row's max and
+    # sum (rows of 128: 128x the input read); rows of 32 XLA:CPU fuses so
+    # itself. Emitted here, not found in a cache.
+    from xla_gpu.jax import decorator
+    monkeypatch.setattr(decorator, "_calls", {})
+    monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
+    x = f32(*shape)
+    with caplog.at_level("WARNING", logger="xla_gpu.jax"):
+        out = kernel(jax.nn.softmax)(x)
+    close(np.asarray(out), np.asarray(jax.nn.softmax(x)), 1e-6)
+    said = [r.getMessage() for r in caplog.records if "recomputes reduce" in r.getMessage()]
+    assert bool(said) == warned, caplog.text
+    if warned:
+        assert said[0].startswith(f"softmax: as one kernel, each of its {64 * 128} output "
+                                  "elements recomputes reduce") and "128x its inputs" in said[0]
+
+
 def test_op_the_emitters_lack_names_it_and_its_line():
     @kernel
     def matmul(x, y):

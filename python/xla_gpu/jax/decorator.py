@@ -42,7 +42,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from ..emitters import EmitterError, emit_kernel, find_fusion
+from ..emitters import EmitterError, EmitterKind, analyze_fusion, emit_kernel, find_fusion
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import parse_hlo
 from ..hlo.parser import HloParseError
@@ -172,13 +172,45 @@ def _refused(name: str, error: EmitterError | HloParseError, text: str) -> Kerne
                        f"{error}{_where(error, text)}")
 
 
+# How many times over a loop kernel may read its inputs to recompute the
+# reductions inside it before the decorator says so (XLA:CPU itself fuses
+# a max over rows of 32 into their elementwise consumer: 32 times).
+_MOST_REREADS = 64
+
+
+def _warn_of_recomputed_reductions(fusion, name: str) -> None:
+    """Says (on the "xla_gpu.jax" logger) where the function, as one loop
+    kernel, recomputes a reduction for every element that reads it --
+    jax.nn.softmax over rows of 1024 as one kernel reads each row 1024
+    times and ran 150x slower than jax.jit -- which xla_gpu.jax.jit, taking
+    XLA's fusions, does not."""
+    if analyze_fusion(fusion).kind != EmitterKind.LOOP:
+        return
+    comp = fusion.fused_computation
+    outputs = max(o.shape.num_elements for o in comp.outputs)
+    inputs = max(1, sum(p.shape.num_elements for p in comp.parameters))
+    for inst in comp.instructions:
+        if inst.opcode != "reduce":
+            continue
+        results = max(1, max(s.num_elements for s in inst.shape.leaves()))
+        window = inst.operands[0].shape.num_elements // results
+        if outputs > results and outputs * window > _MOST_REREADS * inputs:
+            _log.warning("%s: as one kernel, each of its %d output elements recomputes "
+                         "reduce %s over %d elements (%.0fx its inputs read); xla_gpu.jax.jit "
+                         "runs it as XLA's fusions", name, outputs, inst.name, window,
+                         outputs * window / inputs)
+            return
+
+
 def _emit(text: str, name: str, platform: str, device: DeviceDescription) -> KernelCall:
     """The kernel of an HLO module's entry as one fusion, compiled; raises
     EmitterError or HloParseError as they come, KernelError for the rest."""
     try:
         module = parse_hlo(text, source=f"<{name}>")
         with compile_context():
-            emitted = emit_kernel(find_fusion(module), device)
+            fusion = find_fusion(module)
+            emitted = emit_kernel(fusion, device)
+            _warn_of_recomputed_reductions(fusion, name)
             return prepare(emitted, platform, device, background=True)
     except (EmitterError, HloParseError):
         raise

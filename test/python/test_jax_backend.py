@@ -330,6 +330,24 @@ def test_a_kernel_that_recomputes_a_long_reduction_per_element_says_so(caplog, m
                                   "elements recomputes reduce") and "128x its inputs" in said[0]
 
 
+def test_a_kernel_of_a_long_reduction_on_few_threads_says_so(caplog, monkeypatch):
+    from xla_gpu.jax import decorator
+    monkeypatch.setattr(decorator, "_calls", {})
+    monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
+    x = f32(512, 256)
+
+    def total(v):
+        return v.sum()
+
+    with caplog.at_level("WARNING", logger="xla_gpu.jax"):
+        out = kernel(total)(x)
+        kernel(lambda v: v.sum(1))(x)    # 512 threads, rows of 256: said nothing
+    close(np.asarray(out), np.asarray(x, np.float64).sum(), 1e-3)
+    said = [r.getMessage() for r in caplog.records if r.name == "xla_gpu.jax"]
+    assert said == ["total: as one kernel, each of its 1 threads reduces 131072 elements in "
+                    "order (a reduction no block can do alone); xla_gpu.jax.jit splits it"]
+
+
 def test_op_the_emitters_lack_names_it_and_its_line():
     @kernel
     def matmul(x, y):

@@ -176,11 +176,16 @@ def _refused(name: str, error: EmitterError | HloParseError, text: str) -> Kerne
 # reductions inside it before the decorator says so (XLA:CPU itself fuses
 # a max over rows of 32 into their elementwise consumer: 32 times).
 _MOST_REREADS = 64
+# A loop kernel of fewer threads than this, each reducing more elements
+# than this, is said to be slow too (x.sum() over f32[1024,1024] as one
+# kernel: one thread, 7x jax.jit).
+_FEW_THREADS, _LONG_REDUCTION = 64, 1 << 16
 
 
-def _warn_of_recomputed_reductions(fusion, name: str) -> None:
+def _warn_of_slow_reductions(fusion, name: str) -> None:
     """Says (on the "xla_gpu.jax" logger) where the function, as one loop
-    kernel, recomputes a reduction for every element that reads it --
+    kernel, reduces a long reduction on a few threads, or recomputes a
+    reduction for every element that reads it --
     jax.nn.softmax over rows of 1024 as one kernel reads each row 1024
     times and ran 150x slower than jax.jit -- which xla_gpu.jax.jit, taking
     XLA's fusions, does not."""
@@ -200,6 +205,13 @@ def _warn_of_recomputed_reductions(fusion, name: str) -> None:
                          "runs it as XLA's fusions", name, outputs, inst.name, window,
                          outputs * window / inputs)
             return
+        if inst is comp.root and outputs < _FEW_THREADS and window > _LONG_REDUCTION:
+            # Not race-free (XLA:GPU splits such a reduce before fusion, as
+            # xla_gpu.jax.jit does; one kernel cannot): a thread an output.
+            _log.warning("%s: as one kernel, each of its %d threads reduces %d elements "
+                         "in order (a reduction no block can do alone); xla_gpu.jax.jit "
+                         "splits it", name, outputs, window)
+            return
 
 
 def _emit(text: str, name: str, platform: str, device: DeviceDescription) -> KernelCall:
@@ -210,7 +222,7 @@ def _emit(text: str, name: str, platform: str, device: DeviceDescription) -> Ker
         with compile_context():
             fusion = find_fusion(module)
             emitted = emit_kernel(fusion, device)
-            _warn_of_recomputed_reductions(fusion, name)
+            _warn_of_slow_reductions(fusion, name)
             return prepare(emitted, platform, device, background=True)
     except (EmitterError, HloParseError):
         raise

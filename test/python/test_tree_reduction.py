@@ -48,7 +48,7 @@ def test_a_million_element_sum_is_rows_of_a_thousand_then_one_row():
     assert outer.dimensions == [0]
     # The prologue stays with the first part; the second reads the first.
     assert "exponential" in {i.opcode for i in parts[0].fused_computation.instructions}
-    assert parts[1].operands == [parts[0]]
+    assert parts[1].operands == [parts[0].operands[0], parts[0]]
     assert parts[1].name == "f" and parts[1].shape.dims == ()
     assert all(analyze_fusion(p).kind == EmitterKind.REDUCTION for p in parts)
 
@@ -78,8 +78,8 @@ def test_a_batched_row_reduction_reduces_its_rows_last():
     assert [p.shape.dims[:2] for p in parts[:2]] == [(100, 7), (100, 7)]
     last = _reduces(parts)[-1]
     assert last.operands[0].shape.dims == (100, 7) and last.dimensions == [0]
-    # Each part's operands are the one before it (the first: the fusion's).
-    assert [p.operands[0] for p in parts[1:]] == parts[:2]
+    # Each part reads the one before it, last (and the fusion's operands).
+    assert [p.operands[-1] for p in parts[1:]] == parts[:2]
 
 
 @pytest.mark.parametrize("param, out, dims", [
@@ -116,4 +116,61 @@ ENTRY main {
   ROOT f = f32[2000000] fusion(p0), kind=kLoop, calls=fused
 }
 """
+    assert split_reduction(parse_hlo(text).fusions()[0]) is None
+
+
+def test_an_epilogue_goes_with_the_last_part_and_the_prologue_with_the_first():
+    text = """HloModule m
+
+r {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+fused {
+  p = bf16[2048,2048] parameter(0)
+  q = f32[] parameter(1)
+  c = f32[2048,2048] convert(p)
+  z = f32[] constant(0)
+  s = f32[] reduce(c, z), dimensions={0,1}, to_apply=r
+  n = f32[] constant(2.38e-07)
+  m = f32[] multiply(s, n)
+  t = f32[] add(m, q)
+  ROOT o = bf16[] convert(t)
+}
+
+ENTRY main {
+  p0 = bf16[2048,2048] parameter(0)
+  p1 = f32[] parameter(1)
+  ROOT f = bf16[] fusion(p0, p1), kind=kLoop, calls=fused
+}
+"""
+    fusion = parse_hlo(text).fusions()[0]
+    first, last = split_reduction(fusion)
+    ops = lambda part: sorted(i.opcode for i in part.fused_computation.instructions)  # noqa: E731
+    assert ops(first) == ["constant", "convert", "parameter", "parameter", "reduce", "reshape"]
+    assert ops(last) == ["add", "constant", "constant", "convert", "multiply", "parameter",
+                         "parameter", "parameter", "reduce"]
+    assert last.fused_computation.root.opcode == "convert" and last.shape.dims == ()
+    assert last.operands == [*fusion.operands, first]
+    partial = last.fused_computation.parameters[-1]
+    assert partial.shape.dims == first.shape.dims == (2048,)
+
+
+@pytest.mark.parametrize("body", [
+    # The reduce's result broadcast back (a softmax's): not one to one.
+    "  s = f32[] reduce(p, z), dimensions={0}, to_apply=r\n"
+    "  b = f32[1048576] broadcast(s), dimensions={}\n  ROOT o = f32[1048576] subtract(p, b)",
+    # Two reduces.
+    "  s = f32[] reduce(p, z), dimensions={0}, to_apply=r\n"
+    "  t = f32[] reduce(p, z), dimensions={0}, to_apply=r\n  ROOT o = f32[] add(s, t)",
+])
+def test_reductions_with_more_than_an_epilogue_are_left_alone(body):
+    out = "f32[1048576]" if "broadcast" in body else "f32[]"
+    text = (f"HloModule m\n\nr {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            f"  ROOT c = f32[] add(a, b)\n}}\n\nfused {{\n  p = f32[1048576] parameter(0)\n"
+            f"  z = f32[] constant(0)\n{body}\n}}\n\nENTRY main {{\n"
+            f"  p0 = f32[1048576] parameter(0)\n  ROOT f = {out} fusion(p0), kind=kLoop, "
+            f"calls=fused\n}}\n")
     assert split_reduction(parse_hlo(text).fusions()[0]) is None

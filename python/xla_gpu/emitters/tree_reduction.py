@@ -64,16 +64,54 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32) -> list[HloInst
     return None
 
 
-def _reduce_root(fusion: HloInstruction) -> HloInstruction | None:
+def _the_reduce(fusion: HloInstruction) -> HloInstruction | None:
+    """The fusion's one reduce (of one operand, a scalar init that is a
+    constant or a parameter) when everything after it works on its
+    elements one to one (an epilogue: converts, scalings, reshapes) up to
+    the root; else None."""
     comp = fusion.fused_computation
-    root = comp.root if comp is not None else None
-    if (root is None or root.opcode != "reduce" or len(root.operands) != 2 or
-            not root.shape.is_array or len(root.called_computations) != 1):
+    if comp is None or not comp.root.shape.is_array:
         return None
-    init = root.operands[1]
+    reduces = [i for i in comp.instructions if i.opcode == "reduce"]
+    if len(reduces) != 1:
+        return None
+    (reduce,) = reduces
+    if (len(reduce.operands) != 2 or not reduce.shape.is_array or
+            len(reduce.called_computations) != 1):
+        return None
+    init = reduce.operands[1]
     if init.opcode not in ("constant", "parameter") or init.shape.rank != 0:
         return None
-    return root
+    after = _after(comp, reduce)
+    size = reduce.shape.num_elements
+    if comp.root not in after or any(i.shape.num_elements != size or not i.shape.is_array
+                                     for i in after):
+        return None
+    return reduce
+
+
+def _after(comp, reduce) -> list[HloInstruction]:
+    """`reduce` and the instructions that read it, directly or not."""
+    seen = {id(reduce)}
+    out = [reduce]
+    for inst in comp.topological_order():
+        if id(inst) not in seen and any(id(o) in seen for o in inst.operands):
+            seen.add(id(inst))
+            out.append(inst)
+    return out
+
+
+def _before(roots, stop=None) -> set[int]:
+    """The ids of `roots` and of every instruction they read (but not
+    through `stop`)."""
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        inst = stack.pop()
+        if id(inst) not in seen and inst is not stop:
+            seen.add(id(inst))
+            stack.extend(inst.operands)
+    return seen
 
 
 def _best_split(n: int, bound: int) -> tuple[int, int]:
@@ -98,7 +136,7 @@ def _prefix_with_product(dims: tuple[int, ...], product: int) -> int:
 
 
 def _split_once(fusion: HloInstruction, warp_size: int) -> list[HloInstruction] | None:
-    root = _reduce_root(fusion)
+    root = _the_reduce(fusion)
     if root is None or not is_reduction_from_or_to_contiguous(root, warp_size):
         return None
     rd: ReductionDimensions = reduction_dimensions(root)
@@ -142,12 +180,14 @@ def _shape(etype, dims) -> str:
 def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
            outer_reduced) -> list[HloInstruction]:
     """The two fusions, parsed from the text of a module that holds them
-    (the emitters read the parsed attributes)."""
+    (the emitters read the parsed attributes). Both take `fusion`'s
+    operands (each reads those it needs); the second also the first's
+    result, as its last."""
     comp = fusion.fused_computation
     x, init = root.operands
     etype = x.shape.element_type
-    reducer = root.called_computations[0]
     to_apply = root.attributes["to_apply"].text
+    params = comp.parameters
     # The new instructions' names: the reduce's, with a suffix no
     # instruction of the computation has (a part split again keeps those of
     # its first split).
@@ -156,8 +196,11 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
     while f"{root.name}.split{depth or ''}" in taken:
         depth += 1
     name, suffix = root.name, str(depth or "")
-    # The first fusion: the computation, the reduce over n / k only.
-    lines = [i.to_text() for i in comp.instructions if i is not root]
+    # The first: the reduce's operand and what it reads, the reduce over
+    # n / k only.
+    needed = _before([x, init])
+    lines = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
+             if i.opcode == "parameter" or id(i) in needed]
     value = f"%{x.name}"
     if pad is not None:
         dim, size = pad
@@ -165,44 +208,51 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
         padded[dim] = size
         config = "x".join(f"0_{size - normalized[d]}" if d == dim else "0_0" for d in range(3))
         lines.append(f"%{name}.normalized{suffix} = {_shape(etype, normalized)} reshape({value})")
-        lines.append(f"%{name}.padded{suffix} = {_shape(etype, padded)} pad(%{name}.normalized{suffix}, "
-                     f"%{init.name}), padding={config}")
+        lines.append(f"%{name}.padded{suffix} = {_shape(etype, padded)} "
+                     f"pad(%{name}.normalized{suffix}, %{init.name}), padding={config}")
         value = f"%{name}.padded{suffix}"
     lines.append(f"%{name}.split{suffix} = {_shape(etype, operand_dims)} reshape({value})")
-    lines.append(f"ROOT %{name} = {_shape(etype, middle)} reduce(%{name}.split{suffix}, %{init.name}), "
-                 f"dimensions={{{','.join(map(str, inner_reduced))}}}, to_apply={to_apply}")
+    lines.append(f"ROOT %{name} = {_shape(etype, middle)} reduce(%{name}.split{suffix}, "
+                 f"%{init.name}), dimensions={{{','.join(map(str, inner_reduced))}}}, "
+                 f"to_apply={to_apply}")
     first = f"%{comp.name}.tree {{\n  " + "\n  ".join(lines) + "\n}"
-    # The last: k reduced.
-    init_line = (f"%{name}.init = {_shape(etype, ())} constant({init.literal.text})"
-                 if init.opcode == "constant" else
-                 f"%{name}.init = {_shape(etype, ())} parameter(1)")
-    last = (f"%{comp.name}.outer {{\n  %{name}.partial = {_shape(etype, middle)} parameter(0)\n"
-            f"  {init_line}\n  ROOT %{name}.outer = {root.shape.to_text(layout=False)} "
-            f"reduce(%{name}.partial, %{name}.init), dimensions={{{outer_reduced}}}, "
-            f"to_apply={to_apply}\n}}")
-    params = "\n  ".join(f"%arg{i} = {o.shape.to_text(layout=False)} parameter({i})"
-                         for i, o in enumerate(fusion.operands))
-    args = ", ".join(f"%arg{i}" for i in range(len(fusion.operands)))
-    init_arg = f", %arg{init.parameter_number}" if init.opcode == "parameter" else ""
-    entry = (f"ENTRY %tree {{\n  {params}\n"
-             f"  %{fusion.name}.tree = {_shape(etype, middle)} fusion({args}), kind=kInput, "
-             f"calls=%{comp.name}.tree\n"
-             f"  ROOT %{fusion.name} = {root.shape.to_text(layout=False)} fusion("
-             f"%{fusion.name}.tree{init_arg}), kind=kInput, calls=%{comp.name}.outer\n}}")
-    reducers = "\n\n".join(c.to_text() for c in [*reducer.callees(), reducer])
+    # The last: k reduced, then what the computation did after the reduce.
+    partial = f"%{name}.partial{suffix}"
+    after = {id(i) for i in _after(comp, root)}
+    needed = _before([init] + [o for i in comp.instructions if id(i) in after and i is not root
+                               for o in i.operands], stop=root)
+    lines = [i.to_text().removeprefix("ROOT ") for i in params]
+    lines.append(f"{partial} = {_shape(etype, middle)} parameter({len(params)})")
+    for inst in comp.instructions:
+        if inst is root:
+            lines.append(("ROOT " if inst is comp.root else "") +
+                         f"%{name} = {root.shape.to_text(layout=False)} reduce({partial}, "
+                         f"%{init.name}), dimensions={{{outer_reduced}}}, to_apply={to_apply}")
+        elif inst.opcode != "parameter" and (id(inst) in after or id(inst) in needed):
+            lines.append(inst.to_text())
+    last = f"%{comp.name}.outer {{\n  " + "\n  ".join(lines) + "\n}"
+    args = "".join(f"%arg{i}, " for i in range(len(fusion.operands)))
+    entry = ("ENTRY %tree {\n" +
+             "".join(f"  %arg{i} = {o.shape.to_text(layout=False)} parameter({i})\n"
+                     for i, o in enumerate(fusion.operands)) +
+             f"  %{fusion.name}.tree = {_shape(etype, middle)} fusion({args.rstrip(', ')}), "
+             f"kind=kInput, calls=%{comp.name}.tree\n"
+             f"  ROOT %{fusion.name} = {fusion.shape.to_text(layout=False)} fusion("
+             f"{args}%{fusion.name}.tree), kind=kInput, calls=%{comp.name}.outer\n}}")
+    called = comp.callees()
+    reducers = "\n\n".join(c.to_text() for c in called)
     module = parse_hlo(f"HloModule tree\n\n{reducers}\n\n{first}\n\n{last}\n\n{entry}\n",
                        source=f"<tree reduction of {fusion.name}>")
     inner, outer = module.entry.instructions[-2:]
-    # Bound to `fusion`'s operands, calling `fusion`'s reducer.
+    # Bound to `fusion`'s operands, calling `fusion`'s computations.
     inner.operands = list(fusion.operands)
-    outer.operands = [inner] + ([fusion.operands[init.parameter_number]] if init_arg else [])
+    outer.operands = [*fusion.operands, inner]
     inner.users = [outer]
     outer.users = []
-    row_major = lambda s: Layout(tuple(range(s.rank - 1, -1, -1)))  # noqa: E731
-    inner.shape = Shape(etype, tuple(middle), row_major(Shape(etype, tuple(middle))))
+    inner.shape = Shape(etype, tuple(middle), Layout(tuple(range(len(middle) - 1, -1, -1))))
     outer.shape = fusion.shape
+    by_name = {c.name: c for c in called}
     for part in (inner, outer):
         for inst in part.fused_computation.instructions:
-            if inst.opcode == "reduce":
-                inst.called_computations = [reducer]
+            inst.called_computations = [by_name[c.name] for c in inst.called_computations]
     return [inner, outer]

@@ -336,16 +336,42 @@ def test_a_kernel_of_a_long_reduction_on_few_threads_says_so(caplog, monkeypatch
     monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
     x = f32(512, 256)
 
-    def total(v):
-        return v.sum()
+    def stats(v):   # two reduces: not split
+        return v.sum(), v.max()
 
     with caplog.at_level("WARNING", logger="xla_gpu.jax"):
-        out = kernel(total)(x)
+        total, most = kernel(stats)(x)
         kernel(lambda v: v.sum(1))(x)    # 512 threads, rows of 256: said nothing
-    close(np.asarray(out), np.asarray(x, np.float64).sum(), 1e-3)
+    close(np.asarray(total), np.asarray(x, np.float64).sum(), 1e-3)
+    assert float(most) == float(np.max(x))
     said = [r.getMessage() for r in caplog.records if r.name == "xla_gpu.jax"]
-    assert said == ["total: as one kernel, each of its 1 threads reduces 131072 elements in "
+    assert said == ["stats: as one kernel, each of its 1 threads reduces 131072 elements in "
                     "order (a reduction no block can do alone); xla_gpu.jax.jit splits it"]
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda v: v.sum(), (1024, 1024)),
+    (lambda v: ((v - 0.5) ** 2).mean(), (4096, 256)),          # an epilogue: * 1/n
+    (lambda v: jnp.max(v, axis=0), (20000, 3)),                 # a long column
+])
+def test_a_kernel_of_a_reduction_no_block_can_do_alone_runs_in_parts(monkeypatch, tmp_path,
+                                                                      fn, shape):
+    from xla_gpu.jax import decorator
+    from xla_gpu.jax.kernel_call import KernelChain
+    monkeypatch.setattr(decorator, "_calls", {})
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", str(tmp_path))
+    x = f32(*shape)
+    out = jax.jit(kernel(fn))(x)
+    (built,) = decorator._calls.values()
+    assert isinstance(built, KernelChain) and len(built.calls) == 2
+    assert built.sources[1][-1] == -1   # the second reads the first's result
+    want = np.asarray(fn(np.asarray(x, np.float64)))
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-6 * np.sqrt(x.size))
+    # From the disk cache, in another "process" (the in-memory cache gone).
+    monkeypatch.setattr(decorator, "_calls", {})
+    again = jax.jit(kernel(fn))(x)
+    assert isinstance(next(iter(decorator._calls.values())), KernelChain)
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(out))
 
 
 def test_op_the_emitters_lack_names_it_and_its_line():

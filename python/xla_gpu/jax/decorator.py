@@ -31,6 +31,7 @@ Transformations:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import logging
@@ -44,11 +45,12 @@ import jax.numpy as jnp
 
 from ..emitters import EmitterError, EmitterKind, analyze_fusion, emit_kernel, find_fusion
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
+from ..emitters.tree_reduction import split_reduction
 from ..hlo import parse_hlo
 from ..hlo.parser import HloParseError
 from ..pipelines import compile_context
 from .from_jaxpr import hlo_from_jaxpr
-from .kernel_call import KernelCall, prepare
+from .kernel_call import KernelCall, KernelChain, call_from_json, prepare
 
 __all__ = ["KernelError", "kernel"]
 
@@ -65,7 +67,7 @@ _lock = threading.Lock()
 # The compiled call of each traced module, by a hash of its HLO text and
 # the target: the same function at the same shapes compiles once a process
 # (and, with $XLA_GPU_CACHE_DIR, is emitted once a machine).
-_calls: dict[str, KernelCall] = {}
+_calls: dict[str, KernelCall | KernelChain] = {}
 
 
 def _platform() -> str:
@@ -113,7 +115,7 @@ def _cache_file(key: str) -> Path | None:
 
 
 def _build(fn, name: str, avals: tuple, platform: str,
-           device: DeviceDescription) -> tuple[KernelCall, object]:
+           device: DeviceDescription) -> tuple[KernelCall | KernelChain, object]:
     """The kernel of `fn` at `avals`, compiled for `platform`, and the tree
     of its outputs: from the in-memory cache, else the disk cache
     ($XLA_GPU_CACHE_DIR), else emitted now (and written to both)."""
@@ -134,7 +136,7 @@ def _build(fn, name: str, avals: tuple, platform: str,
         return cached, traced.out_tree
     disk = _cache_file(key)
     if disk is not None and disk.exists():
-        built = KernelCall.from_json(disk.read_text())
+        built = call_from_json(disk.read_text())
         with _lock:
             _calls[key] = built
         return built, traced.out_tree
@@ -177,8 +179,8 @@ def _refused(name: str, error: EmitterError | HloParseError, text: str) -> Kerne
 # a max over rows of 32 into their elementwise consumer: 32 times).
 _MOST_REREADS = 64
 # A loop kernel of fewer threads than this, each reducing more elements
-# than this, is said to be slow too (x.sum() over f32[1024,1024] as one
-# kernel: one thread, 7x jax.jit).
+# than this, is said to be slow too (a sum and a max of f32[1024,1024] as
+# one kernel: one thread each, ~7x jax.jit).
 _FEW_THREADS, _LONG_REDUCTION = 64, 1 << 16
 
 
@@ -205,22 +207,49 @@ def _warn_of_slow_reductions(fusion, name: str) -> None:
                          "runs it as XLA's fusions", name, outputs, inst.name, window,
                          outputs * window / inputs)
             return
-        if inst is comp.root and outputs < _FEW_THREADS and window > _LONG_REDUCTION:
-            # Not race-free (XLA:GPU splits such a reduce before fusion, as
-            # xla_gpu.jax.jit does; one kernel cannot): a thread an output.
+        if (any(inst is o for o in comp.outputs) and outputs < _FEW_THREADS and
+                window > _LONG_REDUCTION):
+            # Not race-free, and not split (_split takes one reduce, and
+            # what follows it one to one): a thread an output.
             _log.warning("%s: as one kernel, each of its %d threads reduces %d elements "
                          "in order (a reduction no block can do alone); xla_gpu.jax.jit "
                          "splits it", name, outputs, window)
             return
 
 
-def _emit(text: str, name: str, platform: str, device: DeviceDescription) -> KernelCall:
-    """The kernel of an HLO module's entry as one fusion, compiled; raises
-    EmitterError or HloParseError as they come, KernelError for the rest."""
+def _split(fusion, platform: str, device: DeviceDescription) -> KernelChain | None:
+    """The fusion as the kernels of its parts where it is a reduction no
+    block can do alone (XLA:GPU's tree-reduction-rewriter; see
+    emitters/tree_reduction.py), compiled; None where it is not, or a part
+    is not ours."""
+    params = fusion.fused_computation.parameters
+    if not fusion.operands:  # find_fusion's wrapper of the whole entry
+        fusion = dataclasses.replace(fusion, operands=list(params))
+    parts = split_reduction(fusion, device.threads_per_warp)
+    if not parts:
+        return None
+    try:
+        kernels = [emit_kernel(part, device) for part in parts]
+    except EmitterError:
+        return None
+    position = {id(o): k for k, o in enumerate(fusion.operands)}
+    position.update((id(part), -1 - j) for j, part in enumerate(parts))
+    return KernelChain(tuple(prepare(k, platform, device, background=True) for k in kernels),
+                       tuple(tuple(position[id(o)] for o in part.operands) for part in parts))
+
+
+def _emit(text: str, name: str, platform: str,
+          device: DeviceDescription) -> KernelCall | KernelChain:
+    """The kernel of an HLO module's entry as one fusion (or the kernels of
+    its parts, see _split), compiled; raises EmitterError or HloParseError
+    as they come, KernelError for the rest."""
     try:
         module = parse_hlo(text, source=f"<{name}>")
         with compile_context():
             fusion = find_fusion(module)
+            chain = _split(fusion, platform, device)
+            if chain is not None:
+                return chain
             emitted = emit_kernel(fusion, device)
             _warn_of_slow_reductions(fusion, name)
             return prepare(emitted, platform, device, background=True)

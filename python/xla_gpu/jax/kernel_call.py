@@ -28,7 +28,8 @@ from ..hlo import Shape
 from ..runtime.cpu import CpuKernel
 from . import _ffi
 
-__all__ = ["KernelCall", "Target", "call", "kernel_from_mlir", "prepare"]
+__all__ = ["KernelCall", "KernelChain", "Target", "call", "call_from_json", "kernel_from_mlir",
+           "prepare"]
 
 
 class Target:
@@ -123,6 +124,40 @@ class KernelCall:
                                input_output_aliases=self.input_output_aliases or None)(
                                    *arrays, **self.attributes)
         return [o for k, o in enumerate(out) if k not in self.scratch]
+
+
+@dataclass(frozen=True, eq=False)
+class KernelChain:
+    """Kernels run one after another as one function: a reduction split in
+    parts (emitters/tree_reduction.py), each part a kernel. `sources[i]`
+    are the operands of `calls[i]`: k >= 0 the function's argument k, -j
+    the (one) result of `calls[j - 1]`. The function's results are the last
+    call's."""
+
+    calls: tuple[KernelCall, ...]
+    sources: tuple[tuple[int, ...], ...]
+
+    def to_json(self) -> str:
+        return json.dumps({"chain": [json.loads(c.to_json()) for c in self.calls],
+                           "sources": [list(s) for s in self.sources]})
+
+    @classmethod
+    def from_json(cls, text: str) -> "KernelChain":
+        d = json.loads(text)
+        return cls(tuple(KernelCall.from_json(json.dumps(c)) for c in d["chain"]),
+                   tuple(tuple(s) for s in d["sources"]))
+
+    def __call__(self, *arrays):
+        results: list = []
+        for call, sources in zip(self.calls, self.sources):
+            out = call(*[arrays[k] if k >= 0 else results[-k - 1] for k in sources])
+            results.append(out[0])
+        return out
+
+
+def call_from_json(text: str) -> "KernelCall | KernelChain":
+    """A KernelCall's or a KernelChain's to_json, read back."""
+    return (KernelChain.from_json if "chain" in json.loads(text) else KernelCall.from_json)(text)
 
 
 def _dtype(name: str) -> np.dtype:

@@ -174,3 +174,27 @@ def test_reductions_with_more_than_an_epilogue_are_left_alone(body):
             f"  p0 = f32[1048576] parameter(0)\n  ROOT f = {out} fusion(p0), kind=kLoop, "
             f"calls=fused\n}}\n")
     assert split_reduction(parse_hlo(text).fusions()[0]) is None
+
+
+@pytest.mark.parametrize("sm", [80, 90])
+@pytest.mark.parametrize("param, out, dims, reducer, init", [
+    ("f32[1024,1024]", "f32[]", "0,1", "add", "0"),
+    ("f32[1000003]", "f32[]", "0", "maximum", "-inf"),
+    ("f32[3,10007,5]", "f32[3,5]", "1", "add", "0"),
+])
+def test_every_part_assembles(param, out, dims, reducer, init, sm):
+    """Each part's kernel (the reduction emitter's shuffles and shared
+    tiles, or the loop emitter's) compiles to PTX that ptxas accepts."""
+    from mlir import ir
+    from xla_gpu import pipelines, ptx
+    from xla_gpu.emitters import emit_fusion
+    if ptx.find_ptxas() is None or pipelines.find_libdevice() is None:
+        pytest.skip("ptxas/libdevice (CUDA) is not installed on this machine")
+    opts = pipelines.PipelineOptions(compute_capability=(sm // 10, sm % 10))
+    for part in split_reduction(_fusion(param, out, dims, reducer, init)):
+        with ir.Context():
+            module = str(emit_fusion(part))
+        with pipelines.compile_context():
+            code = pipelines.compile_to_ptx(pipelines.parse_module(module), opts)
+        result = ptx.ptxas_check(code, opts.chip)
+        assert result.ok, result.log

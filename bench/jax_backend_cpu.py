@@ -8,6 +8,9 @@
     when XLA instantiates the call). Goal: at most 2 us more.
   - the seed's GELU through `xla_gpu.jax.kernel` against `jax.jit` of the
     same function. Goal: ratio <= 1.0.
+  - an MSE loss, mean((x - 0.5)^2) over f32[4096,256], through
+    `xla_gpu.jax.kernel`: a reduction no block can do alone, run as the
+    kernels of its two parts (a KernelChain).
   - whole programs through `xla_gpu.jax.jit` (XLA's fusions, ours where
     our emitters take them) against `jax.jit`: a sum of f32[1024,1024]
     (a reduction XLA:CPU leaves whole, which we split as XLA:GPU's
@@ -106,7 +109,12 @@ def cases(runs: int) -> list[dict]:
                     jnp.bfloat16)
     gelu = _case("jax_backend_cpu: seed GELU bf16 via xla_gpu.jax.kernel", _gelu,
                  lambda k: functools.partial(_gelu, cubic=0.044715 * (1 + k / 16)), g, runs)
-    # 3. Whole programs (compiles timed on other scales of the input).
+    # 3. A loss as one kernel: two parts (compiles timed on other centres).
+    y = jnp.asarray(np.random.default_rng(2).standard_normal((4096, 256), np.float32))
+    loss = _case("jax_backend_cpu: MSE loss f32[4096,256] via xla_gpu.jax.kernel",
+                 lambda v: ((v - 0.5) ** 2).mean(),
+                 lambda k: lambda v: ((v - 0.5 * k) ** 2).mean(), y, runs)
+    # 4. Whole programs (compiles timed on other scales of the input).
     x = jnp.asarray(np.random.default_rng(1).standard_normal((1024, 1024), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, x, runs, jit=xj_jit)
                 for name, fn, make in [
@@ -114,7 +122,7 @@ def cases(runs: int) -> list[dict]:
                      lambda k: lambda v: (v * (1.0 + k)).sum()),
                     ("layer norm f32[1024,1024]", _layer_norm,
                      lambda k: lambda v: _layer_norm(v * (1.0 + k)))]]
-    return [overhead, gelu, *programs]
+    return [overhead, gelu, loss, *programs]
 
 
 def _layer_norm(x):

@@ -169,7 +169,13 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
 class WorkerChoice {
  public:
   static constexpr int64_t kProbeCalls = 3;
-  static constexpr int64_t kMinNanosForWorkers = 100'000;
+  // XLA's pool is awake between the kernels of one program: its kernels
+  // of 0.08 ms (a layer norm's five over f32[1024,1024], a softmax's)
+  // ran faster on it, and a floor of 0.1 ms kept them on one thread --
+  // in one process the layer norm took 0.38-0.50 ms with a floor of
+  // 0.02 or none against 0.49-0.71 with 0.1, the softmax 0.47-0.72
+  // against 0.52-1.34. Under 0.02 ms a launch is too short to share.
+  static constexpr int64_t kMinNanosForWorkers = 20'000;
 
   // The threads this call runs on, and its probe's number (-1: none):
   // 1 to 2 * kProbeCalls, odd ones on one thread.

@@ -11,14 +11,18 @@ row reduction of 1024 rows of 1024 and one of a row of 1024.
 
     fusions = split_reduction(fusion)   # None, or [first, ..., last]
 
-`fusion`'s root must be a reduce of one operand. The reduced dimension n
+`fusion` must hold one reduce, of one operand, and after it (up to the
+root) only ops one to one on its result (a mean's scaling, a convert):
+the first part keeps what comes before the reduce, the last what comes
+after it. The reduced dimension n
 (of the normalized reduction, see fusion_analysis.reduction_dimensions)
 becomes [k, n / k], padded with the init value where k does not divide it;
 n / k is about sqrt(n), at most the race-free bound, the one of least
 padding between half of that and it, a power of two among equals (XLA's
 choice). The first fusion is `fusion`'s computation with the reduce over
 n / k only (its operands' ops stay fused with it: the input is read once);
-the last reduces k and has `fusion`'s shape. A row reduction of more than
+the last reduces k (then the ops after the reduce) and has `fusion`'s
+shape. A row reduction of more than
 kBatchedReductionRaceFreeBound rows a block first reduces its minor
 dimension, then the rows (XLA's case 1). Each part is split again until it
 is race-free. XLA leaves min/max to atomics; here they are split too (any

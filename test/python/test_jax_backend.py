@@ -310,15 +310,22 @@ def test_a_cached_kernel_is_found_without_converting_to_hlo(monkeypatch):
     assert (len(lowerings), len(conversions)) == (3, 2)
 
 
-@pytest.mark.parametrize("shape, warned", [((64, 128), True), ((256, 32), False)])
-def test_a_kernel_that_recomputes_a_long_reduction_per_element_says_so(caplog, monkeypatch,
-                                                                      shape, warned):
-    # Softmax as one loop kernel: every element recomputes its row's max and
-    # sum (rows of 128: 128x the input read); rows of 32 XLA:CPU fuses so
-    # itself. Emitted here, not found in a cache.
+@pytest.fixture
+def fresh_kernels(monkeypatch):
+    """The decorator's in-memory cache empty and no disk cache: the test's
+    kernels are built (and their warnings said) here."""
     from xla_gpu.jax import decorator
     monkeypatch.setattr(decorator, "_calls", {})
     monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
+    return decorator
+
+
+@pytest.mark.parametrize("shape, warned", [((64, 128), True), ((256, 32), False)])
+def test_a_kernel_that_recomputes_a_long_reduction_per_element_says_so(caplog, fresh_kernels,
+                                                                      shape, warned):
+    # Softmax as one loop kernel: every element recomputes its row's max and
+    # sum (rows of 128: 128x the input read); rows of 32 XLA:CPU fuses so
+    # itself.
     x = f32(*shape)
     with caplog.at_level("WARNING", logger="xla_gpu.jax"):
         out = kernel(jax.nn.softmax)(x)
@@ -330,10 +337,7 @@ def test_a_kernel_that_recomputes_a_long_reduction_per_element_says_so(caplog, m
                                   "elements recomputes reduce") and "128x its inputs" in said[0]
 
 
-def test_a_kernel_of_a_long_reduction_on_few_threads_says_so(caplog, monkeypatch):
-    from xla_gpu.jax import decorator
-    monkeypatch.setattr(decorator, "_calls", {})
-    monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
+def test_a_kernel_of_a_long_reduction_on_few_threads_says_so(caplog, fresh_kernels):
     x = f32(512, 256)
 
     def stats(v):   # two reduces: not split
@@ -354,11 +358,10 @@ def test_a_kernel_of_a_long_reduction_on_few_threads_says_so(caplog, monkeypatch
     (lambda v: ((v - 0.5) ** 2).mean(), (4096, 256)),          # an epilogue: * 1/n
     (lambda v: jnp.max(v, axis=0), (20000, 3)),                 # a long column
 ])
-def test_a_kernel_of_a_reduction_no_block_can_do_alone_runs_in_parts(monkeypatch, tmp_path,
-                                                                      fn, shape):
-    from xla_gpu.jax import decorator
+def test_a_kernel_of_a_reduction_no_block_can_do_alone_runs_in_parts(fresh_kernels, monkeypatch,
+                                                                      tmp_path, fn, shape):
     from xla_gpu.jax.kernel_call import KernelChain
-    monkeypatch.setattr(decorator, "_calls", {})
+    decorator = fresh_kernels
     monkeypatch.setenv("XLA_GPU_CACHE_DIR", str(tmp_path))
     x = f32(*shape)
     out = jax.jit(kernel(fn))(x)

@@ -99,10 +99,12 @@ def _int64s(values) -> ctypes.Array:
 
 
 def register_cpu_kernel(key: str, kernel: CpuKernel) -> None:
-    """Puts a compiled kernel into the handler's registry under `key`."""
+    """Puts a compiled kernel into the handler's registry under `key`, then
+    into `_compiled` -- whose keys the compiler callback takes as
+    registered: set first, a handler on another thread found the key there
+    and the registry still without it ("the compiler registered no kernel
+    of that hash", one run in four of four threads compiling at once)."""
     lib = library()
-    with _lock:
-        _compiled[key] = kernel
     n = len(kernel.params)
     address = kernel._fn
     bits = [p.packed_bits or p.dtype.itemsize * 8 for p in kernel.params]
@@ -114,6 +116,8 @@ def register_cpu_kernel(key: str, kernel: CpuKernel) -> None:
         kernel.num_results, kernel.launch.num_blocks, kernel.launch.num_threads_per_block)
     if status != 0:
         raise RuntimeError(f"the FFI registry refused kernel {key[:12]}")
+    with _lock:
+        _compiled[key] = kernel
 
 
 def compile_cpu_kernel_soon(key: str, text: str, entry: str | None = None) -> None:

@@ -320,21 +320,37 @@ def fresh_kernels(monkeypatch):
     return decorator
 
 
-@pytest.mark.parametrize("shape, warned", [((64, 128), True), ((256, 32), False)])
-def test_a_kernel_that_recomputes_a_long_reduction_per_element_says_so(caplog, fresh_kernels,
-                                                                      shape, warned):
-    # Softmax as one loop kernel: every element recomputes its row's max and
-    # sum (rows of 128: 128x the input read); rows of 32 XLA:CPU fuses so
-    # itself.
+@pytest.mark.parametrize("shape, kernels", [((64, 128), 3), ((256, 32), 1)])
+def test_a_softmax_kernel_takes_out_the_reductions_each_element_would_recompute(
+        caplog, fresh_kernels, shape, kernels):
+    # Softmax as one loop kernel: every element would recompute its row's
+    # max and sum (rows of 128: 128x the input read), so the max, the sum
+    # and the rest are three kernels; rows of 32 XLA:CPU fuses so itself.
+    from xla_gpu.jax.kernel_call import KernelChain
     x = f32(*shape)
     with caplog.at_level("WARNING", logger="xla_gpu.jax"):
-        out = kernel(jax.nn.softmax)(x)
+        out = jax.jit(kernel(jax.nn.softmax))(x)
     close(np.asarray(out), np.asarray(jax.nn.softmax(x)), 1e-6)
-    said = [r.getMessage() for r in caplog.records if "recomputes reduce" in r.getMessage()]
-    assert bool(said) == warned, caplog.text
-    if warned:
-        assert said[0].startswith(f"softmax: as one kernel, each of its {64 * 128} output "
-                                  "elements recomputes reduce") and "128x its inputs" in said[0]
+    (built,) = fresh_kernels._calls.values()
+    assert (len(built.calls) if isinstance(built, KernelChain) else 1) == kernels
+    assert not caplog.records, caplog.text
+
+
+def test_a_kernel_that_recomputes_a_reduction_it_cannot_take_out_says_so(caplog, fresh_kernels):
+    # argmax is a reduce of two results (value, index): not taken out.
+    x = f32(64, 128)
+
+    def centred(v):
+        return v - jnp.argmax(v, -1, keepdims=True).astype(v.dtype)
+
+    with caplog.at_level("WARNING", logger="xla_gpu.jax"):
+        out = kernel(centred)(x)
+    close(np.asarray(out), np.asarray(centred(x)), 1e-6)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and said[0].startswith(
+        f"centred: as one kernel, each of its {64 * 128} output elements recomputes reduce"), \
+        caplog.text
+    assert "128x its inputs read" in said[0]
 
 
 def test_a_kernel_of_a_long_reduction_on_few_threads_says_so(caplog, fresh_kernels):
@@ -597,7 +613,8 @@ def test_jit_splits_reductions_no_block_can_do_alone(fn, shape, parts):
     f = xj.jit(fn)
     out = np.asarray(f(x))
     (decision,) = [d for d in f.decisions() if d.kind == "kCustom"]
-    assert decision.ours and decision.reason == f"as {parts} reductions (tree reduction)", \
+    assert decision.ours and \
+        decision.reason == f"as {parts} kernels (its reductions split or taken out)", \
         f.fusion_report()
     want = np.asarray(fn(x.astype(np.float64)))
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.sqrt(x.size))

@@ -44,8 +44,13 @@ from .fusion_analysis import (ReductionDimensions, is_reduction_from_or_to_conti
 
 __all__ = ["split_reduction"]
 
-# Parts of one reduction at most (each split at least squares the bound).
-_MAX_PARTS = 4
+# Parts of one fusion at most (each tree split at least squares the bound;
+# a fission takes out one reduce).
+_MAX_PARTS = 8
+# How many times over a loop fusion may read its inputs recomputing a
+# reduction inside it before the reduction is taken out (XLA:CPU itself
+# fuses a max over rows of 32 into their elementwise consumer: 32 times).
+MOST_REREADS = 64
 
 
 def split_reduction(fusion: HloInstruction, warp_size: int = 32) -> list[HloInstruction] | None:
@@ -56,7 +61,7 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32) -> list[HloInst
     parts = [fusion]
     while len(parts) <= _MAX_PARTS:
         for i, part in enumerate(parts):
-            halves = _split_once(part, warp_size)
+            halves = _fission_once(part) or _split_once(part, warp_size)
             if halves is not None:
                 parts[i:i + 1] = halves
                 for later in parts[i + 2:]:  # read the last half now
@@ -64,8 +69,57 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32) -> list[HloInst
                 halves[-1].users = [u for u in parts[i + 2:] if halves[-1] in u.operands]
                 break
         else:
-            return parts if len(parts) > 1 else None
+            if len(parts) == 1:
+                return None
+            for i, part in enumerate(parts[:-1]):  # unique in the module
+                part.name = f"{fusion.name}.part{i}"
+            return parts
     return None
+
+
+def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | None:
+    """A reduce the loop emitter would evaluate again for each element that
+    reads it (its result broadcast back: a softmax's max), when that reads
+    the fusion's inputs more than MOST_REREADS times over: the reduce and
+    how many times."""
+    from .fusion_analysis import EmitterKind, analyze_fusion
+    comp = fusion.fused_computation
+    if analyze_fusion(fusion).kind != EmitterKind.LOOP:
+        return None
+    outputs = max(o.shape.num_elements for o in comp.outputs)
+    inputs = max(1, sum(p.shape.num_elements for p in comp.parameters))
+    for inst in comp.topological_order():
+        if inst.opcode != "reduce":
+            continue
+        results = max(1, max(s.num_elements for s in inst.shape.leaves()))
+        window = inst.operands[0].shape.num_elements // results
+        if outputs > results and outputs * window > MOST_REREADS * inputs:
+            return inst, outputs * window / inputs
+    return None
+
+
+def _fission_once(fusion: HloInstruction) -> list[HloInstruction] | None:
+    """A reduce `fusion` recomputes (recomputed_reduce) as a fusion of its
+    own, whose result the rest reads: [the reduce's, the rest]."""
+    found = recomputed_reduce(fusion)
+    if found is None or not found[0].shape.is_array:
+        return None
+    reduce = found[0]
+    comp = fusion.fused_computation
+    params = comp.parameters
+    cone = _before([reduce])
+    first = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
+             if i.opcode == "parameter" or (id(i) in cone and i is not reduce)]
+    first.append("ROOT " + reduce.to_text().removeprefix("ROOT "))
+    rest = _before(comp.outputs + ([comp.root] if comp.root.opcode == "tuple" else []),
+                   stop=reduce)
+    last = [i.to_text().removeprefix("ROOT ") for i in params]
+    last.append(f"%{reduce.name} = {reduce.shape.to_text(layout=False)} "
+                f"parameter({len(params)})")
+    last += [i.to_text() for i in comp.instructions
+             if id(i) in rest and i.opcode != "parameter"]
+    return _parse_parts(fusion, first, last, reduce.shape, f"reduce.{reduce.name}",
+                        f"rest.{reduce.name}", ("kInput", fusion.fusion_kind or "kLoop"))
 
 
 def _the_reduce(fusion: HloInstruction) -> HloInstruction | None:
@@ -219,7 +273,7 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
     lines.append(f"ROOT %{name} = {_shape(etype, middle)} reduce(%{name}.split{suffix}, "
                  f"%{init.name}), dimensions={{{','.join(map(str, inner_reduced))}}}, "
                  f"to_apply={to_apply}")
-    first = f"%{comp.name}.tree {{\n  " + "\n  ".join(lines) + "\n}"
+    first_lines = lines
     # The last: k reduced, then what the computation did after the reduce.
     partial = f"%{name}.partial{suffix}"
     after = {id(i) for i in _after(comp, root)}
@@ -234,26 +288,42 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
                          f"%{init.name}), dimensions={{{outer_reduced}}}, to_apply={to_apply}")
         elif inst.opcode != "parameter" and (id(inst) in after or id(inst) in needed):
             lines.append(inst.to_text())
-    last = f"%{comp.name}.outer {{\n  " + "\n  ".join(lines) + "\n}"
+    return _parse_parts(fusion, first_lines, lines, Shape(etype, tuple(middle)), "tree",
+                        "outer", ("kInput", "kInput"))
+
+
+def _parse_parts(fusion, first: list[str], last: list[str], middle: Shape, first_suffix: str,
+                 last_suffix: str, kinds: tuple[str, str]) -> list[HloInstruction]:
+    """Two fusions from their computations' lines, parsed from the text of
+    a module that holds them (the emitters read the parsed attributes):
+    the first of `middle`'s shape, on `fusion`'s operands; the last of
+    `fusion`'s, on them and the first's result (its last parameter). Both
+    call `fusion`'s computations."""
+    comp = fusion.fused_computation
+    names = (f"{comp.name}.{first_suffix}", f"{comp.name}.{last_suffix}")
+    texts = [f"%{name} {{\n  " + "\n  ".join(lines) + "\n}"
+             for name, lines in zip(names, (first, last))]
     args = "".join(f"%arg{i}, " for i in range(len(fusion.operands)))
-    entry = ("ENTRY %tree {\n" +
+    inner_name = f"{fusion.name}.{first_suffix}"
+    entry = ("ENTRY %parts {\n" +
              "".join(f"  %arg{i} = {o.shape.to_text(layout=False)} parameter({i})\n"
                      for i, o in enumerate(fusion.operands)) +
-             f"  %{fusion.name}.tree = {_shape(etype, middle)} fusion({args.rstrip(', ')}), "
-             f"kind=kInput, calls=%{comp.name}.tree\n"
+             f"  %{inner_name} = {middle.to_text(layout=False)} fusion({args.rstrip(', ')}), "
+             f"kind={kinds[0]}, calls=%{names[0]}\n"
              f"  ROOT %{fusion.name} = {fusion.shape.to_text(layout=False)} fusion("
-             f"{args}%{fusion.name}.tree), kind=kInput, calls=%{comp.name}.outer\n}}")
+             f"{args}%{inner_name}), kind={kinds[1]}, calls=%{names[1]}\n}}")
     called = comp.callees()
-    reducers = "\n\n".join(c.to_text() for c in called)
-    module = parse_hlo(f"HloModule tree\n\n{reducers}\n\n{first}\n\n{last}\n\n{entry}\n",
-                       source=f"<tree reduction of {fusion.name}>")
+    callees = "\n\n".join(c.to_text() for c in called)
+    module = parse_hlo(f"HloModule parts\n\n{callees}\n\n{texts[0]}\n\n{texts[1]}\n\n"
+                       f"{entry}\n", source=f"<the parts of {fusion.name}>")
     inner, outer = module.entry.instructions[-2:]
     # Bound to `fusion`'s operands, calling `fusion`'s computations.
     inner.operands = list(fusion.operands)
     outer.operands = [*fusion.operands, inner]
     inner.users = [outer]
     outer.users = []
-    inner.shape = Shape(etype, tuple(middle), Layout(tuple(range(len(middle) - 1, -1, -1))))
+    inner.shape = Shape(middle.element_type, middle.dims,
+                        Layout(tuple(range(middle.rank - 1, -1, -1))))
     outer.shape = fusion.shape
     by_name = {c.name: c for c in called}
     for part in (inner, outer):

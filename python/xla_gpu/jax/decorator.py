@@ -45,7 +45,7 @@ import jax.numpy as jnp
 
 from ..emitters import EmitterError, EmitterKind, analyze_fusion, emit_kernel, find_fusion
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
-from ..emitters.tree_reduction import split_reduction
+from ..emitters.tree_reduction import recomputed_reduce, split_reduction
 from ..hlo import parse_hlo
 from ..hlo.parser import HloParseError
 from ..pipelines import compile_context
@@ -174,41 +174,37 @@ def _refused(name: str, error: EmitterError | HloParseError, text: str) -> Kerne
                        f"{error}{_where(error, text)}")
 
 
-# How many times over a loop kernel may read its inputs to recompute the
-# reductions inside it before the decorator says so (XLA:CPU itself fuses
-# a max over rows of 32 into their elementwise consumer: 32 times).
-_MOST_REREADS = 64
 # A loop kernel of fewer threads than this, each reducing more elements
-# than this, is said to be slow too (a sum and a max of f32[1024,1024] as
-# one kernel: one thread each, ~7x jax.jit).
+# than this, is said to be slow (a sum and a max of f32[1024,1024] as one
+# kernel: one thread each, ~7x jax.jit).
 _FEW_THREADS, _LONG_REDUCTION = 64, 1 << 16
 
 
 def _warn_of_slow_reductions(fusion, name: str) -> None:
     """Says (on the "xla_gpu.jax" logger) where the function, as one loop
-    kernel, reduces a long reduction on a few threads, or recomputes a
-    reduction for every element that reads it --
-    jax.nn.softmax over rows of 1024 as one kernel reads each row 1024
-    times and ran 150x slower than jax.jit -- which xla_gpu.jax.jit, taking
-    XLA's fusions, does not."""
+    kernel that _split could not take apart, recomputes a reduction for
+    every element that reads it (tree_reduction.recomputed_reduce: a
+    softmax over rows of 1024 as one kernel ran 150x slower than jax.jit)
+    or reduces a long reduction on a few threads."""
+    found = recomputed_reduce(fusion)
+    if found is not None:
+        reduce, times = found
+        results = max(1, max(s.num_elements for s in reduce.shape.leaves()))
+        outputs = max(o.shape.num_elements for o in fusion.fused_computation.outputs)
+        _log.warning("%s: as one kernel, each of its %d output elements recomputes "
+                     "reduce %s over %d elements (%.0fx its inputs read); xla_gpu.jax.jit "
+                     "runs it as XLA's fusions", name, outputs, reduce.name,
+                     reduce.operands[0].shape.num_elements // results, times)
+        return
     if analyze_fusion(fusion).kind != EmitterKind.LOOP:
         return
     comp = fusion.fused_computation
     outputs = max(o.shape.num_elements for o in comp.outputs)
-    inputs = max(1, sum(p.shape.num_elements for p in comp.parameters))
-    for inst in comp.instructions:
-        if inst.opcode != "reduce":
+    for o in comp.outputs:
+        if o.opcode != "reduce":
             continue
-        results = max(1, max(s.num_elements for s in inst.shape.leaves()))
-        window = inst.operands[0].shape.num_elements // results
-        if outputs > results and outputs * window > _MOST_REREADS * inputs:
-            _log.warning("%s: as one kernel, each of its %d output elements recomputes "
-                         "reduce %s over %d elements (%.0fx its inputs read); xla_gpu.jax.jit "
-                         "runs it as XLA's fusions", name, outputs, inst.name, window,
-                         outputs * window / inputs)
-            return
-        if (any(inst is o for o in comp.outputs) and outputs < _FEW_THREADS and
-                window > _LONG_REDUCTION):
+        window = o.operands[0].shape.num_elements // max(1, o.shape.leaves()[0].num_elements)
+        if outputs < _FEW_THREADS and window > _LONG_REDUCTION:
             # Not race-free, and not split (_split takes one reduce, and
             # what follows it one to one): a thread an output.
             _log.warning("%s: as one kernel, each of its %d threads reduces %d elements "

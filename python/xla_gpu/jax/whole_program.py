@@ -108,9 +108,11 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
                      device: DeviceDescription) -> list[tuple[HloInstruction, object]]:
     """Where `inst` is a reduction no block can do alone (XLA:GPU's
     tree-reduction-rewriter would have split it before fusion; XLA:CPU
-    does not), its parts' kernels, the parts put in the entry before
-    `inst`, which becomes the last; [] (and `inst` untouched) where it is
-    not, or a part is not ours."""
+    does not), or a loop fusion that would recompute a reduction for each
+    element reading it (XLA:CPU's library fusions of x - max(x)), its
+    parts' kernels (tree_reduction.split_reduction), the parts put in the
+    entry before `inst`, which becomes the last; [] (and `inst` untouched)
+    where it is neither, or a part is not ours."""
     parts = split_reduction(inst, device.threads_per_warp)
     if not parts:
         return []
@@ -158,8 +160,9 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
         split = _split_reduction(module, inst, device)
         if split:
             emitted += split
-            decisions.append(FusionDecision(inst.name, kind, True,
-                                            f"as {len(split)} reductions (tree reduction)"))
+            decisions.append(FusionDecision(
+                inst.name, kind, True, f"as {len(split)} kernels (its reductions split or "
+                "taken out)"))
             continue
         try:
             with new_context():

@@ -565,6 +565,35 @@ def test_jit_transformer_block(dtype, tol):
     assert report.startswith(f"{sum(d.ours for d in decisions)} of {len(decisions)} fusions")
 
 
+def test_jit_of_a_training_step_with_parameters_as_a_pytree():
+    # value_and_grad of a cross-entropy over an MLP: log_softmax's max
+    # (XLA:CPU's x - max(x) fusion) taken out, the parameters a list and
+    # the result (loss, updated list).
+    def loss(params, x, y):
+        w1, b1, w2, b2 = params
+        logits = jax.nn.relu(x @ w1 + b1) @ w2 + b2
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * y, -1))
+
+    def step(params, x, y):
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        return value, [p - 0.01 * g for p, g in zip(params, grads)]
+
+    r = np.random.default_rng(6)
+    params = [r.standard_normal(s, np.float32) * 0.05 for s in [(256, 512), (512,), (512, 10),
+                                                                 (10,)]]
+    x = r.standard_normal((128, 256), np.float32)
+    y = np.eye(10, dtype=np.float32)[r.integers(0, 10, 128)]
+    f = xj.jit(step)
+    (value, new), (want_value, want_new) = f(params, x, y), jax.jit(step)(params, x, y)
+    assert isinstance(new, list) and len(new) == 4
+    close(np.asarray(value), np.asarray(want_value), 1e-5)
+    for got, want in zip(new, want_new):
+        close(np.asarray(got), np.asarray(want), 1e-5)
+    decisions = f.decisions()
+    assert all(d.ours or "(dot)" in d.reason for d in decisions), f.fusion_report()
+    assert sum(d.ours for d in decisions) >= 10, f.fusion_report()
+
+
 def test_jit_takes_library_fusions_without_dots():
     # At this size XLA:CPU puts reductions into YNNPACK (kCustom) fusions
     # too; those without a dot are ours.

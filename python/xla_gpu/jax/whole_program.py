@@ -192,8 +192,8 @@ class _Compiled:
 
 class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
     """A jax function compiled by XLA with our kernels in place of the
-    fusions our emitters take. CPU only (the CPU target); positional array
-    arguments."""
+    fusions our emitters take. CPU only (the CPU target); positional
+    arguments, arrays or pytrees of arrays (a model's parameters)."""
 
     def __init__(self, fn, *, device: DeviceDescription = DEFAULT_DEVICE):
         self.fn = fn
@@ -202,14 +202,19 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         self._last: _Compiled | None = None
         functools.update_wrapper(self, fn)
 
-    def _compile(self, args) -> _Compiled:
+    def _compile(self, leaves, tree) -> _Compiled:
         # The key from the arrays' own fields where they have them: building
         # avals costs more than a small program runs.
-        key = tuple((a.shape, a.dtype) if isinstance(a, jax.Array)
-                    else (np.shape(a), jax.numpy.result_type(a)) for a in args)
+        key = (tree, *((a.shape, a.dtype) if isinstance(a, jax.Array)
+                       else (np.shape(a), jax.numpy.result_type(a)) for a in leaves))
         if key not in self._compiled:
-            avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in key)
-            lowered = jax.jit(self.fn, keep_unused=True).lower(*avals)
+            avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in key[1:])
+            fn = self.fn
+
+            def flat(*flat_args):  # the module's parameters: the leaves
+                return fn(*jax.tree_util.tree_unflatten(tree, list(flat_args)))
+
+            lowered = jax.jit(flat, keep_unused=True).lower(*avals)
             # Only XLA's optimized module is used (its executable never
             # runs): its code made at LLVM's O0. The level is LLVM's alone
             # (the fusions XLA's HLO passes make are the same); a layer
@@ -219,19 +224,23 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
             decisions = _replace_fusions(module, self.device)
             with as_xla_takes_it(module.computations):
                 text = module.to_text()
-            out_tree = jax.tree_util.tree_structure(jax.eval_shape(self.fn, *avals))
+            out_tree = jax.tree_util.tree_structure(jax.eval_shape(flat, *avals))
             self._compiled[key] = _Compiled(XlaCpuExecutable(text), decisions, out_tree,
                                             len(module.entry.parameters))
         self._last = self._compiled[key]
         return self._last
 
+    def _compile_args(self, args) -> tuple[_Compiled, list]:
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        return self._compile(leaves, tree), leaves
+
     def __call__(self, *args):
-        compiled = self._compile(args)
+        compiled, leaves = self._compile_args(args)
         executable = compiled.executable
         # jax arrays already on the device go as they are (no host round
         # trip); anything else is put there.
         buffers = [a if isinstance(a, jax.Array) and a.devices() == {executable.device}
-                   else executable.put([np.asarray(a)])[0] for a in args]
+                   else executable.put([np.asarray(a)])[0] for a in leaves]
         # Not waited for: jax arrays are futures, as jax.jit's results are.
         results = executable.executable.execute_sharded(buffers)
         outs = [r[0] for r in results.disassemble_into_single_device_arrays()]
@@ -240,7 +249,7 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
     def fusion_report(self, *args) -> str:
         """Which fusions of XLA's module are ours, which stayed XLA's and why
         (for `args`' shapes, else for the last call's)."""
-        compiled = self._compile(args) if args else self._last
+        compiled = self._compile_args(args)[0] if args else self._last
         if compiled is None:
             raise ValueError("call the function (or pass example arguments) first")
         ours = sum(d.ours for d in compiled.decisions)
@@ -249,6 +258,6 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         return "\n".join(lines)
 
     def decisions(self, *args) -> list[FusionDecision]:
-        compiled = self._compile(args) if args else self._last
+        compiled = self._compile_args(args)[0] if args else self._last
         return list(compiled.decisions) if compiled else []
 

@@ -86,9 +86,9 @@ _LIBRARY_OPS = {"dot", "convolution", "custom-call", "fft", "cholesky", "triangu
 
 
 def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
-    """Turns fusion `inst` into the typed-FFI custom call of `call`."""
-    with new_context():
-        config = str(ir.DictAttr.get({k: _mlir_attribute(v) for k, v in call.attributes.items()}))
+    """Turns fusion `inst` into the typed-FFI custom call of `call` (in the
+    current context)."""
+    config = str(ir.DictAttr.get({k: _mlir_attribute(v) for k, v in call.attributes.items()}))
     attributes = {
         "custom_call_target": Attribute("custom_call_target", _hlo_string(call.target)),
         "api_version": Attribute("api_version", "API_VERSION_TYPED_FFI"),
@@ -112,13 +112,12 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
     element reading it (XLA:CPU's library fusions of x - max(x)), its
     parts' kernels (tree_reduction.split_reduction), the parts put in the
     entry before `inst`, which becomes the last; [] (and `inst` untouched)
-    where it is neither, or a part is not ours."""
+    where it is neither, or a part is not ours. In the current context."""
     parts = split_reduction(inst, device.threads_per_warp)
     if not parts:
         return []
     try:
-        with new_context():
-            kernels = [emit_kernel(part, device) for part in parts]
+        kernels = [emit_kernel(part, device) for part in parts]
     except EmitterError:
         return []
     entry = module.entry
@@ -140,7 +139,15 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
 
 
 def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[FusionDecision]:
-    """Step 2 on `module` (in place); the decision for every entry fusion."""
+    """Step 2 on `module` (in place); the decision for every entry fusion.
+    One context for all of the module's kernels: a context a kernel cost
+    ~1 ms each, twice (the emission, the custom call's attribute)."""
+    with new_context():
+        return _replace_fusions_in_context(module, device)
+
+
+def _replace_fusions_in_context(module: HloModule,
+                                device: DeviceDescription) -> list[FusionDecision]:
     decisions = []
     emitted = []
     for inst in list(module.entry.instructions):
@@ -165,8 +172,7 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
                 "taken out)"))
             continue
         try:
-            with new_context():
-                emitted.append((inst, emit_kernel(inst, device)))
+            emitted.append((inst, emit_kernel(inst, device)))
         except EmitterError as e:
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))
             continue

@@ -261,3 +261,108 @@ def test_every_part_assembles(param, out, dims, reducer, init, sm):
             code = pipelines.compile_to_ptx(pipelines.parse_module(module), opts)
         result = ptx.ptxas_check(code, opts.chip)
         assert result.ok, result.log
+
+
+# --- random splits against XLA:CPU ------------------------------------------
+
+# (input shape, reduced dimensions): each not race-free (long rows, long
+# columns, more than 8 batched rows, a padded length), or a reduction a
+# loop fusion would recompute (its result broadcast back).
+SPLIT_SHAPES = [((2, 20000), (1,)), ((20001,), (0,)), ((5000, 3), (0,)), ((3, 4500, 2), (1,)),
+                ((20, 3, 64), (0, 2)), ((70001,), (0,)), ((40, 500), (0, 1))]
+# Order-independent reducers (the parts reduce in another order): integer
+# ones wrap exactly; f32 max/min, and add over small integers.
+INT_TYPES = ["s32", "u32", "s16", "u8"]
+
+
+def _int_identity(op: str, t: str) -> str:
+    """The identity of integer reducer `op` on type `t` (the parts apply
+    the init more than once: only an identity gives one answer)."""
+    bits, signed = int(t[1:]), t[0] == "s"
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return str({"add": 0, "multiply": 1, "or": 0, "xor": 0, "and": -1 if signed else high,
+                "maximum": low, "minimum": high}[op])
+
+
+def _random_split_case(seed: int) -> str:
+    import random
+    r = random.Random(seed)
+    shape, dims = r.choice(SPLIT_SHAPES)
+    kept = tuple(n for i, n in enumerate(shape) if i not in dims)
+    full, out = (f"[{','.join(map(str, s))}]" for s in (shape, kept))
+    if r.random() < 0.5:
+        t = r.choice(INT_TYPES)
+        op = r.choice(["add", "multiply", "and", "or", "xor", "maximum", "minimum"])
+        init = _int_identity(op, t)
+        unary = r.choice(["negate", "not"] if t[0] == "s" else ["not"])
+        body = [f"  p = {t}{full} parameter(0)", f"  x = {t}{full} {unary}(p)"]
+    else:
+        t = "f32"
+        op = r.choice(["add", "maximum", "minimum"])
+        init = {"add": "0", "maximum": "-inf", "minimum": "inf"}[op]
+        body = [f"  p = s8{full} parameter(0)", f"  x = f32{full} convert(p)"]
+    body.append(f"  z = {t}[] constant({init})")
+    body.append(f"  s = {t}{out} reduce(x, z), dimensions={{{','.join(map(str, dims))}}}, "
+                "to_apply=r")
+    if r.random() < 0.4 and len(kept) < len(shape):
+        # The result broadcast back (a softmax's shape): taken out.
+        kept_dims = [i for i in range(len(shape)) if i not in dims]
+        body.append(f"  b = {t}{full} broadcast(s), dimensions={{{','.join(map(str, kept_dims))}}}")
+        body.append(f"  ROOT o = {t}{full} subtract(x, b)")
+        root = f"{t}{full}"
+    elif r.random() < 0.5:
+        body.append(f"  ROOT o = {t}{out} {'negate' if t[0] != 'u' else 'not'}(s)")
+        root = f"{t}{out}"
+    else:
+        body[-1] = body[-1].replace("  s = ", "  ROOT s = ")
+        root = f"{t}{out}"
+    param = body[0].split(" = ")[1].split(" ")[0]
+    return (f"HloModule split\n\nr {{\n  a = {t}[] parameter(0)\n  b = {t}[] parameter(1)\n"
+            f"  ROOT c = {t}[] {op}(a, b)\n}}\n\nfused {{\n" + "\n".join(body) + "\n}\n\n"
+            f"ENTRY main {{\n  p0 = {param} parameter(0)\n"
+            f"  ROOT f = {root} fusion(p0), kind=kLoop, calls=fused\n}}\n")
+
+
+@pytest.mark.parametrize("seed", range(int(__import__("os").environ.get("XLA_GPU_RANDOM_SEEDS",
+                                                                         "40")) // 2))
+def test_random_split_matches_xla(seed):
+    """A random fusion split into parts, each part's kernel run on the CPU
+    target on the results of those before it, gives XLA:CPU's result of
+    the whole fusion, bit for bit."""
+    import numpy as np
+    from mlir import ir
+    from xla_gpu.emitters import emit_fusion
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.runtime import CpuKernel
+    from xla_gpu.tools.test_correctness import random_input, reference_text
+    text = _random_split_case(seed)
+    fusion = parse_hlo(text).fusions()[0]
+    parts = split_reduction(fusion)
+    assert parts, text
+    rng = np.random.RandomState(seed)
+    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
+    values = {id(o): a for o, a in zip(fusion.operands, inputs)}
+    for part in parts:
+        with ir.Context():
+            kernel = CpuKernel(str(emit_fusion(part)))
+        out = np.zeros(part.shape.dims, part.shape.element_type.dtype)
+        kernel(*[values[id(o)] for o in part.operands], out)
+        values[id(part)] = out
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), inputs)
+    np.testing.assert_array_equal(values[id(parts[-1])], want, err_msg=f"seed {seed}\n{text}")
+
+
+def test_random_splits_reach_every_kind_of_split():
+    """Over the default seeds the generator makes a reduction taken out of
+    its broadcast, a padded split, a split of three parts and one with an
+    epilogue."""
+    seen = set()
+    for seed in range(20):
+        text = _random_split_case(seed)
+        parts = split_reduction(parse_hlo(text).fusions()[0])
+        ops = {i.opcode for p in parts for i in p.fused_computation.instructions}
+        seen |= {"broadcast"} & ops | {"pad"} & ops
+        seen |= {"three"} if len(parts) >= 3 else set()
+        seen |= {"epilogue"} if parts[-1].fused_computation.root.opcode in ("negate", "not") \
+            else set()
+    assert seen == {"broadcast", "pad", "three", "epilogue"}, seen

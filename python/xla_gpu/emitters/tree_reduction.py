@@ -29,6 +29,15 @@ is race-free. XLA leaves min/max to atomics; here they are split too (any
 order gives their result).
 
 The sums run in another order than one thread's, as on XLA:GPU.
+
+A loop fusion whose elements would each recompute a reduce (its result
+broadcast back: a softmax's max and sum, XLA:CPU's library fusion of
+x - max(x)) more than MOST_REREADS times over its inputs has the reduce
+taken out first (recomputed_reduce): a fusion of the reduce and what it
+reads, then the rest, reading the reduce's result as its last parameter;
+again for the next such reduce. On XLA:GPU such a reduce ends its fusion
+(what follows it there is an epilogue on its result's shape), or Triton's
+softmax fusion takes the whole; XLA:CPU's fusions hand it to a library.
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ from .fusion_analysis import (ReductionDimensions, is_reduction_from_or_to_conti
                               kMinThreadsXRowReduction, kRowReductionTileX,
                               reduction_dimensions, reduction_is_race_free)
 
-__all__ = ["split_reduction"]
+__all__ = ["MOST_REREADS", "recomputed_reduce", "split_reduction"]
 
 # Parts of one fusion at most (each tree split at least squares the bound;
 # a fission takes out one reduce).
@@ -55,9 +64,9 @@ MOST_REREADS = 64
 
 def split_reduction(fusion: HloInstruction, warp_size: int = 32) -> list[HloInstruction] | None:
     """`fusion` as fusions run one after the other, the last of `fusion`'s
-    shape, each taking the one before it (and `fusion`'s operands where it
-    reads them); None when `fusion` is not a single-operand reduction that
-    needs splitting. The new fusions are in no computation yet."""
+    shape (and name), each reading `fusion`'s operands and the results of
+    parts before it; None when it has no reduction to split or take out.
+    The new fusions are in no computation yet."""
     parts = [fusion]
     while len(parts) <= _MAX_PARTS:
         for i, part in enumerate(parts):

@@ -214,10 +214,11 @@ def _warn_of_slow_reductions(fusion, name: str) -> None:
 
 
 def _split(fusion, platform: str, device: DeviceDescription) -> KernelChain | None:
-    """The fusion as the kernels of its parts where it is a reduction no
-    block can do alone (XLA:GPU's tree-reduction-rewriter; see
-    emitters/tree_reduction.py), compiled; None where it is not, or a part
-    is not ours."""
+    """The fusion as the kernels of its parts (emitters/tree_reduction.py)
+    where it is a reduction no block can do alone (split as XLA:GPU's
+    tree-reduction-rewriter splits it) or a loop kernel that would
+    recompute a reduction for every element (the reduction taken out),
+    compiled; None where it is neither, or a part is not ours."""
     params = fusion.fused_computation.parameters
     if not fusion.operands:  # find_fusion's wrapper of the whole entry
         fusion = dataclasses.replace(fusion, operands=list(params))

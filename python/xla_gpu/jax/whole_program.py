@@ -2,7 +2,7 @@
 emitters.
 
     f = xla_gpu.jax.jit(transformer_block)
-    y = f(x, params...)            # one XLA executable
+    y = f(x, params)               # one XLA executable; params a pytree
     print(f.fusion_report())       # which fusions are ours, which XLA's, why
 
 For the shapes of a call:
@@ -14,7 +14,9 @@ For the shapes of a call:
      hero --
      becomes a typed-FFI custom call to its kernel (`xla_gpu_cpu_kernel`,
      self-contained attributes as xla_gpu.jax.call makes them; an in-place
-     kernel's output aliased to its operand);
+     kernel's output aliased to its operand) -- or several, one after the
+     other, where its reduction is one no block can do alone or one its
+     elements would each recompute (emitters/tree_reduction.py);
   3. the module, as XLA takes HLO text (fusions as calls, see
      reference.as_xla_takes_it), is compiled again by XLA:CPU, which keeps
      the custom calls as they are, and runs as one executable.

@@ -1,6 +1,8 @@
 """The tree-reduction split of a fusion (emitters/tree_reduction.py): which
 reductions it splits, into what, and that each part is race-free."""
 
+import math
+
 import pytest
 
 from xla_gpu.emitters import analyze_fusion
@@ -158,29 +160,63 @@ ENTRY main {
     assert partial.shape.dims == first.shape.dims == (2048,)
 
 
-def test_two_reduces_of_one_result_are_left_alone():
+def test_a_reduce_that_an_epilogue_of_two_inputs_follows_is_taken_out():
+    # s + t: the loop emitter's fusion, each reduce on one thread. s is
+    # taken out (then split), t then split with the add after it.
     text = """HloModule m
 
 r {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] add(a, b)
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] add(a, b)
+}
+
+mx {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] maximum(a, b)
 }
 
 fused {
-  p = f32[1048576] parameter(0)
-  z = f32[] constant(0)
-  s = f32[] reduce(p, z), dimensions={0}, to_apply=r
-  t = f32[] reduce(p, z), dimensions={0}, to_apply=r
-  ROOT o = f32[] add(s, t)
+  p = s32[1048576] parameter(0)
+  z = s32[] constant(0)
+  s = s32[] reduce(p, z), dimensions={0}, to_apply=r
+  low = s32[] constant(-2147483648)
+  t = s32[] reduce(p, low), dimensions={0}, to_apply=mx
+  ROOT o = s32[] add(s, t)
 }
 
 ENTRY main {
-  p0 = f32[1048576] parameter(0)
-  ROOT f = f32[] fusion(p0), kind=kLoop, calls=fused
+  p0 = s32[1048576] parameter(0)
+  ROOT f = s32[] fusion(p0), kind=kLoop, calls=fused
 }
 """
-    assert split_reduction(parse_hlo(text).fusions()[0]) is None
+    fusion = parse_hlo(text).fusions()[0]
+    parts = split_reduction(fusion)
+    assert len(parts) == 4 and parts[-1].fused_computation.root.opcode == "add"
+    for root in [p.fused_computation.root for p in parts[:-1]] + \
+            [i for i in parts[-1].fused_computation.instructions if i.opcode == "reduce"]:
+        assert reduction_is_race_free(reduction_dimensions(root))
+    import numpy as np
+    x = np.random.RandomState(7).randint(-1000, 1000, 1048576).astype(np.int32)
+    assert int(_run_parts(fusion, parts, [x])) == int(x.sum() + x.max())
+
+
+def _run_parts(fusion, parts, inputs):
+    """The last part's result, each part's kernel run on the CPU target on
+    `fusion`'s inputs and the results of the parts before it."""
+    import numpy as np
+    from mlir import ir
+    from xla_gpu.emitters import emit_fusion
+    from xla_gpu.runtime import CpuKernel
+    values = {id(o): a for o, a in zip(fusion.operands, inputs)}
+    for part in parts:
+        with ir.Context():
+            kernel = CpuKernel(str(emit_fusion(part)))
+        out = np.zeros(part.shape.dims, part.shape.element_type.dtype)
+        kernel(*[values[id(o)] for o in part.operands], out)
+        values[id(part)] = out
+    return values[id(parts[-1])]
 
 
 def _softmax(rows: int, cols: int):
@@ -310,6 +346,13 @@ def _random_split_case(seed: int) -> str:
         body.append(f"  b = {t}{full} broadcast(s), dimensions={{{','.join(map(str, kept_dims))}}}")
         body.append(f"  ROOT o = {t}{full} subtract(x, b)")
         root = f"{t}{full}"
+    elif r.random() < 0.3 and math.prod(shape) > 16384:
+        # A second reduce, the two combined: the loop emitter's fusion, each
+        # reduce (more than a block reduces alone) taken out.
+        body.append(f"  second = {t}{out} reduce(x, z), dimensions={{{','.join(map(str, dims))}}}, "
+                    "to_apply=r")
+        body.append(f"  ROOT o = {t}{out} {'maximum' if op != 'maximum' else 'minimum'}(s, second)")
+        root = f"{t}{out}"
     elif r.random() < 0.5:
         body.append(f"  ROOT o = {t}{out} {'negate' if t[0] != 'u' else 'not'}(s)")
         root = f"{t}{out}"
@@ -330,10 +373,7 @@ def test_random_split_matches_xla(seed):
     target on the results of those before it, gives XLA:CPU's result of
     the whole fusion, bit for bit."""
     import numpy as np
-    from mlir import ir
-    from xla_gpu.emitters import emit_fusion
     from xla_gpu.reference import run_with_xla
-    from xla_gpu.runtime import CpuKernel
     from xla_gpu.tools.test_correctness import random_input, reference_text
     text = _random_split_case(seed)
     fusion = parse_hlo(text).fusions()[0]
@@ -341,21 +381,15 @@ def test_random_split_matches_xla(seed):
     assert parts, text
     rng = np.random.RandomState(seed)
     inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
-    values = {id(o): a for o, a in zip(fusion.operands, inputs)}
-    for part in parts:
-        with ir.Context():
-            kernel = CpuKernel(str(emit_fusion(part)))
-        out = np.zeros(part.shape.dims, part.shape.element_type.dtype)
-        kernel(*[values[id(o)] for o in part.operands], out)
-        values[id(part)] = out
     (want,) = run_with_xla(reference_text(fusion.fused_computation), inputs)
-    np.testing.assert_array_equal(values[id(parts[-1])], want, err_msg=f"seed {seed}\n{text}")
+    np.testing.assert_array_equal(_run_parts(fusion, parts, inputs), want,
+                                  err_msg=f"seed {seed}\n{text}")
 
 
 def test_random_splits_reach_every_kind_of_split():
     """Over the default seeds the generator makes a reduction taken out of
-    its broadcast, a padded split, a split of three parts and one with an
-    epilogue."""
+    its broadcast, a padded split, a split of three parts, one with an
+    epilogue and two reduces combined."""
     seen = set()
     for seed in range(20):
         text = _random_split_case(seed)
@@ -363,6 +397,7 @@ def test_random_splits_reach_every_kind_of_split():
         ops = {i.opcode for p in parts for i in p.fused_computation.instructions}
         seen |= {"broadcast"} & ops | {"pad"} & ops
         seen |= {"three"} if len(parts) >= 3 else set()
-        seen |= {"epilogue"} if parts[-1].fused_computation.root.opcode in ("negate", "not") \
-            else set()
-    assert seen == {"broadcast", "pad", "three", "epilogue"}, seen
+        root = parts[-1].fused_computation.root.opcode
+        seen |= {"epilogue"} if root in ("negate", "not") else set()
+        seen |= {"two reduces"} if root in ("maximum", "minimum") else set()
+    assert seen == {"broadcast", "pad", "three", "epilogue", "two reduces"}, seen

@@ -60,6 +60,11 @@ _MAX_PARTS = 8
 # reduction inside it before the reduction is taken out (XLA:CPU itself
 # fuses a max over rows of 32 into their elementwise consumer: 32 times).
 MOST_REREADS = 64
+# From this many elements an output, and more than a block reduces alone
+# in all, a reduce the loop emitter would run on a thread an output is
+# taken out for the reduction emitter (a tree split's last part, at most
+# that many elements and its epilogue, stays one kernel).
+MIN_TAKEN_OUT, MIN_TAKEN_OUT_INPUT = 1024, kMinThreadsXRowReduction * kRowReductionTileX + 1
 
 
 def split_reduction(fusion: HloInstruction, warp_size: int = 32) -> list[HloInstruction] | None:
@@ -70,7 +75,8 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32) -> list[HloInst
     parts = [fusion]
     while len(parts) <= _MAX_PARTS:
         for i, part in enumerate(parts):
-            halves = _fission_once(part) or _split_once(part, warp_size)
+            halves = (_fission_once(part, warp_size) or _split_once(part, warp_size) or
+                      _fission_once(part, warp_size, serial=True))
             if halves is not None:
                 parts[i:i + 1] = halves
                 for later in parts[i + 2:]:  # read the last half now
@@ -107,13 +113,38 @@ def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | 
     return None
 
 
-def _fission_once(fusion: HloInstruction) -> list[HloInstruction] | None:
-    """A reduce `fusion` recomputes (recomputed_reduce) as a fusion of its
-    own, whose result the rest reads: [the reduce's, the rest]."""
-    found = recomputed_reduce(fusion)
-    if found is None or not found[0].shape.is_array:
+def _serial_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | None:
+    """A reduce inside a loop fusion that is not one of its outputs (what
+    follows it makes the loop emitter the fusion's: log(sum(x)) + m), of at
+    least MIN_TAKEN_OUT elements an output, which the reduction emitter
+    would take: the loop emitter reduces it on a thread an output, in
+    order."""
+    from .fusion_analysis import EmitterKind, analyze_fusion
+    comp = fusion.fused_computation
+    if analyze_fusion(fusion).kind != EmitterKind.LOOP:
         return None
-    reduce = found[0]
+    outputs = {id(o) for o in comp.outputs}
+    for inst in comp.topological_order():
+        n = inst.operands[0].shape.num_elements if inst.opcode == "reduce" else 0
+        if (n >= MIN_TAKEN_OUT_INPUT and id(inst) not in outputs and inst.shape.is_array and
+                n >= MIN_TAKEN_OUT * inst.shape.num_elements and
+                is_reduction_from_or_to_contiguous(inst, warp_size)):
+            return inst
+    return None
+
+
+def _fission_once(fusion: HloInstruction, warp_size: int,
+                  serial: bool = False) -> list[HloInstruction] | None:
+    """A reduce `fusion` recomputes (recomputed_reduce), or with `serial`
+    one it reduces on a thread an output (_serial_reduce), as a fusion of
+    its own, whose result the rest reads: [the reduce's, the rest]."""
+    if serial:
+        reduce = _serial_reduce(fusion, warp_size)
+    else:
+        found = recomputed_reduce(fusion)
+        reduce = found[0] if found is not None else None
+    if reduce is None or not reduce.shape.is_array:
+        return None
     comp = fusion.fused_computation
     params = comp.parameters
     cone = _before([reduce])

@@ -369,6 +369,27 @@ def test_a_kernel_of_a_long_reduction_on_few_threads_says_so(caplog, fresh_kerne
                     "order (a reduction no block can do alone); xla_gpu.jax.jit splits it"]
 
 
+@pytest.mark.parametrize("shape, warned", [((64, 512), True), ((64, 16), False)])
+def test_a_kernel_of_a_cumulative_op_over_a_long_axis_says_so(caplog, fresh_kernels, shape,
+                                                            warned):
+    # cummax as jax writes it: a reduce-window over the whole axis, each
+    # element reducing its prefix (512 elements: 256x the input read on
+    # average, the window's 512 counted).
+    x = f32(*shape)
+
+    def running_max(v):
+        return jax.lax.cummax(v, 1)
+
+    with caplog.at_level("WARNING", logger="xla_gpu.jax"):
+        out = kernel(running_max)(x)
+    np.testing.assert_array_equal(np.asarray(out), np.maximum.accumulate(np.asarray(x), 1))
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == int(warned), caplog.text
+    if warned:
+        assert said[0].startswith(f"running_max: as one kernel, each of its {64 * 512} output "
+                                  "elements reduces a window of up to 512 elements")
+
+
 @pytest.mark.parametrize("fn, shape", [
     (lambda v: v.sum(), (1024, 1024)),
     (lambda v: ((v - 0.5) ** 2).mean(), (4096, 256)),          # an epilogue: * 1/n

@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import hashlib
 import logging
+import math
 import os
 import re
 import threading
@@ -45,7 +46,7 @@ import jax.numpy as jnp
 
 from ..emitters import EmitterError, EmitterKind, analyze_fusion, emit_kernel, find_fusion
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
-from ..emitters.tree_reduction import recomputed_reduce, split_reduction
+from ..emitters.tree_reduction import MOST_REREADS, recomputed_reduce, split_reduction
 from ..hlo import parse_hlo
 from ..hlo.parser import HloParseError
 from ..pipelines import compile_context
@@ -184,8 +185,9 @@ def _warn_of_slow_reductions(fusion, name: str) -> None:
     """Says (on the "xla_gpu.jax" logger) where the function, as one loop
     kernel that _split could not take apart, recomputes a reduction for
     every element that reads it (tree_reduction.recomputed_reduce: a
-    softmax over rows of 1024 as one kernel ran 150x slower than jax.jit)
-    or reduces a long reduction on a few threads."""
+    softmax over rows of 1024 as one kernel ran 150x slower than jax.jit),
+    reduces long windows (a cumulative op), or reduces a long reduction on
+    a few threads."""
     found = recomputed_reduce(fusion)
     if found is not None:
         reduce, times = found
@@ -200,6 +202,20 @@ def _warn_of_slow_reductions(fusion, name: str) -> None:
         return
     comp = fusion.fused_computation
     outputs = max(o.shape.num_elements for o in comp.outputs)
+    inputs = max(1, sum(p.shape.num_elements for p in comp.parameters))
+    for inst in comp.instructions:
+        # A cumulative op as jax writes it: a reduce-window over the whole
+        # axis, each element reducing its prefix (cummax over rows of 512 as
+        # one kernel: 2.3-3.3x jax.jit, whose XLA:CPU module scans in log
+        # steps).
+        size = math.prod((inst.attr("window") or {}).get("size", [])) \
+            if inst.opcode == "reduce-window" else 0
+        if outputs * size > MOST_REREADS * inputs:
+            _log.warning("%s: as one kernel, each of its %d output elements reduces a window "
+                         "of up to %d elements in reduce-window %s (%.0fx its inputs read); "
+                         "xla_gpu.jax.jit runs it as XLA's fusions", name, outputs, size,
+                         inst.name, outputs * size / inputs)
+            return
     for o in comp.outputs:
         if o.opcode != "reduce":
             continue

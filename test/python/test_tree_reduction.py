@@ -265,6 +265,7 @@ def test_a_softmax_as_one_loop_fusion_is_its_reductions_then_the_rest():
     # The sum reads the max (its last operand); the rest reads both.
     assert total.operands == [fusion.operands[0], mx]
     assert rest.operands == [fusion.operands[0], mx, total]
+    assert mx.users == [total, rest] and total.users == [rest] and rest.users == []
     assert "reduce" not in {i.opcode for i in rest.fused_computation.instructions}
     assert rest.name == "f" and rest.shape == fusion.shape
     assert len({p.name for p in (mx, total, rest)}) == 3

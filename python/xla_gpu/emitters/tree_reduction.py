@@ -46,7 +46,8 @@ import math
 
 from ..hlo import HloInstruction, parse_hlo
 from ..hlo.shape import Layout, Shape
-from .fusion_analysis import (ReductionDimensions, is_reduction_from_or_to_contiguous,
+from .fusion_analysis import (EmitterKind, ReductionDimensions, analyze_fusion,
+                              is_reduction_from_or_to_contiguous,
                               kBatchedReductionRaceFreeBound, kColumnReductionTileY,
                               kMinThreadsXRowReduction, kRowReductionTileX,
                               reduction_dimensions, reduction_is_race_free)
@@ -72,24 +73,29 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32) -> list[HloInst
     shape (and name), each reading `fusion`'s operands and the results of
     parts before it; None when it has no reduction to split or take out.
     The new fusions are in no computation yet."""
-    parts = [fusion]
-    while len(parts) <= _MAX_PARTS:
-        for i, part in enumerate(parts):
-            halves = (_fission_once(part, warp_size) or _split_once(part, warp_size) or
-                      _fission_once(part, warp_size, serial=True))
-            if halves is not None:
-                parts[i:i + 1] = halves
-                for later in parts[i + 2:]:  # read the last half now
-                    later.operands = [halves[-1] if o is part else o for o in later.operands]
-                halves[-1].users = [u for u in parts[i + 2:] if halves[-1] in u.operands]
-                break
-        else:
-            if len(parts) == 1:
-                return None
-            for i, part in enumerate(parts[:-1]):  # unique in the module
-                part.name = f"{fusion.name}.part{i}"
-            return parts
-    return None
+    parts = _parts(fusion, warp_size, 0)
+    if len(parts) == 1 or len(parts) > _MAX_PARTS:
+        return None
+    for i, part in enumerate(parts[:-1]):  # unique in the module
+        part.name = f"{fusion.name}.part{i}"
+    for part in parts:
+        part.users = [p for p in parts if any(o is part for o in p.operands)]
+    return parts
+
+
+def _parts(fusion: HloInstruction, warp_size: int, depth: int) -> list[HloInstruction]:
+    """`fusion` split (or a reduce taken out) until no part can be, each
+    part once: [fusion] where it cannot be."""
+    halves = None
+    if depth <= _MAX_PARTS:
+        halves = (_fission_once(fusion, warp_size) or _split_once(fusion, warp_size) or
+                  _fission_once(fusion, warp_size, serial=True))
+    if halves is None:
+        return [fusion]
+    first, last = halves
+    firsts = _parts(first, warp_size, depth + 1)
+    last.operands = [firsts[-1] if o is first else o for o in last.operands]
+    return firsts + _parts(last, warp_size, depth + 1)
 
 
 def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | None:
@@ -97,7 +103,6 @@ def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | 
     reads it (its result broadcast back: a softmax's max), when that reads
     the fusion's inputs more than MOST_REREADS times over: the reduce and
     how many times."""
-    from .fusion_analysis import EmitterKind, analyze_fusion
     comp = fusion.fused_computation
     if analyze_fusion(fusion).kind != EmitterKind.LOOP:
         return None
@@ -119,7 +124,6 @@ def _serial_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | N
     least MIN_TAKEN_OUT elements an output, which the reduction emitter
     would take: the loop emitter reduces it on a thread an output, in
     order."""
-    from .fusion_analysis import EmitterKind, analyze_fusion
     comp = fusion.fused_computation
     if analyze_fusion(fusion).kind != EmitterKind.LOOP:
         return None
@@ -360,8 +364,6 @@ def _parse_parts(fusion, first: list[str], last: list[str], middle: Shape, first
     # Bound to `fusion`'s operands, calling `fusion`'s computations.
     inner.operands = list(fusion.operands)
     outer.operands = [*fusion.operands, inner]
-    inner.users = [outer]
-    outer.users = []
     inner.shape = Shape(middle.element_type, middle.dims,
                         Layout(tuple(range(middle.rank - 1, -1, -1))))
     outer.shape = fusion.shape

@@ -124,19 +124,18 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
         return []
     entry = module.entry
     *first, last = parts
+    for o in inst.operands:  # the module's instructions the parts read
+        o.users = [u for u in o.users if u is not inst] + \
+            [p for p in parts if any(n is o for n in p.operands)]
     for part in first:
         part.parent = entry
-        for o in part.operands:
-            if all(u is not part for u in o.users):
-                o.users.append(part)
-    for o in inst.operands:
-        if all(n is not o for n in last.operands):
-            o.users = [u for u in o.users if u is not inst]
+        part.users = [inst if u is last else u for u in part.users]
     entry.instructions[entry.instructions.index(inst):0] = first
     inst.operands = last.operands
     inst.called_computations = last.called_computations
     inst.attributes = last.attributes
-    first[-1].users = [inst]
+    for o in inst.operands:  # `last` is `inst` from now on
+        o.users = [inst if u is last else u for u in o.users]
     return [*zip(first, kernels), (inst, kernels[-1])]
 
 

@@ -78,6 +78,15 @@ class KernelCall:
 
     def to_json(self) -> str:
         """The call as JSON (the disk cache): everything but compiled code."""
+        return json.dumps(self._to_dict())
+
+    @classmethod
+    def from_json(cls, text: str) -> "KernelCall":
+        """A call written by to_json; a CPU kernel is compiled (from the MLIR
+        it carries, in the background) and registered with the handler."""
+        return cls._from_dict(json.loads(text))
+
+    def _to_dict(self) -> dict:
         def encode(v):
             if isinstance(v, HashableArray):
                 return {"array": v.val.tolist(), "dtype": str(v.val.dtype)}
@@ -87,17 +96,15 @@ class KernelCall:
                 return {"dict": {k: encode(x) for k, x in v.items()}}
             return v
 
-        return json.dumps({
+        return {
             "target": self.target, "kernel_hash": self.kernel_hash,
             "attributes": encode(self.attributes),
             "result_shapes": [[list(s.shape), str(s.dtype)] for s in self.result_shapes],
             "input_output_aliases": [[i, o] for i, o in self.input_output_aliases.items()],
-            "scratch": list(self.scratch)})
+            "scratch": list(self.scratch)}
 
     @classmethod
-    def from_json(cls, text: str) -> "KernelCall":
-        """A call written by to_json; a CPU kernel is compiled (from the MLIR
-        it carries, in the background) and registered with the handler."""
+    def _from_dict(cls, d: dict) -> "KernelCall":
         def decode(v):
             if isinstance(v, dict) and "array" in v:
                 return _array(v["array"], np.dtype(v["dtype"]))
@@ -107,7 +114,6 @@ class KernelCall:
                 return {k: decode(x) for k, x in v["dict"].items()}
             return v
 
-        d = json.loads(text)
         attributes = decode(d["attributes"])
         if d["target"] == _ffi.CPU_TARGET:
             _ffi.compile_cpu_kernel_soon(d["kernel_hash"], attributes["kernel"])
@@ -138,13 +144,16 @@ class KernelChain:
     sources: tuple[tuple[int, ...], ...]
 
     def to_json(self) -> str:
-        return json.dumps({"chain": [json.loads(c.to_json()) for c in self.calls],
+        return json.dumps({"chain": [c._to_dict() for c in self.calls],
                            "sources": [list(s) for s in self.sources]})
 
     @classmethod
     def from_json(cls, text: str) -> "KernelChain":
-        d = json.loads(text)
-        return cls(tuple(KernelCall.from_json(json.dumps(c)) for c in d["chain"]),
+        return cls._from_dict(json.loads(text))
+
+    @classmethod
+    def _from_dict(cls, d: dict) -> "KernelChain":
+        return cls(tuple(KernelCall._from_dict(c) for c in d["chain"]),
                    tuple(tuple(s) for s in d["sources"]))
 
     def __call__(self, *arrays):
@@ -157,7 +166,8 @@ class KernelChain:
 
 def call_from_json(text: str) -> "KernelCall | KernelChain":
     """A KernelCall's or a KernelChain's to_json, read back."""
-    return (KernelChain.from_json if "chain" in json.loads(text) else KernelCall.from_json)(text)
+    d = json.loads(text)
+    return (KernelChain if "chain" in d else KernelCall)._from_dict(d)
 
 
 def _dtype(name: str) -> np.dtype:

@@ -479,3 +479,90 @@ def _kind_of(body: str, params: str, out: str) -> str:
 ])
 def test_emitter_kind_follows_xlas_order(ctx, body, params, out, kind):
     assert _kind_of(body, params, out) == kind
+
+
+# --- a loop fusion's result over an operand's buffer ------------------------
+
+def _loop_fusion(params: list[str], body: str, out: str, args: str | None = None):
+    decls = "\n".join(f"p{i} = {t} parameter({i})" for i, t in enumerate(params))
+    entry = "\n".join(f"a{i} = {t} parameter({i})" for i, t in enumerate(params))
+    args = args or ", ".join(f"a{i}" for i in range(len(params)))
+    add = "add {\na = f32[] parameter(0)\nb = f32[] parameter(1)\nROOT s = f32[] add(a, b)\n}\n"
+    text = (f"HloModule m\n{add}fused {{\n{decls}\n{body}\n}}\nENTRY e {{\n{entry}\n"
+            f"ROOT f = {out} fusion({args}), kind=kLoop, calls=fused\n}}\n")
+    return find_fusion(parse_hlo(text))
+
+
+_SHARING = {
+    # An elementwise chain from p0; p1 broadcast.
+    "exp of a scaled operand": (
+        ["f32[64,130]", "f32[130]"],
+        "b = f32[64,130] broadcast(p1), dimensions={1}\nm = f32[64,130] multiply(p0, b)\n"
+        "ROOT r = f32[64,130] exponential(m)", "f32[64,130]", None, [0]),
+    "select of two operands": (
+        ["f32[64,130]", "f32[64,130]"],
+        "c = pred[64,130] compare(p0, p1), direction=GT\n"
+        "ROOT r = f32[64,130] select(c, p0, p1)", "f32[64,130]", None, [0, 1]),
+    "a convert of the same width": (
+        ["f32[4096]"], "ROOT r = s32[4096] convert(p0)", "s32[4096]", None, [0]),
+    "a convert to half the width": (
+        ["f32[4096]"], "ROOT r = f16[4096] convert(p0)", "f16[4096]", None, []),
+    "packed nibbles": (["s4[4096]", "s4[4096]"], "ROOT r = s4[4096] add(p0, p1)", "s4[4096]",
+                       None, []),
+    # p0 also read at every element of its row (a reduce inside the fusion).
+    "x - sum(x)": (
+        ["f32[64,130]"],
+        "z = f32[] constant(0)\ns = f32[64] reduce(p0, z), dimensions={1}, to_apply=add\n"
+        "b = f32[64,130] broadcast(s), dimensions={0}\nROOT r = f32[64,130] subtract(p0, b)",
+        "f32[64,130]", None, []),
+    "a transpose": (["f32[64,64]"], "t = f32[64,64] transpose(p0), dimensions={1,0}\n"
+                    "ROOT r = f32[64,64] negate(t)", "f32[64,64]", None, []),
+    "one buffer read twice": (["f32[256]", "f32[256]"], "ROOT r = f32[256] add(p0, p1)",
+                              "f32[256]", "a0, a0", []),
+}
+
+
+@pytest.mark.parametrize("name", list(_SHARING))
+def test_shareable_operands_of_a_loop_fusion(name):
+    from xla_gpu.emitters import shareable_operands
+    params, body, out, args, want = _SHARING[name]
+    assert shareable_operands(_loop_fusion(params, body, out, args)) == want
+
+
+def test_a_reduction_fusion_shares_no_operand():
+    from xla_gpu.emitters import shareable_operands
+    text = ("HloModule m\nadd {\na = f32[] parameter(0)\nb = f32[] parameter(1)\n"
+            "ROOT s = f32[] add(a, b)\n}\nfused {\np = f32[64,1024] parameter(0)\n"
+            "z = f32[] constant(0)\nROOT r = f32[64] reduce(p, z), dimensions={1}, to_apply=add\n}\n"
+            "ENTRY e {\na = f32[64,1024] parameter(0)\n"
+            "ROOT f = f32[64] fusion(a), kind=kInput, calls=fused\n}\n")
+    assert shareable_operands(find_fusion(parse_hlo(text))) == []
+
+
+@pytest.mark.parametrize("name", ["exp of a scaled operand", "select of two operands",
+                                  "a convert of the same width"])
+def test_a_kernel_writing_over_its_operand_matches_xla(ctx, name):
+    """The kernel with one buffer for its result and operand k (the CPU
+    target reads and writes the one buffer) gives XLA:CPU's bits."""
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    params, body, out, args, shareable = _SHARING[name]
+    fusion = _loop_fusion(params, body, out, args)
+    rng = np.random.RandomState(7)
+    inputs = [(rng.standard_normal(parse_shape(p).dims) * 1.5).astype(np.float32)
+              for p in params]
+    want = np.asarray(run_with_xla(reference_text(fusion.fused_computation), inputs)[0])
+    for k in shareable:
+        kernel = emit_kernel(fusion, shared_operand=k)
+        assert kernel.aliases == {0: k}
+        cpu = CpuKernel(kernel.text)
+        assert cpu.aliases == {len(params): k}
+        result = np.zeros(want.shape, want.dtype)
+        cpu(*inputs, result)
+        np.testing.assert_array_equal(result, want)
+
+
+def test_an_operand_that_cannot_share_the_result_is_refused(ctx):
+    params, body, out, args, _ = _SHARING["a transpose"]
+    with pytest.raises(ValueError, match="operand 0 cannot share the result's buffer"):
+        emit_kernel(_loop_fusion(params, body, out, args), shared_operand=0)

@@ -670,6 +670,77 @@ def test_jit_splits_reductions_no_block_can_do_alone(fn, shape, parts):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.sqrt(x.size))
 
 
+
+def test_jit_writes_an_elementwise_result_over_a_dead_operand():
+    # softmax: the last fusion (exp * 1/sum) writes over the exp before it,
+    # which the sum read first, as XLA's buffer assignment shares them: the
+    # program keeps no 2 MiB temporary (XLA allocates its temporaries at
+    # every run, and their fresh pages fault).
+    x = np.random.default_rng(8).standard_normal((512, 1024), np.float32)
+    f = xj.jit(jax.nn.softmax)
+    np.testing.assert_allclose(np.asarray(f(x)), np.asarray(jax.jit(jax.nn.softmax)(x)),
+                               rtol=1e-6, atol=1e-9)
+    executable = f._last.executable.executable
+    assert executable.get_compiled_memory_stats().temp_size_in_bytes < 64 * 1024
+    (root,) = [line for line in executable.hlo_modules()[0].to_string().splitlines()
+               if line.lstrip().startswith("ROOT")]
+    assert "output_to_operand_aliasing={{}: (0, {})}" in root, root
+
+
+_SHARE_ENTRY = """HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+exp {{
+  p = f32[64,256] parameter(0)
+  ROOT e = f32[64,256] exponential(p)
+}}
+scale {{
+  p = f32[64,256] parameter(0)
+  q = f32[64] parameter(1)
+  b = f32[64,256] broadcast(q), dimensions={{0}}
+  ROOT m = f32[64,256] multiply(p, b)
+}}
+sum {{
+  p = f32[64,256] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[64] reduce(p, z), dimensions={{1}}, to_apply=add
+}}
+ENTRY main {{
+  x = f32[64,256] parameter(0)
+  y = f32[64] parameter(1)
+{body}
+}}
+"""
+
+
+@pytest.mark.parametrize("body, shared", [
+    # The sum reads e before the scale (its operand): e is dead after.
+    ("  e = f32[64,256] fusion(x), kind=kLoop, calls=exp\n"
+     "  s = f32[64] fusion(e), kind=kInput, calls=sum\n"
+     "  ROOT m = f32[64,256] fusion(e, s), kind=kLoop, calls=scale", 0),
+    # The sum may run after the scale: sharing would need a copy of e.
+    ("  e = f32[64,256] fusion(x), kind=kLoop, calls=exp\n"
+     "  m = f32[64,256] fusion(e, y), kind=kLoop, calls=scale\n"
+     "  s = f32[64] fusion(e), kind=kInput, calls=sum\n"
+     "  ROOT t = (f32[64,256], f32[64]) tuple(m, s)", None),
+    # e is a result of the program.
+    ("  e = f32[64,256] fusion(x), kind=kLoop, calls=exp\n"
+     "  m = f32[64,256] fusion(e, y), kind=kLoop, calls=scale\n"
+     "  ROOT t = (f32[64,256], f32[64,256]) tuple(m, e)", None),
+    # A parameter: XLA would copy it (it is not donated).
+    ("  ROOT m = f32[64,256] fusion(x, y), kind=kLoop, calls=scale", None),
+])
+def test_jit_shares_an_operands_buffer_only_where_it_is_dead(body, shared):
+    from xla_gpu.jax.whole_program import _shared_operand
+    module = parse_hlo(_SHARE_ENTRY.format(body=body))
+    (scale,) = [i for i in module.entry.instructions
+                if i.opcode == "fusion" and i.fused_computation.name == "scale"]
+    assert _shared_operand(module, scale) == shared
+
+
 # --- the GPU check, prepared here ------------------------------------------
 
 def test_gpu_check_is_prepared_and_its_handler_builds_without_mlir(tmp_path):

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from xla_gpu.emitters import emit_fusion, find_fusion
+from xla_gpu.emitters import emit_fusion, emit_kernel, find_fusion, shareable_operands
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.reference import run_with_xla
 from xla_gpu.runtime import CpuKernel
@@ -133,3 +133,14 @@ def test_random_fusion_matches_xla(seed):
     bound = 1e-5 if root_type == "f32" else 0
     ok = (diff <= bound) | (rel <= bound)
     assert ok.all(), f"seed {seed}: {int((~ok).sum())} elements differ\n{text}"
+    # Written over an operand's buffer (xla_gpu.jax.jit's buffer sharing),
+    # the kernel reads and writes one buffer: the same bits.
+    shareable = shareable_operands(fusion)
+    if shareable:
+        k = shareable[rng.randint(len(shareable))]
+        with ir.Context():
+            in_place = CpuKernel(emit_kernel(fusion, shared_operand=k).text)
+        again = np.zeros_like(out)
+        in_place(*inputs, again)
+        np.testing.assert_array_equal(again.view(np.uint8), out.view(np.uint8),
+                                      err_msg=f"seed {seed}, over operand {k}")

@@ -20,7 +20,7 @@ from .kernel import EmittedKernel, LaunchDimensions
 from .registry import EMITTERS, EmitterNotBuiltError, emitter_class, register_emitter
 from .verifier import verify_fusion, verify_fusion_instruction
 # Each emitter registers itself for its kind on import.
-from .loop import LoopEmitter, loop_launch_dims
+from .loop import LoopEmitter, loop_launch_dims, shareable_operands
 from .concatenate import ConcatenateEmitter
 from .in_place_dynamic_update_slice import InPlaceDynamicUpdateSliceEmitter
 from .input_slices import InputSlicesEmitter
@@ -34,7 +34,7 @@ __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "Emitte
            "LaunchDimensions", "LoopEmitter", "ReductionEmitter", "ScatterEmitter", "TransposeEmitter",
            "analyze_fusion", "device_named", "emit_fusion", "emit_kernel", "emitter_class",
            "find_fusion", "find_hero", "loop_launch_dims", "make_emitter", "register_emitter",
-           "verify_fusion"]
+           "shareable_operands", "verify_fusion"]
 
 
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE):
@@ -49,10 +49,21 @@ def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEV
     return emitter_class(analysis, device)(analysis, device)
 
 
-def emit_kernel(fusion: HloInstruction,
-                device: DeviceDescription = DEFAULT_DEVICE) -> EmittedKernel:
-    """One fusion instruction as a kernel (in the current context)."""
-    return make_emitter(fusion, device).emit()
+def emit_kernel(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE,
+                shared_operand: int | None = None) -> EmittedKernel:
+    """One fusion instruction as a kernel (in the current context). With
+    `shared_operand`, the kernel writes its result over that operand's
+    buffer (one of loop.shareable_operands(fusion): the caller's buffer
+    assignment shares them, as XLA's does)."""
+    emitter = make_emitter(fusion, device)
+    if shared_operand is not None:
+        if (not isinstance(emitter, LoopEmitter) or
+                shared_operand not in shareable_operands(fusion)):
+            raise ValueError(f"{fusion.name}: operand {shared_operand} cannot share the "
+                             "result's buffer (not an operand of an elementwise loop "
+                             "fusion's one result, read only at the element it makes)")
+        emitter.shared_outputs = {0: shared_operand}
+    return emitter.emit()
 
 
 def emit_fusion(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE) -> ir.Module:

@@ -203,6 +203,9 @@ class EmitterBase:
         self.fusion = analysis.fusion
         self.computation = analysis.computation
         self.params = self.computation.parameters
+        # Output k written over parameter v's buffer, where the caller's
+        # buffer assignment shares them (emit_kernel's `shared_operand`).
+        self.shared_outputs: dict[int, int] = {}
 
     # -- the hooks -----------------------------------------------------------
 
@@ -275,7 +278,7 @@ class EmitterBase:
                 self._emit_called_subgraphs()
         verify(module)
         return EmittedKernel(module, name, launch, [p.shape for p in self.params],
-                             [r.shape for r in roots], aliases=self.output_aliases())
+                             [r.shape for r in roots], aliases=self.buffer_aliases())
 
     def emit_module(self) -> ir.Module:
         return self.emit().module
@@ -293,6 +296,11 @@ class EmitterBase:
         emitters); such pairs share an `xla.slice_index`."""
         return {}
 
+    def buffer_aliases(self) -> dict[int, int]:
+        """Output k's buffer is parameter v's: the in-place emitters'
+        (output_aliases) and those the caller shares (shared_outputs)."""
+        return {**self.shared_outputs, **self.output_aliases()}
+
     def _create_entry(self, name: str, roots, launch: LaunchDimensions) -> func.FuncOp:
         inputs = [tensor_type(p.shape) for p in self.params]
         outputs = [tensor_type(r.shape) for r in roots]
@@ -303,7 +311,7 @@ class EmitterBase:
             entry.attributes[BLOCK_ORDER_ATTR] = ir.DictAttr.get({
                 "tiles": ir.DenseI64ArrayAttr.get(list(tiles)),
                 "order": ir.DenseI64ArrayAttr.get(list(dims))})
-        aliases = self.output_aliases()
+        aliases = self.buffer_aliases()
         i32 = ir.IntegerType.get_signless(32)
         slices = list(range(len(inputs)))
         next_slice = len(inputs)

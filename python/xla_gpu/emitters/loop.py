@@ -11,18 +11,18 @@ from mlir import ir
 from mlir.dialects import func, tensor
 
 from ..hlo import HloComputation, HloInstruction, Shape
-from ..hlo.opcodes import PREVENTS_VECTORIZATION
+from ..hlo.opcodes import ELEMENTWISE, PREVENTS_VECTORIZATION
 from ..indexing import delinearize, indexing_from, output_to_input_indexing
 from ..indexing_map import IndexingMap
 from .base import CallTargets, EmitterBase, apply_map, bitcast_map
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import EmitterError
-from .fusion_analysis import EmitterKind, FusionAnalysis
+from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion
 from .kernel import LaunchDimensions
 from .registry import register_emitter
 
 __all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "loop_launch_dims",
-           "may_prevent_vectorization"]
+           "may_prevent_vectorization", "shareable_operands"]
 
 # XLA: a block is this many warps (warp scheduling granularity).
 kWarpSchedulingGranularity = 4
@@ -105,6 +105,41 @@ def default_thread_map(emitter: EmitterBase, dims: LaunchDimensions, unroll: int
     return emitter.kernel_map(delinearize(linear, shape),
                               [("chunk_id", 0, chunks - 1), ("unroll_id", 0, unroll - 1)],
                               constraints).simplify()
+
+
+def shareable_operands(fusion: HloInstruction) -> list[int]:
+    """The operands of loop fusion `fusion` its kernel may write its result
+    over (XLA's buffer assignment shares an elementwise fusion's result
+    with an operand nothing reads afterwards; so does xla_gpu.jax.jit):
+    the one result has the operand's dimensions, layout and element width
+    (of whole bytes), the operand is read once by the fusion, and every
+    use of it leads to the root through elementwise ops alone. A thread
+    then reads an element of it only to compute the same element of the
+    result, before it writes that element, and no thread reads an element
+    another writes."""
+    comp, out = fusion.fused_computation, fusion.shape
+    if (comp is None or not out.is_array or out.element_type.bits < 8 or
+            analyze_fusion(fusion).kind != EmitterKind.LOOP):
+        return []
+    root = comp.root
+
+    def elementwise_to_root(inst) -> bool:
+        if inst is root:
+            return True
+        return bool(inst.users) and all(
+            u.opcode in ELEMENTWISE and u.shape.dims == out.dims and elementwise_to_root(u)
+            for u in inst.users)
+
+    shareable = []
+    for p in comp.parameters:
+        k = p.parameter_number
+        s = p.shape
+        if (s.is_array and s.dims == out.dims and s.element_type.bits == out.element_type.bits
+                and s.minor_to_major == out.minor_to_major and p is not root
+                and sum(o is fusion.operands[k] for o in fusion.operands) == 1
+                and elementwise_to_root(p)):
+            shareable.append(k)
+    return shareable
 
 
 @register_emitter(EmitterKind.LOOP)

@@ -26,10 +26,11 @@
 //      wrong call is an error, never an out-of-bounds access;
 //   4. copies an in-place result's operand into it when XLA gave them
 //      different buffers;
-//   5. spreads the blocks over XLA's intra-op thread pool, the calling
-//      thread taking chunks too, and returns when every chunk ran -- or
-//      runs them on the calling thread alone, where the instruction's
-//      first calls ran faster that way (WorkerChoice).
+//   5. spreads the blocks over the calling thread and XLA's intra-op
+//      thread pool (as many threads as the pool has in all), and returns
+//      when every chunk ran -- or runs them on the calling thread alone,
+//      where the instruction's first calls ran faster that way
+//      (WorkerChoice).
 
 #include <algorithm>
 #include <atomic>
@@ -166,9 +167,20 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
 // 4.5 ms on one thread, 6.9 on two. Calls may run at once on several
 // threads: the counts and bests are atomic, and the call of the last
 // probe decides (the others run on the pool meanwhile).
+//
+// One instruction of the process probes at a time; the others run on the
+// pool, untimed, until it has decided. A kernel's time depends on where
+// the kernel before it left the data: a program's kernels probing in
+// lockstep ran one thread each together, so a softmax's last kernel (a
+// multiply in place over the exp before it) took 21 us on one thread
+// there, after an exp on the same core, and 110 us once it kept one
+// thread beside the exp on the pool (the pool: 40-50 us). An instruction
+// waiting kProbeWaits calls of its own while the prober made no call
+// takes its turn (a program no longer run).
 class WorkerChoice {
  public:
   static constexpr int64_t kProbeCalls = 3;
+  static constexpr int64_t kProbeWaits = 16;
   // XLA's pool is awake between the kernels of one program: its kernels
   // of 0.08 ms (a layer norm's five over f32[1024,1024], a softmax's)
   // ran faster on it, and a floor of 0.1 ms kept them on one thread --
@@ -176,6 +188,8 @@ class WorkerChoice {
   // 0.02 or none against 0.49-0.71 with 0.1, the softmax 0.47-0.72
   // against 0.52-1.34. Under 0.02 ms a launch is too short to share.
   static constexpr int64_t kMinNanosForWorkers = 20'000;
+
+  ~WorkerChoice() { Release(); }
 
   // The threads this call runs on, and its probe's number (-1: none):
   // 1 to 2 * kProbeCalls, odd ones on one thread.
@@ -186,6 +200,8 @@ class WorkerChoice {
       workers_.store(1, std::memory_order_release);
       return {1, -1};
     }
+    if (!TakeTurn()) return {most, -1};
+    prober_calls_.fetch_add(1, std::memory_order_relaxed);
     int64_t call = calls_.fetch_add(1, std::memory_order_relaxed);
     // The first call, untimed; or others still probing.
     if (call == 0 || call > 2 * kProbeCalls) return {most, -1};
@@ -207,14 +223,43 @@ class WorkerChoice {
       bool timed = one != std::numeric_limits<int64_t>::max();
       bool alone = timed && (one < kMinNanosForWorkers || one + one / 10 < many);  // 1.1x
       workers_.store(alone ? 1 : most, std::memory_order_release);
+      Release();
     }
   }
 
  private:
+  // Whether this instruction probes now: it holds the turn, or takes it
+  // (free, or its holder made no call in this one's last kProbeWaits).
+  bool TakeTurn() {
+    WorkerChoice* holder = prober_.load(std::memory_order_acquire);
+    if (holder == this) return true;
+    int64_t progress = prober_calls_.load(std::memory_order_relaxed);
+    if (holder != nullptr) {
+      if (progress != seen_progress_.exchange(progress, std::memory_order_relaxed)) {
+        waits_.store(0, std::memory_order_relaxed);
+        return false;
+      }
+      if (waits_.fetch_add(1, std::memory_order_relaxed) + 1 < kProbeWaits) return false;
+    }
+    waits_.store(0, std::memory_order_relaxed);
+    return prober_.compare_exchange_strong(holder, this, std::memory_order_acq_rel);
+  }
+
+  void Release() {
+    WorkerChoice* self = this;
+    prober_.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
+  }
+
+  // The instruction probing now, and how many calls probers have made.
+  static inline std::atomic<WorkerChoice*> prober_{nullptr};
+  static inline std::atomic<int64_t> prober_calls_{0};
+
   std::atomic<int64_t> calls_{0};
   std::atomic<int64_t> best_one_{std::numeric_limits<int64_t>::max()};
   std::atomic<int64_t> best_many_{std::numeric_limits<int64_t>::max()};
   std::atomic<int64_t> workers_{0};  // 0: not decided
+  std::atomic<int64_t> seen_progress_{-1};
+  std::atomic<int64_t> waits_{0};
 };
 
 // The state of one custom-call instruction, made once when XLA
@@ -268,9 +313,17 @@ Error CpuKernelExecute(CpuCallState* state, xffi::ThreadPool pool,
   if (num_slots.has_error()) return num_slots.error();
   // 5. Chunks of blocks, taken by whoever is free (HostLaunch.h), on the
   // threads WorkerChoice picks. A kernel of one block asks the pool
-  // nothing.
+  // nothing. At most as many threads as the pool has, the calling thread
+  // one of them (XLA's pool has a thread a core, as CpuKernel's pool and
+  // its caller do): one more than the cores ran programs of several
+  // kernels slower and less alike from one instance to the next, a thread
+  // put off the cores holding a chunk the others wait for (A/B in one
+  // process, 2 cores, two instances a side, `xj.jit` against `jax.jit`:
+  // a softmax 0.58-0.71 against 0.75-1.24, a layer norm 0.58-0.67 against
+  // 0.88-1.59, a cross-entropy 0.67-0.71 against 0.82-1.12; of eight
+  // programs only an elementwise GELU ran slower, once, 0.66 against 0.45).
   const int64_t most =
-      k.num_blocks == 1 ? 1 : std::min<int64_t>(k.num_blocks, pool.num_threads() + 1);
+      k.num_blocks == 1 ? 1 : std::min<int64_t>(k.num_blocks, pool.num_threads());
   auto [workers, probe] = state->workers.Next(most);
   const auto start = probe >= 0 ? std::chrono::steady_clock::now()
                                 : std::chrono::steady_clock::time_point();

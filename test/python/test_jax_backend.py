@@ -687,6 +687,25 @@ def test_jit_writes_an_elementwise_result_over_a_dead_operand():
     assert "output_to_operand_aliasing={{}: (0, {})}" in root, root
 
 
+
+def test_jit_merges_a_convert_into_the_reduction_it_feeds():
+    # A bf16 RMS norm: XLA:CPU converts the input to f32 in a fusion of its
+    # own (wrapped_convert) for YNNPACK's reduction; merged into the
+    # reduction, no f32 copy of the input (4 MiB) is written or read.
+    def rms(x):
+        ms = (x.astype(jnp.float32) ** 2).mean(-1, keepdims=True)
+        return x * jax.lax.rsqrt(ms + 1e-6).astype(x.dtype)
+
+    x = jnp.asarray(np.random.default_rng(9).standard_normal((1024, 1024), np.float32),
+                    jnp.bfloat16)
+    f = xj.jit(rms)
+    np.testing.assert_allclose(np.asarray(f(x), np.float32),
+                               np.asarray(jax.jit(rms)(x), np.float32), rtol=2 ** -7)
+    merged = [d for d in f.decisions() if d.reason.startswith("merged into ")]
+    assert merged and all(d.ours for d in f.decisions()), f.fusion_report()
+    stats = f._last.executable.executable.get_compiled_memory_stats()
+    assert stats.temp_size_in_bytes < 64 * 1024
+
 _SHARE_ENTRY = """HloModule m
 add {{
   a = f32[] parameter(0)

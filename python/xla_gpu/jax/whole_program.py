@@ -37,6 +37,8 @@ from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.module import Attribute
 from ..reference import XlaCpuExecutable, as_xla_takes_it, kernel_row_major
+from ..emitters.fusion_merger import (is_elementwise_producer, merge_producer,
+                                      reads_each_element_once)
 from ..emitters.tree_reduction import split_reduction
 from .kernel_call import KernelCall, prepare
 
@@ -184,6 +186,36 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
     return [*zip(first, kernels), (inst, kernels[-1])]
 
 
+def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruction | None:
+    """Where fusion `inst` computes elementwise what one fusion alone reads,
+    each element once (XLA:CPU's `wrapped_convert` of a bf16 input to f32
+    for YNNPACK's reduction), merges it into that consumer
+    (fusion_merger.merge_producer: the consumer changes in place, `inst`
+    leaves the entry) and returns the consumer; else None. A bf16 RMS norm
+    then writes and reads no f32 copy of its input (4 MiB over
+    bf16[1024,1024])."""
+    if len(inst.users) != 1 or not is_elementwise_producer(inst) or not kernel_row_major(inst):
+        return None
+    consumer = inst.users[0]
+    if (consumer.opcode != "fusion" or consumer.parent is not module.entry or
+            not kernel_row_major(consumer)):
+        return None
+    ops = {i.opcode for i in consumer.fused_computation.instructions}
+    k = next(i for i, o in enumerate(consumer.operands) if o is inst)
+    if _LIBRARY_OPS & ops or not reads_each_element_once(consumer, k):
+        return None
+    merged = merge_producer(consumer, k)
+    entry = module.entry
+    consumer.operands = merged.operands
+    consumer.called_computations = merged.called_computations
+    consumer.attributes = merged.attributes
+    for o in inst.operands:
+        o.users = [u for u in o.users if u is not inst and u is not consumer] + [consumer]
+    entry.instructions.remove(inst)
+    module.computations.insert(module.computations.index(entry), merged.fused_computation)
+    return consumer
+
+
 def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[FusionDecision]:
     """Step 2 on `module` (in place); the decision for every entry fusion.
     One context for all of the module's kernels: a context a kernel cost
@@ -196,10 +228,15 @@ def _replace_fusions_in_context(module: HloModule,
                                 device: DeviceDescription) -> list[FusionDecision]:
     decisions = []
     emitted = []
+    merged: list[tuple[int, HloInstruction]] = []  # a decision, the fusion it went into
     for inst in list(module.entry.instructions):
         if inst.opcode != "fusion":
             continue
         kind = inst.fusion_kind or "?"
+        if (consumer := _merge_into_consumer(module, inst)) is not None:
+            merged.append((len(decisions), consumer))
+            decisions.append(FusionDecision(inst.name, kind, True, f"merged into {consumer.name}"))
+            continue
         ops = sorted({i.opcode for i in inst.fused_computation.instructions} -
                      {"parameter", "tuple", "get-tuple-element", "constant"})
         if kind == "kCustom" and _LIBRARY_OPS & set(ops):
@@ -223,6 +260,13 @@ def _replace_fusions_in_context(module: HloModule,
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))
             continue
         decisions.append(FusionDecision(inst.name, kind, True))
+    # A merged producer is ours where its consumer is (the last merged
+    # first: a consumer may have been merged on in turn).
+    ours = {d.name: d.ours for d in decisions}
+    for i, consumer in reversed(merged):
+        d = decisions[i]
+        ours[d.name] = ours[consumer.name]
+        decisions[i] = FusionDecision(d.name, d.kind, ours[d.name], d.reason)
     # Compiled on the plugin's threads while XLA compiles the module around
     # them.
     for inst, kernel in emitted:

@@ -1,0 +1,141 @@
+"""An elementwise producer fusion merged into its one consumer, as XLA's
+fusion passes would have fused them: one kernel instead of two, and no
+buffer between them.
+
+    merged = merge_producer(consumer, k)   # consumer's operand k merged in
+
+XLA:CPU keeps such pairs apart for its libraries: YNNPACK reduces f32, so
+a bf16 RMS norm's `x.astype(f32)` is a fusion of its own
+(`wrapped_convert`) whose f32[1024,1024] result -- 4 MiB written, then
+read back by the reduction -- only feeds the reduction's library fusion.
+XLA:GPU fuses the convert into the reduction (a prologue its reduction
+emitter reads each element through once).
+
+The merged fusion is built as HLO text and parsed (the emitters read the
+parsed attributes): the consumer's parameters but k, then the producer's
+(numbered after them, its operands after the consumer's), the producer's
+instructions (renamed where the consumer has the name), and the
+consumer's, which read the producer's root where they read parameter k.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..hlo import HloInstruction, parse_hlo
+from ..hlo.opcodes import ELEMENTWISE
+
+__all__ = ["is_elementwise_producer", "merge_producer", "reads_each_element_once"]
+
+
+def is_elementwise_producer(fusion: HloInstruction) -> bool:
+    """A fusion of one array result computed elementwise from operands of
+    its dimensions (and scalar constants): merged into a consumer that
+    reads each of its elements once, it is computed once an element."""
+    comp = fusion.fused_computation
+    if comp is None or not fusion.shape.is_array:
+        return False
+    dims = fusion.shape.dims
+    for inst in comp.instructions:
+        if inst.opcode == "parameter":
+            if inst.shape.dims != dims:
+                return False
+        elif inst.opcode == "constant":
+            if inst.shape.dims:
+                return False
+        elif inst.opcode == "broadcast":
+            if inst.operands[0].opcode != "constant" or inst.shape.dims != dims:
+                return False
+        elif inst.opcode not in ELEMENTWISE or inst.shape.dims != dims:
+            return False
+    return comp.root.opcode != "parameter"
+
+
+def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
+    """Whether fusion `consumer` reads each element of operand k once: it
+    is its operand once, and its parameter feeds reductions (as their
+    input) or elementwise ops of its dimensions, and those feed the same
+    up to the root or a reduction."""
+    if sum(o is consumer.operands[k] for o in consumer.operands) != 1:
+        return False
+    comp = consumer.fused_computation
+    (param,) = [p for p in comp.parameters if p.parameter_number == k]
+    dims = param.shape.dims
+
+    def once(inst) -> bool:
+        for user in inst.users:
+            if user.opcode == "reduce":
+                if any(o is inst for o in user.operands[len(user.operands) // 2:]):
+                    return False  # an init value
+            elif user.opcode not in ELEMENTWISE or user.shape.dims != dims or not once(user):
+                return False
+        return True
+
+    return once(param)
+
+
+def merge_producer(consumer: HloInstruction, k: int) -> HloInstruction:
+    """Fusion `consumer` with its operand k (an elementwise producer
+    fusion, see is_elementwise_producer) merged in: a new fusion of
+    `consumer`'s name, shape and kind, on `consumer`'s operands but k
+    followed by the producer's, calling a new computation (and the
+    computations both called). In no computation yet."""
+    producer = consumer.operands[k]
+    cc, pc = consumer.fused_computation, producer.fused_computation
+    taken = {i.name for i in cc.instructions}
+    names: dict[int, str] = {}
+
+    def fresh(name: str) -> str:
+        new, n = name, 0
+        while new in taken:
+            n += 1
+            new = f"{name}.{producer.name}{n if n > 1 else ''}"
+        taken.add(new)
+        return new
+
+    def line(inst, name: str, operands) -> str:
+        # The instruction's text under another name and operands (named by
+        # stand-ins), never ROOT.
+        clone = dataclasses.replace(
+            inst, name=name, parent=None,
+            operands=[dataclasses.replace(o, name=names[id(o)]) for o in operands])
+        return clone.to_text()
+
+    kept = [p for p in cc.parameters if p.parameter_number != k]
+    lines = []
+    for number, p in enumerate(kept):
+        names[id(p)] = p.name
+        lines.append(f"%{p.name} = {p.shape} parameter({number})")
+    for p in pc.parameters:
+        names[id(p)] = fresh(p.name)
+        lines.append(f"%{names[id(p)]} = {p.shape} parameter({len(kept) + p.parameter_number})")
+    for inst in pc.topological_order():
+        if inst.opcode != "parameter":
+            names[id(inst)] = fresh(inst.name)
+            lines.append(line(inst, names[id(inst)], inst.operands))
+    (param,) = [p for p in cc.parameters if p.parameter_number == k]
+    names[id(param)] = names[id(pc.root)]
+    for inst in cc.topological_order():
+        if inst.opcode != "parameter":
+            names[id(inst)] = inst.name
+            lines.append(("ROOT " if inst is cc.root else "") +
+                         line(inst, inst.name, inst.operands))
+    operands = [o for i, o in enumerate(consumer.operands) if i != k] + list(producer.operands)
+    name = f"{cc.name}.{pc.name}"
+    called = (pc.callees() + [c for c in cc.callees() if c not in pc.callees()])
+    args = ", ".join(f"%arg{i}" for i in range(len(operands)))
+    kind = consumer.fusion_kind or "kLoop"
+    text = ("HloModule merged\n\n" + "".join(c.to_text() + "\n\n" for c in called) +
+            f"%{name} {{\n  " + "\n  ".join(lines) + "\n}\n\nENTRY %merged {\n" +
+            "".join(f"  %arg{i} = {o.shape} parameter({i})\n" for i, o in enumerate(operands)) +
+            f"  ROOT %{consumer.name} = {consumer.shape} fusion({args}), kind={kind}, "
+            f"calls=%{name}\n}}\n")
+    module = parse_hlo(text, source=f"<{producer.name} merged into {consumer.name}>")
+    merged = module.entry.root
+    merged.operands = operands
+    merged.shape = consumer.shape
+    merged.parent = None
+    by_name = {c.name: c for c in called}
+    for inst in merged.fused_computation.instructions:
+        inst.called_computations = [by_name[c.name] for c in inst.called_computations]
+    return merged

@@ -1,0 +1,117 @@
+"""An elementwise producer fusion merged into the one fusion that reads it
+(emitters/fusion_merger.py; xla_gpu.jax.jit merges XLA:CPU's
+`wrapped_convert` of a bf16 input into the reduction reading it)."""
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from xla_gpu.emitters import emit_kernel
+from xla_gpu.emitters.fusion_merger import (is_elementwise_producer, merge_producer,
+                                            reads_each_element_once)
+from xla_gpu.hlo import parse_hlo
+from xla_gpu.runtime import CpuKernel
+
+_MODULE = """HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+to_f32 {{
+  p = bf16[64,300] parameter(0)
+  c = f32[64,300] convert(p)
+  two = f32[] constant(2)
+  t = f32[64,300] broadcast(two), dimensions={{}}
+  ROOT m = f32[64,300] multiply(c, t)
+}}
+consumer {{
+{consumer}
+}}
+ENTRY main {{
+  x = bf16[64,300] parameter(0)
+  y = f32[64] parameter(1)
+  w = f32[64,300] fusion(x), kind=kLoop, calls=to_f32
+  ROOT r = {out} fusion(y, w), kind=kInput, calls=consumer
+}}
+"""
+
+# The consumer reads the producer as its parameter 1.
+_SQUARES = """  q = f32[64] parameter(0)
+  p = f32[64,300] parameter(1)
+  m = f32[64,300] multiply(p, p)
+  z = f32[] constant(0)
+  s = f32[64] reduce(m, z), dimensions={1}, to_apply=add
+  ROOT o = f32[64] add(s, q)"""
+
+
+def _entry(consumer: str, out: str = "f32[64]"):
+    module = parse_hlo(_MODULE.format(consumer=consumer, out=out))
+    return module, module.entry.instruction("w"), module.entry.instruction("r")
+
+
+def test_a_convert_and_scale_is_an_elementwise_producer():
+    _, producer, consumer = _entry(_SQUARES)
+    assert is_elementwise_producer(producer)
+    assert not is_elementwise_producer(consumer)   # a reduce
+    assert reads_each_element_once(consumer, 1)
+
+
+@pytest.mark.parametrize("consumer, out", [
+    # A slice broadcast: each element it keeps read by every row.
+    ("""  q = f32[64] parameter(0)
+  p = f32[64,300] parameter(1)
+  r = f32[1,300] slice(p), slice={[0:1], [0:300]}
+  v = f32[300] reshape(r)
+  ROOT b = f32[64,300] broadcast(v), dimensions={1}""", "f32[64,300]"),
+    # A transpose: another thread's element.
+    ("""  q = f32[64] parameter(0)
+  p = f32[64,300] parameter(1)
+  ROOT t = f32[300,64] transpose(p), dimensions={1,0}""", "f32[300,64]"),
+])
+def test_a_consumer_that_reads_elements_again_is_not_merged(consumer, out):
+    module = parse_hlo(_MODULE.format(consumer=consumer, out=out))
+    assert not reads_each_element_once(module.entry.instruction("r"), 1)
+
+
+def test_an_operand_read_twice_is_not_merged():
+    text = _MODULE.format(consumer=_SQUARES.replace("q = f32[64] parameter(0)",
+                                                    "q = f32[64,300] parameter(0)")
+                          .replace("ROOT o = f32[64] add(s, q)", "ROOT o = f32[64] negate(s)"),
+                          out="f32[64]").replace("fusion(y, w)", "fusion(w, w)")
+    assert not reads_each_element_once(parse_hlo(text).entry.instruction("r"), 1)
+
+
+def test_merged_kernel_gives_the_two_kernels_bits(ctx):
+    """One kernel of the merged fusion against the producer's kernel then
+    the consumer's, on the CPU target: the same bits (the reduction's order
+    is the emitter's either way)."""
+    _, producer, consumer = _entry(_SQUARES)
+    merged = merge_producer(consumer, 1)
+    assert merged.name == "r" and merged.shape == consumer.shape
+    assert [o.name for o in merged.operands] == ["y", "x"]
+    ops = [i.opcode for i in merged.fused_computation.instructions]
+    assert ops.count("parameter") == 2 and "convert" in ops and "reduce" in ops
+    rng = np.random.RandomState(3)
+    import ml_dtypes
+    x = rng.standard_normal((64, 300)).astype(ml_dtypes.bfloat16)
+    y = rng.standard_normal(64).astype(np.float32)
+    w = np.zeros((64, 300), np.float32)
+    CpuKernel(emit_kernel(producer).text)(x, w)
+    want = np.zeros(64, np.float32)
+    CpuKernel(emit_kernel(consumer).text)(y, w, want)
+    got = np.zeros(64, np.float32)
+    CpuKernel(emit_kernel(merged).text)(y, x, got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_merged_names_do_not_collide(ctx):
+    # The producer's instructions named as the consumer's are renamed.
+    consumer = _SQUARES.replace("m = f32[64,300] multiply(p, p)",
+                                "c = f32[64,300] multiply(p, p)").replace("reduce(m, z)",
+                                                                           "reduce(c, z)")
+    _, _, r = _entry(consumer)
+    merged = merge_producer(r, 1)
+    names = [i.name for i in merged.fused_computation.instructions]
+    assert len(names) == len(set(names)), names
+    emit_kernel(merged)

@@ -53,6 +53,13 @@ CASES = {
         "max_f32", "  z = f32[] constant(-inf)\n"
         "  ROOT r = f32[8192] reduce(a0, z), dimensions={1}, to_apply=max_f32",
         "f32[8192,16]", "f32[8192]"),
+    # A bf16 attention softmax's max (rows of 256): each thread's 8
+    # elements are computed by every lane before the warp's shuffle tree
+    # (lower_kernel_to_cpu.cpp, kMaxLoadsAtLanes).
+    "row max bf16[16384,256]": _module(
+        "max_bf16", "  z = bf16[] constant(-inf)\n"
+        "  ROOT r = bf16[16384] reduce(a0, z), dimensions={1}, to_apply=max_bf16",
+        "bf16[16384,256]", "bf16[16384]"),
     "softmax exp+sum bf16[512,777]": _module(
         "add_f32", "  e = bf16[512,777] exponential(a0)\n  c = f32[512,777] convert(e)\n"
         "  z = f32[] constant(0)\n"

@@ -263,6 +263,14 @@ constexpr int64_t kMaxPermutedRows = 128;
 constexpr int64_t kMaxUnrolledLanes = 4;
 // The shortest lane loop periodOf picks for its divisors: a warp.
 constexpr int64_t kMinPeriod = 32;
+// A warp's shuffle tree computes the values it shuffles at the lanes that
+// keep its result (see run()) where they read at most this many loads a
+// lane; a value of more is computed by every lane first, in a lane loop
+// of its own. A bf16 row max's thread reads 8 elements (its loop of two
+// vectors of 4 unrolled): lane 0 of each warp loading all 32 lanes' 8,
+// scalar, ran 11 ms on one thread over bf16[16384,256] (the f32 one,
+// whose thread loop stays a loop, 1.4 ms).
+constexpr int64_t kMaxLoadsAtLanes = 2;
 // Marks the lane loops while the kernel is lowered (see foldsTail).
 constexpr llvm::StringLiteral kLaneLoop = "xla.lane_loop";
 
@@ -909,6 +917,23 @@ class KernelLowering {
     // lanes the next reads: computed whole by lane 0 of each row, it ran
     // 1.2x slower (0.052 against 0.044 ms, A/B in one process, bits the
     // same), the rows' strided loads in one loop over them.
+    // The loads of the current phase `v` reads, shuffles aside (their
+    // values are the tree's own), each once.
+    auto loadsAtLanes = [&](Value v) {
+      int64_t loads = 0;
+      llvm::SmallVector<Value> work = {v};
+      llvm::DenseSet<mlir::Operation*> seen;
+      while (!work.empty()) {
+        mlir::Operation* def = work.pop_back_val().getDefiningOp();
+        if (!def || phaseOf_.lookup(def) + 1 != phases.size() ||
+            llvm::isa<mlir::gpu::ShuffleOp>(def) || !seen.insert(def).second) {
+          continue;
+        }
+        loads += evaluableLoads_.contains(def);
+        llvm::append_range(work, def->getOperands());
+      }
+      return loads;
+    };
     llvm::DenseSet<mlir::Operation*> wide;
     auto treeOfAWarp = [&](mlir::gpu::ShuffleOp shuffle) {
       bool result = 2 * *mlir::getConstantIntValue(shuffle.getOffset()) >= kMinPeriod;
@@ -955,7 +980,8 @@ class KernelLowering {
         // from the value's first such dependency on go to a phase of
         // their own (any cut is a schedule a GPU may run), so that the
         // tree's phase still runs only the lanes that keep its result.
-        if (!treeOfAWarp(shuffle) || !computableAtLanes(shuffle.getValue())) {
+        if (!treeOfAWarp(shuffle) || !computableAtLanes(shuffle.getValue()) ||
+            loadsAtLanes(shuffle.getValue()) > kMaxLoadsAtLanes) {
           if (phaseShuffles) {
             SmallVector<mlir::Operation*>& current = phases.back();
             size_t from = current.size();

@@ -394,6 +394,69 @@ func.func @shuffle_tree(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// The same tree on a value that reads more than two loads a lane (a bf16
+// row max's thread reads 8 elements): every lane computes it first, in a
+// lane loop of its own that stores it to its slot, and the tree's phase
+// reads the slots (lane 0 loading each lane's elements itself ran scalar,
+// 7x slower). The input is loaded once a lane, not again in the tree.
+// CHECK-LABEL: func.func @shuffle_tree_of_loads
+// CHECK:     %[[SLOTS:.*]] = llvm.alloca
+// CHECK:     scf.for
+// CHECK:       scf.for
+// CHECK-COUNT-4: llvm.load %{{.*}} invariant : !llvm.ptr -> f32
+// CHECK:           llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr
+// CHECK:       scf.for
+// CHECK-NOT:     invariant
+// CHECK:         llvm.getelementptr %[[SLOTS]]
+// CHECK-NOT:     invariant
+// CHECK:     return
+func.func @shuffle_tree_of_loads(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c8_i32 = arith.constant 8 : i32
+  %c16_i32 = arith.constant 16 : i32
+  %c32_i32 = arith.constant 32 : i32
+  %base = arith.muli %tid, %c4 : index
+  %i0 = arith.index_cast %base : index to i64
+  %p0 = llvm.getelementptr %in[%i0] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v0 = llvm.load %p0 invariant : !llvm.ptr -> f32
+  %b1 = arith.addi %base, %c1 : index
+  %i1 = arith.index_cast %b1 : index to i64
+  %p1 = llvm.getelementptr %in[%i1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v1 = llvm.load %p1 invariant : !llvm.ptr -> f32
+  %b2 = arith.addi %base, %c2 : index
+  %i2 = arith.index_cast %b2 : index to i64
+  %p2 = llvm.getelementptr %in[%i2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v2 = llvm.load %p2 invariant : !llvm.ptr -> f32
+  %b3 = arith.addi %base, %c3 : index
+  %i3 = arith.index_cast %b3 : index to i64
+  %p3 = llvm.getelementptr %in[%i3] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v3 = llvm.load %p3 invariant : !llvm.ptr -> f32
+  %m0 = arith.maximumf %v0, %v1 : f32
+  %m1 = arith.maximumf %m0, %v2 : f32
+  %v = arith.maximumf %m1, %v3 : f32
+  %s1, %valid1 = gpu.shuffle down %v, %c16_i32, %c32_i32 : f32
+  %a = arith.maximumf %v, %s1 : f32
+  %s2, %valid2 = gpu.shuffle down %a, %c8_i32, %c32_i32 : f32
+  %b = arith.maximumf %a, %s2 : f32
+  %lane = arith.remui %tid, %c32 : index
+  %first = arith.cmpi eq, %lane, %c0 : index
+  scf.if %first {
+    %warp = arith.divui %tid, %c32 : index
+    %w = arith.index_cast %warp : index to i64
+    %o = llvm.getelementptr %out[%w] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %b, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
 // Trees of 8 lanes (several rows a warp) keep a phase per level, each
 // running the lanes the next reads: lanes 0-3 of each 8 load (into slots),
 // lanes 0-1 take the first level, lane 0 the second and stores. That last

@@ -314,7 +314,10 @@ def ExpandBf16ConversionsPass
     also expands `arith.maximumf` and `arith.minimumf` into compares and
     selects, a chain LLVM's loop vectorizer does not take for a max
     reduction, where `llvm.maximum` (what -xla-gpu-lower-to-llvm makes of
-    them, on the GPU too) is one.
+    them, on the GPU too) is one. First, `extf(truncf(x))` becomes `x`
+    where `x` is a bf16 value at every element (a max, min, select,
+    negation or absolute value of bf16 values widened): a bf16 reducer's
+    max chain then runs in f32 without rounding each step.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -52,3 +52,43 @@ func.func @others(%a: f32, %b: f32, %h: f16) -> (f32, f32, f32, f32) {
   %same = arith.addf %a, %zero : f32
   return %max, %min, %e, %same : f32, f32, f32, f32
 }
+
+// -----
+
+// A bf16 max chain as the emitters write a bf16 reducer (each step in f32,
+// rounded back to bf16, widened again): the max of bf16 values is one of
+// them, so the round trip goes and the chain stays in f32 -- the one
+// truncf left rounds the result. An add is not exact: its round trip stays.
+// CHECK-LABEL: func.func @exact_round_trips
+// CHECK-SAME: (%[[A:.*]]: bf16, %[[B:.*]]: bf16, %[[C:.*]]: bf16, %[[P:.*]]: i1)
+// CHECK: %[[M:.*]] = arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: %[[N:.*]] = arith.minimumf %[[M]], %{{.*}} : f32
+// CHECK: %[[S:.*]] = arith.select %[[P]], %[[N]], %{{.*}} : f32
+// CHECK: %[[Q:.*]] = arith.negf %[[S]] : f32
+// CHECK: %[[SUM:.*]] = arith.addf %[[Q]], %{{.*}} : f32
+// CHECK: arith.addi
+// CHECK: %[[BACK:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// CHECK: %[[AGAIN:.*]] = arith.maximumf %[[BACK]], %[[Q]] : f32
+// CHECK: return %[[AGAIN]]
+func.func @exact_round_trips(%a: bf16, %b: bf16, %c: bf16, %p: i1) -> f32 {
+  %ea = arith.extf %a : bf16 to f32
+  %eb = arith.extf %b : bf16 to f32
+  %ec = arith.extf %c : bf16 to f32
+  %m = arith.maximumf %ea, %eb : f32
+  %tm = arith.truncf %m : f32 to bf16
+  %em = arith.extf %tm : bf16 to f32
+  %n = arith.minimumf %em, %ec : f32
+  %tn = arith.truncf %n : f32 to bf16
+  %en = arith.extf %tn : bf16 to f32
+  %s = arith.select %p, %en, %ea : f32
+  %ts = arith.truncf %s : f32 to bf16
+  %es = arith.extf %ts : bf16 to f32
+  %q = arith.negf %es : f32
+  %tq = arith.truncf %q : f32 to bf16
+  %eq = arith.extf %tq : bf16 to f32
+  %sum = arith.addf %eq, %ec : f32
+  %tsum = arith.truncf %sum : f32 to bf16
+  %esum = arith.extf %tsum : bf16 to f32
+  %again = arith.maximumf %esum, %eq : f32
+  return %again : f32
+}

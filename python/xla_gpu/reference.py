@@ -69,6 +69,26 @@ def _logical_bitcast(inst: HloInstruction) -> list[HloInstruction]:
     return [physical, reshaped]
 
 
+def _retyping_bitcast(inst: HloInstruction) -> list[HloInstruction]:
+    """A row-major bitcast (now a reshape) that also changes the element
+    type, of one width (XLA:CPU's sort comparators bitcast f32[] to s32[]):
+    a reshape keeps its element type, so it becomes a bitcast-convert, of
+    a reshape where the dimensions change too; returns the instruction
+    added before it (none where the type is the same)."""
+    src, dst = inst.operands[0].shape, inst.shape
+    if not (src.is_array and dst.is_array) or src.element_type == dst.element_type or \
+            src.element_type.bits != dst.element_type.bits:
+        return []
+    inst.opcode = "bitcast-convert"
+    if src.dims == dst.dims:
+        return []
+    reshaped = HloInstruction(f"{inst.name}.reshaped", "reshape",
+                              Shape(src.element_type, dst.dims), operands=[inst.operands[0]],
+                              parent=inst.parent)
+    inst.operands = [reshaped]
+    return [reshaped]
+
+
 @contextmanager
 def as_xla_takes_it(computations: Iterable[HloComputation]) -> Iterator[None]:
     """For the duration, the instructions of `computations` are what XLA's
@@ -91,6 +111,11 @@ def as_xla_takes_it(computations: Iterable[HloComputation]) -> Iterator[None]:
                 attributes = {"to_apply": Attribute("to_apply", inst.attributes["calls"].text)}
             elif inst.opcode == "bitcast" and row_major(inst):
                 inst.opcode = "reshape"
+                added = _retyping_bitcast(inst)
+                if added:
+                    comp = inst.parent
+                    at = next(k for k, i in enumerate(comp.instructions) if i is inst)
+                    comp.instructions[at:at] = added
             inst.attributes = attributes
             if inst.opcode == "bitcast" and inst.shape.is_array and \
                     inst.operands[0].shape.is_array:

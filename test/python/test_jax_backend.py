@@ -706,6 +706,15 @@ def test_jit_merges_a_convert_into_the_reduction_it_feeds():
     stats = f._last.executable.executable.get_compiled_memory_stats()
     assert stats.temp_size_in_bytes < 64 * 1024
 
+
+def test_jit_of_a_sort_whose_comparator_bitcasts_its_keys():
+    # XLA:CPU's sort comparator bitcasts f32[] keys to s32[] (a bitcast of
+    # another element type): XLA takes it back as a bitcast-convert, not a
+    # reshape (which must keep the element type).
+    x = np.random.default_rng(10).standard_normal((64, 256), np.float32)
+    f = xj.jit(lambda v: jnp.sort(v, -1)[:, -5:] * 2.0)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.sort(x, -1)[:, -5:] * 2.0)
+
 _SHARE_ENTRY = """HloModule m
 add {{
   a = f32[] parameter(0)

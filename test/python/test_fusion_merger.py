@@ -64,6 +64,13 @@ def test_a_convert_and_scale_is_an_elementwise_producer():
   r = f32[1,300] slice(p), slice={[0:1], [0:300]}
   v = f32[300] reshape(r)
   ROOT b = f32[64,300] broadcast(v), dimensions={1}""", "f32[64,300]"),
+    # x - max(x): read by the reduce and by the subtract, twice an element.
+    ("""  q = f32[64] parameter(0)
+  p = f32[64,300] parameter(1)
+  z = f32[] constant(0)
+  s = f32[64] reduce(p, z), dimensions={1}, to_apply=add
+  b = f32[64,300] broadcast(s), dimensions={0}
+  ROOT d = f32[64,300] subtract(p, b)""", "f32[64,300]"),
     # A transpose: another thread's element.
     ("""  q = f32[64] parameter(0)
   p = f32[64,300] parameter(1)

@@ -53,25 +53,27 @@ def is_elementwise_producer(fusion: HloInstruction) -> bool:
 
 def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
     """Whether fusion `consumer` reads each element of operand k once: it
-    is its operand once, and its parameter feeds reductions (as their
-    input) or elementwise ops of its dimensions, and those feed the same
-    up to the root or a reduction."""
+    is its operand once, and its parameter goes through one chain of
+    elementwise ops of its dimensions (each the only reader of the one
+    before) to the root or a reduction's input. A value read by a reduce
+    and by an elementwise op too (x - max(x)) is read twice an element,
+    where a fission (tree_reduction) makes them two kernels."""
     if sum(o is consumer.operands[k] for o in consumer.operands) != 1:
         return False
     comp = consumer.fused_computation
-    (param,) = [p for p in comp.parameters if p.parameter_number == k]
-    dims = param.shape.dims
-
-    def once(inst) -> bool:
-        for user in inst.users:
-            if user.opcode == "reduce":
-                if any(o is inst for o in user.operands[len(user.operands) // 2:]):
-                    return False  # an init value
-            elif user.opcode not in ELEMENTWISE or user.shape.dims != dims or not once(user):
-                return False
-        return True
-
-    return once(param)
+    (inst,) = [p for p in comp.parameters if p.parameter_number == k]
+    dims = inst.shape.dims
+    while inst is not comp.root:
+        users = {id(u): u for u in inst.users}
+        if len(users) != 1:
+            return False
+        (user,) = users.values()
+        if user.opcode == "reduce":
+            return all(o is not inst for o in user.operands[len(user.operands) // 2:])
+        if user.opcode not in ELEMENTWISE or user.shape.dims != dims:
+            return False
+        inst = user
+    return True
 
 
 def merge_producer(consumer: HloInstruction, k: int) -> HloInstruction:

@@ -30,6 +30,27 @@ func.func @accumulate(%t: tensor<64xf32>, %tid: index) -> f32 {
 
 // -----
 
+// Four elements (a thread's vector of 4): unrolled on the CPU target too
+// (its lanes' elements one interleaved load, see kMinAccumulationTrips).
+// CPU-LABEL: func.func @accumulate_four
+// CPU-NOT:   scf.for
+// CPU-COUNT-4: arith.addf
+func.func @accumulate_four(%t: tensor<64xf32>, %tid: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %i = arith.addi %k, %tid : index
+    %x = tensor.extract %t[%i] : tensor<64xf32>
+    %next = arith.addf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  return %sum : f32
+}
+
+// -----
+
 // Two elements (a vector's pair), or a loop inside another one, or a loop
 // carrying only a tensor: unrolled on both targets.
 // CPU-LABEL: func.func @short
@@ -57,8 +78,9 @@ func.func @nested(%t: tensor<64xf32>, %tid: index) -> f32 {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
   %zero = arith.constant 0.0 : f32
-  %sum = scf.for %j = %c0 to %c4 step %c1 iter_args(%outer = %zero) -> (f32) {
+  %sum = scf.for %j = %c0 to %c8 step %c1 iter_args(%outer = %zero) -> (f32) {
     %s = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %outer) -> (f32) {
       %i = arith.addi %k, %j : index
       %x = tensor.extract %t[%i] : tensor<64xf32>

@@ -256,6 +256,50 @@ def test_disk_cache_skips_emission(tmp_path, monkeypatch):
     assert list(tmp_path.glob("*.json")) == [entry]
 
 
+
+def test_jit_disk_cache_skips_xlas_first_compile_and_emission(tmp_path, monkeypatch):
+    """xj.jit with $XLA_GPU_CACHE_DIR keeps the compiled program (XLA's
+    serialized executable, the decisions): a fresh process running the
+    same program loads it -- no XLA compile of the fusions, no emission,
+    no kernel compiled anew (the handler's compiler finds the objects the
+    first compile stored) -- and a damaged file is compiled anew."""
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", str(tmp_path))
+    x = np.random.default_rng(11).standard_normal((256, 512), np.float32)
+    first = xj.jit(jax.nn.log_softmax)
+    want = np.asarray(first(x))
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "want.npy", want)
+    (program,) = (tmp_path / "jit").glob("*.bin")
+    objects = sorted((tmp_path / "cpu").glob("*.o"))
+    code = textwrap.dedent(f"""
+        import jax, jax.stages, numpy as np
+        import xla_gpu.jax as xj
+        import xla_gpu.jax.whole_program as wp
+        from xla_gpu.runtime import cpu
+
+        def refused(*args, **kwargs):
+            raise AssertionError("compiled or emitted although the disk cache has it")
+
+        jax.stages.Lowered.compile = refused
+        wp.emit_kernel = refused
+        cpu.compile_object = refused
+        f = xj.jit(jax.nn.log_softmax)
+        x = np.load({str(tmp_path / 'x.npy')!r})
+        assert np.array_equal(np.asarray(f(x)), np.load({str(tmp_path / 'want.npy')!r}))
+        print(f.fusion_report())
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == first.fusion_report()
+    assert sorted((tmp_path / "cpu").glob("*.o")) == objects
+    # Damaged: compiled anew (and written again, whole).
+    program.write_bytes(b"{}\n" + b"not an executable")
+    again = xj.jit(jax.nn.log_softmax)
+    np.testing.assert_array_equal(np.asarray(again(x)), want)
+    assert program.stat().st_size > 1000
+
+
+
 def _count_lowerings(monkeypatch) -> tuple[list, list]:
     """Records each jax lowering of a traced function and each conversion
     of a lowered one to XLA's HLO text."""

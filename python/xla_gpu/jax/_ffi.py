@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -164,6 +165,15 @@ def cpu_kernel_count() -> int:
     return library().XlaGpuFfiNumCpuKernels()
 
 
+def _public_function(text: str) -> str | None:
+    """The one public function of kernel IR `text` (its entry), named as
+    `prepare` names it, so that the kernel's cached object (keyed by the
+    entry too) is the one a compile in `prepare` stored; None where the
+    text does not have exactly one."""
+    names = re.findall(r"^\s*func\.func @([\w$.-]+)\(", text, re.M)
+    return names[0] if len(names) == 1 else None
+
+
 @_COMPILE_FN
 def _compile_callback(key_ptr, key_len, text_ptr, text_len, error_ptr, error_capacity):
     """The CPU handler's compiler: the `kernel` attribute's MLIR, compiled
@@ -178,7 +188,7 @@ def _compile_callback(key_ptr, key_len, text_ptr, text_len, error_ptr, error_cap
         if started:
             _finish_compile(key)
         elif not done:
-            register_cpu_kernel(key, CpuKernel(text))
+            register_cpu_kernel(key, CpuKernel(text, entry=_public_function(text)))
         return 0
     except Exception as e:  # reported to XLA as the call's error
         message = f"{type(e).__name__}: {e}".encode()[:max(0, error_capacity - 1)]

@@ -25,7 +25,11 @@ For the shapes of a call:
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -286,6 +290,62 @@ class _Compiled:
     num_parameters: int
 
 
+@functools.cache
+def _code_fingerprint() -> str:
+    """What a compiled program depends on besides its lowered module: jax's
+    and jaxlib's versions (XLA's serialization), XLA_FLAGS, the host and
+    the plugin library (runtime.host_code.fingerprint) and xla_gpu's own
+    Python, whose decisions and kernels the program holds."""
+    import jaxlib
+    from ..reference import _round_as_the_hlo_says
+    from ..runtime.host_code import fingerprint
+    _round_as_the_hlo_says()  # XLA_FLAGS as the compile of the program has them
+    digest = hashlib.sha256(f"{jax.__version__}\0{jaxlib.__version__}\0"
+                            f"{os.environ.get('XLA_FLAGS', '')}\0{fingerprint()}".encode())
+    package = Path(__file__).resolve().parent.parent
+    for source in sorted(package.rglob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+def _disk_file(lowered, device: DeviceDescription) -> Path | None:
+    """Where $XLA_GPU_CACHE_DIR keeps the program of `lowered` (jax's
+    lowering: its StableHLO without locations), if set."""
+    folder = os.environ.get("XLA_GPU_CACHE_DIR")
+    if not folder:
+        return None
+    key = hashlib.sha256(f"{lowered.as_text()}\0{device.name}\0{_code_fingerprint()}"
+                         .encode()).hexdigest()
+    return Path(folder) / "jit" / f"{key}.bin"
+
+
+def _load(path: Path) -> tuple[XlaCpuExecutable, list[FusionDecision], int] | None:
+    """A program _store wrote: XLA's executable (its custom calls' kernels
+    compiled, from the kernel cache, as XLA loads it), the decisions and
+    the parameter count; None where there is none or it does not load (a
+    damaged file: compiled anew)."""
+    from . import _ffi
+    try:
+        head, _, body = path.read_bytes().partition(b"\n")
+        meta = json.loads(head)
+        decisions = [FusionDecision(*d) for d in meta["decisions"]]
+        _ffi.library()  # the handler, and its compiler of kernels it lacks
+        return XlaCpuExecutable.deserialize(body), decisions, int(meta["num_parameters"])
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        return None
+
+
+def _store(path: Path, compiled: "_Compiled") -> None:
+    """Writes the program to a temporary name and renames it: readers see
+    a whole file or none."""
+    meta = {"decisions": [[d.name, d.kind, d.ours, d.reason] for d in compiled.decisions],
+            "num_parameters": compiled.num_parameters}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_bytes(json.dumps(meta).encode() + b"\n" + compiled.executable.serialize())
+    partial.replace(path)
+
+
 class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
     """A jax function compiled by XLA with our kernels in place of the
     fusions our emitters take. CPU only (the CPU target); positional
@@ -311,18 +371,26 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 return fn(*jax.tree_util.tree_unflatten(tree, list(flat_args)))
 
             lowered = jax.jit(flat, keep_unused=True).lower(*avals)
-            # Only XLA's optimized module is used (its executable never
-            # runs): its code made at LLVM's O0. The level is LLVM's alone
-            # (the fusions XLA's HLO passes make are the same); a layer
-            # norm's whole compile took 129 ms instead of 140.
-            optimized = lowered.compile(compiler_options={"xla_backend_optimization_level": 0})
-            module = parse_hlo(optimized.as_text(), source=f"<{self.__name__}>")
-            decisions = _replace_fusions(module, self.device)
-            with as_xla_takes_it(module.computations):
-                text = module.to_text()
             out_tree = jax.tree_util.tree_structure(jax.eval_shape(flat, *avals))
-            self._compiled[key] = _Compiled(XlaCpuExecutable(text), decisions, out_tree,
-                                            len(module.entry.parameters))
+            disk = _disk_file(lowered, self.device)
+            loaded = _load(disk) if disk is not None and disk.exists() else None
+            if loaded is not None:
+                self._compiled[key] = _Compiled(*loaded[:2], out_tree, loaded[2])
+            else:
+                # Only XLA's optimized module is used (its executable never
+                # runs): its code made at LLVM's O0. The level is LLVM's
+                # alone (the fusions XLA's HLO passes make are the same); a
+                # layer norm's whole compile took 129 ms instead of 140.
+                optimized = lowered.compile(
+                    compiler_options={"xla_backend_optimization_level": 0})
+                module = parse_hlo(optimized.as_text(), source=f"<{self.__name__}>")
+                decisions = _replace_fusions(module, self.device)
+                with as_xla_takes_it(module.computations):
+                    text = module.to_text()
+                self._compiled[key] = _Compiled(XlaCpuExecutable(text), decisions, out_tree,
+                                                len(module.entry.parameters))
+                if disk is not None:
+                    _store(disk, self._compiled[key])
         self._last = self._compiled[key]
         return self._last
 

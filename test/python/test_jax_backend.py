@@ -257,6 +257,35 @@ def test_disk_cache_skips_emission(tmp_path, monkeypatch):
 
 
 
+def test_disk_cache_in_a_fresh_process_compiles_no_kernel(tmp_path, monkeypatch):
+    """A kernel (here a chain of two: a split sum) read back from the disk
+    cache by another process loads its kernels' objects from the kernel
+    cache (keyed by the entry the first process named), compiling none."""
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", str(tmp_path))
+    x = np.random.default_rng(12).standard_normal((512, 512), np.float32)
+    want = np.asarray(jax.jit(kernel(lambda v: (v * 3.0).sum()))(x))
+    np.save(tmp_path / "x.npy", x)
+    objects = sorted((tmp_path / "cpu").glob("*.o"))
+    assert len(objects) == 2
+    code = textwrap.dedent(f"""
+        import jax, numpy as np
+        from xla_gpu.jax import kernel
+        import xla_gpu.jax.decorator as decorator
+        from xla_gpu.runtime import cpu
+
+        def refused(*args, **kwargs):
+            raise AssertionError("emitted or compiled although the disk caches have it")
+
+        decorator.emit_kernel = refused
+        cpu.compile_object = refused
+        x = np.load({str(tmp_path / 'x.npy')!r})
+        print(float(jax.jit(kernel(lambda v: (v * 3.0).sum()))(x)))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert float(r.stdout) == float(want)
+    assert sorted((tmp_path / "cpu").glob("*.o")) == objects
+
 def test_jit_disk_cache_skips_xlas_first_compile_and_emission(tmp_path, monkeypatch):
     """xj.jit with $XLA_GPU_CACHE_DIR keeps the compiled program (XLA's
     serialized executable, the decisions): a fresh process running the

@@ -127,11 +127,13 @@ def compile_cpu_kernel_soon(key: str, text: str, entry: str | None = None) -> No
     that the caller goes on -- jax traces, lowers and compiles the program
     around the call meanwhile. The handler's compiler registers it under
     `key` (its content hash) when XLA instantiates a call of it, waiting
-    for it then; a compile error is that call's."""
+    for it then; a compile error is that call's. Without `entry`, the
+    text's one public function (the object cached under the same key as
+    when `prepare` named it)."""
     with _lock:
         if key in _compiled or key in _pending:
             return
-        _pending[key] = start_compile(text, entry=entry)
+        _pending[key] = start_compile(text, entry=entry or _public_function(text))
         ended = [k for k, started in _pending.items() if k != key and started.done()]
     # Those that ended, registered now (each holds a compile context until
     # then); a failed one fails again when a call needs it.

@@ -155,16 +155,20 @@ Value gep(mlir::OpBuilder& b, mlir::Location loc, Value base, mlir::Type element
 }
 
 // How a value is kept in memory: floats LLVM lacks (f8) as integers of
-// their width; vectors of pred a byte an element, as XLA stores pred (LLVM
-// would pack them into bits). A scalar i1 LLVM already stores as a byte.
-bool isPredVector(mlir::Type type) {
-  auto vec = llvm::dyn_cast<mlir::VectorType>(type);
-  return vec && vec.getElementType().isInteger(1);
-}
+// their width; pred a byte an element (i8), as XLA stores pred -- LLVM
+// would pack a vector of i1 into bits, and a scalar i1, which it loads
+// from a byte, its loop vectorizer cannot widen: a loop of pred loads
+// became a load and an insertelement an element (pred -> s32 over
+// [1024,1024] 1.55 -> 0.064 ms on one thread).
+bool isPred(mlir::Type type) { return mlir::getElementTypeOrSelf(type).isInteger(1); }
 
 mlir::Type storageType(mlir::Type type) {
+  if (isPred(type)) {
+    auto i8 = mlir::IntegerType::get(type.getContext(), 8);
+    auto vec = llvm::dyn_cast<mlir::VectorType>(type);
+    return vec ? mlir::Type(vec.clone(i8)) : mlir::Type(i8);
+  }
   if (auto vec = llvm::dyn_cast<mlir::VectorType>(type)) {
-    if (isPredVector(vec)) return vec.clone(mlir::IntegerType::get(type.getContext(), 8));
     return vec.clone(storageType(vec.getElementType()));
   }
   auto flt = llvm::dyn_cast<mlir::FloatType>(type);
@@ -177,13 +181,13 @@ mlir::Type storageType(mlir::Type type) {
 Value toStorage(mlir::OpBuilder& b, mlir::Location loc, Value value) {
   mlir::Type storage = storageType(value.getType());
   if (storage == value.getType()) return value;
-  if (isPredVector(value.getType())) return b.create<mlir::arith::ExtUIOp>(loc, storage, value);
+  if (isPred(value.getType())) return b.create<mlir::arith::ExtUIOp>(loc, storage, value);
   return b.create<mlir::arith::BitcastOp>(loc, storage, value);
 }
 
 Value fromStorage(mlir::OpBuilder& b, mlir::Location loc, mlir::Type type, Value value) {
   if (value.getType() == type) return value;
-  if (isPredVector(type)) {
+  if (isPred(type)) {
     // Any nonzero byte is true.
     Value zeros = b.create<mlir::arith::ConstantOp>(loc, b.getZeroAttr(value.getType()));
     return b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::ne, value, zeros);
@@ -443,12 +447,20 @@ struct LowerTensorConstant : public mlir::OpConversionPattern<mlir::arith::Const
     auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(op.getValue());
     if (!type || !dense) return mlir::failure();
     mlir::Type elt = type.getElementType();
-    if (storageType(elt) != elt || !elt.isIntOrFloat()) {
+    if ((storageType(elt) != elt && !isPred(elt)) || !elt.isIntOrFloat()) {
       return rewriter.notifyMatchFailure(op, "constant arrays of this element type");
     }
     mlir::Attribute flat;
     mlir::Type arrayType;
-    if (unsigned width = subByteWidth(elt)) {
+    if (isPred(elt)) {
+      // A byte an element, as the loads read it.
+      llvm::SmallVector<int8_t> bytes;
+      for (bool v : dense.getValues<bool>()) bytes.push_back(v ? 1 : 0);
+      auto byteType = mlir::RankedTensorType::get({static_cast<int64_t>(bytes.size())},
+                                                  rewriter.getI8Type());
+      flat = mlir::DenseElementsAttr::get(byteType, llvm::ArrayRef<int8_t>(bytes));
+      arrayType = mlir::LLVM::LLVMArrayType::get(rewriter.getI8Type(), bytes.size());
+    } else if (unsigned width = subByteWidth(elt)) {
       // Packed as the loads read it.
       int64_t perByte = 8 / width;
       llvm::SmallVector<int8_t> bytes((type.getNumElements() + perByte - 1) / perByte, 0);

@@ -429,3 +429,26 @@ func.func @pred_vectors(%a: tensor<16xi1>, %b: tensor<16xi1>, %i: index) -> tens
   %w = vector.transfer_write %n, %b[%i] {in_bounds = [true]} : vector<4xi1>, tensor<16xi1>
   return %w : tensor<16xi1>
 }
+
+// -----
+
+// A scalar pred too: loaded and stored as its byte (i8), which LLVM's loop
+// vectorizer widens into one load of 16 bytes (a load of i1 it could only
+// gather); a constant array of pred a byte an element.
+// CHECK:       llvm.mlir.global private constant @{{.*}}(dense<[1, 0, 0, 1]> : tensor<4xi8>) {{.*}} : !llvm.array<4 x i8>
+// CHECK-LABEL: func.func @pred_scalars(
+// CHECK:       %[[LOADED:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> i8
+// CHECK:       %[[ZERO:.*]] = arith.constant 0 : i8
+// CHECK:       %[[P:.*]] = arith.cmpi ne, %[[LOADED]], %[[ZERO]] : i8
+// CHECK:       %[[T:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i8
+// CHECK:       %[[N:.*]] = arith.xori %[[P]], %{{.*}} : i1
+// CHECK:       %[[BYTE:.*]] = arith.extui %{{.*}} : i1 to i8
+// CHECK:       llvm.store %[[BYTE]], %{{.*}} : i8, !llvm.ptr
+func.func @pred_scalars(%a: tensor<16xi1>, %b: tensor<16xi1>, %i: index, %j: index) -> tensor<16xi1> {
+  %table = arith.constant dense<[true, false, false, true]> : tensor<4xi1>
+  %v = tensor.extract %a[%i] : tensor<16xi1>
+  %t = tensor.extract %table[%j] : tensor<4xi1>
+  %n = arith.xori %v, %t : i1
+  %w = tensor.insert %n into %b[%i] : tensor<16xi1>
+  return %w : tensor<16xi1>
+}

@@ -81,6 +81,19 @@ def test_a_consumer_that_reads_elements_again_is_not_merged(consumer, out):
     assert not reads_each_element_once(module.entry.instruction("r"), 1)
 
 
+@pytest.mark.parametrize("window, once", [
+    ("size=1x30 stride=1x30", True),    # windows side by side
+    ("size=1x2 stride=1x1", False),     # each element in two windows
+])
+def test_a_reduce_window_reads_once_where_its_windows_do_not_overlap(window, once):
+    consumer = f"""  q = f32[64] parameter(0)
+  p = f32[64,300] parameter(1)
+  z = f32[] constant(0)
+  ROOT w = f32[64,{10 if once else 299}] reduce-window(p, z), window={{{window}}}, to_apply=add"""
+    module = parse_hlo(_MODULE.format(consumer=consumer, out=f"f32[64,{10 if once else 299}]"))
+    assert reads_each_element_once(module.entry.instruction("r"), 1) is once
+
+
 def test_an_operand_read_twice_is_not_merged():
     text = _MODULE.format(consumer=_SQUARES.replace("q = f32[64] parameter(0)",
                                                     "q = f32[64,300] parameter(0)")

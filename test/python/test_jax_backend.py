@@ -780,6 +780,22 @@ def test_jit_merges_a_convert_into_the_reduction_it_feeds():
     assert stats.temp_size_in_bytes < 64 * 1024
 
 
+def test_jit_merges_a_mask_into_its_sums():
+    # A masked mean: XLA:CPU's select of the mask (for YNNPACK's sum) and
+    # its pred -> s32 convert (for the reduce-window of 32s its integer
+    # row sum becomes) each merged into the one fusion reading it.
+    def masked_mean(x, m):
+        return jnp.where(m, x, 0).sum(-1) / jnp.maximum(m.sum(-1), 1)
+
+    r = np.random.default_rng(13)
+    x = r.standard_normal((256, 512), np.float32)
+    m = r.random((256, 512)) > 0.3
+    f = xj.jit(masked_mean)
+    np.testing.assert_allclose(np.asarray(f(x, m)), np.asarray(jax.jit(masked_mean)(x, m)),
+                               rtol=1e-5, atol=1e-6)
+    merged = [d for d in f.decisions() if d.reason.startswith("merged into ")]
+    assert len(merged) == 2 and all(d.ours for d in f.decisions()), f.fusion_report()
+
 def test_jit_of_a_sort_whose_comparator_bitcasts_its_keys():
     # XLA:CPU's sort comparator bitcasts f32[] keys to s32[] (a bitcast of
     # another element type): XLA takes it back as a bitcast-convert, not a

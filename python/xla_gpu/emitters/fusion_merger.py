@@ -55,7 +55,8 @@ def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
     """Whether fusion `consumer` reads each element of operand k once: it
     is its operand once, and its parameter goes through one chain of
     elementwise ops of its dimensions (each the only reader of the one
-    before) to the root or a reduction's input. A value read by a reduce
+    before) to the root, a reduction's input or that of a reduce-window
+    whose windows do not overlap. A value read by a reduce
     and by an elementwise op too (x - max(x)) is read twice an element,
     where a fission (tree_reduction) makes them two kernels."""
     if sum(o is consumer.operands[k] for o in consumer.operands) != 1:
@@ -70,6 +71,15 @@ def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
         (user,) = users.values()
         if user.opcode == "reduce":
             return all(o is not inst for o in user.operands[len(user.operands) // 2:])
+        if user.opcode == "reduce-window":
+            # Windows that do not overlap (XLA:CPU's integer sums: a
+            # reduce-window of 1x32 windows, then a reduce).
+            window = user.attr("window", {})
+            size = window.get("size", [])
+            dilations = [*window.get("lhs_dilate", []), *window.get("rhs_dilate", [])]
+            return (all(o is not inst for o in user.operands[len(user.operands) // 2:]) and
+                    window.get("stride", [1] * len(size)) == size and
+                    all(d == 1 for d in dilations))
         if user.opcode not in ELEMENTWISE or user.shape.dims != dims:
             return False
         inst = user

@@ -1,5 +1,7 @@
 //===- optimize_loops.cpp - -xla-gpu-optimize-loops -----------------------===//
 
+#include <functional>
+
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -7,6 +9,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -180,14 +183,100 @@ int64_t estimatedSize(mlir::Block* body, int64_t budget) {
 }
 
 // unroll-top-level-accumulations=false keeps loops of at least this many
-// iterations. A thread's loop over its vector of 4 (a bf16 row of 128 on
-// 32 lanes) unrolled is one interleaved load of the lanes' 4 elements, a
-// loop of them each a load of its own that used a quarter of it: bf16
-// exp-sum over [8192,128] 1.33 -> 0.48 ms on one thread, an f32 row max
-// of 4 vectors of 2 over [16384,256] 1.12 -> 0.54 (A/B in one process,
-// bits the same; no bench kernel changed). Loops of 8 stay loops: the row
-// sum f32[1024,4096] unrolled ran 0.45 -> 0.97 ms.
-constexpr int64_t kMinAccumulationTrips = 5;
+// iterations.
+constexpr int64_t kMinAccumulationTrips = 4;
+// ... but for a loop of at most this many whose reads move at most
+// kMaxUnrolledStepBytes a step (a thread's vector: a bf16 row of 128 on 32
+// lanes, 4 each; a row of 256 f32 on 32 lanes of 2, 64 apart a step),
+// which is unrolled: the lanes' elements of all steps are then one
+// interleaved load, where run a step at a time each step loaded what it
+// used a part of (bf16 exp-sum over [8192,128] 1.33 -> 0.48 ms on one
+// thread, the f32 row max over [16384,256] 1.12 -> 0.54; A/B in one
+// process, bits the same; no bench kernel changed). A column reduction's
+// 4 steps down its rows (32 rows apart) stay a loop: unrolled, the tree
+// split of a column sum over f32[16384,1024] ran 6.6 -> 14.7 ms. Loops of
+// 8 stay loops too (the row sum f32[1024,4096] unrolled: 0.45 -> 0.97 ms).
+constexpr int64_t kMaxUnrolledVectorTrips = 4;
+constexpr int64_t kMaxUnrolledStepBytes = 256;
+
+// The coefficient of dimension or symbol `position` (of `numDims` dims) in
+// `expr`: 0 where it does not occur, nullopt where it is not a plain
+// multiple of it (a floordiv or mod of it).
+std::optional<int64_t> coefficientOf(mlir::AffineExpr expr, unsigned position,
+                                     unsigned numDims) {
+  auto isIt = [&](mlir::AffineExpr e) {
+    if (auto d = llvm::dyn_cast<mlir::AffineDimExpr>(e)) return d.getPosition() == position;
+    if (auto s = llvm::dyn_cast<mlir::AffineSymbolExpr>(e)) {
+      return s.getPosition() + numDims == position;
+    }
+    return false;
+  };
+  if (isIt(expr)) return 1;
+  auto bin = llvm::dyn_cast<mlir::AffineBinaryOpExpr>(expr);
+  if (!bin) return 0;
+  std::optional<int64_t> lhs = coefficientOf(bin.getLHS(), position, numDims);
+  std::optional<int64_t> rhs = coefficientOf(bin.getRHS(), position, numDims);
+  if (!lhs || !rhs) return std::nullopt;
+  switch (bin.getKind()) {
+    case mlir::AffineExprKind::Add:
+      return *lhs + *rhs;
+    case mlir::AffineExprKind::Mul:
+      if (auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(bin.getRHS())) return *lhs * c.getValue();
+      if (auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(bin.getLHS())) return *rhs * c.getValue();
+      return (*lhs == 0 && *rhs == 0) ? std::optional<int64_t>(0) : std::nullopt;
+    default:  // floordiv, ceildiv, mod
+      return (*lhs == 0 && *rhs == 0) ? std::optional<int64_t>(0) : std::nullopt;
+  }
+}
+
+// Whether every tensor `loop` reads it reads at most
+// kMaxUnrolledStepBytes further each iteration (of a step of 1): at one
+// flat index (-xla-gpu-flatten-tensors ran) that is the loop's induction
+// variable (plus what the loop does not change), or an apply_indexing of
+// it times a constant and of such values.
+bool readsNearbyEachStep(mlir::scf::ForOp loop) {
+  mlir::Value iv = loop.getInductionVar();
+  // Whether `v` is the same at every iteration: defined outside the loop,
+  // or computed in it from such values alone (an unrolled inner loop's
+  // copies of its induction variable: 0 + 1 * 1).
+  std::function<bool(mlir::Value)> invariant = [&](mlir::Value v) {
+    if (loop.isDefinedOutsideOfLoop(v)) return true;
+    mlir::Operation* def = v.getDefiningOp();
+    return def != nullptr && def->getNumRegions() == 0 && mlir::isPure(def) &&
+           llvm::all_of(def->getOperands(), invariant);
+  };
+  bool any = false;
+  mlir::WalkResult walked = loop.getBody()->walk([&](mlir::tensor::ExtractOp extract) {
+    if (extract.getIndices().size() != 1) return mlir::WalkResult::interrupt();
+    mlir::Value index = extract.getIndices()[0];
+    mlir::Type element = extract.getTensor().getType().getElementType();
+    if (!element.isIntOrFloat()) return mlir::WalkResult::interrupt();  // complex
+    const int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+    auto add = index.getDefiningOp<mlir::arith::AddIOp>();
+    if (index == iv || (add && ((add.getLhs() == iv && invariant(add.getRhs())) ||
+                                (add.getRhs() == iv && invariant(add.getLhs()))))) {
+      any = true;
+      return bytes <= kMaxUnrolledStepBytes ? mlir::WalkResult::advance()
+                                            : mlir::WalkResult::interrupt();
+    }
+    auto apply = index.getDefiningOp<ApplyIndexingOp>();
+    if (!apply) return invariant(index) ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+    mlir::AffineMap map = apply.getIndexingMap().getAffineMap();
+    for (auto [i, operand] : llvm::enumerate(apply.getOperands())) {
+      if (operand == iv) {
+        std::optional<int64_t> c = coefficientOf(map.getResult(0), i, map.getNumDims());
+        if (!c || *c < 0 || *c * bytes > kMaxUnrolledStepBytes) {
+          return mlir::WalkResult::interrupt();
+        }
+        any = true;
+      } else if (!invariant(operand)) {
+        return mlir::WalkResult::interrupt();
+      }
+    }
+    return mlir::WalkResult::advance();
+  });
+  return any && !walked.wasInterrupted();
+}
 
 // Whether `loop` is a thread's loop at the top level of its function, or the
 // whole of a top-level guard's then-branch (a partial tile's threads past
@@ -237,7 +326,9 @@ class OptimizeLoopsPass : public impl::OptimizeLoopsPassBase<OptimizeLoopsPass> 
       // runs it interchanged with the threads: neither unrolling applies.
       bool keptForInterchange = !unrollTopLevelAccumulations && accumulates &&
                                 trips >= kMinAccumulationTrips &&
-                                llvm::isa<mlir::func::FuncOp>(loop->getParentOp());
+                                llvm::isa<mlir::func::FuncOp>(loop->getParentOp()) &&
+                                !(trips <= kMaxUnrolledVectorTrips && step && *step == 1 &&
+                                  readsNearbyEachStep(loop));
       // So does a thread's loop that writes transcendentals (a transpose's
       // rows of exp into its shared tile): interchanged, each step is a loop
       // over the threads with one copy of the math, which LLVM vectorizes

@@ -51,6 +51,44 @@ func.func @accumulate_four(%t: tensor<64xf32>, %tid: index) -> f32 {
 
 // -----
 
+// Four steps 64 f32 apart (a row of 256 on 32 lanes of 2): unrolled; four
+// steps 1024 apart (a column reduction down its rows): kept, interchanged.
+// CPU-LABEL: func.func @accumulate_near
+// CPU-NOT:   scf.for
+// CPU-COUNT-4: arith.maximumf
+// CPU-LABEL: func.func @accumulate_far
+// CPU:       scf.for {{.*}} iter_args
+// CPU-COUNT-1: arith.maximumf
+// CPU-NOT:   arith.maximumf
+func.func @accumulate_near(%t: tensor<4096xf32>, %tid: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %m = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %i = xla_gpu.apply_indexing #xla_gpu.indexing_map<"(d0, d1) -> (d0 * 64 + d1), domain: d0 in [0, 3], d1 in [0, 63]">(%k, %tid)
+    %x = tensor.extract %t[%i] : tensor<4096xf32>
+    %next = arith.maximumf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  return %m : f32
+}
+func.func @accumulate_far(%t: tensor<4096xf32>, %tid: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %m = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %i = xla_gpu.apply_indexing #xla_gpu.indexing_map<"(d0, d1) -> (d0 * 1024 + d1), domain: d0 in [0, 3], d1 in [0, 1023]">(%k, %tid)
+    %x = tensor.extract %t[%i] : tensor<4096xf32>
+    %next = arith.maximumf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  return %m : f32
+}
+
+// -----
+
 // Two elements (a vector's pair), or a loop inside another one, or a loop
 // carrying only a tensor: unrolled on both targets.
 // CPU-LABEL: func.func @short

@@ -199,41 +199,13 @@ constexpr int64_t kMinAccumulationTrips = 4;
 constexpr int64_t kMaxUnrolledVectorTrips = 4;
 constexpr int64_t kMaxUnrolledStepBytes = 256;
 
-// The coefficient of dimension or symbol `position` (of `numDims` dims) in
-// `expr`: 0 where it does not occur, nullopt where it is not a plain
-// multiple of it (a floordiv or mod of it).
-std::optional<int64_t> coefficientOf(mlir::AffineExpr expr, unsigned position,
-                                     unsigned numDims) {
-  auto isIt = [&](mlir::AffineExpr e) {
-    if (auto d = llvm::dyn_cast<mlir::AffineDimExpr>(e)) return d.getPosition() == position;
-    if (auto s = llvm::dyn_cast<mlir::AffineSymbolExpr>(e)) {
-      return s.getPosition() + numDims == position;
-    }
-    return false;
-  };
-  if (isIt(expr)) return 1;
-  auto bin = llvm::dyn_cast<mlir::AffineBinaryOpExpr>(expr);
-  if (!bin) return 0;
-  std::optional<int64_t> lhs = coefficientOf(bin.getLHS(), position, numDims);
-  std::optional<int64_t> rhs = coefficientOf(bin.getRHS(), position, numDims);
-  if (!lhs || !rhs) return std::nullopt;
-  switch (bin.getKind()) {
-    case mlir::AffineExprKind::Add:
-      return *lhs + *rhs;
-    case mlir::AffineExprKind::Mul:
-      if (auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(bin.getRHS())) return *lhs * c.getValue();
-      if (auto c = llvm::dyn_cast<mlir::AffineConstantExpr>(bin.getLHS())) return *rhs * c.getValue();
-      return (*lhs == 0 && *rhs == 0) ? std::optional<int64_t>(0) : std::nullopt;
-    default:  // floordiv, ceildiv, mod
-      return (*lhs == 0 && *rhs == 0) ? std::optional<int64_t>(0) : std::nullopt;
-  }
-}
-
 // Whether every tensor `loop` reads it reads at most
 // kMaxUnrolledStepBytes further each iteration (of a step of 1): at one
-// flat index (-xla-gpu-flatten-tensors ran) that is the loop's induction
-// variable (plus what the loop does not change), or an apply_indexing of
-// it times a constant and of such values.
+// flat index (-xla-gpu-flatten-tensors ran) that is the induction variable
+// itself, or an apply_indexing of it and of values the loop does not
+// change whose result moves by a constant multiple of it (index(iv) -
+// index(0) simplifies to c * iv, as vectorize_loads_stores tests for c =
+// 1).
 bool readsNearbyEachStep(mlir::scf::ForOp loop) {
   mlir::Value iv = loop.getInductionVar();
   // Whether `v` is the same at every iteration: defined outside the loop,
@@ -245,6 +217,31 @@ bool readsNearbyEachStep(mlir::scf::ForOp loop) {
     return def != nullptr && def->getNumRegions() == 0 && mlir::isPure(def) &&
            llvm::all_of(def->getOperands(), invariant);
   };
+  // How far the index of `apply` moves an iteration, in elements.
+  auto stepOf = [&](ApplyIndexingOp apply) -> std::optional<int64_t> {
+    mlir::AffineMap map = apply.getIndexingMap().getAffineMap();
+    unsigned nd = map.getNumDims(), ns = map.getNumSymbols();
+    mlir::MLIRContext* ctx = loop.getContext();
+    std::optional<mlir::AffineExpr> ivExpr;
+    for (auto [i, operand] : llvm::enumerate(apply.getOperands())) {
+      if (operand == iv) {
+        ivExpr = i < nd ? mlir::getAffineDimExpr(i, ctx) : mlir::getAffineSymbolExpr(i - nd, ctx);
+      } else if (!invariant(operand)) {
+        return std::nullopt;
+      }
+    }
+    if (!ivExpr) return 0;
+    mlir::AffineExpr expr = map.getResult(0);
+    mlir::AffineExpr diff = mlir::simplifyAffineExpr(
+        expr - expr.replace(*ivExpr, mlir::getAffineConstantExpr(0, ctx)), nd, ns);
+    if (diff == *ivExpr) return 1;
+    auto mul = llvm::dyn_cast<mlir::AffineBinaryOpExpr>(diff);
+    auto c = mul ? llvm::dyn_cast<mlir::AffineConstantExpr>(mul.getRHS()) : nullptr;
+    if (!c || mul.getKind() != mlir::AffineExprKind::Mul || mul.getLHS() != *ivExpr) {
+      return std::nullopt;
+    }
+    return c.getValue();
+  };
   bool any = false;
   mlir::WalkResult walked = loop.getBody()->walk([&](mlir::tensor::ExtractOp extract) {
     if (extract.getIndices().size() != 1) return mlir::WalkResult::interrupt();
@@ -252,27 +249,18 @@ bool readsNearbyEachStep(mlir::scf::ForOp loop) {
     mlir::Type element = extract.getTensor().getType().getElementType();
     if (!element.isIntOrFloat()) return mlir::WalkResult::interrupt();  // complex
     const int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
-    auto add = index.getDefiningOp<mlir::arith::AddIOp>();
-    if (index == iv || (add && ((add.getLhs() == iv && invariant(add.getRhs())) ||
-                                (add.getRhs() == iv && invariant(add.getLhs()))))) {
-      any = true;
-      return bytes <= kMaxUnrolledStepBytes ? mlir::WalkResult::advance()
-                                            : mlir::WalkResult::interrupt();
+    std::optional<int64_t> step;
+    if (index == iv) {
+      step = 1;
+    } else if (auto apply = index.getDefiningOp<ApplyIndexingOp>()) {
+      step = stepOf(apply);
+    } else if (invariant(index)) {
+      step = 0;
     }
-    auto apply = index.getDefiningOp<ApplyIndexingOp>();
-    if (!apply) return invariant(index) ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
-    mlir::AffineMap map = apply.getIndexingMap().getAffineMap();
-    for (auto [i, operand] : llvm::enumerate(apply.getOperands())) {
-      if (operand == iv) {
-        std::optional<int64_t> c = coefficientOf(map.getResult(0), i, map.getNumDims());
-        if (!c || *c < 0 || *c * bytes > kMaxUnrolledStepBytes) {
-          return mlir::WalkResult::interrupt();
-        }
-        any = true;
-      } else if (!invariant(operand)) {
-        return mlir::WalkResult::interrupt();
-      }
+    if (!step || *step < 0 || *step * bytes > kMaxUnrolledStepBytes) {
+      return mlir::WalkResult::interrupt();
     }
+    any |= *step > 0;
     return mlir::WalkResult::advance();
   });
   return any && !walked.wasInterrupted();

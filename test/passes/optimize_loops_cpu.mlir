@@ -41,7 +41,7 @@ func.func @accumulate_four(%t: tensor<64xf32>, %tid: index) -> f32 {
   %c4 = arith.constant 4 : index
   %zero = arith.constant 0.0 : f32
   %sum = scf.for %k = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
-    %i = arith.addi %k, %tid : index
+    %i = xla_gpu.apply_indexing #xla_gpu.indexing_map<"(d0, d1) -> (d1 * 4 + d0), domain: d0 in [0, 3], d1 in [0, 15]">(%k, %tid)
     %x = tensor.extract %t[%i] : tensor<64xf32>
     %next = arith.addf %acc, %x : f32
     scf.yield %next : f32

@@ -94,7 +94,8 @@ def as_xla_takes_it(computations: Iterable[HloComputation]) -> Iterator[None]:
     """For the duration, the instructions of `computations` are what XLA's
     compile pipeline accepts as input: fusions become calls (its simplifier
     can rewrite a given fusion's shape but not its computation), bitcasts
-    become reshapes (row-major ones) or transpose-reshape-transpose (those
+    become reshapes (row-major ones; bitcast-converts where the element
+    type changes too) or transpose-reshape-transpose (those
     that change the layout: XLA takes bitcasts only after its layout
     assignment), layouts go (every value is then the logical array it
     stands for), and metadata goes (its stack frames point into tables the
@@ -106,20 +107,18 @@ def as_xla_takes_it(computations: Iterable[HloComputation]) -> Iterator[None]:
     try:
         for inst in insts:
             attributes = {k: a for k, a in inst.attributes.items() if k != "metadata"}
+            added = []  # instructions to place before `inst`
             if inst.opcode == "fusion":
                 inst.opcode = "call"
                 attributes = {"to_apply": Attribute("to_apply", inst.attributes["calls"].text)}
             elif inst.opcode == "bitcast" and row_major(inst):
                 inst.opcode = "reshape"
                 added = _retyping_bitcast(inst)
-                if added:
-                    comp = inst.parent
-                    at = next(k for k, i in enumerate(comp.instructions) if i is inst)
-                    comp.instructions[at:at] = added
             inst.attributes = attributes
             if inst.opcode == "bitcast" and inst.shape.is_array and \
                     inst.operands[0].shape.is_array:
                 added = _logical_bitcast(inst)
+            if added:
                 comp = inst.parent
                 at = next(k for k, i in enumerate(comp.instructions) if i is inst)
                 comp.instructions[at:at] = added

@@ -321,15 +321,14 @@ def _disk_file(lowered, device: DeviceDescription) -> Path | None:
 
 def _load(path: Path) -> tuple[XlaCpuExecutable, list[FusionDecision], int] | None:
     """A program _store wrote: XLA's executable (its custom calls' kernels
-    compiled, from the kernel cache, as XLA loads it), the decisions and
-    the parameter count; None where there is none or it does not load (a
-    damaged file: compiled anew)."""
-    from . import _ffi
+    compiled, from the kernel cache, as XLA loads it: `import xla_gpu.jax`
+    installed the handler's compiler), the decisions and the parameter
+    count; None where there is none or it does not load (a damaged file:
+    compiled anew)."""
     try:
         head, _, body = path.read_bytes().partition(b"\n")
         meta = json.loads(head)
         decisions = [FusionDecision(*d) for d in meta["decisions"]]
-        _ffi.library()  # the handler, and its compiler of kernels it lacks
         return XlaCpuExecutable.deserialize(body), decisions, int(meta["num_parameters"])
     except (OSError, ValueError, KeyError, TypeError, RuntimeError):
         return None

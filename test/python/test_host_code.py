@@ -374,7 +374,13 @@ def test_an_inline_max_is_a_vector_reduction(tmp_path):
     done = _run_dumping_llvm_ir(script, _MINUS_ROW_MAX, tmp_path)
     assert done.returncode == 0 and "subtracted" in done.stdout, done.stderr
     assert "@llvm.maximum.f32" in (tmp_path / "0.ll").read_text()
-    assert "@llvm.vector.reduce.fmaximum" in (tmp_path / "0.opt.ll").read_text()
+    optimized = (tmp_path / "0.opt.ll").read_text()
+    if host_code.has_avx512dq():
+        # The reduction split in halves, each a VRANGE (lowerMinMaxToRange).
+        assert "call <16 x float> @llvm.x86.avx512.mask.range.ps.512" in optimized
+        assert "call float @llvm.vector.reduce.fmaximum" not in optimized
+    else:
+        assert "call float @llvm.vector.reduce.fmaximum" in optimized
 
 
 # Each half loaded is stored right after (the store the next instruction):
@@ -978,3 +984,150 @@ def test_multiplies_and_adds_contract_as_xla_cpus_do():
     kernel(x, out)
     (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
     np.testing.assert_array_equal(out.view(np.uint32), np.asarray(want).view(np.uint32))
+
+
+# Elementwise maxima and minima of every pair of a list of special values,
+# in f32 and f64, and the row maxima and minima of the f32 pairs' rows.
+_MAX_MIN_PAIRS = """
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] maximum(a, b)
+}
+
+min_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] minimum(a, b)
+}
+
+fused {
+  a = f32[PAIRS] parameter(0)
+  b = f32[PAIRS] parameter(1)
+  c = f64[PAIRS] parameter(2)
+  d = f64[PAIRS] parameter(3)
+  mx = f32[PAIRS] maximum(a, b)
+  mn = f32[PAIRS] minimum(a, b)
+  dx = f64[PAIRS] maximum(c, d)
+  dn = f64[PAIRS] minimum(c, d)
+  ROOT t = (f32[PAIRS], f32[PAIRS], f64[PAIRS], f64[PAIRS]) tuple(mx, mn, dx, dn)
+}
+
+ENTRY main {
+  a = f32[PAIRS] parameter(0)
+  b = f32[PAIRS] parameter(1)
+  c = f64[PAIRS] parameter(2)
+  d = f64[PAIRS] parameter(3)
+  ROOT f = (f32[PAIRS], f32[PAIRS], f64[PAIRS], f64[PAIRS]) fusion(a, b, c, d), kind=kLoop, calls=fused
+}
+"""
+
+_ROW_MAX_MIN = """
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] maximum(a, b)
+}
+
+min_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] minimum(a, b)
+}
+
+fused {
+  x = f32[ROWS,256] parameter(0)
+  ninf = f32[] constant(-inf)
+  inf = f32[] constant(inf)
+  mx = f32[ROWS] reduce(x, ninf), dimensions={1}, to_apply=max_f32
+  n = f32[ROWS,256] negate(x)
+  mn = f32[ROWS] reduce(n, inf), dimensions={1}, to_apply=min_f32
+  ROOT t = (f32[ROWS], f32[ROWS]) tuple(mx, mn)
+}
+
+ENTRY main {
+  x = f32[ROWS,256] parameter(0)
+  ROOT f = (f32[ROWS], f32[ROWS]) fusion(x), kind=kInput, calls=fused
+}
+"""
+
+# What llvm.maximum and llvm.minimum make (IEEE 754-2019 maximum, minimum):
+# NaN where either is NaN, -0 below +0. The same script checks the
+# elementwise kernel and the rows' reductions.
+_CHECK_MAX_MIN = """
+specials32 = np.array([0x0, 0x80000000, 0x3f800000, 0xbf800000, 0x7f800000, 0xff800000,
+                       0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x1, 0x80000001,
+                       0x7fffff, 0x7f7fffff, 0xff7fffff, 0x7fc12345, 0x800000, 0x80800000],
+                      np.uint32).view(np.float32)
+specials64 = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan, 5e-324,
+                       -5e-324, 2.0, -2.0, 1e308, -1e308, 0.5, -0.5, 3.0, -3.0])
+
+def ieee(a, b, larger):
+    with np.errstate(invalid='ignore'):
+        picked = np.where((a > b) == larger, a, b)
+        tied = a == b
+    bits = a.view(np.uint64 if a.dtype == np.float64 else np.uint32)
+    other = b.view(bits.dtype)
+    zeros = (bits & other) if larger else (bits | other)
+    picked = np.where(tied, zeros.view(a.dtype), picked)
+    return np.where(np.isnan(a) | np.isnan(b), np.nan, picked).astype(a.dtype)
+
+def same(got, want):
+    nan = np.isnan(want)
+    assert (np.isnan(got) == nan).all(), (got, want)
+    np.testing.assert_array_equal(got[~nan].view(np.uint8), want[~nan].view(np.uint8))
+"""
+
+
+@pytest.mark.parametrize("kind", ["elementwise", "rows"])
+def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
+    """arith.maximumf and minimumf on the host are IEEE maximum and minimum
+    (NaN wherever an operand is NaN, -0 < +0), vectorized or not: every
+    pair of 18 special f32 and f64 values elementwise, and rows of 256
+    holding such a pair reduced (the lanes' values and the warp's tree),
+    the rest below them (max) or above (min of the negation). On a host with AVX-512DQ the vector ones are VRANGE
+    (lowerMinMaxToRange): no vector llvm.maximum or minimum is left after
+    O3."""
+    if kind == "elementwise":
+        n = 18 * 18
+        text = _MAX_MIN_PAIRS.replace("PAIRS", str(n))
+        body = (
+            "i, j = np.divmod(np.arange(n), 18)\n"
+            "a, b, c, d = specials32[i], specials32[j], specials64[i], specials64[j]\n"
+            "outs = [np.empty(n, np.float32), np.empty(n, np.float32),\n"
+            "        np.empty(n, np.float64), np.empty(n, np.float64)]\n"
+            "kernel(a, b, c, d, *outs)\n"
+            "for got, want in zip(outs, [ieee(a, b, True), ieee(a, b, False),\n"
+            "                            ieee(c, d, True), ieee(c, d, False)]):\n"
+            "    same(got, want)\n")
+        prefix = f"n = {n}\n"
+    else:
+        rows = 18 * 18
+        text = _ROW_MAX_MIN.replace("ROWS", str(rows))
+        body = (
+            "rng = np.random.default_rng(1)\n"
+            # Each row below -1 but for its pair of specials, so that its
+            # max is a special where one is above -1 (+0 of -0 and +0).
+            "x = -1 - np.abs(rng.standard_normal((rows, 256))).astype(np.float32)\n"
+            "i, j = np.divmod(np.arange(rows), 18)\n"
+            "pos = rng.permuted(np.tile(np.arange(256), (rows, 1)), axis=1)[:, :2]\n"
+            "x[np.arange(rows), pos[:, 0]] = specials32[i]\n"
+            "x[np.arange(rows), pos[:, 1]] = specials32[j]\n"
+            "mx, mn = np.empty(rows, np.float32), np.empty(rows, np.float32)\n"
+            "kernel(x, mx, mn)\n"
+            "want_mx, want_mn = x[:, 0], -x[:, 0]\n"
+            "for k in range(1, 256):\n"
+            "    want_mx = ieee(want_mx, x[:, k], True)\n"
+            "    want_mn = ieee(want_mn, -x[:, k], False)\n"
+            "same(mx, want_mx)\n"
+            "same(mn, want_mn)\n")
+        prefix = f"rows = {rows}\n"
+    script = _KERNEL_OF_STDIN + _CHECK_MAX_MIN + prefix + body + "print('checked')\n"
+    done = _run_dumping_llvm_ir(script, text, tmp_path)
+    assert done.returncode == 0 and "checked" in done.stdout, done.stderr
+    optimized = "\n".join(p.read_text() for p in sorted(tmp_path.glob("*.opt.ll")))
+    assert "x float>" in optimized  # vectorized
+    if host_code.has_avx512dq():
+        assert "@llvm.x86.avx512.mask.range.p" in optimized
+        assert not re.search(r"call <\d+ x (float|double)> @llvm\.(maximum|minimum)\.v(4|8|16)f",
+                             optimized)

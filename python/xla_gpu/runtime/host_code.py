@@ -163,6 +163,13 @@ def has_512_bit_vectors() -> bool:
 
 
 @functools.cache
+def has_avx512dq() -> bool:
+    """Whether the host has AVX-512DQ (x86's VRANGE, which the host code's
+    vector maxima and minima use)."""
+    return "+avx512dq" in host_target().rpartition(" ")[2].split(",")
+
+
+@functools.cache
 def fingerprint() -> str:
     """What an object depends on besides the kernel text and the pipeline
     options: the host target it is compiled for and the build of the

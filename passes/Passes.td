@@ -315,9 +315,11 @@ def ExpandBf16ConversionsPass
     selects, a chain LLVM's loop vectorizer does not take for a max
     reduction, where `llvm.maximum` (what -xla-gpu-lower-to-llvm makes of
     them, on the GPU too) is one. First, `extf(truncf(x))` becomes `x`
-    where `x` is a bf16 value at every element (a max, min, select,
-    negation or absolute value of bf16 values widened): a bf16 reducer's
-    max chain then runs in f32 without rounding each step.
+    where `x` is a bf16 value at every element (a constant bf16 holds, a
+    max, min, select, negation or absolute value of bf16 values widened):
+    a bf16 reducer's max chain then runs in f32 without rounding each step.
+    A `truncf` of such a value left (the chain's result, a bf16 ReLU)
+    keeps the high half of its bits, with no rounding.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -21,16 +21,31 @@ bool convertsBf16(mlir::Operation* op) {
          mlir::getElementTypeOrSelf(op->getResult(0).getType()).isBF16();
 }
 
+// Whether `attr` is an f32 constant (or a splat of one) that bf16 holds
+// exactly: a ReLU's 0, a max's -inf.
+bool isBf16Constant(mlir::Attribute attr) {
+  auto splat = mlir::dyn_cast<mlir::SplatElementsAttr>(attr);
+  auto value = mlir::dyn_cast<mlir::FloatAttr>(splat ? splat.getSplatValue<mlir::Attribute>()
+                                                      : attr);
+  if (!value || !value.getType().isF32()) return false;
+  llvm::APFloat f = value.getValue();
+  bool loses = false;
+  f.convert(llvm::APFloat::BFloat(), llvm::APFloat::rmNearestTiesToEven, &loses);
+  return !loses;
+}
+
 // Whether f32 value `v` is a bf16 value (what extf of a bf16 makes) at
-// every element: a maximum, minimum, select, negation or absolute value of
-// such values picks one of them (or a NaN, which the last truncf to bf16
-// makes its canonical NaN either way), and so is exact in bf16.
+// every element: a constant bf16 holds, and a maximum, minimum, select,
+// negation or absolute value of such values, which picks one of them (or a
+// NaN, which the last truncf to bf16 makes its canonical NaN either way).
 bool isBf16Exact(mlir::Value v, llvm::DenseMap<mlir::Value, bool>& memo, int depth = 0) {
   if (auto it = memo.find(v); it != memo.end()) return it->second;
   mlir::Operation* def = v.getDefiningOp();
   bool exact = false;
   if (def == nullptr || depth > 64) {
     exact = false;
+  } else if (auto constant = mlir::dyn_cast<mlir::arith::ConstantOp>(def)) {
+    exact = isBf16Constant(constant.getValue());
   } else if (mlir::isa<mlir::arith::ExtFOp>(def)) {
     exact = mlir::getElementTypeOrSelf(def->getOperand(0).getType()).isBF16();
   } else if (mlir::isa<mlir::arith::MaximumFOp, mlir::arith::MinimumFOp, mlir::arith::MaxNumFOp,
@@ -67,6 +82,49 @@ void foldExactRoundTrips(mlir::func::FuncOp f) {
   for (mlir::arith::ExtFOp ext : folded) ext.erase();
 }
 
+// truncf to bf16 of a bf16-exact value (what is left after
+// foldExactRoundTrips: a bf16 max's result) keeps the high half of its
+// bits, a NaN made the quiet NaN 0x7fc0 as the rounding makes it: no
+// rounding's and and two adds.
+void truncateExactValues(mlir::func::FuncOp f) {
+  llvm::DenseMap<mlir::Value, bool> memo;
+  llvm::SmallVector<mlir::arith::TruncFOp> exact;
+  f.walk([&](mlir::arith::TruncFOp trunc) {
+    if (mlir::getElementTypeOrSelf(trunc.getType()).isBF16() &&
+        mlir::getElementTypeOrSelf(trunc.getIn().getType()).isF32() &&
+        isBf16Exact(trunc.getIn(), memo)) {
+      exact.push_back(trunc);
+    }
+  });
+  for (mlir::arith::TruncFOp trunc : exact) {
+    mlir::OpBuilder b(trunc);
+    mlir::Location loc = trunc.getLoc();
+    mlir::Type f32 = trunc.getIn().getType();
+    auto like = [&](mlir::Type element) {
+      auto shaped = mlir::dyn_cast<mlir::ShapedType>(f32);
+      return shaped ? shaped.clone(element) : element;
+    };
+    mlir::Type i32 = like(b.getI32Type()), i16 = like(b.getI16Type());
+    auto constant = [&](mlir::Type type, int64_t value) -> mlir::Value {
+      auto element = mlir::cast<mlir::IntegerType>(mlir::getElementTypeOrSelf(type));
+      mlir::TypedAttr attr = b.getIntegerAttr(element, value);
+      if (auto shaped = mlir::dyn_cast<mlir::ShapedType>(type)) {
+        attr = mlir::SplatElementsAttr::get(shaped, attr);
+      }
+      return b.create<mlir::arith::ConstantOp>(loc, attr);
+    };
+    mlir::Value bits = b.create<mlir::arith::BitcastOp>(loc, i32, trunc.getIn());
+    mlir::Value high = b.create<mlir::arith::ShRUIOp>(loc, bits, constant(i32, 16));
+    mlir::Value kept = b.create<mlir::arith::TruncIOp>(loc, i16, high);
+    mlir::Value nan = b.create<mlir::arith::CmpFOp>(loc, mlir::arith::CmpFPredicate::UNO,
+                                                    trunc.getIn(), trunc.getIn());
+    mlir::Value picked = b.create<mlir::arith::SelectOp>(loc, nan, constant(i16, 0x7fc0), kept);
+    mlir::Value result = b.create<mlir::arith::BitcastOp>(loc, trunc.getType(), picked);
+    trunc.getResult().replaceAllUsesWith(result);
+    trunc.erase();
+  }
+}
+
 class ExpandBf16ConversionsPass
     : public impl::ExpandBf16ConversionsPassBase<ExpandBf16ConversionsPass> {
  public:
@@ -75,6 +133,7 @@ class ExpandBf16ConversionsPass
     // whole function would visit (and try to fold) every op, ~1 ms of a
     // column sum's lowering with no bf16 in it.
     foldExactRoundTrips(getOperation());
+    truncateExactValues(getOperation());
     llvm::SmallVector<mlir::Operation*> conversions;
     getOperation().walk([&](mlir::Operation* op) {
       if (convertsBf16(op)) conversions.push_back(op);

@@ -92,3 +92,42 @@ func.func @exact_round_trips(%a: bf16, %b: bf16, %c: bf16, %p: i1) -> f32 {
   %again = arith.maximumf %esum, %eq : f32
   return %again : f32
 }
+
+// -----
+
+// The truncf left of an exact value (a bf16 ReLU: the max of a widened
+// bf16 and a 0 bf16 holds; a vector of them too) keeps its bits' high half
+// with no rounding, a NaN still the quiet NaN 0x7fc0. 0.1 is no bf16
+// value: a max with it is rounded.
+// CHECK-LABEL: func.func @exact_truncations
+// CHECK-SAME: (%[[A:.*]]: bf16, %[[V:.*]]: vector<4xbf16>)
+// CHECK: %[[M:.*]] = arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK-NOT: arith.addi
+// CHECK: %[[BITS:.*]] = arith.bitcast %[[M]] : f32 to i32
+// CHECK: %[[HIGH:.*]] = arith.shrui %[[BITS]], %{{.*}} : i32
+// CHECK: %[[KEPT:.*]] = arith.trunci %[[HIGH]] : i32 to i16
+// CHECK: %[[NAN:.*]] = arith.cmpf uno, %[[M]], %[[M]] : f32
+// CHECK: %[[S:.*]] = arith.select %[[NAN]], %{{.*}}, %[[KEPT]] : i16
+// CHECK: %[[RELU:.*]] = arith.bitcast %[[S]] : i16 to bf16
+// CHECK: %[[VM:.*]] = arith.maximumf %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK-NOT: arith.addi
+// CHECK: arith.shrui %{{.*}}, %{{.*}} : vector<4xi32>
+// CHECK: %[[VS:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<4xi1>, vector<4xi16>
+// CHECK: %[[VRELU:.*]] = arith.bitcast %[[VS]] : vector<4xi16> to vector<4xbf16>
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.addi
+// CHECK: return %[[RELU]], %[[VRELU]]
+func.func @exact_truncations(%a: bf16, %v: vector<4xbf16>) -> (bf16, vector<4xbf16>, bf16) {
+  %ea = arith.extf %a : bf16 to f32
+  %zero = arith.constant 0.0 : f32
+  %m = arith.maximumf %ea, %zero : f32
+  %relu = arith.truncf %m : f32 to bf16
+  %ev = arith.extf %v : vector<4xbf16> to vector<4xf32>
+  %zeros = arith.constant dense<0.0> : vector<4xf32>
+  %vm = arith.maximumf %ev, %zeros : vector<4xf32>
+  %vrelu = arith.truncf %vm : vector<4xf32> to vector<4xbf16>
+  %tenth = arith.constant 0.1 : f32
+  %t = arith.maximumf %ea, %tenth : f32
+  %rounded = arith.truncf %t : f32 to bf16
+  return %relu, %vrelu, %rounded : bf16, vector<4xbf16>, bf16
+}

@@ -96,6 +96,38 @@ def test_every_part_is_race_free(param, out, dims):
         assert reduction_is_race_free(reduction_dimensions(root)), root.parent.to_text()
 
 
+@pytest.mark.parametrize("param, out, dims, k, rows", [
+    ("f32[8192,512]", "f32[512]", "0", 2, 4096),      # 8 column tiles: 2 x 8 blocks
+    ("f32[8192,128]", "f32[128]", "0", 8, 1024),      # 2 tiles: 8 rows of them
+    ("f32[3,10007,5]", "f32[3,5]", "1", 6, 1668),     # 3 tiles; 6 x 1668 pads 1
+    # At least 18 (4096 rows at most, the race-free bound); 20 pads none.
+    ("f32[70000,300000]", "f32[300000]", "0", 20, 3500),
+])
+def test_the_host_splits_a_column_where_its_threads_sum_the_most_rows(param, out, dims, k, rows):
+    """For the CPU target (host=True) a column reduction's first part keeps
+    as few rows of partial sums (k) as leave it HOST_SPLIT_BLOCKS blocks,
+    each thread summing thousands of rows, where XLA's k (about sqrt(n))
+    leaves it two; each part race-free still. Rows are split as XLA does."""
+    from mlir import ir
+    from xla_gpu.emitters import emit_kernel
+    from xla_gpu.emitters.tree_reduction import HOST_SPLIT_BLOCKS
+    fusion = _fusion(param, out, dims)
+    xla_inner = _reduces(split_reduction(fusion))[0]
+    parts = split_reduction(fusion, host=True)
+    inner, outer = _reduces(parts)
+    assert reduction_dimensions(outer).dimensions[1] == k
+    assert reduction_dimensions(inner).dimensions[1] == rows
+    assert reduction_dimensions(xla_inner).dimensions[1] < rows
+    for root in (inner, outer):
+        assert reduction_is_race_free(reduction_dimensions(root)), root.parent.to_text()
+    with ir.Context():
+        blocks = math.prod(emit_kernel(parts[0]).launch.block_counts)
+    assert blocks >= HOST_SPLIT_BLOCKS
+    rows_split = _fusion("f32[1024,1024]", "f32[]", "0,1")
+    assert [r.shape.dims for r in _reduces(split_reduction(rows_split, host=True))] == \
+        [r.shape.dims for r in _reduces(split_reduction(rows_split))]
+
+
 @pytest.mark.parametrize("param, out, dims, prologue", [
     ("f32[64,16384]", "f32[64]", "1", "exponential"),     # race-free already
     ("f32[4096,1024]", "f32[1024]", "0", "exponential"),
@@ -370,15 +402,17 @@ def _random_split_case(seed: int) -> str:
 @pytest.mark.parametrize("seed", range(int(__import__("os").environ.get("XLA_GPU_RANDOM_SEEDS",
                                                                          "40")) // 2))
 def test_random_split_matches_xla(seed):
-    """A random fusion split into parts, each part's kernel run on the CPU
-    target on the results of those before it, gives XLA:CPU's result of
-    the whole fusion, bit for bit."""
+    """A random fusion split into parts (as XLA:GPU splits it, or as the CPU
+    target does), each part's kernel run on the CPU target on the results
+    of those before it, gives XLA:CPU's result of the whole fusion, bit for
+    bit."""
     import numpy as np
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import random_input, reference_text
     text = _random_split_case(seed)
     fusion = parse_hlo(text).fusions()[0]
-    parts = split_reduction(fusion)
+    # Every other seed splits for the CPU target (its columns elsewhere).
+    parts = split_reduction(fusion, host=seed % 2 == 1)
     assert parts, text
     rng = np.random.RandomState(seed)
     inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]

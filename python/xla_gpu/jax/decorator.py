@@ -238,7 +238,7 @@ def _split(fusion, platform: str, device: DeviceDescription) -> KernelChain | No
     params = fusion.fused_computation.parameters
     if not fusion.operands:  # find_fusion's wrapper of the whole entry
         fusion = dataclasses.replace(fusion, operands=list(params))
-    parts = split_reduction(fusion, device.threads_per_warp)
+    parts = split_reduction(fusion, device.threads_per_warp, host=platform == "cpu")
     if not parts:
         return None
     try:

@@ -164,7 +164,7 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
     parts' kernels (tree_reduction.split_reduction), the parts put in the
     entry before `inst`, which becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
-    parts = split_reduction(inst, device.threads_per_warp)
+    parts = split_reduction(inst, device.threads_per_warp, host=True)
     if not parts:
         return []
     try:

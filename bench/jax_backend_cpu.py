@@ -15,8 +15,9 @@
     our emitters take them) against `jax.jit`: a sum of f32[1024,1024]
     (a reduction XLA:CPU leaves whole, which we split as XLA:GPU's
     tree-reduction-rewriter does), a layer norm, a softmax (its last
-    kernel writes over the exp before it) and a bf16 RMS norm (XLA:CPU's
-    convert to f32 merged into the reduction). Its compile is jax's
+    kernel writes over the exp before it), a bf16 RMS norm (XLA:CPU's
+    convert to f32 merged into the reduction) and a bf16 column sum (a
+    long column, split for the CPU target). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -125,6 +126,8 @@ def cases(runs: int) -> list[dict]:
     # 4. Whole programs (compiles timed on other scales of the input).
     x = jnp.asarray(np.random.default_rng(1).standard_normal((1024, 1024), np.float32))
     s = jnp.asarray(np.random.default_rng(3).standard_normal((512, 1024), np.float32))
+    c = jnp.asarray(np.random.default_rng(4).standard_normal((8192, 512), np.float32),
+                    jnp.bfloat16)
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -137,7 +140,11 @@ def cases(runs: int) -> list[dict]:
                      lambda k: lambda v: jax.nn.softmax(v * (1.0 + k)), s),
                     # XLA:CPU's convert to f32 merged into the reduction.
                     ("RMS norm bf16[1024,1024]", _rms_norm,
-                     lambda k: lambda v: _rms_norm(v, 1e-6 * k), x.astype(jnp.bfloat16))]]
+                     lambda k: lambda v: _rms_norm(v, 1e-6 * k), x.astype(jnp.bfloat16)),
+                    # A long column, split for the CPU target (2 rows of
+                    # partial sums, where XLA:GPU's split leaves 128).
+                    ("column sum bf16[8192,512]", _column_sum,
+                     lambda k: lambda v: _column_sum(v * (1.0 + k)), c)]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -145,6 +152,10 @@ def _layer_norm(x):
     m = x.mean(-1, keepdims=True)
     v = ((x - m) ** 2).mean(-1, keepdims=True)
     return (x - m) * jax.lax.rsqrt(v + 1e-5)
+
+
+def _column_sum(x):
+    return x.astype(jnp.float32).sum(0)
 
 
 def _rms_norm(x, eps=1e-6):

@@ -27,6 +27,9 @@ struct F32Builder {
   mlir::Type type;
   // For the host (x86): clamps as compares and selects (see clamp).
   bool host = false;
+  // The host scales by a power of two with llvm.ldexp (AVX-512's VSCALEF:
+  // one instruction that rounds into the subnormals once).
+  bool ldexp = false;
 
   // Only f32 is approximated (expand-float-ops widened the narrower types).
   static bool applies(mlir::Operation* op) {
@@ -82,10 +85,11 @@ struct F32Builder {
 // below; a unary or a binary op), for the host or the GPU.
 template <typename Op, typename Approximation, bool Host = false>
 struct ApproximateF32 : public mlir::OpRewritePattern<Op> {
-  using mlir::OpRewritePattern<Op>::OpRewritePattern;
+  explicit ApproximateF32(mlir::MLIRContext* ctx, bool ldexp = false)
+      : mlir::OpRewritePattern<Op>(ctx), ldexp(ldexp) {}
   mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
     if (!F32Builder::applies(op)) return rewriter.notifyMatchFailure(op, "only f32");
-    F32Builder f32{rewriter, op.getLoc(), op.getType(), Host};
+    F32Builder f32{rewriter, op.getLoc(), op.getType(), Host, ldexp};
     if constexpr (Op::template hasTrait<mlir::OpTrait::OneOperand>()) {
       rewriter.replaceOp(op, Approximation::build(f32, op.getOperand()));
     } else {
@@ -93,6 +97,8 @@ struct ApproximateF32 : public mlir::OpRewritePattern<Op> {
     }
     return mlir::success();
   }
+  // F32Builder's ldexp (the host's -xla-gpu-lower-to-llvm ldexp-scaling).
+  bool ldexp;
 };
 
 // tanh(x) as Eigen's rational approximation: x * P(x^2) / Q(x^2) on x

@@ -407,6 +407,9 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
            "Bit width of the index type">,
     Option<"target", "target", "std::string", /*default=*/"\"gpu\"",
            "gpu (NVVM, libdevice) or cpu (host LLVM, C interface, noalias pointers)">,
+    Option<"ldexpScaling", "ldexp-scaling", "bool", /*default=*/"false",
+           "cpu: f32 exp scales by 2^n with llvm.ldexp (a host with AVX-512: VSCALEF) "
+           "instead of two exponent-field multiplies">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",

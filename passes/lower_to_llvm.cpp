@@ -85,7 +85,10 @@ mlir::Value tinyIsItself(const F32Builder& f32, mlir::Value x, mlir::Value y, do
 // Cody-Waite reduction x = n ln2 + r (|r| <= ln2 / 2, ln2 in two parts),
 // Cephes' degree-6 polynomial for e^r (within 1 ulp of expf on [-ln2/2,
 // ln2/2]), and 2^n applied as two exponent-field scalings so that results
-// down to the smallest subnormal are reached. x above ln(FLT_MAX) is +inf
+// down to the smallest subnormal are reached (with F32Builder's ldexp, one
+// llvm.ldexp: AVX-512's VSCALEF, the same result in 3 instructions where
+// the scalings take 8; A/B in one process, bits the same: the erf GELU
+// 0.93x, the softmax steps 0.91-0.93x, the bf16 exp-sum 0.96x). x above ln(FLT_MAX) is +inf
 // (the scaling overflows: x is clamped at 89, n = 128 and e^r > 1 there,
 // so no compare and select is needed), below -104 0 (as the rounding would
 // give), a NaN stays a NaN.
@@ -98,8 +101,9 @@ struct Exp {
     mlir::Value p = expPolynomial(f32, r);
     mlir::Value r2 = rewriter.create<mlir::arith::MulFOp>(loc, r, r);
     mlir::Value y = rewriter.create<mlir::arith::AddFOp>(loc, f32.fma(p, r2, r), f32.c(1.0));
-    // y * 2^n as y * 2^(n/2) * 2^(n - n/2): each factor a normal float.
     mlir::Value ni = rewriter.create<mlir::arith::FPToSIOp>(loc, f32.i32(), n);
+    if (f32.ldexp) return rewriter.create<mlir::LLVM::LoadExpOp>(loc, f32.type, y, ni);
+    // y * 2^n as y * 2^(n/2) * 2^(n - n/2): each factor a normal float.
     mlir::Value half = rewriter.create<mlir::arith::ShRSIOp>(loc, ni, f32.ci(1));
     mlir::Value rest = rewriter.create<mlir::arith::SubIOp>(loc, ni, half);
     return rewriter.create<mlir::arith::MulFOp>(
@@ -817,7 +821,6 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       approximations.add<HostTrig<mlir::math::SinOp, Sin>, HostTrig<mlir::math::CosOp, Cos>,
                          HostTrig<mlir::math::TanOp, Tan>>(ctx, /*benefit=*/2);
       approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh, /*Host=*/true>,
-                         ApproximateF32<mlir::math::ExpOp, Exp, /*Host=*/true>,
                          ApproximateF32<mlir::math::LogOp, Log, /*Host=*/true>,
                          ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>,
                          ApproximateF32<mlir::math::ExpM1Op, Expm1, /*Host=*/true>,
@@ -828,6 +831,8 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF32<mlir::math::PowFOp, Pow, /*Host=*/true>,
                          ApproximateF32<mlir::math::Atan2Op, Atan2, /*Host=*/true>,
                          ApproximateF32<mlir::math::CbrtOp, Cbrt, /*Host=*/true>>(ctx);
+      approximations.add<ApproximateF32<mlir::math::ExpOp, Exp, /*Host=*/true>>(ctx,
+                                                                                ldexpScaling);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

@@ -105,6 +105,10 @@ class PipelineOptions:
     # ran 0.81x the time without it (A/B in one process, bits the same) and
     # compiled in 233 ms instead of 320 (its code generation 161 -> 71).
     transposing_writes: bool = True
+    # The CPU target's: f32 exp's scaling by 2^n as one llvm.ldexp
+    # (-xla-gpu-lower-to-llvm's ldexp-scaling), where the host has AVX-512
+    # (VSCALEF); elsewhere LLVM would expand it lane by lane.
+    ldexp_scaling: bool = False
     # None: 32 when every tensor of the module is small enough that index
     # arithmetic cannot overflow it (cheaper on GPUs), else 64.
     index_bitwidth: int | None = None
@@ -249,7 +253,8 @@ def _add_tensor_lowering(passes: list[str], f8_conversions: bool = False,
 
 def _add_llvm_lowering(passes: list[str], opts: PipelineOptions, target: str) -> None:
     passes += [
-        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64} target={target}}}",
+        f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64} target={target}"
+        + (" ldexp-scaling=true" if opts.ldexp_scaling and target == "cpu" else "") + "}",
         "reconcile-unrealized-casts",
         _CANONICALIZE,
         "cse",

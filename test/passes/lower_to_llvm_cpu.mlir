@@ -1,8 +1,10 @@
 // The host target: noalias buffers (no C-interface copy), tanh as a vectorizable
-// rational approximation, f32 exp as a polynomial with an exponent-field
-// scaling and f32 log as one on the mantissa, instead of libm calls (f64
+// rational approximation, f32 exp as a polynomial with exponent-field
+// scalings (or, with ldexp-scaling, llvm.ldexp) and f32 log as one on the mantissa, instead of libm calls (f64
 // exp stays the intrinsic).
 // RUN: xla-gpu-opt %s -xla-gpu-lower-to-llvm=target=cpu | FileCheck %s --check-prefix=CPU
+// RUN: xla-gpu-opt %s -xla-gpu-lower-to-llvm="target=cpu ldexp-scaling=true" \
+// RUN:   | FileCheck %s --check-prefix=LDEXP
 // RUN: not xla-gpu-opt %s -xla-gpu-lower-to-llvm=target=tpu 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: target must be gpu or cpu, got tpu
 // CPU-LABEL: llvm.func @host(%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: f32) -> f32
@@ -16,11 +18,19 @@
 // CPU: llvm.fptosi
 // CPU: llvm.shl
 // CPU: llvm.bitcast %{{.*}} : i32 to f32
+// CPU-NOT: llvm.intr.ldexp
 // CPU: llvm.intr.exp(%{{.*}}) : (f64) -> f64
 // CPU: llvm.and %{{.*}} : i32
 // CPU: llvm.or %{{.*}} : i32
 // CPU-NOT: llvm.intr.log
 // CPU-NOT: @_mlir_ciface_host
+// With ldexp-scaling (a host with AVX-512: VSCALEF) the f32 exp's 2^n is
+// one llvm.ldexp of the polynomial's value by n.
+// LDEXP-LABEL: llvm.func @host
+// LDEXP: %[[N:.*]] = llvm.intr.roundeven
+// LDEXP: %[[I:.*]] = llvm.fptosi %[[N]] : f32 to i32
+// LDEXP: llvm.intr.ldexp(%{{.*}}, %[[I]]) : (f32, i32) -> f32
+// LDEXP: llvm.intr.exp(%{{.*}}) : (f64) -> f64
 func.func @host(%p: !llvm.ptr, %x: f32) -> f32 {
   %t = math.tanh %x : f32
   %e = math.exp %t : f32

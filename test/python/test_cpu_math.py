@@ -47,21 +47,29 @@ from xla_gpu.runtime import CpuKernel
 N = 1 << 20
 
 
-def _kernel(opcode: str, call: str, operands: int = 1) -> CpuKernel:
+def _kernel(opcode: str, call: str, operands: int = 1,
+            opts: pipelines.PipelineOptions | None = None) -> CpuKernel:
     """The loop kernel of `opcode` on f32[N] operands, checked to call
     neither libm's `call`f nor LLVM's intrinsic of it."""
     params = "".join(f"  p{i} = f32[{N}] parameter({i})\n" for i in range(operands))
     args = ", ".join(f"p{i}" for i in range(operands))
     text = f"fusion {{\n{params}  ROOT e = f32[{N}] {opcode}({args})\n}}\n"
     with ir.Context():
-        kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
+        kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))), opts)
     assert f"{call}f" not in kernel.llvm_ir and f"llvm.intr.{call}" not in kernel.llvm_ir
     return kernel
 
 
-@pytest.fixture(scope="module")
-def exp_kernel():
-    return _kernel("exponential", "exp")
+@pytest.fixture(scope="module", params=[True, False], ids=["ldexp", "two-scalings"])
+def exp_kernel(request):
+    """exp with its scaling by 2^n as llvm.ldexp (the hosts with AVX-512)
+    and as two exponent-field multiplies (the others): each is checked."""
+    import dataclasses
+    from xla_gpu.runtime import CPU_DEFAULT_OPTIONS
+    opts = dataclasses.replace(CPU_DEFAULT_OPTIONS, ldexp_scaling=request.param)
+    kernel = _kernel("exponential", "exp", opts=opts)
+    assert ("llvm.intr.ldexp" in kernel.llvm_ir) == request.param
+    return kernel
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +128,21 @@ def test_exp_special_values(exp_kernel):
     np.testing.assert_array_equal(
         got[1:], np.array([np.inf, 0.0, 1.0, 1.0, 1.0, 3.4027985e38, np.inf, 1.4e-45, 0.0, 0.0,
                            np.float32(np.e)], np.float32))
+
+
+def test_exp_scaled_by_ldexp_is_the_two_scalings_bit_for_bit():
+    """llvm.ldexp (one rounding) gives what the two exponent-field
+    multiplies give (exact, then one rounding) at every point of the
+    sweep, subnormal results and overflow included."""
+    import dataclasses
+    from xla_gpu.runtime import CPU_DEFAULT_OPTIONS
+    x = np.concatenate([np.linspace(-110, 90, N // 2).astype(np.float32),
+                        np.linspace(-104, -87, N // 2).astype(np.float32)])
+    got = [_run(_kernel("exponential", "exp",
+                        opts=dataclasses.replace(CPU_DEFAULT_OPTIONS, ldexp_scaling=on)), x)
+           for on in (True, False)]
+    assert np.count_nonzero((got[1] > 0) & (got[1] < np.finfo(np.float32).tiny)) > 1000
+    np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
 
 
 def test_log_is_within_one_ulp(log_kernel):

@@ -904,6 +904,12 @@ def test_transposing_writes_where_the_host_has_512_bit_vectors():
         flags = next(line for line in cpuinfo.read_text().splitlines() if line.startswith("flags"))
         assert host_code.has_512_bit_vectors() == ("avx512f" in flags.split())
     assert CPU_DEFAULT_OPTIONS.transposing_writes == host_code.has_512_bit_vectors()
+    # So is exp's scaling as llvm.ldexp (VSCALEF), which reaches the pass.
+    assert CPU_DEFAULT_OPTIONS.ldexp_scaling == host_code.has_512_bit_vectors()
+    assert ("ldexp-scaling=true" in pipelines.pipeline_string(
+        CPU_DEFAULT_OPTIONS, pipelines.CPU_STAGES)) == CPU_DEFAULT_OPTIONS.ldexp_scaling
+    assert "ldexp-scaling" not in pipelines.pipeline_string(
+        dataclasses.replace(CPU_DEFAULT_OPTIONS, ldexp_scaling=True))  # the GPU's stages
     stores = {}
     for on in (True, False):
         opts = dataclasses.replace(CPU_DEFAULT_OPTIONS, transposing_writes=on)

@@ -88,11 +88,14 @@ _CPUS = os.cpu_count() or 1
 # write took its phase unrolled; it takes a phase's loop of steps now, and
 # with 128 every bench object was the same but the cumsum's (its run the
 # same, 0.999x), the bf16 021 transpose's compile 27.0 -> 23.3 ms.
+# Exp's scaling as llvm.ldexp (PipelineOptions.ldexp_scaling) on the same
+# hosts.
 _TRANSPOSING_WRITES = has_512_bit_vectors()
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
     vectorize=False, pipeline_loads=False, unroll_accumulations=False, unroll_math_loops=False,
     partial_unroll=False, max_unrolled_ops=128, index_bitwidth=64, peel_loops=False,
-    fold_loops_into_threads=True, transposing_writes=_TRANSPOSING_WRITES)
+    fold_loops_into_threads=True, transposing_writes=_TRANSPOSING_WRITES,
+    ldexp_scaling=_TRANSPOSING_WRITES)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

@@ -566,3 +566,61 @@ def test_an_operand_that_cannot_share_the_result_is_refused(ctx):
     params, body, out, args, _ = _SHARING["a transpose"]
     with pytest.raises(ValueError, match="operand 0 cannot share the result's buffer"):
         emit_kernel(_loop_fusion(params, body, out, args), shared_operand=0)
+
+
+def _sum_over(shape: tuple[int, ...], dims: tuple[int, ...], ty: str = "f32",
+              extra_root: bool = False) -> str:
+    kept = [n for i, n in enumerate(shape) if i not in dims]
+    full = f"{ty}[{','.join(map(str, shape))}]"
+    out = f"f32[{','.join(map(str, kept))}]"
+    body = (f"  p = {full} parameter(0)\n  c = f32[{','.join(map(str, shape))}] convert(p)\n"
+            f"  z = f32[] constant(0)\n"
+            f"  s = {out} reduce(c, z), dimensions={{{','.join(map(str, dims))}}}, to_apply=add\n")
+    if extra_root:
+        body += (f"  e = f32[{','.join(map(str, shape))}] exponential(c)\n"
+                 f"  ROOT t = ({out}, f32[{','.join(map(str, shape))}]) tuple(s, e)\n")
+        root = f"({out}, f32[{','.join(map(str, shape))}])"
+    else:
+        body = body.replace("  s = ", "  ROOT s = ")
+        root = out
+    return (f"HloModule m\nadd {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            f"  ROOT r = f32[] add(a, b)\n}}\nfused {{\n{body}}}\nENTRY e {{\n"
+            f"  p0 = {full} parameter(0)\n  ROOT f = {root} fusion(p0), kind=kInput, "
+            f"calls=fused\n}}\n")
+
+
+@pytest.mark.parametrize("shape, dims, ty, extra_root, loop", [
+    ((64, 32, 128), (1,), "f32", False, True),      # the embedding sum's
+    ((128, 64, 512), (1,), "bf16", False, True),
+    ((512, 256), (0,), "f32", False, True),         # 512 rows: the most
+    ((1024, 256), (0,), "f32", False, False),       # 1024: the reduction emitter's
+    ((256, 512), (1,), "f32", False, False),        # rows are not
+    ((64, 32, 128), (1,), "f32", True, False),      # nor a fusion of two outputs
+])
+def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty, extra_root,
+                                                           loop):
+    """emit_kernel(host=True) (xla_gpu.jax's kernels on the CPU) makes a
+    one-output column reduction of at most HOST_LOOP_COLUMN_ROWS rows a
+    loop kernel (a thread an output, its column summed in order), whose
+    sums on the CPU target are XLA:CPU's within f32's rounding; without
+    `host`, and for other reductions, the kernel is XLA:GPU's choice."""
+    from xla_gpu.emitters import host_prefers_loop
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import random_input, reference_text
+    fusion = find_fusion(parse_hlo(_sum_over(shape, dims, ty, extra_root)))
+    assert isinstance(make_emitter(fusion), ReductionEmitter)
+    host_emitter = make_emitter(fusion, host=True)
+    assert isinstance(host_emitter, LoopEmitter) == loop
+    assert host_prefers_loop(analyze_fusion(fusion)) == loop
+    if not loop:
+        return
+    kernel = emit_kernel(fusion, host=True)
+    assert kernel.launch != emit_kernel(fusion).launch
+    rng = np.random.RandomState(1)
+    (param,) = fusion.fused_computation.parameters
+    x = random_input(param.shape, rng)
+    out = np.zeros(fusion.shape.dims, np.float32)
+    CpuKernel(kernel)(x, out)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    rows = np.prod([shape[d] for d in dims])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows)

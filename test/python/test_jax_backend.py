@@ -760,6 +760,21 @@ def test_jit_splits_a_long_column_where_the_cpu_target_sums_it_fastest():
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.sqrt(8192))
 
 
+def test_jit_sums_short_columns_as_loop_kernels():
+    # An embedding bag: rows gathered, then summed over the bag's 32 (a
+    # column reduction of 32 rows a [64, ., 128] output), which the CPU
+    # target runs as a loop kernel (emitters.host_prefers_loop).
+    r = np.random.default_rng(7)
+    table = r.standard_normal((50000, 128), np.float32)
+    ids = r.integers(0, 50000, (64, 32)).astype(np.int32)
+    fn = lambda t, i: jnp.take(t, i, axis=0).sum(1)  # noqa: E731
+    f = xj.jit(fn)
+    out = np.asarray(f(table, ids))
+    assert all(d.ours for d in f.decisions()), f.fusion_report()
+    np.testing.assert_allclose(out, table[ids].astype(np.float64).sum(1), rtol=1e-5,
+                               atol=1e-5)
+
+
 def test_jit_writes_an_elementwise_result_over_a_dead_operand():
     # softmax: the last fusion (exp * 1/sum) writes over the exp before it,
     # which the sum read first, as XLA's buffer assignment shares them: the

@@ -242,7 +242,7 @@ def _split(fusion, platform: str, device: DeviceDescription) -> KernelChain | No
     if not parts:
         return None
     try:
-        kernels = [emit_kernel(part, device) for part in parts]
+        kernels = [emit_kernel(part, device, host=platform == "cpu") for part in parts]
     except EmitterError:
         return None
     position = {id(o): k for k, o in enumerate(fusion.operands)}
@@ -263,7 +263,7 @@ def _emit(text: str, name: str, platform: str,
             chain = _split(fusion, platform, device)
             if chain is not None:
                 return chain
-            emitted = emit_kernel(fusion, device)
+            emitted = emit_kernel(fusion, device, host=platform == "cpu")
             _warn_of_slow_reductions(fusion, name)
             return prepare(emitted, platform, device, background=True)
     except (EmitterError, HloParseError):

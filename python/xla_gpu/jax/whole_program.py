@@ -168,7 +168,7 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
     if not parts:
         return []
     try:
-        kernels = [emit_kernel(part, device) for part in parts]
+        kernels = [emit_kernel(part, device, host=True) for part in parts]
     except EmitterError:
         return []
     entry = module.entry
@@ -186,7 +186,7 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
     for o in inst.operands:  # `last` is `inst` from now on
         o.users = [inst if u is last else u for u in o.users]
     if (shared := _shared_operand(module, inst)) is not None:
-        kernels[-1] = emit_kernel(inst, device, shared)
+        kernels[-1] = emit_kernel(inst, device, shared, host=True)
     return [*zip(first, kernels), (inst, kernels[-1])]
 
 
@@ -259,7 +259,8 @@ def _replace_fusions_in_context(module: HloModule,
                 "taken out)"))
             continue
         try:
-            emitted.append((inst, emit_kernel(inst, device, _shared_operand(module, inst))))
+            emitted.append((inst, emit_kernel(inst, device, _shared_operand(module, inst),
+                                              host=True)))
         except EmitterError as e:
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))
             continue

@@ -995,18 +995,6 @@ def test_multiplies_and_adds_contract_as_xla_cpus_do():
 # Elementwise maxima and minima of every pair of a list of special values,
 # in f32 and f64, and the row maxima and minima of the f32 pairs' rows.
 _MAX_MIN_PAIRS = """
-max_f32 {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}
-
-min_f32 {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] minimum(a, b)
-}
-
 fused {
   a = f32[PAIRS] parameter(0)
   b = f32[PAIRS] parameter(1)

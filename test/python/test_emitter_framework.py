@@ -594,14 +594,15 @@ def _sum_over(shape: tuple[int, ...], dims: tuple[int, ...], ty: str = "f32",
     ((128, 64, 512), (1,), "bf16", False, True),
     ((512, 256), (0,), "f32", False, True),         # 512 rows: the most
     ((1024, 256), (0,), "f32", False, False),       # 1024: the reduction emitter's
+    ((200, 500, 10), (1,), "f32", False, False),    # columns narrower than 16 lanes
     ((256, 512), (1,), "f32", False, False),        # rows are not
     ((64, 32, 128), (1,), "f32", True, False),      # nor a fusion of two outputs
 ])
 def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty, extra_root,
                                                            loop):
     """emit_kernel(host=True) (xla_gpu.jax's kernels on the CPU) makes a
-    one-output column reduction of at most HOST_LOOP_COLUMN_ROWS rows a
-    loop kernel (a thread an output, its column summed in order), whose
+    one-output column reduction of at most HOST_LOOP_COLUMN_ROWS rows and
+    at least HOST_LOOP_COLUMN_LANES columns a loop kernel (a thread an output, its column summed in order), whose
     sums on the CPU target are XLA:CPU's within f32's rounding; without
     `host`, and for other reductions, the kernel is XLA:GPU's choice."""
     from xla_gpu.emitters import host_prefers_loop

@@ -747,7 +747,8 @@ def test_jit_splits_reductions_no_block_can_do_alone(fn, shape, parts):
 def test_jit_splits_a_long_column_where_the_cpu_target_sums_it_fastest():
     # x.astype(f32).sum(0) over bf16[8192,512]: XLA:GPU's split would leave
     # 128 rows of partial sums (each thread of the first kernel adding two
-    # rows); for the CPU target it leaves 2, a thread adding 128 rows
+    # rows); for the CPU target it leaves 16, the first kernel a loop
+    # kernel each of whose threads adds 512 rows of a column
     # (tree_reduction._host_column_split).
     x = jnp.asarray(np.random.default_rng(6).standard_normal((8192, 512), np.float32),
                     jnp.bfloat16)
@@ -755,7 +756,7 @@ def test_jit_splits_a_long_column_where_the_cpu_target_sums_it_fastest():
     f = xj.jit(fn)
     out = np.asarray(f(x))
     text = f._last.executable.executable.hlo_modules()[0].to_string()
-    assert "f32[2,512]" in text and "f32[128,512]" not in text, text
+    assert "f32[16,512]" in text and "f32[128,512]" not in text, text
     want = np.asarray(x, np.float64).sum(0)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.sqrt(8192))
 

@@ -96,20 +96,26 @@ def test_every_part_is_race_free(param, out, dims):
         assert reduction_is_race_free(reduction_dimensions(root)), root.parent.to_text()
 
 
-@pytest.mark.parametrize("param, out, dims, k, rows", [
-    ("f32[8192,512]", "f32[512]", "0", 2, 4096),      # 8 column tiles: 2 x 8 blocks
-    ("f32[8192,128]", "f32[128]", "0", 8, 1024),      # 2 tiles: 8 rows of them
-    ("f32[3,10007,5]", "f32[3,5]", "1", 6, 1668),     # 3 tiles; 6 x 1668 pads 1
-    # At least 18 (4096 rows at most, the race-free bound); 20 pads none.
-    ("f32[70000,300000]", "f32[300000]", "0", 20, 3500),
+@pytest.mark.parametrize("param, out, dims, k, rows, loop", [
+    # Columns a vector of lanes wide: at most 512 rows a part, a loop kernel.
+    ("f32[8192,512]", "f32[512]", "0", 16, 512, True),
+    ("f32[8192,128]", "f32[128]", "0", 16, 512, True),
+    # At least 137 (70000 / 512); 140 pads none.
+    ("f32[70000,300000]", "f32[300000]", "0", 140, 500, True),
+    # Narrower: 3 tiles of the reduction emitter, at least 16 blocks (k >=
+    # 6, at most 4096 rows: k >= 3); 6 x 1668 pads 1.
+    ("f32[3,10007,5]", "f32[3,5]", "1", 6, 1668, False),
 ])
-def test_the_host_splits_a_column_where_its_threads_sum_the_most_rows(param, out, dims, k, rows):
+def test_the_host_splits_a_column_where_its_threads_sum_the_most_rows(param, out, dims, k, rows,
+                                                                      loop):
     """For the CPU target (host=True) a column reduction's first part keeps
-    as few rows of partial sums (k) as leave it HOST_SPLIT_BLOCKS blocks,
-    each thread summing thousands of rows, where XLA's k (about sqrt(n))
-    leaves it two; each part race-free still. Rows are split as XLA does."""
+    as few rows of partial sums (k) as leave it a loop kernel (the columns
+    a vector of lanes wide: at most 512 rows), else HOST_SPLIT_BLOCKS
+    blocks of the reduction emitter, each thread summing thousands of
+    rows, where XLA's k (about sqrt(n)) leaves it two; each part race-free
+    still. Rows are split as XLA does."""
     from mlir import ir
-    from xla_gpu.emitters import emit_kernel
+    from xla_gpu.emitters import LoopEmitter, emit_kernel, make_emitter
     from xla_gpu.emitters.tree_reduction import HOST_SPLIT_BLOCKS
     fusion = _fusion(param, out, dims)
     xla_inner = _reduces(split_reduction(fusion))[0]
@@ -117,12 +123,14 @@ def test_the_host_splits_a_column_where_its_threads_sum_the_most_rows(param, out
     inner, outer = _reduces(parts)
     assert reduction_dimensions(outer).dimensions[1] == k
     assert reduction_dimensions(inner).dimensions[1] == rows
-    assert reduction_dimensions(xla_inner).dimensions[1] < rows
+    assert reduction_dimensions(xla_inner).dimensions[1] != rows
     for root in (inner, outer):
         assert reduction_is_race_free(reduction_dimensions(root)), root.parent.to_text()
     with ir.Context():
-        blocks = math.prod(emit_kernel(parts[0]).launch.block_counts)
-    assert blocks >= HOST_SPLIT_BLOCKS
+        assert isinstance(make_emitter(parts[0], host=True), LoopEmitter) == loop
+        blocks = math.prod(emit_kernel(parts[0], host=True).launch.block_counts)
+    if not loop:
+        assert blocks >= HOST_SPLIT_BLOCKS
     rows_split = _fusion("f32[1024,1024]", "f32[]", "0,1")
     assert [r.shape.dims for r in _reduces(split_reduction(rows_split, host=True))] == \
         [r.shape.dims for r in _reduces(split_reduction(rows_split))]

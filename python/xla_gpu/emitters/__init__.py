@@ -17,7 +17,8 @@ from ..hlo.inline import inline_calls
 from .elemental import EmitterError
 from .device import DEFAULT_DEVICE, DEVICES, DeviceDescription, device_named
 from .fusion_analysis import (EmitterKind, FusionAnalysis, analyze_fusion, find_hero,
-                              reduction_dimensions, with_tuple_of_outputs)
+                              host_prefers_loop_for, reduction_dimensions,
+                              with_tuple_of_outputs)
 from .kernel import EmittedKernel, LaunchDimensions
 from .registry import EMITTERS, EmitterNotBuiltError, emitter_class, register_emitter
 from .verifier import verify_fusion, verify_fusion_instruction
@@ -40,28 +41,12 @@ __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "Emitte
            "shareable_operands", "verify_fusion"]
 
 
-# The CPU target's column reductions of at most this many rows are the
-# loop emitter's (host_prefers_loop).
-HOST_LOOP_COLUMN_ROWS = 512
-
-
 def host_prefers_loop(analysis: FusionAnalysis) -> bool:
     """Whether a reduction fusion runs faster on the CPU target as a loop
-    kernel (a thread an output, summing its column in order): one output,
-    a column reduction of at most HOST_LOOP_COLUMN_ROWS rows. The lanes
-    LLVM vectorizes are then adjacent columns, each step one vector load
-    of a row, where the reduction emitter's block transposes its tile
-    through shared memory and runs a tree over a warp's lanes for every
-    32 rows or fewer: f32[128,64,512] summed over its middle dimension
-    1.32 -> 0.16 ms, f32[64,32,128] 0.12 -> 0.014, f32[16,256,512]
-    0.15 -> 0.07, and each compiled in half the time. At 1024 rows and
-    more the two ran alike, and one thread's sum in order drifts further
-    from XLA's (a valid GPU kernel either way: XLA:GPU's loop emitter
-    takes its small column reductions the same way)."""
+    kernel: one output, a column reduction host_prefers_loop_for takes."""
     if analysis.kind != EmitterKind.REDUCTION or len(analysis.roots) != 1:
         return False
-    dims = reduction_dimensions(analysis.deciding_hero)
-    return not dims.is_row_reduction and dims.dimensions[1] <= HOST_LOOP_COLUMN_ROWS
+    return host_prefers_loop_for(reduction_dimensions(analysis.deciding_hero))
 
 
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE,

@@ -50,7 +50,8 @@ import math
 
 from ..hlo import HloInstruction, parse_hlo
 from ..hlo.shape import Layout, Shape
-from .fusion_analysis import (EmitterKind, ReductionDimensions, analyze_fusion,
+from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, HOST_LOOP_COLUMN_ROWS, EmitterKind,
+                              ReductionDimensions, analyze_fusion,
                               is_reduction_from_or_to_contiguous,
                               kBatchedReductionRaceFreeBound, kColumnReductionTileY,
                               kMinThreadsXRowReduction, kRowReductionTileX,
@@ -249,17 +250,24 @@ def _prefix_with_product(dims: tuple[int, ...], product: int) -> int:
     return p
 
 
-def _host_column_split(n: int, bound: int, tiles: int) -> tuple[int, int]:
-    """(k, padded n) for the CPU target: n reduced rows as k of padded_n / k,
-    k as small (the rows a thread sums in its loop as many) as leaves the
-    first part HOST_SPLIT_BLOCKS blocks or more (`tiles` blocks a row of
-    k), of the least padding from there up to twice that. XLA's k (about
-    sqrt(n)) leaves each thread of the first part two rows: the rest of its
+def _host_column_split(n: int, bound: int, tiles: int, columns: int) -> tuple[int, int]:
+    """(k, padded n) for the CPU target: n reduced rows as k of padded_n / k.
+    Where the columns are as wide as host_prefers_loop_for asks, k is the
+    least that leaves at most HOST_LOOP_COLUMN_ROWS rows, so that the
+    first part is a loop kernel (bf16[8192,512]: k = 16, 0.14 ms and
+    compiled in 17 ms, where k = 2 ran alike compiled in 67). Else k is as
+    small (the rows a thread sums in its loop as many) as leaves the first
+    part HOST_SPLIT_BLOCKS blocks or more (`tiles` blocks a row of k). From
+    there the least padding up to twice that k. XLA's k (about sqrt(n))
+    leaves each thread of the first part two rows: the rest of its
     block's work is the transpose through shared memory and the lanes'
     tree, which on the CPU cost many times the sums (x.astype(f32).sum(0)
-    over bf16[8192,512]: the first part 1.0 ms at XLA's k = 128, 0.14 ms
-    at k = 2; the f32[8192,128] one 0.22 -> 0.05 at k = 8)."""
-    least = max(-(-n // bound), -(-HOST_SPLIT_BLOCKS // tiles), 2)
+    over bf16[8192,512]: the first part 1.0 ms at XLA's k = 128; the
+    f32[8192,128] one 0.22 -> 0.05 at k = 8)."""
+    if columns >= HOST_LOOP_COLUMN_LANES:
+        least = max(-(-n // HOST_LOOP_COLUMN_ROWS), 2)
+    else:
+        least = max(-(-n // bound), -(-HOST_SPLIT_BLOCKS // tiles), 2)
     best = None
     for k in range(least, min(2 * least, n + 1)):
         padded = -(-n // k) * k
@@ -299,7 +307,8 @@ def _split_once(fusion: HloInstruction, warp_size: int,
         # The column reduction emitter's blocks a row of the first part:
         # each covers a warp's width of 32-bit pairs of the minor dimension.
         tiles = d0 * -(-d2 // (2 * warp_size))
-        k, padded = _host_column_split(d1, bound, tiles) if host else _best_split(d1, bound)
+        k, padded = (_host_column_split(d1, bound, tiles, d2) if host
+                     else _best_split(d1, bound))
         if padded != d1:
             pad = (1, padded)
         p = _prefix_with_product(out, d0)

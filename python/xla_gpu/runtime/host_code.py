@@ -170,6 +170,12 @@ def has_avx512dq() -> bool:
 
 
 @functools.cache
+def has_half_arithmetic() -> bool:
+    """Whether the host computes f16 itself (x86's AVX512-FP16)."""
+    return "+avx512fp16" in host_target().rpartition(" ")[2].split(",")
+
+
+@functools.cache
 def fingerprint() -> str:
     """What an object depends on besides the kernel text and the pipeline
     options: the host target it is compiled for and the build of the

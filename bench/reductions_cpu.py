@@ -62,7 +62,7 @@ CASES = {
         "bf16[16384,256]", "bf16[16384]"),
     # The same in f16: its max computed in f32 folds back to f16 maxima
     # (LLVM's InstCombine), which x86 without AVX512-FP16 runs a lane at a
-    # time; HostJit.cpp widens the lanes' again, the warps' trees stay so.
+    # time; HostJit.cpp widens them again.
     "row max f16[16384,256]": _module(
         "max_f16", "  z = f16[] constant(-inf)\n"
         "  ROOT r = f16[16384] reduce(a0, z), dimensions={1}, to_apply=max_f16",

@@ -315,10 +315,12 @@ def ExpandBf16ConversionsPass
     selects, a chain LLVM's loop vectorizer does not take for a max
     reduction, where `llvm.maximum` (what -xla-gpu-lower-to-llvm makes of
     them, on the GPU too) is one. First, `extf(truncf(x))` becomes `x`
-    where `x` is a bf16 value at every element (a constant bf16 holds, a
-    max, min, select, negation or absolute value of bf16 values widened):
-    a bf16 reducer's max chain then runs in f32 without rounding each step.
-    A `truncf` of such a value left (the chain's result, a bf16 ReLU)
+    where `x` is a bf16 (or f16) value at every element (a constant it
+    holds, a max, min, select, negation or absolute value of such values
+    widened, a load from a stack slot only such values are stored into: a
+    lane's own value for its warp's shuffle tree): a bf16 or f16 reducer's
+    max chain and tree then run in f32 without rounding each step. A
+    `truncf` to bf16 of such a value left (the chain's result, a bf16 ReLU)
     keeps the high half of its bits, with no rounding.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];

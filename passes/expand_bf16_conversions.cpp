@@ -3,6 +3,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -21,59 +22,103 @@ bool convertsBf16(mlir::Operation* op) {
          mlir::getElementTypeOrSelf(op->getResult(0).getType()).isBF16();
 }
 
-// Whether `attr` is an f32 constant (or a splat of one) that bf16 holds
-// exactly: a ReLU's 0, a max's -inf.
-bool isBf16Constant(mlir::Attribute attr) {
+// Whether `attr` is an f32 constant (or a splat of one) that `narrow`
+// (bf16 or f16) holds exactly: a ReLU's 0, a max's -inf.
+bool isExactConstant(mlir::Attribute attr, mlir::FloatType narrow) {
   auto splat = mlir::dyn_cast<mlir::SplatElementsAttr>(attr);
   auto value = mlir::dyn_cast<mlir::FloatAttr>(splat ? splat.getSplatValue<mlir::Attribute>()
                                                       : attr);
   if (!value || !value.getType().isF32()) return false;
   llvm::APFloat f = value.getValue();
   bool loses = false;
-  f.convert(llvm::APFloat::BFloat(), llvm::APFloat::rmNearestTiesToEven, &loses);
-  return !loses;
+  llvm::APFloat::opStatus status =
+      f.convert(narrow.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &loses);
+  return status == llvm::APFloat::opOK && !loses;
 }
 
-// Whether f32 value `v` is a bf16 value (what extf of a bf16 makes) at
-// every element: a constant bf16 holds, and a maximum, minimum, select,
-// negation or absolute value of such values, which picks one of them (or a
-// NaN, which the last truncf to bf16 makes its canonical NaN either way).
-bool isBf16Exact(mlir::Value v, llvm::DenseMap<mlir::Value, bool>& memo, int depth = 0) {
+bool isExactIn(mlir::Value v, mlir::FloatType narrow, llvm::DenseMap<mlir::Value, bool>& memo,
+               int depth = 0);
+
+// Whether every value stored into the stack slot `alloca` (at any offset)
+// is exact in `narrow`, and nothing but loads and such stores use it: a
+// lane's own value that -xla-gpu-lower-kernel-to-cpu keeps in f32 for its
+// warp's shuffle tree.
+bool onlyExactStored(mlir::LLVM::AllocaOp alloca, mlir::FloatType narrow,
+                     llvm::DenseMap<mlir::Value, bool>& memo, int depth) {
+  llvm::SmallVector<mlir::Value> addresses = {alloca.getResult()};
+  while (!addresses.empty()) {
+    mlir::Value address = addresses.pop_back_val();
+    for (mlir::Operation* user : address.getUsers()) {
+      if (auto gep = mlir::dyn_cast<mlir::LLVM::GEPOp>(user)) {
+        if (gep.getBase() != address) return false;
+        addresses.push_back(gep.getResult());
+      } else if (auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(user)) {
+        if (store.getAddr() != address || !isExactIn(store.getValue(), narrow, memo, depth + 1)) {
+          return false;
+        }
+      } else if (!mlir::isa<mlir::LLVM::LoadOp>(user)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Whether f32 value `v` is a `narrow` value (bf16 or f16: what extf of one
+// makes) at every element: a constant `narrow` holds, a maximum, minimum,
+// select, negation or absolute value of such values, which picks one of
+// them (or a NaN, which the last truncf makes a NaN either way), and a
+// load from a stack slot only such values are stored into. `memo` is
+// `narrow`'s.
+bool isExactIn(mlir::Value v, mlir::FloatType narrow, llvm::DenseMap<mlir::Value, bool>& memo,
+               int depth) {
   if (auto it = memo.find(v); it != memo.end()) return it->second;
+  memo[v] = false;  // while it is decided (a slot's store may read the slot)
   mlir::Operation* def = v.getDefiningOp();
   bool exact = false;
-  if (def == nullptr || depth > 64) {
+  if (def == nullptr || depth > 64 || !mlir::getElementTypeOrSelf(v.getType()).isF32()) {
     exact = false;
   } else if (auto constant = mlir::dyn_cast<mlir::arith::ConstantOp>(def)) {
-    exact = isBf16Constant(constant.getValue());
+    exact = isExactConstant(constant.getValue(), narrow);
   } else if (mlir::isa<mlir::arith::ExtFOp>(def)) {
-    exact = mlir::getElementTypeOrSelf(def->getOperand(0).getType()).isBF16();
+    exact = mlir::getElementTypeOrSelf(def->getOperand(0).getType()) == narrow;
   } else if (mlir::isa<mlir::arith::MaximumFOp, mlir::arith::MinimumFOp, mlir::arith::MaxNumFOp,
                        mlir::arith::MinNumFOp, mlir::arith::NegFOp, mlir::math::AbsFOp>(def)) {
-    exact = llvm::all_of(def->getOperands(),
-                         [&](mlir::Value o) { return isBf16Exact(o, memo, depth + 1); });
+    exact = llvm::all_of(def->getOperands(), [&](mlir::Value o) {
+      return isExactIn(o, narrow, memo, depth + 1);
+    });
   } else if (auto select = mlir::dyn_cast<mlir::arith::SelectOp>(def)) {
-    exact = isBf16Exact(select.getTrueValue(), memo, depth + 1) &&
-            isBf16Exact(select.getFalseValue(), memo, depth + 1);
+    exact = isExactIn(select.getTrueValue(), narrow, memo, depth + 1) &&
+            isExactIn(select.getFalseValue(), narrow, memo, depth + 1);
+  } else if (auto load = mlir::dyn_cast<mlir::LLVM::LoadOp>(def)) {
+    mlir::Value base = load.getAddr();
+    while (auto gep = base.getDefiningOp<mlir::LLVM::GEPOp>()) base = gep.getBase();
+    auto alloca = base.getDefiningOp<mlir::LLVM::AllocaOp>();
+    exact = alloca && onlyExactStored(alloca, narrow, memo, depth);
   }
   memo[v] = exact;
   return exact;
 }
 
-// extf(truncf(x)) is x where x is bf16-exact (isBf16Exact): a bf16 max's
-// chain of ops in f32 (each step rounded back to bf16 and widened again,
-// as the emitters write a bf16 reducer) then needs no rounding at all: a
-// bf16 row max over [16384,256] rounded each element and each level of its
-// warps' shuffle trees, 1.59 -> 0.71 ms on one thread (XLA:CPU 0.17-0.23
-// on two). Only a NaN's payload may differ: the round trip made every NaN
-// the quiet one (0x7fc0 in bf16), and a truncf to bf16 still does.
+// extf(truncf(x)) is x where x is exact in the narrow type (isExactIn): a
+// bf16 or f16 max's chain of ops in f32 (each step rounded back and
+// widened again, as the emitters write a narrow reducer) then needs no
+// rounding at all, nor do its warps' shuffle trees (a lane's own value
+// read back from its slot). A bf16 row max over [16384,256] rounded each
+// element and each level of its trees, 1.59 -> 0.71 ms on one thread
+// (XLA:CPU 0.17-0.23 on two). For f16 the trees were the point: LLVM's
+// InstCombine folds fptrunc(max(fpext a, fpext b)) to an f16 max, which x86
+// without AVX512-FP16 runs a lane at a time. Only a NaN's payload may
+// differ: the round trip made every NaN quiet, and the last truncf does.
 void foldExactRoundTrips(mlir::func::FuncOp f) {
-  llvm::DenseMap<mlir::Value, bool> memo;
+  llvm::DenseMap<mlir::Value, bool> bf16Memo, f16Memo;
   llvm::SmallVector<mlir::arith::ExtFOp> folded;
   f.walk([&](mlir::arith::ExtFOp ext) {
     auto trunc = ext.getIn().getDefiningOp<mlir::arith::TruncFOp>();
-    if (!trunc || !mlir::getElementTypeOrSelf(trunc.getType()).isBF16() ||
-        trunc.getIn().getType() != ext.getType() || !isBf16Exact(trunc.getIn(), memo)) {
+    if (!trunc || trunc.getIn().getType() != ext.getType()) return;
+    auto narrow = mlir::dyn_cast<mlir::FloatType>(mlir::getElementTypeOrSelf(trunc.getType()));
+    if (!narrow || !(narrow.isBF16() || narrow.isF16()) ||
+        !isExactIn(trunc.getIn(), narrow, narrow.isBF16() ? bf16Memo : f16Memo)) {
       return;
     }
     ext.replaceAllUsesWith(trunc.getIn());
@@ -92,7 +137,9 @@ void truncateExactValues(mlir::func::FuncOp f) {
   f.walk([&](mlir::arith::TruncFOp trunc) {
     if (mlir::getElementTypeOrSelf(trunc.getType()).isBF16() &&
         mlir::getElementTypeOrSelf(trunc.getIn().getType()).isF32() &&
-        isBf16Exact(trunc.getIn(), memo)) {
+        isExactIn(trunc.getIn(), mlir::cast<mlir::FloatType>(
+                                     mlir::getElementTypeOrSelf(trunc.getType())),
+                  memo)) {
       exact.push_back(trunc);
     }
   });

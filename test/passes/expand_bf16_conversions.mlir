@@ -131,3 +131,44 @@ func.func @exact_truncations(%a: bf16, %v: vector<4xbf16>) -> (bf16, vector<4xbf
   %rounded = arith.truncf %t : f32 to bf16
   return %relu, %vrelu, %rounded : bf16, vector<4xbf16>, bf16
 }
+
+// -----
+
+// A lane's own value read back from its stack slot (as
+// -xla-gpu-lower-kernel-to-cpu keeps it for the warp's shuffle tree) is
+// exact where every value stored into the slot is: the tree's round trip
+// goes, in f16 as in bf16. A slot that also holds a sum is not exact.
+// CHECK-LABEL: func.func @exact_slots
+// CHECK-SAME: (%[[A:.*]]: f16, %[[B:.*]]: f16, %[[C:.*]]: f16)
+// CHECK: %[[OWN:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK: %[[M:.*]] = arith.maximumf %[[OWN]], %{{.*}} : f32
+// CHECK-NOT: arith.extf %{{.*}} : f16 to f32
+// CHECK: %[[N:.*]] = arith.maximumf %[[M]], %{{.*}} : f32
+// CHECK: %[[SUMMED:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK: %[[P:.*]] = arith.maximumf %[[SUMMED]], %{{.*}} : f32
+// CHECK: %[[T:.*]] = arith.truncf %[[P]] : f32 to f16
+// CHECK: %[[BACK:.*]] = arith.extf %[[T]] : f16 to f32
+// CHECK: arith.maximumf %[[BACK]], %{{.*}} : f32
+func.func @exact_slots(%a: f16, %b: f16, %c: f16) -> (f32, f32) {
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %slot = llvm.alloca %one x f32 : (i64) -> !llvm.ptr
+  %other = llvm.alloca %one x f32 : (i64) -> !llvm.ptr
+  %ea = arith.extf %a : f16 to f32
+  %eb = arith.extf %b : f16 to f32
+  %ec = arith.extf %c : f16 to f32
+  %m0 = arith.maximumf %ea, %eb : f32
+  llvm.store %m0, %slot : f32, !llvm.ptr
+  %own = llvm.load %slot : !llvm.ptr -> f32
+  %m = arith.maximumf %own, %ec : f32
+  %tm = arith.truncf %m : f32 to f16
+  %em = arith.extf %tm : f16 to f32
+  %n = arith.maximumf %em, %ea : f32
+  %s = arith.addf %ea, %eb : f32
+  llvm.store %s, %other : f32, !llvm.ptr
+  %summed = llvm.load %other : !llvm.ptr -> f32
+  %p = arith.maximumf %summed, %ec : f32
+  %tp = arith.truncf %p : f32 to f16
+  %ep = arith.extf %tp : f16 to f32
+  %q = arith.maximumf %ep, %ea : f32
+  return %n, %q : f32, f32
+}

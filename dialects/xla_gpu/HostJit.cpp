@@ -570,22 +570,6 @@ bool hostHasHalfArithmetic() {
   return has;
 }
 
-// NaN-propagating vector maxima and minima (arith.maximumf/minimumf:
-// llvm.maximum, llvm.minimum and their reductions) as AVX-512DQ's VRANGE
-// where the host has it. x86 has no such instruction before AVX10.2, and
-// LLVM's expansion orders the operands by sign (so that -0 < +0) and then
-// blends NaNs back in: 6 instructions, 4 of them on an accumulator's
-// chain. VRANGE (imm 5: the larger, 4: the smaller, with its own sign)
-// orders -0 < +0 itself and only returns the other operand for a quiet
-// NaN; a NaN operand's result is then a + b (a NaN), selected by one
-// unordered compare: 3 instructions. Every pair of 18 special f32 and f64
-// values and 2e7 random f32 pairs gave llvm.maximum's and llvm.minimum's
-// results, bit for bit (a NaN for a NaN). A reduction (a row's max over
-// the lanes' values) is first split in halves down to two elements, each
-// step a maximum; vectors wider than a register (the vectorizer's 32
-// lanes) go in 512-bit pieces. A/B in one process, bits the same: the bf16
-// row max over [16384,256] 0.71x, the softmax steps 0.88-0.89x, the other
-// bench kernels within their noise.
 // `calls` (vector maxima and minima), each chain of one kind whose links
 // have no other use (a lane's max over its elements: max(max(max(a, b),
 // c), d)) rebuilt as a balanced tree (max(max(a, b), max(c, d))): the
@@ -653,6 +637,22 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
   return out;
 }
 
+// NaN-propagating vector maxima and minima (arith.maximumf/minimumf:
+// llvm.maximum, llvm.minimum and their reductions) as AVX-512DQ's VRANGE
+// where the host has it. x86 has no such instruction before AVX10.2, and
+// LLVM's expansion orders the operands by sign (so that -0 < +0) and then
+// blends NaNs back in: 6 instructions, 4 of them on an accumulator's
+// chain. VRANGE (imm 5: the larger, 4: the smaller, with its own sign)
+// orders -0 < +0 itself and only returns the other operand for a quiet
+// NaN; a NaN operand's result is then a + b (a NaN), selected by one
+// unordered compare: 3 instructions. Every pair of 18 special f32 and f64
+// values and 2e7 random f32 pairs gave llvm.maximum's and llvm.minimum's
+// results, bit for bit (a NaN for a NaN). A reduction (a row's max over
+// the lanes' values) is first split in halves down to two elements, each
+// step a maximum; vectors wider than a register (the vectorizer's 32
+// lanes) go in 512-bit pieces. A/B in one process, bits the same: the bf16
+// row max over [16384,256] 0.71x, the softmax steps 0.88-0.89x, the other
+// bench kernels within their noise.
 void lowerMinMaxToRange(llvm::Module& module) {
   static const bool dq = llvm::sys::getHostCPUFeatures().lookup("avx512dq");
   static const bool vl = llvm::sys::getHostCPUFeatures().lookup("avx512vl");
@@ -975,7 +975,6 @@ void optimizeModule(llvm::Module& module, int optLevel, llvm::TargetMachine* mac
         [](llvm::FunctionPassManager& passes, llvm::OptimizationLevel) {
           passes.addPass(WidenHalfMinMax());
         });
-
   }
   llvm::LoopAnalysisManager loops;
   llvm::FunctionAnalysisManager functions;

@@ -28,7 +28,8 @@ dimension, then the rows (XLA's case 1). Each part is split again until it
 is race-free. XLA leaves min/max to atomics; here they are split too (any
 order gives their result). For the CPU target (host=True: xla_gpu.jax's
 kernels on the CPU) a column reduction is split where the first part
-keeps the fewest rows of partial sums that still leave it enough blocks
+keeps the fewest rows of partial sums that leave it a loop kernel of
+short columns, or enough blocks of the reduction emitter
 (_host_column_split): there the tiles' transposes and trees, not the
 sums, are what a block costs.
 

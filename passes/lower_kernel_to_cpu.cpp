@@ -2843,12 +2843,27 @@ class KernelLowering {
 
   // Spilled values are stored as LLVM-compatible types (index as i64, a
   // complex value as an array of its two parts, a vector's elements apart).
+  // How a thread's value is kept in its slots. A pred a byte (as
+  // -xla-gpu-lower-tensors keeps pred memory): LLVM's loop vectorizer
+  // leaves a lane loop of i1 loads and stores scalar (they are bits in a
+  // vector), and a pred row reduction's lanes' values ran 5.5x XLA:CPU.
   static mlir::Type storageType(mlir::Type t) {
     if (auto complex = llvm::dyn_cast<mlir::ComplexType>(t)) {
       return mlir::LLVM::LLVMArrayType::get(complex.getElementType(), 2);
     }
-    if (componentsOf(t) > 1) return llvm::cast<mlir::VectorType>(t).getElementType();
+    if (componentsOf(t) > 1) return storageType(llvm::cast<mlir::VectorType>(t).getElementType());
+    if (t.isInteger(1)) return mlir::IntegerType::get(t.getContext(), 8);
     return t.isIndex() ? mlir::IntegerType::get(t.getContext(), 64) : t;
+  }
+
+  // `v` (an element of a thread's value) as its slot keeps it, and back.
+  static Value toSlot(mlir::OpBuilder& b, Value v) {
+    if (!v.getType().isInteger(1)) return v;
+    return b.create<mlir::arith::ExtUIOp>(v.getLoc(), b.getI8Type(), v);
+  }
+  static Value fromSlot(mlir::OpBuilder& b, Value v, mlir::Type type) {
+    if (!type.isInteger(1)) return v;
+    return b.create<mlir::arith::TruncIOp>(v.getLoc(), type, v);
   }
 
   // Element `component` of `value` for thread `tid`: slots [component]
@@ -2893,15 +2908,20 @@ class KernelLowering {
     }
     if (int64_t n = componentsOf(value.getType()); n > 1) {
       SmallVector<Value> elements;
+      mlir::Type element = llvm::cast<mlir::VectorType>(value.getType()).getElementType();
       for (int64_t i = 0; i < n; ++i) {
-        elements.push_back(b.create<mlir::LLVM::LoadOp>(loc, storageType(value.getType()),
-                                                        slotAt(b, value, tid, i)));
+        elements.push_back(fromSlot(b,
+                                    b.create<mlir::LLVM::LoadOp>(loc, storageType(value.getType()),
+                                                                 slotAt(b, value, tid, i)),
+                                    element));
       }
       return b.create<mlir::vector::FromElementsOp>(
           loc, llvm::cast<mlir::VectorType>(value.getType()), elements);
     }
-    Value loaded = b.create<mlir::LLVM::LoadOp>(loc, storageType(value.getType()),
-                                                slotAt(b, value, tid));
+    Value loaded = fromSlot(b,
+                            b.create<mlir::LLVM::LoadOp>(loc, storageType(value.getType()),
+                                                         slotAt(b, value, tid)),
+                            value.getType());
     if (value.getType().isIndex()) {
       loaded = b.create<mlir::arith::IndexCastOp>(loc, value.getType(), loaded);
     }
@@ -2918,7 +2938,7 @@ class KernelLowering {
     if (int64_t n = componentsOf(original.getType()); n > 1) {
       for (int64_t i = 0; i < n; ++i) {
         Value element = b.create<mlir::vector::ExtractOp>(loc, computed, llvm::ArrayRef<int64_t>{i});
-        b.create<mlir::LLVM::StoreOp>(loc, element, slotAt(b, original, tid, i));
+        b.create<mlir::LLVM::StoreOp>(loc, toSlot(b, element), slotAt(b, original, tid, i));
       }
       return;
     }
@@ -2933,7 +2953,7 @@ class KernelLowering {
       stored = b.create<mlir::LLVM::InsertValueOp>(
           loc, parts, b.create<mlir::complex::ImOp>(loc, computed), llvm::ArrayRef<int64_t>{1});
     }
-    b.create<mlir::LLVM::StoreOp>(loc, stored, slotAt(b, original, tid));
+    b.create<mlir::LLVM::StoreOp>(loc, toSlot(b, stored), slotAt(b, original, tid));
   }
 
   // Makes every value `op` (and its regions) uses available in `mapping`:

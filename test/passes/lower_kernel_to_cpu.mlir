@@ -2748,3 +2748,38 @@ func.func @unguarded_step(%in: !llvm.ptr, %out: !llvm.ptr) {
   }
   return
 }
+
+// -----
+
+// A pred value used across a barrier lives in its slots a byte a thread
+// (LLVM's vectorizer leaves a lane loop of i1 loads and stores scalar):
+// extended to i8 where stored, truncated where read back.
+// CHECK-LABEL: func.func @pred_slots
+// CHECK-DAG: %[[SPILL:.*]] = llvm.alloca %{{.*}} x i8 {alignment = 16 : i64} : (i64) -> !llvm.ptr
+// CHECK-NOT: x i1
+// CHECK: %[[C:.*]] = arith.cmpf ogt
+// CHECK: %[[BYTE:.*]] = arith.extui %[[C]] : i1 to i8
+// CHECK: llvm.store %[[BYTE]], %{{.*}} : i8, !llvm.ptr
+// CHECK: %[[LOADED:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i8
+// CHECK: %[[BACK:.*]] = arith.trunci %[[LOADED]] : i8 to i1
+// CHECK: arith.select %[[BACK]]
+llvm.mlir.global private @shared_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x f32>
+func.func @pred_slots(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %sh = llvm.mlir.addressof @shared_0 : !llvm.ptr<3>
+  %shp = llvm.addrspacecast %sh : !llvm.ptr<3> to !llvm.ptr
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %zero = arith.constant 0.0 : f32
+  %c = arith.cmpf ogt, %v, %zero : f32
+  %q = llvm.getelementptr %shp[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  gpu.barrier
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %w = llvm.load %q : !llvm.ptr -> f32
+  %r = arith.select %c, %w, %zero : f32
+  llvm.store %r, %o : f32, !llvm.ptr
+  return
+}

@@ -223,3 +223,42 @@ func.func @math_rows_after_other_work(%t: tensor<160xf32>, %in: tensor<160xf32>,
   }
   return %g : tensor<160xf32>
 }
+
+// -----
+
+// Eight steps of one byte (a thread's 8 elements of an s8 row): unrolled,
+// where a step at a time LLVM gathered every 8th byte of the lanes; nine
+// are kept.
+// CPU-LABEL: func.func @accumulate_eight_bytes
+// CPU-NOT:   scf.for
+// CPU-COUNT-8: arith.maxsi
+// CPU-LABEL: func.func @accumulate_nine_bytes
+// CPU:       scf.for {{.*}} iter_args
+// CPU-COUNT-1: arith.maxsi
+// CPU-NOT:   arith.maxsi
+func.func @accumulate_eight_bytes(%t: tensor<4096xi8>, %tid: index) -> i8 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %low = arith.constant -128 : i8
+  %m = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %low) -> (i8) {
+    %i = xla_gpu.apply_indexing #xla_gpu.indexing_map<"(d0, d1) -> (d1 * 8 + d0), domain: d0 in [0, 7], d1 in [0, 511]">(%k, %tid)
+    %x = tensor.extract %t[%i] : tensor<4096xi8>
+    %next = arith.maxsi %acc, %x : i8
+    scf.yield %next : i8
+  }
+  return %m : i8
+}
+func.func @accumulate_nine_bytes(%t: tensor<4608xi8>, %tid: index) -> i8 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c9 = arith.constant 9 : index
+  %low = arith.constant -128 : i8
+  %m = scf.for %k = %c0 to %c9 step %c1 iter_args(%acc = %low) -> (i8) {
+    %i = xla_gpu.apply_indexing #xla_gpu.indexing_map<"(d0, d1) -> (d1 * 9 + d0), domain: d0 in [0, 8], d1 in [0, 511]">(%k, %tid)
+    %x = tensor.extract %t[%i] : tensor<4608xi8>
+    %next = arith.maxsi %acc, %x : i8
+    scf.yield %next : i8
+  }
+  return %m : i8
+}

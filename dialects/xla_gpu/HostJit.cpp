@@ -529,6 +529,13 @@ void defineMaskedVariants(llvm::Module& module) {
   }
 }
 
+// Whether the host CPU has LLVM feature `name` ("avx512f"...), from its
+// features read once.
+bool hostHasFeature(llvm::StringRef name) {
+  static const llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup(name);
+}
+
 // Scalar f16 maxima and minima widened to f32 (fpext, the f32 op, fptrunc:
 // the same value, max and min being exact) right before LLVM's loop
 // vectorizer, on a host without AVX512-FP16. The emitters compute f16 in
@@ -565,10 +572,7 @@ struct WidenHalfMinMax : llvm::PassInfoMixin<WidenHalfMinMax> {
   }
 };
 
-bool hostHasHalfArithmetic() {
-  static const bool has = llvm::sys::getHostCPUFeatures().lookup("avx512fp16");
-  return has;
-}
+bool hostHasHalfArithmetic() { return hostHasFeature("avx512fp16"); }
 
 // `calls` (vector maxima and minima), each chain of one kind whose links
 // have no other use (a lane's max over its elements: max(max(max(a, b),
@@ -654,9 +658,8 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
 // row max over [16384,256] 0.71x, the softmax steps 0.88-0.89x, the other
 // bench kernels within their noise.
 void lowerMinMaxToRange(llvm::Module& module) {
-  static const bool dq = llvm::sys::getHostCPUFeatures().lookup("avx512dq");
-  static const bool vl = llvm::sys::getHostCPUFeatures().lookup("avx512vl");
-  if (!dq || !llvm::Triple(module.getTargetTriple()).isX86()) return;
+  if (!hostHasFeature("avx512dq") || !llvm::Triple(module.getTargetTriple()).isX86()) return;
+  const bool vl = hostHasFeature("avx512vl");
   llvm::SmallVector<llvm::IntrinsicInst*> reductions, pairs;
   for (llvm::Function& fn : module) {
     for (llvm::BasicBlock& block : fn) {
@@ -789,10 +792,7 @@ constexpr llvm::StringLiteral kUnneededPasses[] = {
 
 // Whether this host has AVX-512 (its 512-bit vectors and native masked
 // memory ops): two host choices below turn on it.
-bool hostHasAvx512() {
-  static const bool has = llvm::sys::getHostCPUFeatures().lookup("avx512f");
-  return has;
-}
+bool hostHasAvx512() { return hostHasFeature("avx512f"); }
 
 // No tail folding on a host without AVX-512: LLVM's loop vectorizer runs a
 // short loop of unknown trip count (a lane loop cut at a guard: the

@@ -60,16 +60,21 @@ def _kernel(opcode: str, call: str, operands: int = 1,
     return kernel
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["ldexp", "two-scalings"])
-def exp_kernel(request):
+def _exp_kernel(ldexp: bool) -> CpuKernel:
     """exp with its scaling by 2^n as llvm.ldexp (the hosts with AVX-512)
-    and as two exponent-field multiplies (the others): each is checked."""
+    or as two exponent-field multiplies (the others)."""
     import dataclasses
     from xla_gpu.runtime import CPU_DEFAULT_OPTIONS
-    opts = dataclasses.replace(CPU_DEFAULT_OPTIONS, ldexp_scaling=request.param)
-    kernel = _kernel("exponential", "exp", opts=opts)
-    assert ("llvm.intr.ldexp" in kernel.llvm_ir) == request.param
+    kernel = _kernel("exponential", "exp",
+                     opts=dataclasses.replace(CPU_DEFAULT_OPTIONS, ldexp_scaling=ldexp))
+    assert ("llvm.intr.ldexp" in kernel.llvm_ir) == ldexp
     return kernel
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["ldexp", "two-scalings"])
+def exp_kernel(request):
+    """Each of _exp_kernel's two scalings is checked."""
+    return _exp_kernel(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +139,9 @@ def test_exp_scaled_by_ldexp_is_the_two_scalings_bit_for_bit():
     """llvm.ldexp (one rounding) gives what the two exponent-field
     multiplies give (exact, then one rounding) at every point of the
     sweep, subnormal results and overflow included."""
-    import dataclasses
-    from xla_gpu.runtime import CPU_DEFAULT_OPTIONS
     x = np.concatenate([np.linspace(-110, 90, N // 2).astype(np.float32),
                         np.linspace(-104, -87, N // 2).astype(np.float32)])
-    got = [_run(_kernel("exponential", "exp",
-                        opts=dataclasses.replace(CPU_DEFAULT_OPTIONS, ldexp_scaling=on)), x)
-           for on in (True, False)]
+    got = [_run(_exp_kernel(on), x) for on in (True, False)]
     assert np.count_nonzero((got[1] > 0) & (got[1] < np.finfo(np.float32).tiny)) > 1000
     np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
 

@@ -156,23 +156,26 @@ def host_target() -> str:
 
 
 @functools.cache
+def _host_features() -> frozenset[str]:
+    """The host target's LLVM features on (`avx2`, ...)."""
+    return frozenset(f[1:] for f in host_target().rpartition(" ")[2].split(",")
+                     if f.startswith("+"))
+
+
 def has_512_bit_vectors() -> bool:
     """Whether the host's vector registers hold 512 bits (x86's AVX-512)."""
-    features = host_target().rpartition(" ")[2].split(",")
-    return "+avx512f" in features
+    return "avx512f" in _host_features()
 
 
-@functools.cache
 def has_avx512dq() -> bool:
     """Whether the host has AVX-512DQ (x86's VRANGE, which the host code's
     vector maxima and minima use)."""
-    return "+avx512dq" in host_target().rpartition(" ")[2].split(",")
+    return "avx512dq" in _host_features()
 
 
-@functools.cache
 def has_half_arithmetic() -> bool:
     """Whether the host computes f16 itself (x86's AVX512-FP16)."""
-    return "+avx512fp16" in host_target().rpartition(" ")[2].split(",")
+    return "avx512fp16" in _host_features()
 
 
 @functools.cache

@@ -40,6 +40,7 @@
 
 #include "dialects/xla_gpu/CAPI.h"
 #include "dialects/xla_gpu/CAPIMessages.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
@@ -59,6 +60,7 @@
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassTimingInfo.h"
+#include "llvm/IR/PatternMatch.h"
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/ArchiveWriter.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -74,6 +76,7 @@
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/CodeExtractor.h"
+#include "llvm/Transforms/Utils/Local.h"
 #include "mlir-c/RegisterEverything.h"
 #include "mlir/CAPI/IR.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -574,6 +577,164 @@ struct WidenHalfMinMax : llvm::PassInfoMixin<WidenHalfMinMax> {
 
 bool hostHasHalfArithmetic() { return hostHasFeature("avx512fp16"); }
 
+// A leaf of a max/min tree that is one of `stride` interleaved lanes of a
+// wider vector: lane i of the leaf is f(wide[i * stride + offset]), f the
+// identity or a bf16 value's f32 (zext to i32, shl 16, bitcast: what
+// -xla-gpu-expand-bf16-conversions makes of an extf). The loop vectorizer
+// makes these of a lane loop whose lanes each read `stride` contiguous
+// elements (a thread's vector of a row).
+struct StridedLeaf {
+  llvm::Value* wide;
+  unsigned stride, offset;
+  bool bf16;
+};
+
+std::optional<StridedLeaf> stridedLeaf(llvm::Value* leaf) {
+  using namespace llvm::PatternMatch;
+  llvm::Value* lanes = leaf;
+  bool bf16 = false;
+  llvm::Value* narrow;
+  if (match(leaf, m_BitCast(m_Shl(m_ZExt(m_Value(narrow)), m_SpecificInt(16)))) &&
+      leaf->getType()->getScalarType()->isFloatTy() &&
+      narrow->getType()->getScalarType()->isIntegerTy(16)) {
+    lanes = narrow;
+    bf16 = true;
+  }
+  auto* shuffle = llvm::dyn_cast<llvm::ShuffleVectorInst>(lanes);
+  if (!shuffle || !llvm::isa<llvm::PoisonValue, llvm::UndefValue>(shuffle->getOperand(1))) {
+    return std::nullopt;
+  }
+  auto* wideType = llvm::cast<llvm::FixedVectorType>(shuffle->getOperand(0)->getType());
+  llvm::ArrayRef<int> mask = shuffle->getShuffleMask();
+  unsigned n = mask.size(), total = wideType->getNumElements();
+  if (n < 2 || total % n != 0) return std::nullopt;
+  unsigned stride = total / n;
+  if (stride < 2 || !llvm::isPowerOf2_32(stride) || mask[0] < 0 ||
+      static_cast<unsigned>(mask[0]) >= stride) {
+    return std::nullopt;
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    if (mask[i] != static_cast<int>(i * stride) + mask[0]) return std::nullopt;
+  }
+  // (f16 lanes are better deinterleaved before their conversions: a
+  // register holds 32 of them, 16 of their f32 values.)
+  llvm::Type* element = wideType->getElementType();
+  if (!bf16 && !element->isFloatTy() && !element->isDoubleTy()) return std::nullopt;
+  return StridedLeaf{shuffle->getOperand(0), stride, static_cast<unsigned>(mask[0]), bf16};
+}
+
+// The `op` (maximum or minimum) of adjacent groups of `group` lanes of `v`:
+// lane i of the result is op(v[i * group], ..., v[i * group + group - 1]),
+// in log2(group) halvings of even and odd lanes.
+llvm::Value* groupReduce(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op, llvm::Value* v,
+                         unsigned group, llvm::SmallVectorImpl<llvm::IntrinsicInst*>& out) {
+  for (; group > 1; group /= 2) {
+    unsigned n = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements() / 2;
+    llvm::SmallVector<int> even, odd;
+    for (unsigned i = 0; i < n; ++i) {
+      even.push_back(static_cast<int>(2 * i));
+      odd.push_back(static_cast<int>(2 * i + 1));
+    }
+    v = b.CreateBinaryIntrinsic(op, b.CreateShuffleVector(v, even), b.CreateShuffleVector(v, odd));
+    out.push_back(llvm::cast<llvm::IntrinsicInst>(v));
+  }
+  return v;
+}
+
+// The leaves of a max or min tree (`op`) with each wide vector whose
+// every interleaved lane set is a leaf (stridedLeaf) replaced: the wide
+// vectors of one stride are combined lane by lane first, then their
+// adjacent lanes (groupReduce), where the vectorizer's code
+// deinterleaved each wide vector into `stride` vectors by shuffles
+// before any op. The value is the same: each lane of the result is still
+// the op of the same elements, and max and min are exact, commutative and
+// associative, NaN and zeros included (the NaN a NaN yields may be
+// another operand's, as in balancedChains). A bf16 vector's even and odd
+// elements are its i32 pairs' low and high halves (shl 16, and
+// 0xffff0000): the first halving needs no shuffle. A bf16 lane's 8
+// elements (a thread's two vectors of 4 of a row): 65 instructions a 16
+// lanes -> 45 (4 vpermt2w, 8 vpmovzxwd and 8 shifts -> 4 shifts, 4 ands
+// and 2 vpermt2ps); A/B in one process, bits the same: the bf16 row
+// maxima over [16384,256], [4096,1024], [4096,1000], [2048,2048] and
+// [1024,4096] 0.74-0.83x, f32 [16384,256] 0.93x, the rest of the bench
+// and f32/f64 rows of other widths within noise. The leaves replaced go
+// to `replaced`, to be deleted with the old tree.
+void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
+                        llvm::SmallVectorImpl<llvm::Value*>& leaves,
+                        llvm::SmallVectorImpl<llvm::IntrinsicInst*>& out,
+                        llvm::SmallVectorImpl<llvm::WeakTrackingVH>& replaced) {
+  // Per wide vector: its leaves by offset.
+  llvm::MapVector<llvm::Value*, llvm::SmallVector<llvm::Value*>> byWide;
+  llvm::DenseMap<llvm::Value*, StridedLeaf> strided;
+  for (llvm::Value* leaf : leaves) {
+    std::optional<StridedLeaf> s = stridedLeaf(leaf);
+    if (!s) continue;
+    auto& slots = byWide[s->wide];
+    if (slots.empty()) slots.assign(s->stride, nullptr);
+    const StridedLeaf& first = strided.try_emplace(s->wide, *s).first->second;
+    if (first.stride != s->stride || first.bf16 != s->bf16 || slots[s->offset]) {
+      slots.assign(slots.size(), leaf);  // not one leaf an offset: kept as is
+      continue;
+    }
+    slots[s->offset] = leaf;
+  }
+  // Complete wide vectors by (stride, bf16, type): each group is merged.
+  std::map<std::tuple<unsigned, bool, llvm::Type*>, llvm::SmallVector<llvm::Value*>> groups;
+  llvm::SmallPtrSet<llvm::Value*, 16> merged;
+  for (auto& [wide, slots] : byWide) {
+    if (llvm::is_contained(slots, nullptr) ||
+        llvm::SmallPtrSet<llvm::Value*, 16>(slots.begin(), slots.end()).size() != slots.size()) {
+      continue;
+    }
+    const StridedLeaf& s = strided.find(wide)->second;
+    groups[{s.stride, s.bf16, wide->getType()}].push_back(wide);
+    merged.insert(slots.begin(), slots.end());
+  }
+  if (groups.empty()) return;
+  llvm::SmallVector<llvm::Value*> kept;
+  for (llvm::Value* leaf : leaves) {
+    if (merged.contains(leaf)) {
+      replaced.push_back(leaf);
+    } else {
+      kept.push_back(leaf);
+    }
+  }
+  auto combine = [&](llvm::SmallVector<llvm::Value*> values) {
+    while (values.size() > 1) {
+      llvm::SmallVector<llvm::Value*> level;
+      for (size_t i = 0; i + 1 < values.size(); i += 2) {
+        auto* pair = llvm::cast<llvm::IntrinsicInst>(
+            b.CreateBinaryIntrinsic(op, values[i], values[i + 1]));
+        out.push_back(pair);
+        level.push_back(pair);
+      }
+      if (values.size() % 2 == 1) level.push_back(values.back());
+      values = std::move(level);
+    }
+    return values.front();
+  };
+  for (auto& [key, wides] : groups) {
+    auto [stride, bf16, type] = key;
+    unsigned group = stride;
+    llvm::SmallVector<llvm::Value*> values;
+    for (llvm::Value* wide : wides) {
+      if (!bf16) {
+        values.push_back(wide);
+        continue;
+      }
+      unsigned n = llvm::cast<llvm::FixedVectorType>(type)->getNumElements() / 2;
+      auto* i32s = llvm::FixedVectorType::get(b.getInt32Ty(), n);
+      auto* f32s = llvm::FixedVectorType::get(b.getFloatTy(), n);
+      llvm::Value* pairs = b.CreateBitCast(wide, i32s);
+      values.push_back(b.CreateBitCast(b.CreateShl(pairs, 16), f32s));
+      values.push_back(b.CreateBitCast(b.CreateAnd(pairs, 0xffff0000u), f32s));
+    }
+    if (bf16) group /= 2;
+    kept.push_back(groupReduce(b, op, combine(values), group, out));
+  }
+  leaves.assign(kept.begin(), kept.end());
+}
+
 // `calls` (vector maxima and minima), each chain of one kind whose links
 // have no other use (a lane's max over its elements: max(max(max(a, b),
 // c), d)) rebuilt as a balanced tree (max(max(a, b), max(c, d))): the
@@ -619,6 +780,8 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
       continue;
     }
     llvm::IRBuilder<> b(root);
+    llvm::SmallVector<llvm::WeakTrackingVH> replaced;
+    mergeStridedLeaves(b, root->getIntrinsicID(), leaves, out, replaced);
     while (leaves.size() > 1) {
       llvm::SmallVector<llvm::Value*> level;
       for (size_t i = 0; i + 1 < leaves.size(); i += 2) {
@@ -637,6 +800,7 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
       erased.insert(inner);
       inner->eraseFromParent();
     }
+    llvm::RecursivelyDeleteTriviallyDeadInstructions(replaced);
   }
   return out;
 }
@@ -656,7 +820,10 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
 // step a maximum; vectors wider than a register (the vectorizer's 32
 // lanes) go in 512-bit pieces. A/B in one process, bits the same: the bf16
 // row max over [16384,256] 0.71x, the softmax steps 0.88-0.89x, the other
-// bench kernels within their noise.
+// bench kernels within their noise. Scalars and vectors under 128 bits
+// (the last steps of a warp's tree, where LLVM's expansion is ~9
+// instructions of moves through mask registers) go in a 128-bit
+// register's first lanes: the row maxima 0.90-0.97x.
 void lowerMinMaxToRange(llvm::Module& module) {
   if (!hostHasFeature("avx512dq") || !llvm::Triple(module.getTargetTriple()).isX86()) return;
   const bool vl = hostHasFeature("avx512vl");
@@ -701,9 +868,11 @@ void lowerMinMaxToRange(llvm::Module& module) {
       pairs.push_back(llvm::cast<llvm::IntrinsicInst>(half));
       v = half;
     }
-    llvm::Value* result = n == 2 ? b.CreateBinaryIntrinsic(pair, b.CreateExtractElement(v, 0ul),
-                                                           b.CreateExtractElement(v, 1ul))
-                                 : b.CreateExtractElement(v, 0ul);
+    llvm::Value* result = b.CreateExtractElement(v, 0ul);
+    if (n == 2) {
+      result = b.CreateBinaryIntrinsic(pair, result, b.CreateExtractElement(v, 1ul));
+      pairs.push_back(llvm::cast<llvm::IntrinsicInst>(result));
+    }
     call->replaceAllUsesWith(result);
     call->eraseFromParent();
   }
@@ -712,21 +881,22 @@ void lowerMinMaxToRange(llvm::Module& module) {
   // takes it as it is, not through fptrunc and fpext again).
   llvm::DenseMap<llvm::Value*, llvm::Value*> wideOfHalf;
   for (llvm::IntrinsicInst* call : pairs) {
-    auto* type = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
-    if (!type) continue;
+    // Scalars and vectors under 128 bits (a warp tree's last steps) go in
+    // the first lanes of a 128-bit register.
+    auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
+    const unsigned count = vector ? vector->getNumElements() : 1;
+    llvm::Type* element = call->getType()->getScalarType();
     // f16 ones (WidenHalfMinMax's, folded back by InstCombine) in f32: the
     // same value, as x86 without AVX512-FP16 computes them anyway.
-    const bool half = type->getElementType()->isHalfTy() && !hostHasHalfArithmetic();
-    if (half) type = llvm::FixedVectorType::get(llvm::Type::getFloatTy(type->getContext()),
-                                                type->getNumElements());
-    llvm::Type* element = type->getElementType();
-    unsigned bits = element->getPrimitiveSizeInBits();
-    unsigned total = type->getNumElements() * bits;
-    if ((!element->isFloatTy() && !element->isDoubleTy()) || total % 128 != 0) continue;
+    const bool half = element->isHalfTy() && !hostHasHalfArithmetic();
+    if (half) element = llvm::Type::getFloatTy(element->getContext());
+    if (!element->isFloatTy() && !element->isDoubleTy()) continue;
+    const unsigned bits = element->getPrimitiveSizeInBits();
+    const unsigned total = count * bits;
     // 512-bit pieces where it fills them, else one 128- or 256-bit
-    // register (AVX-512VL).
-    unsigned chunk = std::min(total, 512u);
-    if (total % chunk != 0 || (chunk < 512 && !vl)) continue;
+    // register (AVX-512VL); the last piece's lanes past the end poison.
+    const unsigned chunk = total <= 128 ? 128 : total <= 256 ? 256 : 512;
+    if (chunk < 512 && !vl) continue;
     static constexpr llvm::Intrinsic::ID kRange[2][3] = {
         {llvm::Intrinsic::x86_avx512_mask_range_ps_128,
          llvm::Intrinsic::x86_avx512_mask_range_ps_256,
@@ -734,27 +904,40 @@ void lowerMinMaxToRange(llvm::Module& module) {
         {llvm::Intrinsic::x86_avx512_mask_range_pd_128,
          llvm::Intrinsic::x86_avx512_mask_range_pd_256,
          llvm::Intrinsic::x86_avx512_mask_range_pd_512}};
-    unsigned lanes = chunk / bits;
+    const unsigned lanes = chunk / bits;
     llvm::Intrinsic::ID range =
         kRange[element->isDoubleTy()][chunk == 128 ? 0 : chunk == 256 ? 1 : 2];
     bool max = call->getIntrinsicID() == llvm::Intrinsic::maximum;
     llvm::IRBuilder<> b(call);
     llvm::Value* a = call->getArgOperand(0);
     llvm::Value* c = call->getArgOperand(1);
+    llvm::Type* wideType =
+        vector ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(element, count)) : element;
     if (half) {
       auto widened = [&](llvm::Value* v) {
         auto it = wideOfHalf.find(v);
-        return it != wideOfHalf.end() ? it->second : b.CreateFPExt(v, type);
+        return it != wideOfHalf.end() ? it->second : b.CreateFPExt(v, wideType);
       };
       a = widened(a);
       c = widened(c);
     }
-    llvm::SmallVector<llvm::Value*> parts;
-    for (unsigned first = 0; first < type->getNumElements(); first += lanes) {
+    // Lanes [first, first + lanes) of `v`, poison past its end.
+    auto piece = [&](llvm::Value* v, unsigned first) -> llvm::Value* {
+      if (!vector) {
+        return b.CreateInsertElement(
+            llvm::PoisonValue::get(llvm::FixedVectorType::get(element, lanes)), v, uint64_t{0});
+      }
+      if (first == 0 && lanes == count) return v;
       llvm::SmallVector<int> indices;
-      for (unsigned i = 0; i < lanes; ++i) indices.push_back(static_cast<int>(first + i));
-      llvm::Value* x = lanes == type->getNumElements() ? a : b.CreateShuffleVector(a, indices);
-      llvm::Value* y = lanes == type->getNumElements() ? c : b.CreateShuffleVector(c, indices);
+      for (unsigned i = 0; i < lanes; ++i) {
+        indices.push_back(first + i < count ? static_cast<int>(first + i) : llvm::PoisonMaskElem);
+      }
+      return b.CreateShuffleVector(v, indices);
+    };
+    llvm::SmallVector<llvm::Value*> parts;
+    for (unsigned first = 0; first < count; first += lanes) {
+      llvm::Value* x = piece(a, first);
+      llvm::Value* y = piece(c, first);
       llvm::SmallVector<llvm::Value*> arguments = {
           x, y, b.getInt32(max ? 5 : 4), llvm::Constant::getNullValue(x->getType()),
           b.getIntN(std::max(8u, lanes), -1)};
@@ -763,6 +946,13 @@ void lowerMinMaxToRange(llvm::Module& module) {
       parts.push_back(b.CreateSelect(b.CreateFCmpUNO(x, y), b.CreateFAdd(x, y), ranged));
     }
     llvm::Value* result = parts.size() == 1 ? parts.front() : llvm::concatenateVectors(b, parts);
+    if (!vector) {
+      result = b.CreateExtractElement(result, uint64_t{0});
+    } else if (count % lanes != 0) {
+      llvm::SmallVector<int> indices;
+      for (unsigned i = 0; i < count; ++i) indices.push_back(static_cast<int>(i));
+      result = b.CreateShuffleVector(result, indices);
+    }
     if (half) {
       llvm::Value* wide = result;
       result = b.CreateFPTrunc(wide, call->getType());

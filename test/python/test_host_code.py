@@ -1049,6 +1049,7 @@ ENTRY main {
 # NaN where either is NaN, -0 below +0. The same script checks the
 # elementwise kernel and the rows' reductions.
 _CHECK_MAX_MIN = """
+import ml_dtypes
 specials32 = np.array([0x0, 0x80000000, 0x3f800000, 0xbf800000, 0x7f800000, 0xff800000,
                        0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x1, 0x80000001,
                        0x7fffff, 0x7f7fffff, 0xff7fffff, 0x7fc12345, 0x800000, 0x80800000],
@@ -1056,6 +1057,9 @@ specials32 = np.array([0x0, 0x80000000, 0x3f800000, 0xbf800000, 0x7f800000, 0xff
 specials16 = np.array([0x0, 0x8000, 0x3c00, 0xbc00, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01,
                        0xfc01, 0x1, 0x8001, 0x3ff, 0x7bff, 0xfbff, 0x7e45, 0x400, 0x8400],
                       np.uint16).view(np.float16)
+specialsbf16 = np.array([0x0, 0x8000, 0x3f80, 0xbf80, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81,
+                         0xff81, 0x1, 0x8001, 0x7f, 0x7f7f, 0xff7f, 0x7fc1, 0x80, 0x8080],
+                        np.uint16).view(ml_dtypes.bfloat16)
 specials64 = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -np.nan, 5e-324,
                        -5e-324, 2.0, -2.0, 1e308, -1e308, 0.5, -0.5, 3.0, -3.0])
 
@@ -1076,16 +1080,18 @@ def same(got, want):
 """
 
 
-@pytest.mark.parametrize("kind", ["elementwise", "rows", "f16 rows"])
+@pytest.mark.parametrize("kind", ["elementwise", "rows", "f16 rows", "bf16 rows"])
 def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
     """arith.maximumf and minimumf on the host are IEEE maximum and minimum
     (NaN wherever an operand is NaN, -0 < +0), vectorized or not: every
     pair of 18 special f32 and f64 values elementwise, and rows of 256
     holding such a pair reduced (the lanes' values and the warp's tree),
-    the rest below them (max) or above (min of the negation); in f16 too.
-    On a host with AVX-512DQ the vector
-    ones are VRANGE (lowerMinMaxToRange): no vector llvm.maximum or minimum
-    is left after O3."""
+    the rest below them (max) or above (min of the negation); in f16 and
+    bf16 too. On a host with AVX-512DQ the vector ones are VRANGE
+    (lowerMinMaxToRange), scalars too: no llvm.maximum or minimum is left
+    after O3; and a bf16 lane's 8 elements are not deinterleaved but taken as its
+    i32 pairs' halves (mergeStridedLeaves), so that the specials' places in
+    a lane's elements, the lanes' order of ops changed, still give them."""
     if kind == "elementwise":
         n = 18 * 18
         text = _MAX_MIN_PAIRS.replace("PAIRS", str(n))
@@ -1106,6 +1112,9 @@ def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
         if kind == "f16 rows":
             text = text.replace("f32", "f16")
             dtype, specials = "np.float16", "specials16"
+        if kind == "bf16 rows":
+            text = text.replace("f32", "bf16")
+            dtype, specials = "ml_dtypes.bfloat16", "specialsbf16"
         body = (
             "rng = np.random.default_rng(1)\n"
             # Each row below -1 but for its pair of specials, so that its
@@ -1131,9 +1140,10 @@ def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
     assert "x float>" in optimized  # vectorized
     if host_code.has_avx512dq():
         assert "@llvm.x86.avx512.mask.range.p" in optimized
-        assert not re.search(
-            r"call <\d+ x (float|double|half)> @llvm\.(maximum|minimum)\.v(4|8|16|32)f",
-            optimized)
+        assert not re.search(r"call (<\d+ x )?(float|double|half)>? @llvm\.(maximum|minimum)\.",
+                             optimized)
+        if kind == "bf16 rows":
+            assert re.search(r"and <(16|32|64) x i32> %\S+, splat \(i32 -65536\)", optimized)
 
 
 _F16_ROW_MAX = """

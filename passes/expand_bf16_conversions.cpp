@@ -36,15 +36,25 @@ bool isExactConstant(mlir::Attribute attr, mlir::FloatType narrow) {
   return status == llvm::APFloat::opOK && !loses;
 }
 
-bool isExactIn(mlir::Value v, mlir::FloatType narrow, llvm::DenseMap<mlir::Value, bool>& memo,
-               int depth = 0);
+// What isExactIn decided, per narrow type; `query` holds the values
+// decided in the current outermost call.
+struct ExactMemo {
+  llvm::DenseMap<mlir::Value, bool> known;
+  llvm::SmallVector<mlir::Value> query;
+  void clear() {
+    known.clear();
+    query.clear();
+  }
+};
+
+bool isExactIn(mlir::Value v, mlir::FloatType narrow, ExactMemo& memo, int depth = 0);
 
 // Whether every value stored into the stack slot `alloca` (at any offset)
 // is exact in `narrow`, and nothing but loads and such stores use it: a
 // lane's own value that -xla-gpu-lower-kernel-to-cpu keeps in f32 for its
 // warp's shuffle tree.
-bool onlyExactStored(mlir::LLVM::AllocaOp alloca, mlir::FloatType narrow,
-                     llvm::DenseMap<mlir::Value, bool>& memo, int depth) {
+bool onlyExactStored(mlir::LLVM::AllocaOp alloca, mlir::FloatType narrow, ExactMemo& memo,
+                     int depth) {
   llvm::SmallVector<mlir::Value> addresses = {alloca.getResult()};
   while (!addresses.empty()) {
     mlir::Value address = addresses.pop_back_val();
@@ -69,11 +79,16 @@ bool onlyExactStored(mlir::LLVM::AllocaOp alloca, mlir::FloatType narrow,
 // select, negation or absolute value of such values, which picks one of
 // them (or a NaN, which the last truncf makes a NaN either way), and a
 // load from a stack slot only such values are stored into. `memo` is
-// `narrow`'s.
-bool isExactIn(mlir::Value v, mlir::FloatType narrow, llvm::DenseMap<mlir::Value, bool>& memo,
-               int depth) {
-  if (auto it = memo.find(v); it != memo.end()) return it->second;
-  memo[v] = false;  // while it is decided (a slot's store may read the slot)
+// `narrow`'s. A value is taken as exact while it is decided: a slot's
+// store may read the slot (an accumulator: its first value exact, each
+// next one the max of the last and exact values, is exact at every step).
+// Each step of the decision is a conjunction, so an outermost call that
+// found the value exact found every value it took so; one that did not
+// forgets the values it found exact, which may have rested on it.
+bool isExactIn(mlir::Value v, mlir::FloatType narrow, ExactMemo& memo, int depth) {
+  if (auto it = memo.known.find(v); it != memo.known.end()) return it->second;
+  memo.known[v] = true;
+  memo.query.push_back(v);
   mlir::Operation* def = v.getDefiningOp();
   bool exact = false;
   if (def == nullptr || depth > 64 || !mlir::getElementTypeOrSelf(v.getType()).isF32()) {
@@ -96,7 +111,15 @@ bool isExactIn(mlir::Value v, mlir::FloatType narrow, llvm::DenseMap<mlir::Value
     auto alloca = base.getDefiningOp<mlir::LLVM::AllocaOp>();
     exact = alloca && onlyExactStored(alloca, narrow, memo, depth);
   }
-  memo[v] = exact;
+  memo.known[v] = exact;
+  if (depth == 0) {
+    if (!exact) {
+      for (mlir::Value decided : memo.query) {
+        if (memo.known.lookup(decided)) memo.known.erase(decided);
+      }
+    }
+    memo.query.clear();
+  }
   return exact;
 }
 
@@ -111,7 +134,7 @@ bool isExactIn(mlir::Value v, mlir::FloatType narrow, llvm::DenseMap<mlir::Value
 // without AVX512-FP16 runs a lane at a time. Only a NaN's payload may
 // differ: the round trip made every NaN quiet, and the last truncf does.
 void foldExactRoundTrips(mlir::func::FuncOp f) {
-  llvm::DenseMap<mlir::Value, bool> bf16Memo, f16Memo;
+  ExactMemo bf16Memo, f16Memo;
   llvm::SmallVector<mlir::arith::ExtFOp> folded;
   f.walk([&](mlir::arith::ExtFOp ext) {
     auto trunc = ext.getIn().getDefiningOp<mlir::arith::TruncFOp>();
@@ -127,12 +150,111 @@ void foldExactRoundTrips(mlir::func::FuncOp f) {
   for (mlir::arith::ExtFOp ext : folded) ext.erase();
 }
 
+// `type` with its bf16 or f16 elements (`narrow`) f32: a slot's element
+// or an array of them; null for any other type.
+mlir::Type widenedSlotType(mlir::Type type, mlir::Type narrow) {
+  if (type == narrow) return mlir::Float32Type::get(type.getContext());
+  if (auto array = mlir::dyn_cast<mlir::LLVM::LLVMArrayType>(type)) {
+    if (mlir::Type element = widenedSlotType(array.getElementType(), narrow)) {
+      return mlir::LLVM::LLVMArrayType::get(element, array.getNumElements());
+    }
+  }
+  return nullptr;
+}
+
+// Stack slots of bf16 or f16 values kept in f32 where that is the same
+// value: every value stored is exact in the narrow type (a truncf of an
+// exact f32 value, isExactIn, or a narrow constant) and every value loaded
+// is only widened (extf to f32). The stores then take the f32 value and
+// the loads replace their extfs. Such slots are a reducer's accumulators
+// and its warps' results that -xla-gpu-lower-kernel-to-cpu keeps across
+// barriers (and the shared tile they go through): an f16 row max over
+// [4096,1024] kept each lane's accumulator in f16, converted at every step,
+// and its warps' trees read f16 values that LLVM's SLP vectorizer left
+// scalar (InstCombine had made their maxima f16 ones again). As in
+// foldExactRoundTrips only a NaN's payload may differ.
+void widenExactSlots(mlir::func::FuncOp f) {
+  ExactMemo bf16Memo, f16Memo;
+  llvm::SmallVector<mlir::LLVM::AllocaOp> allocas;
+  f.walk([&](mlir::LLVM::AllocaOp alloca) { allocas.push_back(alloca); });
+  for (mlir::LLVM::AllocaOp alloca : allocas) {
+    mlir::Type element = alloca.getElemType();
+    auto array = mlir::dyn_cast<mlir::LLVM::LLVMArrayType>(element);
+    auto narrow = mlir::dyn_cast<mlir::FloatType>(array ? array.getElementType() : element);
+    if (!narrow || !(narrow.isBF16() || narrow.isF16())) continue;
+    auto& memo = narrow.isBF16() ? bf16Memo : f16Memo;
+    llvm::SmallVector<mlir::LLVM::GEPOp> geps;
+    llvm::SmallVector<mlir::LLVM::LoadOp> loads;
+    llvm::SmallVector<mlir::LLVM::StoreOp> stores;
+    llvm::SmallVector<mlir::Value> addresses = {alloca.getResult()};
+    bool widenable = true;
+    auto exactStored = [&](mlir::Value v) {
+      if (v.getType() != narrow) return false;
+      if (auto trunc = v.getDefiningOp<mlir::arith::TruncFOp>()) {
+        return trunc.getIn().getType().isF32() && isExactIn(trunc.getIn(), narrow, memo);
+      }
+      auto constant = v.getDefiningOp<mlir::arith::ConstantOp>();
+      return constant != nullptr;
+    };
+    while (widenable && !addresses.empty()) {
+      mlir::Value address = addresses.pop_back_val();
+      for (mlir::Operation* user : address.getUsers()) {
+        if (auto gep = mlir::dyn_cast<mlir::LLVM::GEPOp>(user)) {
+          widenable = gep.getBase() == address && widenedSlotType(gep.getElemType(), narrow);
+          geps.push_back(gep);
+          addresses.push_back(gep.getResult());
+        } else if (auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(user)) {
+          widenable = store.getAddr() == address && exactStored(store.getValue());
+          stores.push_back(store);
+        } else if (auto load = mlir::dyn_cast<mlir::LLVM::LoadOp>(user)) {
+          widenable = load.getType() == narrow &&
+                      llvm::all_of(load->getUsers(), [](mlir::Operation* use) {
+                        auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(use);
+                        return ext && ext.getType().isF32();
+                      });
+          loads.push_back(load);
+        } else {
+          widenable = false;
+        }
+        if (!widenable) break;
+      }
+    }
+    if (!widenable) continue;
+    mlir::Type f32 = mlir::Float32Type::get(f.getContext());
+    alloca.setElemType(widenedSlotType(element, narrow));
+    for (mlir::LLVM::GEPOp gep : geps) gep.setElemType(widenedSlotType(gep.getElemType(), narrow));
+    for (mlir::LLVM::StoreOp store : stores) {
+      mlir::Value v = store.getValue();
+      mlir::Value wide;
+      if (auto trunc = v.getDefiningOp<mlir::arith::TruncFOp>()) {
+        wide = trunc.getIn();
+      } else {
+        mlir::OpBuilder b(store);
+        wide = b.create<mlir::arith::ExtFOp>(store.getLoc(), f32, v);
+      }
+      store.getValueMutable().assign(wide);
+      if (mlir::Operation* def = v.getDefiningOp(); def && def->use_empty()) def->erase();
+    }
+    for (mlir::LLVM::LoadOp load : loads) {
+      load.getResult().setType(f32);
+      for (mlir::Operation* ext : llvm::make_early_inc_range(load->getUsers())) {
+        ext->getResult(0).replaceAllUsesWith(load.getResult());
+        ext->erase();
+      }
+    }
+    // The values stored and loaded changed: what was decided of them may not
+    // hold.
+    bf16Memo.clear();
+    f16Memo.clear();
+  }
+}
+
 // truncf to bf16 of a bf16-exact value (what is left after
 // foldExactRoundTrips: a bf16 max's result) keeps the high half of its
 // bits, a NaN made the quiet NaN 0x7fc0 as the rounding makes it: no
 // rounding's and and two adds.
 void truncateExactValues(mlir::func::FuncOp f) {
-  llvm::DenseMap<mlir::Value, bool> memo;
+  ExactMemo memo;
   llvm::SmallVector<mlir::arith::TruncFOp> exact;
   f.walk([&](mlir::arith::TruncFOp trunc) {
     if (mlir::getElementTypeOrSelf(trunc.getType()).isBF16() &&
@@ -179,6 +301,7 @@ class ExpandBf16ConversionsPass
     // The patterns go to the conversions alone: a greedy rewrite of the
     // whole function would visit (and try to fold) every op, ~1 ms of a
     // column sum's lowering with no bf16 in it.
+    widenExactSlots(getOperation());
     foldExactRoundTrips(getOperation());
     truncateExactValues(getOperation());
     llvm::SmallVector<mlir::Operation*> conversions;

@@ -172,3 +172,71 @@ func.func @exact_slots(%a: f16, %b: f16, %c: f16) -> (f32, f32) {
   %q = arith.maximumf %ep, %ea : f32
   return %n, %q : f32, f32
 }
+
+// -----
+
+// A slot of f16 (or bf16) values that are all exact (a constant, a max's
+// truncf) and are only widened where loaded is kept in f32: the stores
+// take the f32 values, the loads are f32 and the round trips go: an
+// accumulator's slot (its max with its last value stored again), and a
+// slot its values go on to (a warp's result in the shared tile). Slots
+// stay that also hold a sum, that hold a value not known exact (an
+// argument), or whose value is used as f16.
+// CHECK-LABEL: func.func @exact_narrow_slots
+// CHECK: %[[ACC:.*]] = llvm.alloca %{{.*}} x !llvm.array<8 x f32>
+// CHECK: %[[SHARED:.*]] = llvm.alloca %{{.*}} x f32
+// CHECK: %[[SUMS:.*]] = llvm.alloca %{{.*}} x f16
+// CHECK: %[[COPIES:.*]] = llvm.alloca %{{.*}} x bf16
+// CHECK: %[[USED:.*]] = llvm.alloca %{{.*}} x f16
+// CHECK: %[[AT:.*]] = llvm.getelementptr %[[ACC]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: llvm.store %{{.*}}, %[[AT]] : f32, !llvm.ptr
+// CHECK: %[[OWN:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
+// CHECK: %[[M:.*]] = arith.maximumf %[[OWN]], %{{.*}} : f32
+// CHECK: llvm.store %[[M]], %[[AT]] : f32, !llvm.ptr
+// CHECK: %[[LAST:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
+// CHECK: %[[WARP:.*]] = arith.maximumf %[[LAST]], %{{.*}} : f32
+// CHECK: llvm.store %[[WARP]], %[[SHARED]] : f32, !llvm.ptr
+// CHECK: %[[RESULT:.*]] = llvm.load %[[SHARED]] : !llvm.ptr -> f32
+// CHECK: llvm.store %{{.*}}, %[[SUMS]] : f16, !llvm.ptr
+// CHECK: llvm.load %[[SUMS]] : !llvm.ptr -> f16
+// CHECK: llvm.store %{{.*}}, %[[COPIES]] : bf16, !llvm.ptr
+// CHECK: llvm.load %[[COPIES]] : !llvm.ptr -> bf16
+// CHECK: llvm.store %{{.*}}, %[[USED]] : f16, !llvm.ptr
+// CHECK: %[[KEPT:.*]] = llvm.load %[[USED]] : !llvm.ptr -> f16
+// CHECK: return %[[RESULT]], %{{.*}}, %{{.*}}, %[[KEPT]]
+func.func @exact_narrow_slots(%a: f16, %b: f16, %c: bf16, %i: i64) -> (f32, f32, f32, f16) {
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %acc = llvm.alloca %one x !llvm.array<8 x f16> : (i64) -> !llvm.ptr
+  %shared = llvm.alloca %one x f16 : (i64) -> !llvm.ptr
+  %sums = llvm.alloca %one x f16 : (i64) -> !llvm.ptr
+  %copies = llvm.alloca %one x bf16 : (i64) -> !llvm.ptr
+  %used = llvm.alloca %one x f16 : (i64) -> !llvm.ptr
+  %at = llvm.getelementptr %acc[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f16
+  %init = arith.constant 0xFC00 : f16
+  llvm.store %init, %at : f16, !llvm.ptr
+  %own = llvm.load %at : !llvm.ptr -> f16
+  %eown = arith.extf %own : f16 to f32
+  %ea = arith.extf %a : f16 to f32
+  %m = arith.maximumf %eown, %ea : f32
+  %tm = arith.truncf %m : f32 to f16
+  llvm.store %tm, %at : f16, !llvm.ptr
+  %last = llvm.load %at : !llvm.ptr -> f16
+  %elast = arith.extf %last : f16 to f32
+  %warp = arith.maximumf %elast, %ea : f32
+  %twarp = arith.truncf %warp : f32 to f16
+  llvm.store %twarp, %shared : f16, !llvm.ptr
+  %result = llvm.load %shared : !llvm.ptr -> f16
+  %eresult = arith.extf %result : f16 to f32
+  %eb = arith.extf %b : f16 to f32
+  %s = arith.addf %ea, %eb : f32
+  %ts = arith.truncf %s : f32 to f16
+  llvm.store %ts, %sums : f16, !llvm.ptr
+  %sum = llvm.load %sums : !llvm.ptr -> f16
+  %esum = arith.extf %sum : f16 to f32
+  llvm.store %c, %copies : bf16, !llvm.ptr
+  %copy = llvm.load %copies : !llvm.ptr -> bf16
+  %ecopy = arith.extf %copy : bf16 to f32
+  llvm.store %tm, %used : f16, !llvm.ptr
+  %kept = llvm.load %used : !llvm.ptr -> f16
+  return %eresult, %esum, %ecopy, %kept : f32, f32, f32, f16
+}

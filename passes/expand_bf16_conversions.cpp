@@ -164,9 +164,10 @@ mlir::Type widenedSlotType(mlir::Type type, mlir::Type narrow) {
 
 // Stack slots of bf16 or f16 values kept in f32 where that is the same
 // value: every value stored is exact in the narrow type (a truncf of an
-// exact f32 value, isExactIn, or a narrow constant) and every value loaded
-// is only widened (extf to f32). The stores then take the f32 value and
-// the loads replace their extfs. Such slots are a reducer's accumulators
+// exact f32 value, isExactIn, or a narrow constant, or one loaded from the
+// slot) and every value loaded is only widened (extf to f32) or stored
+// back. The stores then take the f32 value and the loads replace their
+// extfs. Such slots are a reducer's accumulators
 // and its warps' results that -xla-gpu-lower-kernel-to-cpu keeps across
 // barriers (and the shared tile they go through): an f16 row max over
 // [4096,1024] kept each lane's accumulator in f16, converted at every step,
@@ -204,14 +205,10 @@ void widenExactSlots(mlir::func::FuncOp f) {
           geps.push_back(gep);
           addresses.push_back(gep.getResult());
         } else if (auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(user)) {
-          widenable = store.getAddr() == address && exactStored(store.getValue());
+          widenable = store.getAddr() == address;
           stores.push_back(store);
         } else if (auto load = mlir::dyn_cast<mlir::LLVM::LoadOp>(user)) {
-          widenable = load.getType() == narrow &&
-                      llvm::all_of(load->getUsers(), [](mlir::Operation* use) {
-                        auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(use);
-                        return ext && ext.getType().isF32();
-                      });
+          widenable = load.getType() == narrow;
           loads.push_back(load);
         } else {
           widenable = false;
@@ -219,12 +216,30 @@ void widenExactSlots(mlir::func::FuncOp f) {
         if (!widenable) break;
       }
     }
+    // A value loaded may also be stored again into the slot (a thread past
+    // a row's end keeps its accumulator: loaded and stored back as it is).
+    auto fromSlot = [&](mlir::Value v) {
+      auto load = v.getDefiningOp<mlir::LLVM::LoadOp>();
+      return load && llvm::is_contained(loads, load);
+    };
+    widenable = widenable && llvm::all_of(stores, [&](mlir::LLVM::StoreOp store) {
+      return exactStored(store.getValue()) || fromSlot(store.getValue());
+    });
+    widenable = widenable && llvm::all_of(loads, [&](mlir::LLVM::LoadOp load) {
+      return llvm::all_of(load->getUses(), [&](mlir::OpOperand& use) {
+        auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(use.getOwner());
+        auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(use.getOwner());
+        return (ext && ext.getType().isF32()) ||
+               (store && use.getOperandNumber() == 0 && llvm::is_contained(stores, store));
+      });
+    });
     if (!widenable) continue;
     mlir::Type f32 = mlir::Float32Type::get(f.getContext());
     alloca.setElemType(widenedSlotType(element, narrow));
     for (mlir::LLVM::GEPOp gep : geps) gep.setElemType(widenedSlotType(gep.getElemType(), narrow));
     for (mlir::LLVM::StoreOp store : stores) {
       mlir::Value v = store.getValue();
+      if (fromSlot(v)) continue;  // f32 with its load
       mlir::Value wide;
       if (auto trunc = v.getDefiningOp<mlir::arith::TruncFOp>()) {
         wide = trunc.getIn();
@@ -237,9 +252,11 @@ void widenExactSlots(mlir::func::FuncOp f) {
     }
     for (mlir::LLVM::LoadOp load : loads) {
       load.getResult().setType(f32);
-      for (mlir::Operation* ext : llvm::make_early_inc_range(load->getUsers())) {
-        ext->getResult(0).replaceAllUsesWith(load.getResult());
-        ext->erase();
+      for (mlir::Operation* user : llvm::make_early_inc_range(load->getUsers())) {
+        if (auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(user)) {
+          ext.getResult().replaceAllUsesWith(load.getResult());
+          ext.erase();
+        }
       }
     }
     // The values stored and loaded changed: what was decided of them may not

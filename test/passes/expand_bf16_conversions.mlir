@@ -178,10 +178,10 @@ func.func @exact_slots(%a: f16, %b: f16, %c: f16) -> (f32, f32) {
 // A slot of f16 (or bf16) values that are all exact (a constant, a max's
 // truncf) and are only widened where loaded is kept in f32: the stores
 // take the f32 values, the loads are f32 and the round trips go: an
-// accumulator's slot (its max with its last value stored again), and a
-// slot its values go on to (a warp's result in the shared tile). Slots
-// stay that also hold a sum, that hold a value not known exact (an
-// argument), or whose value is used as f16.
+// accumulator's slot (its max with its last value stored again, or its
+// value stored back as it is), and a slot its values go on to (a warp's
+// result in the shared tile). Slots stay that also hold a sum, that hold
+// a value not known exact (an argument), or whose value is used as f16.
 // CHECK-LABEL: func.func @exact_narrow_slots
 // CHECK: %[[ACC:.*]] = llvm.alloca %{{.*}} x !llvm.array<8 x f32>
 // CHECK: %[[SHARED:.*]] = llvm.alloca %{{.*}} x f32
@@ -193,6 +193,8 @@ func.func @exact_slots(%a: f16, %b: f16, %c: f16) -> (f32, f32) {
 // CHECK: %[[OWN:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
 // CHECK: %[[M:.*]] = arith.maximumf %[[OWN]], %{{.*}} : f32
 // CHECK: llvm.store %[[M]], %[[AT]] : f32, !llvm.ptr
+// CHECK: %[[KEEP:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
+// CHECK: llvm.store %[[KEEP]], %[[AT]] : f32, !llvm.ptr
 // CHECK: %[[LAST:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
 // CHECK: %[[WARP:.*]] = arith.maximumf %[[LAST]], %{{.*}} : f32
 // CHECK: llvm.store %[[WARP]], %[[SHARED]] : f32, !llvm.ptr
@@ -220,6 +222,8 @@ func.func @exact_narrow_slots(%a: f16, %b: f16, %c: bf16, %i: i64) -> (f32, f32,
   %m = arith.maximumf %eown, %ea : f32
   %tm = arith.truncf %m : f32 to f16
   llvm.store %tm, %at : f16, !llvm.ptr
+  %keep = llvm.load %at : !llvm.ptr -> f16
+  llvm.store %keep, %at : f16, !llvm.ptr
   %last = llvm.load %at : !llvm.ptr -> f16
   %elast = arith.extf %last : f16 to f32
   %warp = arith.maximumf %elast, %ea : f32

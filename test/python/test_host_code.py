@@ -1171,7 +1171,8 @@ def test_an_f16_row_max_runs_its_lanes_as_vectors(tmp_path):
     which x86 without AVX512-FP16 runs a lane at a time: HostJit.cpp's
     WidenHalfMinMax widens it again before the loop vectorizer, whose lane
     loop then converts vectors of f16 (the row max over [16384,256]: 12.1
-    -> 0.43 ms). The rows' maxima stay IEEE's (NaN, -0 < +0)."""
+    -> 0.43 ms). The rows' maxima stay IEEE's (NaN, -0 < +0), and a lane's
+    result is not rounded to f16 and widened again for its warp's tree."""
     if host_code.has_half_arithmetic():
         pytest.skip("the host computes f16 itself (AVX512-FP16)")
     body = (
@@ -1191,3 +1192,13 @@ def test_an_f16_row_max_runs_its_lanes_as_vectors(tmp_path):
     assert done.returncode == 0 and "checked" in done.stdout, done.stderr
     optimized = "\n".join(p.read_text() for p in sorted(tmp_path.glob("*.opt.ll")))
     assert re.search(r"fpext <\d+ x half>", optimized), optimized
+    if host_code.has_avx512dq():
+        # A lane's f16 result (of 16 lanes at a time) is not widened again
+        # for its warp's tree (lowerMinMaxToRange keeps its f32 value): no
+        # fpext of such an fptrunc.
+        functions = re.split(r"\ndefine ", optimized)
+        for fn in functions:
+            truncated = set(re.findall(r"(%\S+) = fptrunc <16 x float>", fn))
+            widened = set(re.findall(r"fpext <16 x half> (%[^ ,]+) to", fn))
+            assert not truncated & widened, (truncated & widened, fn)
+        assert any("fptrunc <16 x float>" in fn for fn in functions)

@@ -150,16 +150,27 @@ void foldExactRoundTrips(mlir::func::FuncOp f) {
   for (mlir::arith::ExtFOp ext : folded) ext.erase();
 }
 
-// `type` with its bf16 or f16 elements (`narrow`) f32: a slot's element
-// or an array of them; null for any other type.
-mlir::Type widenedSlotType(mlir::Type type, mlir::Type narrow) {
-  if (type == narrow) return mlir::Float32Type::get(type.getContext());
+// `type` with its elements of type `scalar` f32: a slot's element or an
+// array of them; null for any other type.
+mlir::Type widenedSlotType(mlir::Type type, mlir::Type scalar) {
+  if (type == scalar) return mlir::Float32Type::get(type.getContext());
   if (auto array = mlir::dyn_cast<mlir::LLVM::LLVMArrayType>(type)) {
-    if (mlir::Type element = widenedSlotType(array.getElementType(), narrow)) {
+    if (mlir::Type element = widenedSlotType(array.getElementType(), scalar)) {
       return mlir::LLVM::LLVMArrayType::get(element, array.getNumElements());
     }
   }
   return nullptr;
+}
+
+// The bf16 or f16 value that i32 `v` holds as a warp's shuffle buffer
+// does (-xla-gpu-lower-kernel-to-cpu: extui(bitcast(x to i16) to i32)),
+// or null.
+mlir::Value shuffledValue(mlir::Value v) {
+  auto ext = v.getDefiningOp<mlir::arith::ExtUIOp>();
+  auto cast = ext ? ext.getIn().getDefiningOp<mlir::arith::BitcastOp>() : nullptr;
+  if (!ext || !ext.getType().isInteger(32) || !cast || !cast.getType().isInteger(16)) return {};
+  auto narrow = mlir::dyn_cast<mlir::FloatType>(cast.getIn().getType());
+  return narrow && (narrow.isBF16() || narrow.isF16()) ? cast.getIn() : mlir::Value();
 }
 
 // Stack slots of bf16 or f16 values kept in f32 where that is the same
@@ -167,48 +178,45 @@ mlir::Type widenedSlotType(mlir::Type type, mlir::Type narrow) {
 // exact f32 value, isExactIn, or a narrow constant, or one loaded from the
 // slot) and every value loaded is only widened (extf to f32) or stored
 // back. The stores then take the f32 value and the loads replace their
-// extfs. Such slots are a reducer's accumulators
-// and its warps' results that -xla-gpu-lower-kernel-to-cpu keeps across
-// barriers (and the shared tile they go through): an f16 row max over
-// [4096,1024] kept each lane's accumulator in f16, converted at every step,
-// and its warps' trees read f16 values that LLVM's SLP vectorizer left
-// scalar (InstCombine had made their maxima f16 ones again). As in
-// foldExactRoundTrips only a NaN's payload may differ.
+// extfs. Such slots are a reducer's accumulators and its warps' results
+// that -xla-gpu-lower-kernel-to-cpu keeps across barriers (and the shared
+// tile they go through): an f16 row max over [4096,1024] kept each lane's
+// accumulator in f16, converted at every step, and its warps' trees read
+// f16 values that LLVM's SLP vectorizer left scalar (InstCombine had made
+// their maxima f16 ones again). So are the i32 slots of a warp's shuffle
+// buffer that hold such values' bits (extui(bitcast) stored, extf(bitcast(
+// trunci)) loaded): a lane's f16 result converted to f16 for it
+// (vcvtps2ph) and back in the tree. As in foldExactRoundTrips only a
+// NaN's payload may differ.
 void widenExactSlots(mlir::func::FuncOp f) {
   ExactMemo bf16Memo, f16Memo;
   llvm::SmallVector<mlir::LLVM::AllocaOp> allocas;
   f.walk([&](mlir::LLVM::AllocaOp alloca) { allocas.push_back(alloca); });
+  mlir::Type f32 = mlir::Float32Type::get(f.getContext());
   for (mlir::LLVM::AllocaOp alloca : allocas) {
     mlir::Type element = alloca.getElemType();
     auto array = mlir::dyn_cast<mlir::LLVM::LLVMArrayType>(element);
-    auto narrow = mlir::dyn_cast<mlir::FloatType>(array ? array.getElementType() : element);
-    if (!narrow || !(narrow.isBF16() || narrow.isF16())) continue;
-    auto& memo = narrow.isBF16() ? bf16Memo : f16Memo;
+    mlir::Type scalar = array ? array.getElementType() : element;
+    // i32: a shuffle buffer, whose narrow type its stores tell.
+    const bool shuffled = scalar.isInteger(32);
+    if (!shuffled && !(scalar.isBF16() || scalar.isF16())) continue;
     llvm::SmallVector<mlir::LLVM::GEPOp> geps;
     llvm::SmallVector<mlir::LLVM::LoadOp> loads;
     llvm::SmallVector<mlir::LLVM::StoreOp> stores;
     llvm::SmallVector<mlir::Value> addresses = {alloca.getResult()};
     bool widenable = true;
-    auto exactStored = [&](mlir::Value v) {
-      if (v.getType() != narrow) return false;
-      if (auto trunc = v.getDefiningOp<mlir::arith::TruncFOp>()) {
-        return trunc.getIn().getType().isF32() && isExactIn(trunc.getIn(), narrow, memo);
-      }
-      auto constant = v.getDefiningOp<mlir::arith::ConstantOp>();
-      return constant != nullptr;
-    };
     while (widenable && !addresses.empty()) {
       mlir::Value address = addresses.pop_back_val();
       for (mlir::Operation* user : address.getUsers()) {
         if (auto gep = mlir::dyn_cast<mlir::LLVM::GEPOp>(user)) {
-          widenable = gep.getBase() == address && widenedSlotType(gep.getElemType(), narrow);
+          widenable = gep.getBase() == address && widenedSlotType(gep.getElemType(), scalar);
           geps.push_back(gep);
           addresses.push_back(gep.getResult());
         } else if (auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(user)) {
           widenable = store.getAddr() == address;
           stores.push_back(store);
         } else if (auto load = mlir::dyn_cast<mlir::LLVM::LoadOp>(user)) {
-          widenable = load.getType() == narrow;
+          widenable = load.getType() == scalar;
           loads.push_back(load);
         } else {
           widenable = false;
@@ -216,30 +224,70 @@ void widenExactSlots(mlir::func::FuncOp f) {
         if (!widenable) break;
       }
     }
+    if (!widenable) continue;
     // A value loaded may also be stored again into the slot (a thread past
     // a row's end keeps its accumulator: loaded and stored back as it is).
     auto fromSlot = [&](mlir::Value v) {
       auto load = v.getDefiningOp<mlir::LLVM::LoadOp>();
       return load && llvm::is_contained(loads, load);
     };
-    widenable = widenable && llvm::all_of(stores, [&](mlir::LLVM::StoreOp store) {
-      return exactStored(store.getValue()) || fromSlot(store.getValue());
-    });
-    widenable = widenable && llvm::all_of(loads, [&](mlir::LLVM::LoadOp load) {
-      return llvm::all_of(load->getUses(), [&](mlir::OpOperand& use) {
-        auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(use.getOwner());
-        auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(use.getOwner());
-        return (ext && ext.getType().isF32()) ||
-               (store && use.getOperandNumber() == 0 && llvm::is_contained(stores, store));
-      });
-    });
-    if (!widenable) continue;
-    mlir::Type f32 = mlir::Float32Type::get(f.getContext());
-    alloca.setElemType(widenedSlotType(element, narrow));
-    for (mlir::LLVM::GEPOp gep : geps) gep.setElemType(widenedSlotType(gep.getElemType(), narrow));
+    // The narrow value each store holds (null: stored back from the slot).
+    llvm::SmallVector<mlir::Value> narrowStored;
+    mlir::FloatType narrow = shuffled ? nullptr : mlir::cast<mlir::FloatType>(scalar);
     for (mlir::LLVM::StoreOp store : stores) {
       mlir::Value v = store.getValue();
-      if (fromSlot(v)) continue;  // f32 with its load
+      if (fromSlot(v)) {
+        narrowStored.push_back({});
+        continue;
+      }
+      if (shuffled) v = shuffledValue(v);
+      if (!v || (narrow && v.getType() != narrow)) {
+        widenable = false;
+        break;
+      }
+      narrow = mlir::cast<mlir::FloatType>(v.getType());
+      auto trunc = v.getDefiningOp<mlir::arith::TruncFOp>();
+      widenable = trunc ? trunc.getIn().getType().isF32() &&
+                              isExactIn(trunc.getIn(), narrow,
+                                        narrow.isBF16() ? bf16Memo : f16Memo)
+                        : v.getDefiningOp<mlir::arith::ConstantOp>() != nullptr;
+      if (!widenable) break;
+      narrowStored.push_back(v);
+    }
+    if (!widenable || !narrow) continue;
+    // The extfs to f32 that each load's value reaches (through trunci and
+    // bitcast for a shuffle buffer), and the ops between.
+    llvm::SmallVector<mlir::Operation*> extensions, between;
+    auto reaches = [&](mlir::Operation* op, auto& self) -> bool {
+      for (mlir::OpOperand& use : op->getResult(0).getUses()) {
+        mlir::Operation* user = use.getOwner();
+        auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(user);
+        if (store && use.getOperandNumber() == 0 && llvm::is_contained(stores, store) &&
+            mlir::isa<mlir::LLVM::LoadOp>(op)) {
+          continue;
+        }
+        auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(user);
+        if (ext && ext.getIn().getType() == narrow && ext.getType().isF32()) {
+          extensions.push_back(ext);
+          continue;
+        }
+        bool step = shuffled && ((mlir::isa<mlir::arith::TruncIOp>(user) &&
+                                  user->getResult(0).getType().isInteger(16)) ||
+                                 (mlir::isa<mlir::arith::BitcastOp>(user) &&
+                                  user->getResult(0).getType() == narrow));
+        if (!step || !self(user, self)) return false;
+        between.push_back(user);
+      }
+      return true;
+    };
+    widenable = llvm::all_of(loads, [&](mlir::LLVM::LoadOp load) {
+      return reaches(load.getOperation(), reaches);
+    });
+    if (!widenable) continue;
+    alloca.setElemType(widenedSlotType(element, scalar));
+    for (mlir::LLVM::GEPOp gep : geps) gep.setElemType(widenedSlotType(gep.getElemType(), scalar));
+    for (auto [store, v] : llvm::zip(stores, narrowStored)) {
+      if (!v) continue;  // f32 with its load
       mlir::Value wide;
       if (auto trunc = v.getDefiningOp<mlir::arith::TruncFOp>()) {
         wide = trunc.getIn();
@@ -247,18 +295,27 @@ void widenExactSlots(mlir::func::FuncOp f) {
         mlir::OpBuilder b(store);
         wide = b.create<mlir::arith::ExtFOp>(store.getLoc(), f32, v);
       }
+      mlir::Value old = store.getValue();
       store.getValueMutable().assign(wide);
-      if (mlir::Operation* def = v.getDefiningOp(); def && def->use_empty()) def->erase();
-    }
-    for (mlir::LLVM::LoadOp load : loads) {
-      load.getResult().setType(f32);
-      for (mlir::Operation* user : llvm::make_early_inc_range(load->getUsers())) {
-        if (auto ext = mlir::dyn_cast<mlir::arith::ExtFOp>(user)) {
-          ext.getResult().replaceAllUsesWith(load.getResult());
-          ext.erase();
-        }
+      // What made the old value, where nothing else uses it.
+      for (mlir::Operation* def = old.getDefiningOp(); def && def->use_empty();) {
+        mlir::Value in = def->getNumOperands() == 1 ? def->getOperand(0) : mlir::Value();
+        def->erase();
+        def = in ? in.getDefiningOp() : nullptr;
+        if (def && !mlir::isa<mlir::arith::BitcastOp, mlir::arith::TruncFOp>(def)) break;
       }
     }
+    for (mlir::LLVM::LoadOp load : loads) load.getResult().setType(f32);
+    for (mlir::Operation* ext : extensions) {
+      mlir::Value loaded = ext->getOperand(0);
+      while (!mlir::isa<mlir::LLVM::LoadOp>(loaded.getDefiningOp())) {
+        loaded = loaded.getDefiningOp()->getOperand(0);
+      }
+      ext->getResult(0).replaceAllUsesWith(loaded);
+      ext->erase();
+    }
+    // Outermost last: each one's users are gone by then.
+    for (mlir::Operation* op : between) op->erase();
     // The values stored and loaded changed: what was decided of them may not
     // hold.
     bf16Memo.clear();

@@ -244,3 +244,61 @@ func.func @exact_narrow_slots(%a: f16, %b: f16, %c: bf16, %i: i64) -> (f32, f32,
   %kept = llvm.load %used : !llvm.ptr -> f16
   return %eresult, %esum, %ecopy, %kept : f32, f32, f32, f16
 }
+
+// -----
+
+// A warp's shuffle buffer (i32 slots holding f16 or bf16 bits, as
+// -xla-gpu-lower-kernel-to-cpu makes it) of exact values is kept in f32:
+// no conversion to f16 where a lane stores its value, none back where
+// another reads it. A buffer of sums stays, and so does one whose bits
+// are read as an integer.
+// CHECK-LABEL: func.func @exact_shuffle_buffers
+// CHECK: %[[MAXIMA:.*]] = llvm.alloca %{{.*}} x !llvm.array<4 x f32>
+// CHECK: %[[SUMS:.*]] = llvm.alloca %{{.*}} x i32
+// CHECK: %[[BITS:.*]] = llvm.alloca %{{.*}} x i32
+// CHECK: %[[M:.*]] = arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: %[[AT:.*]] = llvm.getelementptr %[[MAXIMA]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: llvm.store %[[M]], %[[AT]] : f32, !llvm.ptr
+// CHECK: %[[OTHER:.*]] = llvm.load %[[AT]] : !llvm.ptr -> f32
+// CHECK: %[[TREE:.*]] = arith.maximumf %[[OTHER]], %[[M]] : f32
+// CHECK: llvm.store %{{.*}}, %[[SUMS]] : i32, !llvm.ptr
+// CHECK: llvm.load %[[SUMS]] : !llvm.ptr -> i32
+// CHECK: llvm.store %{{.*}}, %[[BITS]] : i32, !llvm.ptr
+// CHECK: %[[RAW:.*]] = llvm.load %[[BITS]] : !llvm.ptr -> i32
+// CHECK: return %[[TREE]], %{{.*}}, %[[RAW]]
+func.func @exact_shuffle_buffers(%a: f16, %b: f16, %c: bf16, %i: i64) -> (f32, f32, i32) {
+  %one = llvm.mlir.constant(1 : i64) : i64
+  %maxima = llvm.alloca %one x !llvm.array<4 x i32> : (i64) -> !llvm.ptr
+  %sums = llvm.alloca %one x i32 : (i64) -> !llvm.ptr
+  %bits = llvm.alloca %one x i32 : (i64) -> !llvm.ptr
+  %ea = arith.extf %a : f16 to f32
+  %eb = arith.extf %b : f16 to f32
+  %m = arith.maximumf %ea, %eb : f32
+  %tm = arith.truncf %m : f32 to f16
+  %im = arith.bitcast %tm : f16 to i16
+  %wm = arith.extui %im : i16 to i32
+  %at = llvm.getelementptr %maxima[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  llvm.store %wm, %at : i32, !llvm.ptr
+  %other = llvm.load %at : !llvm.ptr -> i32
+  %no = arith.trunci %other : i32 to i16
+  %ho = arith.bitcast %no : i16 to f16
+  %eo = arith.extf %ho : f16 to f32
+  %tree = arith.maximumf %eo, %m : f32
+  %s = arith.addf %ea, %eb : f32
+  %ts = arith.truncf %s : f32 to f16
+  %is = arith.bitcast %ts : f16 to i16
+  %ws = arith.extui %is : i16 to i32
+  llvm.store %ws, %sums : i32, !llvm.ptr
+  %sum = llvm.load %sums : !llvm.ptr -> i32
+  %ns = arith.trunci %sum : i32 to i16
+  %hs = arith.bitcast %ns : i16 to f16
+  %es = arith.extf %hs : f16 to f32
+  %ec = arith.extf %c : bf16 to f32
+  %mc = arith.maximumf %ec, %ec : f32
+  %tc = arith.truncf %mc : f32 to bf16
+  %ic = arith.bitcast %tc : bf16 to i16
+  %wc = arith.extui %ic : i16 to i32
+  llvm.store %wc, %bits : i32, !llvm.ptr
+  %raw = llvm.load %bits : !llvm.ptr -> i32
+  return %tree, %es, %raw : f32, f32, i32
+}

@@ -679,8 +679,10 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
     }
     slots[s->offset] = leaf;
   }
-  // Complete wide vectors by (stride, bf16, type): each group is merged.
-  std::map<std::tuple<unsigned, bool, llvm::Type*>, llvm::SmallVector<llvm::Value*>> groups;
+  // Complete wide vectors by (stride, bf16, type), in the leaves' order:
+  // each group is merged.
+  llvm::MapVector<std::tuple<unsigned, unsigned, llvm::Type*>, llvm::SmallVector<llvm::Value*>>
+      groups;
   llvm::SmallPtrSet<llvm::Value*, 16> merged;
   for (auto& [wide, slots] : byWide) {
     if (llvm::is_contained(slots, nullptr) ||
@@ -688,7 +690,7 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
       continue;
     }
     const StridedLeaf& s = strided.find(wide)->second;
-    groups[{s.stride, s.bf16, wide->getType()}].push_back(wide);
+    groups[{s.stride, unsigned{s.bf16}, wide->getType()}].push_back(wide);
     merged.insert(slots.begin(), slots.end());
   }
   if (groups.empty()) return;

@@ -49,29 +49,47 @@ struct ExactMemo {
 
 bool isExactIn(mlir::Value v, mlir::FloatType narrow, ExactMemo& memo, int depth = 0);
 
-// Whether every value stored into the stack slot `alloca` (at any offset)
-// is exact in `narrow`, and nothing but loads and such stores use it: a
-// lane's own value that -xla-gpu-lower-kernel-to-cpu keeps in f32 for its
-// warp's shuffle tree.
-bool onlyExactStored(mlir::LLVM::AllocaOp alloca, mlir::FloatType narrow, ExactMemo& memo,
-                     int depth) {
+// The uses of stack slot `alloca`: GEPs of it (and of those), loads from
+// them and stores into them. False where anything else uses it (its
+// address stored, passed on).
+struct SlotAccesses {
+  llvm::SmallVector<mlir::LLVM::GEPOp> geps;
+  llvm::SmallVector<mlir::LLVM::LoadOp> loads;
+  llvm::SmallVector<mlir::LLVM::StoreOp> stores;
+};
+bool slotAccesses(mlir::LLVM::AllocaOp alloca, SlotAccesses& accesses) {
   llvm::SmallVector<mlir::Value> addresses = {alloca.getResult()};
   while (!addresses.empty()) {
     mlir::Value address = addresses.pop_back_val();
     for (mlir::Operation* user : address.getUsers()) {
       if (auto gep = mlir::dyn_cast<mlir::LLVM::GEPOp>(user)) {
         if (gep.getBase() != address) return false;
+        accesses.geps.push_back(gep);
         addresses.push_back(gep.getResult());
       } else if (auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(user)) {
-        if (store.getAddr() != address || !isExactIn(store.getValue(), narrow, memo, depth + 1)) {
-          return false;
-        }
-      } else if (!mlir::isa<mlir::LLVM::LoadOp>(user)) {
+        if (store.getAddr() != address) return false;
+        accesses.stores.push_back(store);
+      } else if (auto load = mlir::dyn_cast<mlir::LLVM::LoadOp>(user)) {
+        accesses.loads.push_back(load);
+      } else {
         return false;
       }
     }
   }
   return true;
+}
+
+// Whether every value stored into the stack slot `alloca` (at any offset)
+// is exact in `narrow`, and nothing but loads and such stores use it: a
+// lane's own value that -xla-gpu-lower-kernel-to-cpu keeps in f32 for its
+// warp's shuffle tree.
+bool onlyExactStored(mlir::LLVM::AllocaOp alloca, mlir::FloatType narrow, ExactMemo& memo,
+                     int depth) {
+  SlotAccesses accesses;
+  return slotAccesses(alloca, accesses) &&
+         llvm::all_of(accesses.stores, [&](mlir::LLVM::StoreOp store) {
+           return isExactIn(store.getValue(), narrow, memo, depth + 1);
+         });
 }
 
 // Whether f32 value `v` is a `narrow` value (bf16 or f16: what extf of one
@@ -200,31 +218,19 @@ void widenExactSlots(mlir::func::FuncOp f) {
     // i32: a shuffle buffer, whose narrow type its stores tell.
     const bool shuffled = scalar.isInteger(32);
     if (!shuffled && !(scalar.isBF16() || scalar.isF16())) continue;
-    llvm::SmallVector<mlir::LLVM::GEPOp> geps;
-    llvm::SmallVector<mlir::LLVM::LoadOp> loads;
-    llvm::SmallVector<mlir::LLVM::StoreOp> stores;
-    llvm::SmallVector<mlir::Value> addresses = {alloca.getResult()};
-    bool widenable = true;
-    while (widenable && !addresses.empty()) {
-      mlir::Value address = addresses.pop_back_val();
-      for (mlir::Operation* user : address.getUsers()) {
-        if (auto gep = mlir::dyn_cast<mlir::LLVM::GEPOp>(user)) {
-          widenable = gep.getBase() == address && widenedSlotType(gep.getElemType(), scalar);
-          geps.push_back(gep);
-          addresses.push_back(gep.getResult());
-        } else if (auto store = mlir::dyn_cast<mlir::LLVM::StoreOp>(user)) {
-          widenable = store.getAddr() == address;
-          stores.push_back(store);
-        } else if (auto load = mlir::dyn_cast<mlir::LLVM::LoadOp>(user)) {
-          widenable = load.getType() == scalar;
-          loads.push_back(load);
-        } else {
-          widenable = false;
-        }
-        if (!widenable) break;
-      }
+    SlotAccesses accesses;
+    if (!slotAccesses(alloca, accesses) ||
+        !llvm::all_of(accesses.geps, [&](mlir::LLVM::GEPOp gep) {
+          return widenedSlotType(gep.getElemType(), scalar) != nullptr;
+        }) ||
+        !llvm::all_of(accesses.loads,
+                      [&](mlir::LLVM::LoadOp load) { return load.getType() == scalar; })) {
+      continue;
     }
-    if (!widenable) continue;
+    auto& geps = accesses.geps;
+    auto& loads = accesses.loads;
+    auto& stores = accesses.stores;
+    bool widenable = true;
     // A value loaded may also be stored again into the slot (a thread past
     // a row's end keeps its accumulator: loaded and stored back as it is).
     auto fromSlot = [&](mlir::Value v) {

@@ -625,6 +625,25 @@ std::optional<StridedLeaf> stridedLeaf(llvm::Value* leaf) {
   return StridedLeaf{shuffle->getOperand(0), stride, static_cast<unsigned>(mask[0]), bf16};
 }
 
+// `values` combined by `op` (maximum or minimum) as a balanced tree, its
+// calls added to `out`.
+llvm::Value* balancedTree(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
+                          llvm::SmallVector<llvm::Value*> values,
+                          llvm::SmallVectorImpl<llvm::IntrinsicInst*>& out) {
+  while (values.size() > 1) {
+    llvm::SmallVector<llvm::Value*> level;
+    for (size_t i = 0; i + 1 < values.size(); i += 2) {
+      auto* pair =
+          llvm::cast<llvm::IntrinsicInst>(b.CreateBinaryIntrinsic(op, values[i], values[i + 1]));
+      out.push_back(pair);
+      level.push_back(pair);
+    }
+    if (values.size() % 2 == 1) level.push_back(values.back());
+    values = std::move(level);
+  }
+  return values.front();
+}
+
 // The `op` (maximum or minimum) of adjacent groups of `group` lanes of `v`:
 // lane i of the result is op(v[i * group], ..., v[i * group + group - 1]),
 // in log2(group) halvings of even and odd lanes.
@@ -704,20 +723,6 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
       kept.push_back(leaf);
     }
   }
-  auto combine = [&](llvm::SmallVector<llvm::Value*> values) {
-    while (values.size() > 1) {
-      llvm::SmallVector<llvm::Value*> level;
-      for (size_t i = 0; i + 1 < values.size(); i += 2) {
-        auto* pair = llvm::cast<llvm::IntrinsicInst>(
-            b.CreateBinaryIntrinsic(op, values[i], values[i + 1]));
-        out.push_back(pair);
-        level.push_back(pair);
-      }
-      if (values.size() % 2 == 1) level.push_back(values.back());
-      values = std::move(level);
-    }
-    return values.front();
-  };
   for (auto& [key, wides] : groups) {
     auto [stride, bf16, type] = key;
     unsigned group = stride;
@@ -735,7 +740,7 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
       values.push_back(b.CreateBitCast(b.CreateAnd(pairs, 0xffff0000u), f32s));
     }
     if (bf16) group /= 2;
-    kept.push_back(groupReduce(b, op, combine(values), group, out));
+    kept.push_back(groupReduce(b, op, balancedTree(b, op, std::move(values), out), group, out));
   }
   leaves.assign(kept.begin(), kept.end());
 }
@@ -787,18 +792,7 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
     llvm::IRBuilder<> b(root);
     llvm::SmallVector<llvm::WeakTrackingVH> replaced;
     mergeStridedLeaves(b, root->getIntrinsicID(), leaves, out, replaced);
-    while (leaves.size() > 1) {
-      llvm::SmallVector<llvm::Value*> level;
-      for (size_t i = 0; i + 1 < leaves.size(); i += 2) {
-        auto* pair = llvm::cast<llvm::IntrinsicInst>(
-            b.CreateBinaryIntrinsic(root->getIntrinsicID(), leaves[i], leaves[i + 1]));
-        out.push_back(pair);
-        level.push_back(pair);
-      }
-      if (leaves.size() % 2 == 1) level.push_back(leaves.back());
-      leaves = std::move(level);
-    }
-    root->replaceAllUsesWith(leaves.front());
+    root->replaceAllUsesWith(balancedTree(b, root->getIntrinsicID(), std::move(leaves), out));
     root->eraseFromParent();
     // Each link's one use was the link or root above it: top down.
     for (llvm::IntrinsicInst* inner : links) {

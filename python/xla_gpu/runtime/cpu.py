@@ -90,12 +90,11 @@ _CPUS = os.cpu_count() or 1
 # same, 0.999x), the bf16 021 transpose's compile 27.0 -> 23.3 ms.
 # Exp's scaling as llvm.ldexp (PipelineOptions.ldexp_scaling) on the same
 # hosts.
-_TRANSPOSING_WRITES = has_512_bit_vectors()
+_WIDE_VECTORS = has_512_bit_vectors()
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
     vectorize=False, pipeline_loads=False, unroll_accumulations=False, unroll_math_loops=False,
     partial_unroll=False, max_unrolled_ops=128, index_bitwidth=64, peel_loops=False,
-    fold_loops_into_threads=True, transposing_writes=_TRANSPOSING_WRITES,
-    ldexp_scaling=_TRANSPOSING_WRITES)
+    fold_loops_into_threads=True, transposing_writes=_WIDE_VECTORS, ldexp_scaling=_WIDE_VECTORS)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

@@ -56,6 +56,7 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
@@ -577,28 +578,42 @@ struct WidenHalfMinMax : llvm::PassInfoMixin<WidenHalfMinMax> {
 
 bool hostHasHalfArithmetic() { return hostHasFeature("avx512fp16"); }
 
+// f16 values' f32 values (of maxima and minima of f16 values, exact):
+// where the tree's next op widens the one, it takes the other. Tracked
+// through replaceAllUsesWith (a call lowered after).
+using WideOfHalf = llvm::DenseMap<llvm::Value*, llvm::WeakTrackingVH>;
+
 // A leaf of a max/min tree that is one of `stride` interleaved lanes of a
 // wider vector: lane i of the leaf is f(wide[i * stride + offset]), f the
-// identity or a bf16 value's f32 (zext to i32, shl 16, bitcast: what
-// -xla-gpu-expand-bf16-conversions makes of an extf). The loop vectorizer
+// identity, a bf16 value's f32 (zext to i32, shl 16, bitcast: what
+// -xla-gpu-expand-bf16-conversions makes of an extf) or an f16 value's
+// (fpext). The loop vectorizer
 // makes these of a lane loop whose lanes each read `stride` contiguous
 // elements (a thread's vector of a row).
 struct StridedLeaf {
+  enum Kind : unsigned { kSame, kBf16, kHalf };
   llvm::Value* wide;
   unsigned stride, offset;
-  bool bf16;
+  // kSame: lane i is wide[i * stride + offset]; kBf16: the f32 of a bf16
+  // (wide holds its bits); kHalf: the f32 of an f16 (fpext).
+  Kind kind;
 };
 
 std::optional<StridedLeaf> stridedLeaf(llvm::Value* leaf) {
   using namespace llvm::PatternMatch;
   llvm::Value* lanes = leaf;
-  bool bf16 = false;
+  StridedLeaf::Kind kind = StridedLeaf::kSame;
   llvm::Value* narrow;
   if (match(leaf, m_BitCast(m_Shl(m_ZExt(m_Value(narrow)), m_SpecificInt(16)))) &&
       leaf->getType()->getScalarType()->isFloatTy() &&
       narrow->getType()->getScalarType()->isIntegerTy(16)) {
     lanes = narrow;
-    bf16 = true;
+    kind = StridedLeaf::kBf16;
+  } else if (match(leaf, m_FPExt(m_Value(narrow))) &&
+             leaf->getType()->getScalarType()->isFloatTy() &&
+             narrow->getType()->getScalarType()->isHalfTy()) {
+    lanes = narrow;
+    kind = StridedLeaf::kHalf;
   }
   auto* shuffle = llvm::dyn_cast<llvm::ShuffleVectorInst>(lanes);
   if (!shuffle || !llvm::isa<llvm::PoisonValue, llvm::UndefValue>(shuffle->getOperand(1))) {
@@ -616,13 +631,12 @@ std::optional<StridedLeaf> stridedLeaf(llvm::Value* leaf) {
   for (unsigned i = 0; i < n; ++i) {
     if (mask[i] != static_cast<int>(i * stride) + mask[0]) return std::nullopt;
   }
-  // (Not f16: its F16C conversions bound its lanes' loop either way.
-  // Converted whole and merged, A/B in one process: the f16 row maxima
-  // 0.95-1.06x, [16384,256] 0.99 and 1.06 in two runs, the row min
-  // 0.91-0.94x.)
   llvm::Type* element = wideType->getElementType();
-  if (!bf16 && !element->isFloatTy() && !element->isDoubleTy()) return std::nullopt;
-  return StridedLeaf{shuffle->getOperand(0), stride, static_cast<unsigned>(mask[0]), bf16};
+  if (kind == StridedLeaf::kSame && !element->isFloatTy() && !element->isDoubleTy() &&
+      !element->isHalfTy()) {
+    return std::nullopt;
+  }
+  return StridedLeaf{shuffle->getOperand(0), stride, static_cast<unsigned>(mask[0]), kind};
 }
 
 // `values` combined by `op` (maximum or minimum) as a balanced tree, its
@@ -678,13 +692,23 @@ llvm::Value* groupReduce(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op, llvm::Val
 // and 2 vpermt2ps); A/B in one process, bits the same: the bf16 row
 // maxima over [16384,256], [4096,1024], [4096,1000], [2048,2048] and
 // [1024,4096] 0.74-0.83x, f32 [16384,256] 0.93x, the rest of the bench
-// and f32/f64 rows of other widths within noise. The leaves replaced go
-// to `replaced`, to be deleted with the old tree where nothing else uses
-// them (a side output may).
+// and f32/f64 rows of other widths within noise. f16 wide vectors are
+// widened whole (two vcvtph2ps a 32 elements, where deinterleaving took 4
+// shifts and 4 vpmovqw before 4 narrow conversions) and merged in f32;
+// where the tree is of f16 values (a host with AVX512-FP16 leaves them
+// so), its leaf is the merged value narrowed, its f32 value in
+// `wideOfHalf`. A/B in one process on an Intel host with AVX512-FP16,
+// bits the same: the f16 row maxima over [16384,256], [4096,1024],
+// [1024,4096], [4096,1000], [8192,64], [4096,96] 0.64-0.80x, [2048,2048]
+// (its lanes' values in f32 stack slots: fpext leaves) 0.75x. (On a Zen 4
+// host without it, before NaN lanes were found once a tree: 0.91-1.06x.)
+// The leaves replaced go to `replaced`, to be deleted with the old tree
+// where nothing else uses them (a side output may).
 void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
                         llvm::SmallVectorImpl<llvm::Value*>& leaves,
                         llvm::SmallVectorImpl<llvm::IntrinsicInst*>& out,
-                        llvm::SmallVectorImpl<llvm::WeakTrackingVH>& replaced) {
+                        llvm::SmallVectorImpl<llvm::WeakTrackingVH>& replaced,
+                        WideOfHalf& wideOfHalf) {
   // Per wide vector: its leaves by offset.
   llvm::MapVector<llvm::Value*, llvm::SmallVector<llvm::Value*>> byWide;
   llvm::DenseMap<llvm::Value*, StridedLeaf> strided;
@@ -694,7 +718,7 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
     auto& slots = byWide[s->wide];
     if (slots.empty()) slots.assign(s->stride, nullptr);
     const StridedLeaf& first = strided.try_emplace(s->wide, *s).first->second;
-    if (first.stride != s->stride || first.bf16 != s->bf16 || slots[s->offset]) {
+    if (first.stride != s->stride || first.kind != s->kind || slots[s->offset]) {
       slots.assign(slots.size(), leaf);  // not one leaf an offset: kept as is
       continue;
     }
@@ -711,7 +735,7 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
       continue;
     }
     const StridedLeaf& s = strided.find(wide)->second;
-    groups[{s.stride, unsigned{s.bf16}, wide->getType()}].push_back(wide);
+    groups[{s.stride, unsigned{s.kind}, wide->getType()}].push_back(wide);
     merged.insert(slots.begin(), slots.end());
   }
   if (groups.empty()) return;
@@ -724,23 +748,40 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
     }
   }
   for (auto& [key, wides] : groups) {
-    auto [stride, bf16, type] = key;
+    auto [stride, kind, type] = key;
     unsigned group = stride;
+    unsigned n = llvm::cast<llvm::FixedVectorType>(type)->getNumElements();
+    llvm::Type* element = llvm::cast<llvm::FixedVectorType>(type)->getElementType();
+    // f16 values merged in f32 (lowerMinMaxToRange computes f16 maxima so).
+    const bool half = kind == StridedLeaf::kHalf || element->isHalfTy();
     llvm::SmallVector<llvm::Value*> values;
     for (llvm::Value* wide : wides) {
-      if (!bf16) {
+      if (half) {
+        values.push_back(b.CreateFPExt(wide, llvm::FixedVectorType::get(b.getFloatTy(), n)));
+        continue;
+      }
+      if (kind == StridedLeaf::kSame) {
         values.push_back(wide);
         continue;
       }
-      unsigned n = llvm::cast<llvm::FixedVectorType>(type)->getNumElements() / 2;
-      auto* i32s = llvm::FixedVectorType::get(b.getInt32Ty(), n);
-      auto* f32s = llvm::FixedVectorType::get(b.getFloatTy(), n);
+      auto* i32s = llvm::FixedVectorType::get(b.getInt32Ty(), n / 2);
+      auto* f32s = llvm::FixedVectorType::get(b.getFloatTy(), n / 2);
       llvm::Value* pairs = b.CreateBitCast(wide, i32s);
       values.push_back(b.CreateBitCast(b.CreateShl(pairs, 16), f32s));
       values.push_back(b.CreateBitCast(b.CreateAnd(pairs, 0xffff0000u), f32s));
     }
-    if (bf16) group /= 2;
-    kept.push_back(groupReduce(b, op, balancedTree(b, op, std::move(values), out), group, out));
+    if (kind == StridedLeaf::kBf16) group /= 2;
+    llvm::Value* merged =
+        groupReduce(b, op, balancedTree(b, op, std::move(values), out), group, out);
+    if (kind == StridedLeaf::kSame && half) {
+      // A leaf of an f16 tree: its f32 value taken where the tree's ops are
+      // lowered.
+      llvm::Value* narrow = b.CreateFPTrunc(
+          merged, llvm::FixedVectorType::get(element, n / stride));
+      wideOfHalf[narrow] = merged;
+      merged = narrow;
+    }
+    kept.push_back(merged);
   }
   leaves.assign(kept.begin(), kept.end());
 }
@@ -753,7 +794,7 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
 // [16384,256] (a lane's 8 elements) 0.92x, A/B in one process, bits the
 // same. The calls after, those of the trees among them.
 llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
-    llvm::ArrayRef<llvm::IntrinsicInst*> calls) {
+    llvm::ArrayRef<llvm::IntrinsicInst*> calls, WideOfHalf& wideOfHalf) {
   auto link = [](llvm::Value* v, llvm::IntrinsicInst* parent) -> llvm::IntrinsicInst* {
     auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(v);
     return call && call->getIntrinsicID() == parent->getIntrinsicID() && call->hasOneUse() &&
@@ -791,7 +832,7 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
     }
     llvm::IRBuilder<> b(root);
     llvm::SmallVector<llvm::WeakTrackingVH> replaced;
-    mergeStridedLeaves(b, root->getIntrinsicID(), leaves, out, replaced);
+    mergeStridedLeaves(b, root->getIntrinsicID(), leaves, out, replaced, wideOfHalf);
     root->replaceAllUsesWith(balancedTree(b, root->getIntrinsicID(), std::move(leaves), out));
     root->eraseFromParent();
     // Each link's one use was the link or root above it: top down.
@@ -811,8 +852,9 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
 // blends NaNs back in: 6 instructions, 4 of them on an accumulator's
 // chain. VRANGE (imm 5: the larger, 4: the smaller, with its own sign)
 // orders -0 < +0 itself and only returns the other operand for a quiet
-// NaN; a NaN operand's result is then a + b (a NaN), selected by one
-// unordered compare: 3 instructions. Every pair of 18 special f32 and f64
+// NaN; a NaN lane's result is then a quiet NaN, selected by one unordered
+// compare: 3 instructions, fewer a pair in a tree (its NaN lanes found once,
+// see nanLanes below). Every pair of 18 special f32 and f64
 // values and 2e7 random f32 pairs gave llvm.maximum's and llvm.minimum's
 // results, bit for bit (a NaN for a NaN). A reduction (a row's max over
 // the lanes' values) is first split in halves down to two elements, each
@@ -875,27 +917,66 @@ void lowerMinMaxToRange(llvm::Module& module) {
     call->replaceAllUsesWith(result);
     call->eraseFromParent();
   }
-  pairs = balancedChains(pairs);
   // Each f16 result's f32 value (a max of f16 values is one: the next op
   // takes it as it is, not through fptrunc and fpext again).
-  llvm::DenseMap<llvm::Value*, llvm::Value*> wideOfHalf;
+  WideOfHalf wideOfHalf;
+  pairs = balancedChains(pairs, wideOfHalf);
+  // The calls lowered (f32, f64 and f16; under 512 bits only with
+  // AVX-512VL), in program order: within a block, a tree's calls before
+  // the call that takes them.
+  auto chunkOf = [](unsigned total) { return total <= 128 ? 128u : total <= 256 ? 256u : 512u; };
+  llvm::SmallPtrSet<llvm::IntrinsicInst*, 32> lowered;
+  for (llvm::IntrinsicInst* call : pairs) {
+    llvm::Type* element = call->getType()->getScalarType();
+    if (element->isHalfTy()) element = llvm::Type::getFloatTy(call->getContext());
+    if (!element->isFloatTy() && !element->isDoubleTy()) continue;
+    auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
+    const unsigned total = (vector ? vector->getNumElements() : 1) * element->getPrimitiveSizeInBits();
+    if (chunkOf(total) < 512 && !vl) continue;
+    lowered.insert(call);
+  }
+  llvm::DenseMap<const llvm::Instruction*, unsigned> order;
+  for (llvm::Function& fn : module) {
+    for (llvm::Instruction& inst : llvm::instructions(fn)) order[&inst] = order.size();
+  }
+  llvm::erase_if(pairs, [&](llvm::IntrinsicInst* call) { return !lowered.contains(call); });
+  llvm::sort(pairs, [&](llvm::IntrinsicInst* a, llvm::IntrinsicInst* b) {
+    return order.lookup(a) < order.lookup(b);
+  });
+  // A call whose only use is a lowered call of its block (a link of a
+  // max/min tree, a lane's chain) leaves its NaN lanes unfixed: its lanes
+  // where some leaf below it is NaN (`nanLanes`, by its result) are made
+  // NaN once, at the tree's root (VRANGE's result there is another
+  // operand's, which the root's select replaces). A tree of n leaves:
+  // n - 1 VRANGEs, n / 2 compares, their ors and one select, where each
+  // VRANGE had its own compare, add and select. A/B in one process, bits
+  // the same: the f16 row maxima over [2048,2048] and [16384,256]
+  // 0.89-0.92x (before their leaves were merged, 0.99-1.0x after), bf16
+  // 0.97-0.99x, f32 and the softmax steps within noise.
+  llvm::DenseMap<llvm::Value*, llvm::Value*> nanLanes;
+  auto inner = [&](llvm::IntrinsicInst* call) {
+    if (!call->hasOneUse()) return false;
+    auto* user = llvm::dyn_cast<llvm::IntrinsicInst>(call->user_back());
+    return user && user->getParent() == call->getParent() && lowered.contains(user);
+  };
   for (llvm::IntrinsicInst* call : pairs) {
     // Scalars and vectors under 128 bits (a warp tree's last steps) go in
     // the first lanes of a 128-bit register.
     auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
     const unsigned count = vector ? vector->getNumElements() : 1;
     llvm::Type* element = call->getType()->getScalarType();
-    // f16 ones (WidenHalfMinMax's, folded back by InstCombine) in f32: the
-    // same value, as x86 without AVX512-FP16 computes them anyway.
-    const bool half = element->isHalfTy() && !hostHasHalfArithmetic();
+    // f16 ones in f32: the same value. Without AVX512-FP16 x86 computes
+    // them so anyway (WidenHalfMinMax's, folded back by InstCombine); with
+    // it there is VMAXPH but no VRANGEPH, and LLVM's expansion around
+    // VMAXPH ran the f16 row max over [16384,256] 1.35x the time of this
+    // (A/B in one process on an Intel host with AVX512-FP16, bits the same).
+    const bool half = element->isHalfTy();
     if (half) element = llvm::Type::getFloatTy(element->getContext());
-    if (!element->isFloatTy() && !element->isDoubleTy()) continue;
     const unsigned bits = element->getPrimitiveSizeInBits();
     const unsigned total = count * bits;
     // 512-bit pieces where it fills them, else one 128- or 256-bit
     // register (AVX-512VL); the last piece's lanes past the end poison.
-    const unsigned chunk = total <= 128 ? 128 : total <= 256 ? 256 : 512;
-    if (chunk < 512 && !vl) continue;
+    const unsigned chunk = chunkOf(total);
     static constexpr llvm::Intrinsic::ID kRange[2][3] = {
         {llvm::Intrinsic::x86_avx512_mask_range_ps_128,
          llvm::Intrinsic::x86_avx512_mask_range_ps_256,
@@ -910,12 +991,14 @@ void lowerMinMaxToRange(llvm::Module& module) {
     llvm::IRBuilder<> b(call);
     llvm::Value* a = call->getArgOperand(0);
     llvm::Value* c = call->getArgOperand(1);
+    llvm::Value* nanA = nanLanes.lookup(a);
+    llvm::Value* nanC = nanLanes.lookup(c);
     llvm::Type* wideType =
         vector ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(element, count)) : element;
     if (half) {
       auto widened = [&](llvm::Value* v) {
         auto it = wideOfHalf.find(v);
-        return it != wideOfHalf.end() ? it->second : b.CreateFPExt(v, wideType);
+        return it != wideOfHalf.end() ? static_cast<llvm::Value*>(it->second) : b.CreateFPExt(v, wideType);
       };
       a = widened(a);
       c = widened(c);
@@ -941,8 +1024,7 @@ void lowerMinMaxToRange(llvm::Module& module) {
           x, y, b.getInt32(max ? 5 : 4), llvm::Constant::getNullValue(x->getType()),
           b.getIntN(std::max(8u, lanes), -1)};
       if (chunk == 512) arguments.push_back(b.getInt32(4));  // the current rounding
-      llvm::Value* ranged = b.CreateIntrinsic(range, {}, arguments);
-      parts.push_back(b.CreateSelect(b.CreateFCmpUNO(x, y), b.CreateFAdd(x, y), ranged));
+      parts.push_back(b.CreateIntrinsic(range, {}, arguments));
     }
     llvm::Value* result = parts.size() == 1 ? parts.front() : llvm::concatenateVectors(b, parts);
     if (!vector) {
@@ -952,12 +1034,26 @@ void lowerMinMaxToRange(llvm::Module& module) {
       for (unsigned i = 0; i < count; ++i) indices.push_back(static_cast<int>(i));
       result = b.CreateShuffleVector(result, indices);
     }
+    // The lanes where an operand is NaN, or a leaf below one.
+    llvm::Value* nan;
+    if (!nanA && !nanC) {
+      nan = b.CreateFCmpUNO(a, c);
+    } else if (nanA && nanC) {
+      nan = b.CreateOr(nanA, nanC);
+    } else {
+      llvm::Value* other = nanA ? c : a;
+      nan = b.CreateOr(nanA ? nanA : nanC, b.CreateFCmpUNO(other, other));
+    }
+    const bool deferred = inner(call);
+    if (!deferred) result = b.CreateSelect(nan, llvm::ConstantFP::getQNaN(wideType), result);
     if (half) {
       llvm::Value* wide = result;
       result = b.CreateFPTrunc(wide, call->getType());
       wideOfHalf[result] = wide;
     }
+    if (deferred) nanLanes[result] = nan;
     call->replaceAllUsesWith(result);
+    lowered.erase(call);
     call->eraseFromParent();
   }
   // An f16 result widened again (a lane's value kept in f32 for its warp's
@@ -965,7 +1061,7 @@ void lowerMinMaxToRange(llvm::Module& module) {
   // lane's chain. A/B in one process, bits the same: the f16 row maxima
   // over [16384,256], [8192,64] and [4096,96] 0.92-0.95x, the f16 row min
   // over [4096,512] 0.95x.
-  for (auto [narrow, wide] : wideOfHalf) {
+  for (auto& [narrow, wide] : wideOfHalf) {
     for (llvm::User* user : llvm::make_early_inc_range(narrow->users())) {
       auto* ext = llvm::dyn_cast<llvm::FPExtInst>(user);
       if (!ext || ext->getType() != wide->getType()) continue;

@@ -1080,7 +1080,8 @@ def same(got, want):
 """
 
 
-@pytest.mark.parametrize("kind", ["elementwise", "rows", "f16 rows", "bf16 rows"])
+@pytest.mark.parametrize("kind", ["elementwise", "rows", "f16 rows", "bf16 rows",
+                                  "f16 long rows"])
 def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
     """arith.maximumf and minimumf on the host are IEEE maximum and minimum
     (NaN wherever an operand is NaN, -0 < +0), vectorized or not: every
@@ -1089,9 +1090,12 @@ def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
     the rest below them (max) or above (min of the negation); in f16 and
     bf16 too. On a host with AVX-512DQ the vector ones are VRANGE
     (lowerMinMaxToRange), scalars too: no llvm.maximum or minimum is left
-    after O3; and a bf16 lane's 8 elements are not deinterleaved but taken as its
-    i32 pairs' halves (mergeStridedLeaves), so that the specials' places in
-    a lane's elements, the lanes' order of ops changed, still give them."""
+    after O3, and a tree's NaN lanes are found once, at its root; a bf16
+    lane's 8 elements are not deinterleaved but taken as its i32 pairs'
+    halves (mergeStridedLeaves), an f16 lane's widened whole (its values in
+    f32 stack slots across a long row's steps too), so that the specials'
+    places in a lane's elements, the lanes' order of ops changed, still
+    give them."""
     if kind == "elementwise":
         n = 18 * 18
         text = _MAX_MIN_PAIRS.replace("PAIRS", str(n))
@@ -1106,10 +1110,10 @@ def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
             "    same(got, want)\n")
         prefix = f"n = {n}\n"
     else:
-        rows = 18 * 18
-        text = _ROW_MAX_MIN.replace("ROWS", str(rows))
+        rows, cols = 18 * 18, 2048 if kind == "f16 long rows" else 256
+        text = _ROW_MAX_MIN.replace("ROWS", str(rows)).replace("256", str(cols))
         dtype, specials = "np.float32", "specials32"
-        if kind == "f16 rows":
+        if kind in ("f16 rows", "f16 long rows"):
             text = text.replace("f32", "f16")
             dtype, specials = "np.float16", "specials16"
         if kind == "bf16 rows":
@@ -1119,15 +1123,15 @@ def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
             "rng = np.random.default_rng(1)\n"
             # Each row below -1 but for its pair of specials, so that its
             # max is a special where one is above -1 (+0 of -0 and +0).
-            f"x = (-1 - np.abs(rng.standard_normal((rows, 256)))).astype({dtype})\n"
+            f"x = (-1 - np.abs(rng.standard_normal((rows, {cols})))).astype({dtype})\n"
             "i, j = np.divmod(np.arange(rows), 18)\n"
-            "pos = rng.permuted(np.tile(np.arange(256), (rows, 1)), axis=1)[:, :2]\n"
+            f"pos = rng.permuted(np.tile(np.arange({cols}), (rows, 1)), axis=1)[:, :2]\n"
             f"x[np.arange(rows), pos[:, 0]] = {specials}[i]\n"
             f"x[np.arange(rows), pos[:, 1]] = {specials}[j]\n"
             f"mx, mn = np.empty(rows, {dtype}), np.empty(rows, {dtype})\n"
             "kernel(x, mx, mn)\n"
             "want_mx, want_mn = x[:, 0], -x[:, 0]\n"
-            "for k in range(1, 256):\n"
+            f"for k in range(1, {cols}):\n"
             "    want_mx = ieee(want_mx, x[:, k], True)\n"
             "    want_mn = ieee(want_mn, -x[:, k], False)\n"
             "same(mx, want_mx)\n"
@@ -1144,6 +1148,13 @@ def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
                              optimized)
         if kind == "bf16 rows":
             assert re.search(r"and <(16|32|64) x i32> %\S+, splat \(i32 -65536\)", optimized)
+        if kind in ("f16 rows", "f16 long rows"):
+            assert re.search(r"fpext <(32|64) x half> %\S+ to <\1 x float>", optimized)
+        if kind != "elementwise":
+            ranges = re.findall(r"= call [^@]*@llvm\.x86\.avx512\.mask\.range\.", optimized)
+            nan_selects = re.findall(r"select [^,]*, [^,]*splat \(\w+ 0x7FF8000000000000\)",
+                                     optimized)
+            assert 0 < len(nan_selects) < len(ranges), (len(nan_selects), len(ranges))
 
 
 _F16_ROW_MAX = """

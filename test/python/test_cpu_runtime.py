@@ -367,6 +367,40 @@ def test_workers_follow_a_kernels_time_not_its_bytes():
             assert kernel.workers == 1, (one, many)
 
 
+@pytest.mark.skipif(cpu._CPUS < 2, reason="one core: every call runs on it")
+def test_a_kernel_left_on_one_thread_is_probed_again(monkeypatch):
+    """A kernel whose probe picked one thread by its times (a spell where
+    the other core was busy) is probed again after REPROBE_CALLS calls on
+    one thread, and then takes what that probe's times say; the wait
+    doubles each time."""
+    monkeypatch.setattr(cpu, "REPROBE_CALLS", 4)
+    picks = iter([1, 2])
+    monkeypatch.setattr(cpu, "choose_workers", lambda one, many, workers: next(picks))
+    x = rng.randn(512).astype(np.float32)
+    probes = cpu.PROBE_CALLS
+    kernel = CpuKernel(iterating_kernel(20001))
+    workers = kernel.workers
+    ran = []
+    launch = kernel._launch
+
+    def recorded(arrays, threads_used, threads, fast=True):
+        ran.append(threads_used)
+        launch(arrays, threads_used, threads, fast)
+
+    kernel._launch = recorded
+    try:
+        for _ in range(1 + 2 * probes + 4 + 2 * probes + 3):
+            out = np.zeros_like(x)
+            kernel(x, out)
+            np.testing.assert_allclose(out, iterate(x, 20001), rtol=1e-5)
+    finally:
+        del kernel._launch
+    assert ran == ([workers] + [1, workers] * probes + [1] * 4 + [1, workers] * probes
+                   + [2] * 3), ran
+    assert kernel.workers == 2 and kernel._reprobe_in == 0
+    assert kernel._reprobe_wait == 8  # for the next time it is left on one thread
+
+
 def test_choose_workers():
     """One thread where its fastest probe was under MIN_SECONDS_FOR_WORKERS
     or ONE_THREAD_MARGIN faster than the workers' fastest; else the

@@ -136,6 +136,15 @@ MIN_BYTES_FOR_WORKERS = 2 << 20
 PROBE_CALLS = 3
 MIN_SECONDS_FOR_WORKERS = 2e-5
 ONE_THREAD_MARGIN = 1.1
+# A kernel the probe left on one thread by its times (not the floor) is
+# probed again after REPROBE_CALLS more calls, then twice as many each
+# time it stays there: a probe whose calls on the workers all fell in a
+# spell where the host's other core was taken (these VMs have such
+# spells) left the seed transpose on one thread for good, 1.78x XLA:CPU's
+# time in one bench run where it reads 0.74-0.92 (0.84 ms on one thread,
+# 0.43 on two). A kernel that is faster on one thread pays 3 slower calls
+# a re-probe, after 64 calls on one thread, then 128, 256, ...
+REPROBE_CALLS = 64
 
 
 def choose_workers(one: list[float], many: list[float], workers: int) -> int:
@@ -442,9 +451,12 @@ class CpuKernel:
         # calls are timed (PROBE_CALLS); until then self._probe_times holds
         # their seconds, on one thread and on the workers, and
         # self._probe_calls numbers the calls (0: the untimed first).
-        self._workers = max(1, min(_CPUS, self.num_blocks))
+        self._workers = self._max_workers = max(1, min(_CPUS, self.num_blocks))
         self._probe_times = ([], []) if self._workers > 1 else None
         self._probe_calls = itertools.count()
+        # Calls on one thread until the next probe (0: none planned), and
+        # the wait after that one (REPROBE_CALLS).
+        self._reprobe_in, self._reprobe_wait = 0, REPROBE_CALLS
         # Those seconds once decided (one thread's, the workers').
         self.probe_times: tuple[tuple[float, ...], tuple[float, ...]] | None = None
         return module
@@ -522,6 +534,12 @@ class CpuKernel:
         probes = self._probe_times
         if probes is None:
             self._launch(arrays, self._workers, _CPUS)
+            if self._reprobe_in:
+                self._reprobe_in -= 1
+                if not self._reprobe_in:
+                    self._workers = self._max_workers
+                    self._probe_calls = itertools.count(1)  # no untimed first call
+                    self._probe_times = ([], [])
             return
         one, many = probes
         call = next(self._probe_calls)  # atomic under the GIL
@@ -537,9 +555,11 @@ class CpuKernel:
         # meanwhile).
         if len(one) >= PROBE_CALLS and len(many) >= PROBE_CALLS and \
                 self._probe_times is not None:
-            self._workers = choose_workers(one, many, self._workers)
+            self._workers = choose_workers(one, many, self._max_workers)
             self.probe_times = (tuple(one), tuple(many))
             self._probe_times = None
+            if self._workers == 1 and min(one) >= MIN_SECONDS_FOR_WORKERS:
+                self._reprobe_in, self._reprobe_wait = self._reprobe_wait, 2 * self._reprobe_wait
 
     def _launch(self, arrays, workers: int, threads: int, fast: bool = True) -> None:
         """One call on `workers` threads, an in-place output's copy on up to

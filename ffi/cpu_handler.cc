@@ -48,6 +48,7 @@
 
 #include "dialects/xla_gpu/HostLaunch.h"
 #include "ffi/kernel_call.h"
+#include "ffi/worker_choice.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace xla_gpu::ffi {
@@ -154,113 +155,6 @@ Error CheckAgainstCompiled(std::string_view hash, const Signature& sig,
   }
   return Error::Success();
 }
-
-// Step 5's threads, chosen by an instruction's own times as CpuKernel
-// chooses its (runtime/cpu.py: PROBE_CALLS, choose_workers): its first
-// call runs on the pool, untimed (the workers waking, fresh output pages:
-// the seed GELU's first two calls on two threads took 15-22 ms, its later
-// ones 9.5), its next 2 * kProbeCalls alternate the calling thread and
-// the pool, timed, and its later calls keep the pool unless one thread's
-// fastest took under kMinNanosForWorkers or was 1.1x faster. The bytes a
-// kernel moves do not tell: a column reduction XLA makes a loop fusion
-// (f32[16384,1024], each worker reading half of each 4 KiB row) ran
-// 4.5 ms on one thread, 6.9 on two. Calls may run at once on several
-// threads: the counts and bests are atomic, and the call of the last
-// probe decides (the others run on the pool meanwhile).
-//
-// One instruction of the process probes at a time; the others run on the
-// pool, untimed, until it has decided. A kernel's time depends on where
-// the kernel before it left the data: a program's kernels probing in
-// lockstep ran one thread each together, so a softmax's last kernel (a
-// multiply in place over the exp before it) took 21 us on one thread
-// there, after an exp on the same core, and 110 us once it kept one
-// thread beside the exp on the pool (the pool: 40-50 us). An instruction
-// waiting kProbeWaits calls of its own while the prober made no call
-// takes its turn (a program no longer run).
-class WorkerChoice {
- public:
-  static constexpr int64_t kProbeCalls = 3;
-  static constexpr int64_t kProbeWaits = 16;
-  // XLA's pool is awake between the kernels of one program: its kernels
-  // of 0.08 ms (a layer norm's five over f32[1024,1024], a softmax's)
-  // ran faster on it, and a floor of 0.1 ms kept them on one thread --
-  // in one process the layer norm took 0.38-0.50 ms with a floor of
-  // 0.02 or none against 0.49-0.71 with 0.1, the softmax 0.47-0.72
-  // against 0.52-1.34. Under 0.02 ms a launch is too short to share.
-  static constexpr int64_t kMinNanosForWorkers = 20'000;
-
-  ~WorkerChoice() { Release(); }
-
-  // The threads this call runs on, and its probe's number (-1: none):
-  // 1 to 2 * kProbeCalls, odd ones on one thread.
-  std::pair<int64_t, int64_t> Next(int64_t most) {
-    int64_t decided = workers_.load(std::memory_order_acquire);
-    if (decided != 0) return {decided, -1};
-    if (most == 1) {
-      workers_.store(1, std::memory_order_release);
-      return {1, -1};
-    }
-    if (!TakeTurn()) return {most, -1};
-    prober_calls_.fetch_add(1, std::memory_order_relaxed);
-    int64_t call = calls_.fetch_add(1, std::memory_order_relaxed);
-    // The first call, untimed; or others still probing.
-    if (call == 0 || call > 2 * kProbeCalls) return {most, -1};
-    return {call % 2 == 1 ? 1 : most, call};
-  }
-
-  // Records probe `probe`'s time; the last one decides.
-  void Record(int64_t probe, int64_t nanos, int64_t most) {
-    std::atomic<int64_t>& best = probe % 2 == 1 ? best_one_ : best_many_;
-    int64_t seen = best.load(std::memory_order_relaxed);
-    while (nanos < seen && !best.compare_exchange_weak(seen, nanos)) {
-    }
-    if (probe == 2 * kProbeCalls) {
-      // Calls at once on several threads may end the last probe (the
-      // pool's) before any of one thread's: with no time of one thread,
-      // the pool is kept (the default). (CpuKernel decides once both
-      // sides have all their times.)
-      int64_t one = best_one_.load(), many = best_many_.load();
-      bool timed = one != std::numeric_limits<int64_t>::max();
-      bool alone = timed && (one < kMinNanosForWorkers || one + one / 10 < many);  // 1.1x
-      workers_.store(alone ? 1 : most, std::memory_order_release);
-      Release();
-    }
-  }
-
- private:
-  // Whether this instruction probes now: it holds the turn, or takes it
-  // (free, or its holder made no call in this one's last kProbeWaits).
-  bool TakeTurn() {
-    WorkerChoice* holder = prober_.load(std::memory_order_acquire);
-    if (holder == this) return true;
-    int64_t progress = prober_calls_.load(std::memory_order_relaxed);
-    if (holder != nullptr) {
-      if (progress != seen_progress_.exchange(progress, std::memory_order_relaxed)) {
-        waits_.store(0, std::memory_order_relaxed);
-        return false;
-      }
-      if (waits_.fetch_add(1, std::memory_order_relaxed) + 1 < kProbeWaits) return false;
-    }
-    waits_.store(0, std::memory_order_relaxed);
-    return prober_.compare_exchange_strong(holder, this, std::memory_order_acq_rel);
-  }
-
-  void Release() {
-    WorkerChoice* self = this;
-    prober_.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
-  }
-
-  // The instruction probing now, and how many calls probers have made.
-  static inline std::atomic<WorkerChoice*> prober_{nullptr};
-  static inline std::atomic<int64_t> prober_calls_{0};
-
-  std::atomic<int64_t> calls_{0};
-  std::atomic<int64_t> best_one_{std::numeric_limits<int64_t>::max()};
-  std::atomic<int64_t> best_many_{std::numeric_limits<int64_t>::max()};
-  std::atomic<int64_t> workers_{0};  // 0: not decided
-  std::atomic<int64_t> seen_progress_{-1};
-  std::atomic<int64_t> waits_{0};
-};
 
 // The state of one custom-call instruction, made once when XLA
 // instantiates the program (steps 1-2), so that a call does only steps 3-5.

@@ -612,8 +612,8 @@ def test_bad_attributes_are_errors(add_call):
     np.testing.assert_array_equal(prepared(x, x)[0], x + x)
 
 
-def test_cpp_unit_tests_of_the_buffer_patterns_and_the_cuda_handler():
-    for name in ("ffi_buffer_patterns_test", "ffi_cuda_handler_test"):
+def test_cpp_unit_tests_of_the_buffer_patterns_the_cuda_handler_and_worker_choice():
+    for name in ("ffi_buffer_patterns_test", "ffi_cuda_handler_test", "ffi_worker_choice_test"):
         r = subprocess.run([os.path.join(ROOT, "build", "ffi", name)],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stdout + r.stderr

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ffi/buffer_patterns.h"
+#include "ffi/tests/checks.h"
 
 namespace ffi = ::xla::ffi;
 namespace m = ::xla::ffi::match;
@@ -18,17 +19,8 @@ using ffi::ErrorOr;
 
 namespace {
 
-int failures = 0;
-int checks = 0;
-
-#define CHECK_TRUE(cond)                                               \
-  do {                                                                 \
-    ++checks;                                                          \
-    if (!(cond)) {                                                     \
-      ++failures;                                                      \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);      \
-    }                                                                  \
-  } while (0)
+using ::xla_gpu::ffi::testing::checks;
+using ::xla_gpu::ffi::testing::failures;
 
 #define CHECK_ERROR_HAS(error, text)                                          \
   do {                                                                        \
@@ -265,6 +257,5 @@ int main() {
   TestVerifyTypedBuffers();
   TestRuntimeForms();
   TestScalars();
-  std::printf("%d checks, %d failed\n", checks, failures);
-  return failures == 0 ? 0 : 1;
+  return ::xla_gpu::ffi::testing::Report();
 }

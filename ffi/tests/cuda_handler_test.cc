@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ffi/cuda_handler.h"
+#include "ffi/tests/checks.h"
 
 namespace xffi = ::xla::ffi;
 using xla_gpu::ffi::CudaKernelCall;
@@ -22,8 +23,8 @@ using xla_gpu::ffi::Target;
 
 namespace {
 
-int failures = 0;
-int checks = 0;
+using ::xla_gpu::ffi::testing::checks;
+using ::xla_gpu::ffi::testing::failures;
 
 void ExpectError(const xffi::Error& e, const std::string& text, int line) {
   ++checks;
@@ -153,6 +154,5 @@ int main(int argc, char** argv) {
     ExpectError(Call(shared, in_place), "the CUDA driver (libcuda.so.1) cannot be loaded",
                 __LINE__);
   }
-  std::printf("%d checks, %d failed\n", checks, failures);
-  return failures == 0 ? 0 : 1;
+  return ::xla_gpu::ffi::testing::Report();
 }

@@ -7,23 +7,12 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "ffi/tests/checks.h"
 #include "ffi/worker_choice.h"
 
 using ::xla_gpu::ffi::WorkerChoice;
 
 namespace {
-
-int failures = 0;
-int checks = 0;
-
-#define CHECK_TRUE(cond)                                          \
-  do {                                                            \
-    ++checks;                                                     \
-    if (!(cond)) {                                                \
-      ++failures;                                                 \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                             \
-  } while (0)
 
 constexpr int64_t kMost = 2;
 constexpr int64_t kProbes = 2 * WorkerChoice::kProbeCalls;
@@ -92,6 +81,5 @@ int main() {
   TestOneThreadByItsTimesIsProbedAgain();
   TestTheWaitDoubles();
   TestUnderTheFloorStaysOnOneThread();
-  std::printf("%d checks, %d failed\n", checks, failures);
-  return failures == 0 ? 0 : 1;
+  return ::xla_gpu::ffi::testing::Report();
 }

@@ -332,6 +332,28 @@ def iterate(x: np.ndarray, iterations: int) -> np.ndarray:
     return x
 
 
+def _threads_of_calls(kernel: CpuKernel, iterations: int, calls: int) -> list[int]:
+    """The threads each of `calls` calls of `kernel` (an
+    iterating_kernel(iterations)) ran on, its result checked each time."""
+    x = rng.randn(512).astype(np.float32)
+    ran = []
+    launch = kernel._launch
+
+    def recorded(arrays, threads_used, threads, fast=True):
+        ran.append(threads_used)
+        launch(arrays, threads_used, threads, fast)
+
+    kernel._launch = recorded
+    try:
+        for _ in range(calls):
+            out = np.zeros_like(x)
+            kernel(x, out)
+            np.testing.assert_allclose(out, iterate(x, iterations), rtol=1e-5)
+    finally:
+        del kernel._launch  # the class's again (the kernel is cached)
+    return ran
+
+
 @pytest.mark.skipif(cpu._CPUS < 2, reason="one core: every call runs on it")
 def test_workers_follow_a_kernels_time_not_its_bytes():
     """A kernel's first call runs on the workers, untimed; its next
@@ -339,26 +361,11 @@ def test_workers_follow_a_kernels_time_not_its_bytes():
     later calls take what choose_workers makes of those times: one thread
     for one over in microseconds (4 KB, one step). Every call's result is
     right."""
-    x = rng.randn(512).astype(np.float32)
     workers = min(cpu._CPUS, 4)
     probes = cpu.PROBE_CALLS
     for iterations in (1, 20000):
         kernel = CpuKernel(iterating_kernel(iterations))
-        ran = []
-        launch = kernel._launch
-
-        def recorded(arrays, threads_used, threads, fast=True):
-            ran.append(threads_used)
-            launch(arrays, threads_used, threads, fast)
-
-        kernel._launch = recorded
-        try:
-            for _ in range(2 * probes + 2):
-                out = np.zeros_like(x)
-                kernel(x, out)
-                np.testing.assert_allclose(out, iterate(x, iterations), rtol=1e-5)
-        finally:
-            del kernel._launch  # the class's again (the kernel is cached)
+        ran = _threads_of_calls(kernel, iterations, 2 * probes + 2)
         assert ran[:-1] == [workers] + [1, workers] * probes, ran
         one, many = kernel.probe_times
         assert len(one) == len(many) == probes
@@ -376,25 +383,10 @@ def test_a_kernel_left_on_one_thread_is_probed_again(monkeypatch):
     monkeypatch.setattr(cpu, "REPROBE_CALLS", 4)
     picks = iter([1, 2])
     monkeypatch.setattr(cpu, "choose_workers", lambda one, many, workers: next(picks))
-    x = rng.randn(512).astype(np.float32)
     probes = cpu.PROBE_CALLS
     kernel = CpuKernel(iterating_kernel(20001))
     workers = kernel.workers
-    ran = []
-    launch = kernel._launch
-
-    def recorded(arrays, threads_used, threads, fast=True):
-        ran.append(threads_used)
-        launch(arrays, threads_used, threads, fast)
-
-    kernel._launch = recorded
-    try:
-        for _ in range(1 + 2 * probes + 4 + 2 * probes + 3):
-            out = np.zeros_like(x)
-            kernel(x, out)
-            np.testing.assert_allclose(out, iterate(x, 20001), rtol=1e-5)
-    finally:
-        del kernel._launch
+    ran = _threads_of_calls(kernel, 20001, 1 + 2 * probes + 4 + 2 * probes + 3)
     assert ran == ([workers] + [1, workers] * probes + [1] * 4 + [1, workers] * probes
                    + [2] * 3), ran
     assert kernel.workers == 2 and kernel._reprobe_in == 0

@@ -244,18 +244,22 @@ ENTRY main {
 
 def _run_parts(fusion, parts, inputs):
     """The last part's result, each part's kernel run on the CPU target on
-    `fusion`'s inputs and the results of the parts before it."""
+    `fusion`'s inputs and the results of the parts before it (a tuple
+    part's elements taken by its get-tuple-elements)."""
     import numpy as np
     from mlir import ir
     from xla_gpu.emitters import emit_fusion
     from xla_gpu.runtime import CpuKernel
     values = {id(o): a for o, a in zip(fusion.operands, inputs)}
     for part in parts:
+        if part.opcode == "get-tuple-element":
+            values[id(part)] = values[id(part.operands[0])][part.attr("index")]
+            continue
         with ir.Context():
             kernel = CpuKernel(str(emit_fusion(part)))
-        out = np.zeros(part.shape.dims, part.shape.element_type.dtype)
-        kernel(*[values[id(o)] for o in part.operands], out)
-        values[id(part)] = out
+        outs = [np.zeros(leaf.dims, leaf.element_type.dtype) for leaf in part.shape.leaves()]
+        kernel(*[values[id(o)] for o in part.operands], *outs)
+        values[id(part)] = outs if part.shape.is_tuple else outs[0]
     return values[id(parts[-1])]
 
 
@@ -309,6 +313,81 @@ def test_a_softmax_as_one_loop_fusion_is_its_reductions_then_the_rest():
     assert "reduce" not in {i.opcode for i in rest.fused_computation.instructions}
     assert rest.name == "f" and rest.shape == fusion.shape
     assert len({p.name for p in (mx, total, rest)}) == 3
+
+
+def _bf16_softmax(rows: int, cols: int):
+    """jax.nn.softmax of bf16 as XLA:CPU fuses it: its max, (x - max) and
+    exp rounded to bf16, the sum of the unrounded exps."""
+    s, r = f"[{rows},{cols}]", f"[{rows}]"
+    text = f"""HloModule m
+
+mx {{
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT c = bf16[] maximum(a, b)
+}}
+
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}}
+
+fused {{
+  x = bf16{s} parameter(0)
+  xf = f32{s} convert(x)
+  ninf = bf16[] constant(-inf)
+  m = bf16{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
+  mf = f32{r} convert(m)
+  mb = f32{s} broadcast(mf), dimensions={{0}}
+  d = f32{s} subtract(xf, mb)
+  dr = bf16{s} convert(d)
+  df = f32{s} convert(dr)
+  e = f32{s} exponential(df)
+  er = bf16{s} convert(e)
+  ef = f32{s} convert(er)
+  z = f32[] constant(0)
+  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
+  tb = f32{s} broadcast(t), dimensions={{0}}
+  o = f32{s} divide(ef, tb)
+  ROOT y = bf16{s} convert(o)
+}}
+
+ENTRY main {{
+  p0 = bf16{s} parameter(0)
+  ROOT f = bf16{s} fusion(p0), kind=kLoop, calls=fused
+}}
+"""
+    return parse_hlo(text).fusions()[0]
+
+
+def test_a_bf16_softmax_keeps_its_rounded_exp_for_the_rest():
+    """With side_outputs (xla_gpu.jax.jit's), the sum's part of a bf16
+    softmax also writes the bf16 exp that the rest would compute again:
+    a tuple, its elements read by the rest, which has no exponential left.
+    The result is the same, bit for bit. Not in f32 (its 4-byte exps cost
+    more to write and read than to recompute), nor without side_outputs."""
+    import ml_dtypes
+    import numpy as np
+    fusion = _bf16_softmax(256, 512)
+    plain = split_reduction(fusion, host=True)
+    assert [p.opcode for p in plain] == ["fusion"] * 3
+    assert "exponential" in {i.opcode for i in plain[-1].fused_computation.instructions}
+    parts = split_reduction(fusion, host=True, side_outputs=True)
+    mx, total, total_sum, total_exp, rest = parts
+    assert [p.opcode for p in parts] == ["fusion", "fusion", "get-tuple-element",
+                                         "get-tuple-element", "fusion"]
+    assert [leaf.to_text(layout=False) for leaf in total.shape.leaves()] == \
+        ["f32[256]", "bf16[256,512]"]
+    assert total_sum.operands == [total] and total_exp.operands == [total]
+    assert rest.operands[-2:] == [total_sum, total_exp]
+    assert "exponential" not in {i.opcode for i in rest.fused_computation.instructions}
+    x = np.random.default_rng(0).standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
+    got = _run_parts(fusion, parts, [x])
+    want = _run_parts(fusion, plain, [x])
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+    assert [p.opcode for p in split_reduction(_softmax(512, 1024), host=True,
+                                              side_outputs=True)] == ["fusion"] * 3
 
 
 def test_a_softmax_over_short_rows_stays_one_fusion():

@@ -78,15 +78,18 @@ MOST_REREADS = 64
 MIN_TAKEN_OUT, MIN_TAKEN_OUT_INPUT = 1024, kMinThreadsXRowReduction * kRowReductionTileX + 1
 
 
-def split_reduction(fusion: HloInstruction, warp_size: int = 32,
-                    host: bool = False) -> list[HloInstruction] | None:
+def split_reduction(fusion: HloInstruction, warp_size: int = 32, host: bool = False,
+                    side_outputs: bool = False) -> list[HloInstruction] | None:
     """`fusion` as fusions run one after the other, the last of `fusion`'s
     shape (and name), each reading `fusion`'s operands and the results of
     parts before it; None when it has no reduction to split or take out.
     The new fusions are in no computation yet. `host`: the kernels run on
     the CPU target, which splits a column reduction where it runs fastest
-    there (_host_column_split), not where XLA:GPU does."""
-    parts = _parts(fusion, warp_size, 0, host)
+    there (_host_column_split), not where XLA:GPU does. `side_outputs`: a
+    reduce taken out may also write a narrow value the rest would
+    recompute (_side_value); its part is then a tuple, followed in the
+    list by its get-tuple-elements."""
+    parts = _parts(fusion, warp_size, 0, host, side_outputs)
     if len(parts) == 1 or len(parts) > _MAX_PARTS:
         return None
     for i, part in enumerate(parts[:-1]):  # unique in the module
@@ -96,20 +99,24 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32,
     return parts
 
 
-def _parts(fusion: HloInstruction, warp_size: int, depth: int,
-           host: bool = False) -> list[HloInstruction]:
+def _parts(fusion: HloInstruction, warp_size: int, depth: int, host: bool = False,
+           side_outputs: bool = False) -> list[HloInstruction]:
     """`fusion` split (or a reduce taken out) until no part can be, each
     part once: [fusion] where it cannot be."""
     halves = None
     if depth <= _MAX_PARTS:
-        halves = (_fission_once(fusion, warp_size) or _split_once(fusion, warp_size, host) or
+        halves = (_fission_once(fusion, warp_size, side_outputs=side_outputs) or
+                  _split_once(fusion, warp_size, host) or
                   _fission_once(fusion, warp_size, serial=True))
     if halves is None:
         return [fusion]
-    first, last = halves
-    firsts = _parts(first, warp_size, depth + 1, host)
+    *first_parts, last = halves
+    if len(first_parts) > 1:  # a tuple and its elements: split no further
+        return first_parts + _parts(last, warp_size, depth + 1, host, side_outputs)
+    (first,) = first_parts
+    firsts = _parts(first, warp_size, depth + 1, host, side_outputs)
     last.operands = [firsts[-1] if o is first else o for o in last.operands]
-    return firsts + _parts(last, warp_size, depth + 1, host)
+    return firsts + _parts(last, warp_size, depth + 1, host, side_outputs)
 
 
 def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | None:
@@ -151,11 +158,13 @@ def _serial_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | N
     return None
 
 
-def _fission_once(fusion: HloInstruction, warp_size: int,
-                  serial: bool = False) -> list[HloInstruction] | None:
+def _fission_once(fusion: HloInstruction, warp_size: int, serial: bool = False,
+                  side_outputs: bool = False) -> list[HloInstruction] | None:
     """A reduce `fusion` recomputes (recomputed_reduce), or with `serial`
     one it reduces on a thread an output (_serial_reduce), as a fusion of
-    its own, whose result the rest reads: [the reduce's, the rest]."""
+    its own, whose result the rest reads: [the reduce's, the rest]; with
+    `side_outputs` and a _side_value, [the reduce's and the value's tuple,
+    its two get-tuple-elements, the rest reading both]."""
     if serial:
         reduce = _serial_reduce(fusion, warp_size)
     else:
@@ -166,17 +175,29 @@ def _fission_once(fusion: HloInstruction, warp_size: int,
     comp = fusion.fused_computation
     params = comp.parameters
     cone = _before([reduce])
+    outputs = comp.outputs + ([comp.root] if comp.root.opcode == "tuple" else [])
+    side = (_side_value(comp, reduce, cone, _before(outputs, stop=[reduce]), warp_size)
+            if side_outputs and not serial else None)
+    computed = cone | (_before([side]) if side is not None else set())
     first = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
-             if i.opcode == "parameter" or (id(i) in cone and i is not reduce)]
-    first.append("ROOT " + reduce.to_text().removeprefix("ROOT "))
-    rest = _before(comp.outputs + ([comp.root] if comp.root.opcode == "tuple" else []),
-                   stop=reduce)
+             if i.opcode == "parameter" or (id(i) in computed and i is not reduce)]
+    first.append(reduce.to_text().removeprefix("ROOT "))
+    middle = [reduce.shape]
+    if side is not None:
+        middle.append(side.shape)
+        first.append(f"ROOT %{reduce.name}.and.{side.name} = "
+                     f"({reduce.shape.to_text(layout=False)}, {side.shape.to_text(layout=False)}) "
+                     f"tuple(%{reduce.name}, %{side.name})")
+    else:
+        first[-1] = "ROOT " + first[-1]
+    rest = _before(outputs, stop=[reduce] + ([side] if side is not None else []))
     last = [i.to_text().removeprefix("ROOT ") for i in params]
-    last.append(f"%{reduce.name} = {reduce.shape.to_text(layout=False)} "
-                f"parameter({len(params)})")
+    for k, value in enumerate([reduce] + ([side] if side is not None else [])):
+        last.append(f"%{value.name} = {value.shape.to_text(layout=False)} "
+                    f"parameter({len(params) + k})")
     last += [i.to_text() for i in comp.instructions
              if id(i) in rest and i.opcode != "parameter"]
-    return _parse_parts(fusion, first, last, reduce.shape, f"reduce.{reduce.name}",
+    return _parse_parts(fusion, first, last, middle, f"reduce.{reduce.name}",
                         f"rest.{reduce.name}", ("kInput", fusion.fusion_kind or "kLoop"))
 
 
@@ -217,17 +238,53 @@ def _after(comp, reduce) -> list[HloInstruction]:
     return out
 
 
-def _before(roots, stop=None) -> set[int]:
+# Ops whose recomputation costs more than reading back a narrow value they
+# made (_side_value).
+_COSTLY_OPS = frozenset({"exponential", "exponential-minus-one", "log", "log-plus-one",
+                         "logistic", "tanh", "erf", "power", "sine", "cosine", "tan",
+                         "atan2", "cbrt", "rsqrt", "sqrt", "divide"})
+
+
+def _side_value(comp, reduce: HloInstruction, cone: set[int], rest: set[int],
+                warp_size: int) -> HloInstruction | None:
+    """A value of the reduce's operand's shape that the rest of the fusion
+    reads (in `rest`, not computed from the reduce) and the reduce's part
+    computes all the costly ops (_COSTLY_OPS) of, at least one, on the way
+    (in `cone`), of 16 bits or less: the last such in the computation's
+    order, or None. The reduce's part then writes it too, and the rest
+    reads it: a bf16 softmax's round(exp(x - max)) (the exp+sum kernel
+    0.80 -> 0.93 ms, the last kernel, which recomputed it, 1.17 -> 0.33,
+    bf16[8,8,256,256]); in f32 the reads and writes cost more than the
+    exps (1.05 -> 1.24 ms). None where the reduce's part would be split
+    again (a tuple is not)."""
+    if not (is_reduction_from_or_to_contiguous(reduce, warp_size) and
+            reduction_is_race_free(reduction_dimensions(reduce), warp_size)):
+        return None
+    dims = reduce.operands[0].shape.dims
+    found = None
+    for inst in comp.topological_order():
+        if (id(inst) not in rest or inst is reduce or not inst.shape.is_array or
+                inst.shape.dims != dims or inst.shape.element_type.bits > 16):
+            continue
+        made_of = _before([inst])
+        costly = [id(i) for i in comp.instructions
+                  if id(i) in made_of and i.opcode in _COSTLY_OPS]
+        if id(reduce) not in made_of and costly and all(c in cone for c in costly):
+            found = inst
+    return found
+
+
+def _before(roots, stop=()) -> set[int]:
     """The ids of `roots` and of every instruction they read (but not
-    through `stop`)."""
-    seen: set[int] = set()
+    through the instructions `stop`)."""
+    seen: set[int] = {id(i) for i in stop}
     stack = list(roots)
     while stack:
         inst = stack.pop()
-        if id(inst) not in seen and inst is not stop:
+        if id(inst) not in seen:
             seen.add(id(inst))
             stack.extend(inst.operands)
-    return seen
+    return seen - {id(i) for i in stop}
 
 
 def _best_split(n: int, bound: int) -> tuple[int, int]:
@@ -368,7 +425,7 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
     partial = f"%{name}.partial{suffix}"
     after = {id(i) for i in _after(comp, root)}
     needed = _before([init] + [o for i in comp.instructions if id(i) in after and i is not root
-                               for o in i.operands], stop=root)
+                               for o in i.operands], stop=[root])
     lines = [i.to_text().removeprefix("ROOT ") for i in params]
     lines.append(f"{partial} = {_shape(etype, middle)} parameter({len(params)})")
     for inst in comp.instructions:
@@ -382,39 +439,54 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
                         "outer", ("kInput", "kInput"))
 
 
-def _parse_parts(fusion, first: list[str], last: list[str], middle: Shape, first_suffix: str,
-                 last_suffix: str, kinds: tuple[str, str]) -> list[HloInstruction]:
+def _parse_parts(fusion, first: list[str], last: list[str], middle: Shape | list[Shape],
+                 first_suffix: str, last_suffix: str,
+                 kinds: tuple[str, str]) -> list[HloInstruction]:
     """Two fusions from their computations' lines, parsed from the text of
     a module that holds them (the emitters read the parsed attributes):
     the first of `middle`'s shape, on `fusion`'s operands; the last of
     `fusion`'s, on them and the first's result (its last parameter). Both
-    call `fusion`'s computations."""
+    call `fusion`'s computations. Where `middle` is a list of shapes, the
+    first is their tuple, its get-tuple-elements (returned between the
+    two) the last's last parameters."""
+    middles = middle if isinstance(middle, list) else [middle]
     comp = fusion.fused_computation
     names = (f"{comp.name}.{first_suffix}", f"{comp.name}.{last_suffix}")
     texts = [f"%{name} {{\n  " + "\n  ".join(lines) + "\n}"
              for name, lines in zip(names, (first, last))]
     args = "".join(f"%arg{i}, " for i in range(len(fusion.operands)))
     inner_name = f"{fusion.name}.{first_suffix}"
+    shapes = [m.to_text(layout=False) for m in middles]
+    results = [f"%{inner_name}"]
+    elements = ""
+    if len(middles) > 1:
+        results = [f"%{inner_name}.{k}" for k in range(len(middles))]
+        elements = "".join(f"  {r} = {t} get-tuple-element(%{inner_name}), index={k}\n"
+                           for k, (r, t) in enumerate(zip(results, shapes)))
+    inner_shape = shapes[0] if len(shapes) == 1 else "(" + ", ".join(shapes) + ")"
     entry = ("ENTRY %parts {\n" +
              "".join(f"  %arg{i} = {o.shape.to_text(layout=False)} parameter({i})\n"
                      for i, o in enumerate(fusion.operands)) +
-             f"  %{inner_name} = {middle.to_text(layout=False)} fusion({args.rstrip(', ')}), "
-             f"kind={kinds[0]}, calls=%{names[0]}\n"
+             f"  %{inner_name} = {inner_shape} fusion({args.rstrip(', ')}), "
+             f"kind={kinds[0]}, calls=%{names[0]}\n" + elements +
              f"  ROOT %{fusion.name} = {fusion.shape.to_text(layout=False)} fusion("
-             f"{args}%{inner_name}), kind={kinds[1]}, calls=%{names[1]}\n}}")
+             f"{args}{', '.join(results)}), kind={kinds[1]}, calls=%{names[1]}\n}}")
     called = comp.callees()
     callees = "\n\n".join(c.to_text() for c in called)
     module = parse_hlo(f"HloModule parts\n\n{callees}\n\n{texts[0]}\n\n{texts[1]}\n\n"
                        f"{entry}\n", source=f"<the parts of {fusion.name}>")
-    inner, outer = module.entry.instructions[-2:]
+    inner, *gets, outer = module.entry.instructions[len(fusion.operands):]
     # Bound to `fusion`'s operands, calling `fusion`'s computations.
     inner.operands = list(fusion.operands)
-    outer.operands = [*fusion.operands, inner]
-    inner.shape = Shape(middle.element_type, middle.dims,
-                        Layout(tuple(range(middle.rank - 1, -1, -1))))
+    outer.operands = [*fusion.operands, *(gets or [inner])]
+    leaves = [Shape(m.element_type, m.dims, Layout(tuple(range(m.rank - 1, -1, -1))))
+              for m in middles]
+    for get, leaf in zip(gets, leaves):
+        get.shape = leaf
+    inner.shape = leaves[0] if len(leaves) == 1 else Shape(tuple_shapes=tuple(leaves))
     outer.shape = fusion.shape
     by_name = {c.name: c for c in called}
     for part in (inner, outer):
         for inst in part.fused_computation.instructions:
             inst.called_computations = [by_name[c.name] for c in inst.called_computations]
-    return [inner, outer]
+    return [inner, *gets, outer]

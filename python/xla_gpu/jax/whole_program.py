@@ -137,10 +137,13 @@ def _shared_operand(module: HloModule, inst: HloInstruction) -> int | None:
         operand = inst.operands[k]
         if id(operand) in live_out or "output_to_operand_aliasing" in operand.attributes:
             continue
-        if operand.opcode == "fusion":
-            if _IN_PLACE_ROOTS & {i.opcode for i in operand.fused_computation.instructions}:
+        # An element of a tuple fusion (a reduce's part with a side value,
+        # split_reduction) is a buffer of its own as well.
+        made_by = operand.operands[0] if operand.opcode == "get-tuple-element" else operand
+        if made_by.opcode == "fusion":
+            if _IN_PLACE_ROOTS & {i.opcode for i in made_by.fused_computation.instructions}:
                 continue
-        elif operand.opcode != "custom-call":
+        elif made_by.opcode != "custom-call":
             continue
         others = [u for u in operand.users if u is not inst]
         if others and before is None:
@@ -164,11 +167,12 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
     parts' kernels (tree_reduction.split_reduction), the parts put in the
     entry before `inst`, which becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
-    parts = split_reduction(inst, device.threads_per_warp, host=True)
+    parts = split_reduction(inst, device.threads_per_warp, host=True, side_outputs=True)
     if not parts:
         return []
+    fusions = [part for part in parts if part.opcode == "fusion"]  # not get-tuple-elements
     try:
-        kernels = [emit_kernel(part, device, host=True) for part in parts]
+        kernels = [emit_kernel(part, device, host=True) for part in fusions]
     except EmitterError:
         return []
     entry = module.entry
@@ -187,7 +191,7 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
         o.users = [inst if u is last else u for u in o.users]
     if (shared := _shared_operand(module, inst)) is not None:
         kernels[-1] = emit_kernel(inst, device, shared, host=True)
-    return [*zip(first, kernels), (inst, kernels[-1])]
+    return [*zip(fusions[:-1], kernels), (inst, kernels[-1])]
 
 
 def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruction | None:

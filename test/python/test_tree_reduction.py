@@ -263,13 +263,13 @@ def _run_parts(fusion, parts, inputs):
     return values[id(parts[-1])]
 
 
-def _softmax(rows: int, cols: int):
-    text = f"""HloModule m
-
-mx {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] maximum(a, b)
+def _softmax_reducers(max_type: str) -> str:
+    """A softmax's reducer computations: `mx` (maximum of `max_type`) and
+    `add` (of f32)."""
+    return f"""mx {{
+  a = {max_type}[] parameter(0)
+  b = {max_type}[] parameter(1)
+  ROOT c = {max_type}[] maximum(a, b)
 }}
 
 add {{
@@ -277,7 +277,13 @@ add {{
   b = f32[] parameter(1)
   ROOT c = f32[] add(a, b)
 }}
+"""
 
+
+def _softmax(rows: int, cols: int):
+    text = f"""HloModule m
+
+{_softmax_reducers('f32')}
 fused {{
   x = f32[{rows},{cols}] parameter(0)
   ninf = f32[] constant(-inf)
@@ -321,18 +327,7 @@ def _bf16_softmax(rows: int, cols: int):
     s, r = f"[{rows},{cols}]", f"[{rows}]"
     text = f"""HloModule m
 
-mx {{
-  a = bf16[] parameter(0)
-  b = bf16[] parameter(1)
-  ROOT c = bf16[] maximum(a, b)
-}}
-
-add {{
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] add(a, b)
-}}
-
+{_softmax_reducers('bf16')}
 fused {{
   x = bf16{s} parameter(0)
   xf = f32{s} convert(x)

@@ -16,8 +16,10 @@
     (a reduction XLA:CPU leaves whole, which we split as XLA:GPU's
     tree-reduction-rewriter does), a layer norm, a softmax (its last
     kernel writes over the exp before it), a bf16 RMS norm (XLA:CPU's
-    convert to f32 merged into the reduction) and a bf16 column sum (a
-    long column, split for the CPU target). Its compile is jax's
+    convert to f32 merged into the reduction), a bf16 column sum (a
+    long column, split for the CPU target) and a bf16 softmax (XLA:CPU
+    fuses it whole for YNNPACK; ours: its max, its exp+sum writing the
+    bf16 exp, the rest reading it). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -128,6 +130,8 @@ def cases(runs: int) -> list[dict]:
     s = jnp.asarray(np.random.default_rng(3).standard_normal((512, 1024), np.float32))
     c = jnp.asarray(np.random.default_rng(4).standard_normal((8192, 512), np.float32),
                     jnp.bfloat16)
+    b = jnp.asarray(np.random.default_rng(5).standard_normal((8, 8, 256, 256), np.float32),
+                    jnp.bfloat16)
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -141,6 +145,10 @@ def cases(runs: int) -> list[dict]:
                     # XLA:CPU's convert to f32 merged into the reduction.
                     ("RMS norm bf16[1024,1024]", _rms_norm,
                      lambda k: lambda v: _rms_norm(v, 1e-6 * k), x.astype(jnp.bfloat16)),
+                    # XLA:CPU's one fusion for YNNPACK: three kernels,
+                    # the rounded exp written once.
+                    ("softmax bf16[8,8,256,256]", jax.nn.softmax,
+                     lambda k: lambda v: jax.nn.softmax(v * (1.0 + k)), b),
                     # A long column, split for the CPU target (2 rows of
                     # partial sums, where XLA:GPU's split leaves 128).
                     ("column sum bf16[8192,512]", _column_sum,

@@ -50,7 +50,7 @@ class WorkerChoice {
   // there, as CpuKernel does (runtime/cpu.py, REPROBE_CALLS): probes that
   // fell in a spell without the other core (these VMs have such spells)
   // would otherwise keep it on one thread for good.
-  static constexpr int64_t kReprobeCalls = 64;
+  static constexpr int64_t kReprobeCalls = 8;
 
   ~WorkerChoice() { Release(); }
 

@@ -143,8 +143,12 @@ ONE_THREAD_MARGIN = 1.1
 # spells) left the seed transpose on one thread for good, 1.78x XLA:CPU's
 # time in one bench run where it reads 0.74-0.92 (0.84 ms on one thread,
 # 0.43 on two). A kernel that is faster on one thread pays 3 slower calls
-# a re-probe, after 64 calls on one thread, then 128, 256, ...
-REPROBE_CALLS = 64
+# a re-probe, after 8 calls on one thread, then 16, 32, ...: 21 in its
+# first thousand calls. 8, so that a kernel wrongly left on one thread
+# runs on two again within a benchmark's first 30 calls (the bf16 021
+# transpose read 0.21 ms on two threads, 0.40 on one, 0.26-0.51 in
+# suite runs).
+REPROBE_CALLS = 8
 
 
 def choose_workers(one: list[float], many: list[float], workers: int) -> int:

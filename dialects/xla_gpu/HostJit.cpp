@@ -792,7 +792,8 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
 // same value, NaN and zeros included (each is exact, commutative and
 // associative), in log2 of the steps' latency: the bf16 row max over
 // [16384,256] (a lane's 8 elements) 0.92x, A/B in one process, bits the
-// same. The calls after, those of the trees among them.
+// same. The calls after, those of the trees among them; `wideOfHalf` gets
+// the f32 values of the f16 leaves mergeStridedLeaves makes.
 llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
     llvm::ArrayRef<llvm::IntrinsicInst*> calls, WideOfHalf& wideOfHalf) {
   auto link = [](llvm::Value* v, llvm::IntrinsicInst* parent) -> llvm::IntrinsicInst* {
@@ -931,7 +932,8 @@ void lowerMinMaxToRange(llvm::Module& module) {
     if (element->isHalfTy()) element = llvm::Type::getFloatTy(call->getContext());
     if (!element->isFloatTy() && !element->isDoubleTy()) continue;
     auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
-    const unsigned total = (vector ? vector->getNumElements() : 1) * element->getPrimitiveSizeInBits();
+    const unsigned total =
+        (vector ? vector->getNumElements() : 1) * element->getPrimitiveSizeInBits();
     if (chunkOf(total) < 512 && !vl) continue;
     lowered.insert(call);
   }
@@ -998,7 +1000,8 @@ void lowerMinMaxToRange(llvm::Module& module) {
     if (half) {
       auto widened = [&](llvm::Value* v) {
         auto it = wideOfHalf.find(v);
-        return it != wideOfHalf.end() ? static_cast<llvm::Value*>(it->second) : b.CreateFPExt(v, wideType);
+        return it != wideOfHalf.end() ? static_cast<llvm::Value*>(it->second)
+                                      : b.CreateFPExt(v, wideType);
       };
       a = widened(a);
       c = widened(c);

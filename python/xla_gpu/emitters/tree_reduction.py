@@ -90,7 +90,8 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32, host: bool = Fa
     recompute (_side_value); its part is then a tuple, followed in the
     list by its get-tuple-elements."""
     parts = _parts(fusion, warp_size, 0, host, side_outputs)
-    if len(parts) == 1 or len(parts) > _MAX_PARTS:
+    kernels = sum(part.opcode == "fusion" for part in parts)  # not get-tuple-elements
+    if kernels == 1 or kernels > _MAX_PARTS:
         return None
     for i, part in enumerate(parts[:-1]):  # unique in the module
         part.name = f"{fusion.name}.part{i}"

@@ -587,9 +587,8 @@ using WideOfHalf = llvm::DenseMap<llvm::Value*, llvm::WeakTrackingVH>;
 // wider vector: lane i of the leaf is f(wide[i * stride + offset]), f the
 // identity, a bf16 value's f32 (zext to i32, shl 16, bitcast: what
 // -xla-gpu-expand-bf16-conversions makes of an extf) or an f16 value's
-// (fpext). The loop vectorizer
-// makes these of a lane loop whose lanes each read `stride` contiguous
-// elements (a thread's vector of a row).
+// (fpext). The loop vectorizer makes these of a lane loop whose lanes each
+// read `stride` contiguous elements (a thread's vector of a row).
 struct StridedLeaf {
   enum Kind : unsigned { kSame, kBf16, kHalf };
   llvm::Value* wide;
@@ -724,7 +723,7 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
     }
     slots[s->offset] = leaf;
   }
-  // Complete wide vectors by (stride, bf16, type), in the leaves' order:
+  // Complete wide vectors by (stride, kind, type), in the leaves' order:
   // each group is merged.
   llvm::MapVector<std::tuple<unsigned, unsigned, llvm::Type*>, llvm::SmallVector<llvm::Value*>>
       groups;
@@ -922,20 +921,36 @@ void lowerMinMaxToRange(llvm::Module& module) {
   // takes it as it is, not through fptrunc and fpext again).
   WideOfHalf wideOfHalf;
   pairs = balancedChains(pairs, wideOfHalf);
-  // The calls lowered (f32, f64 and f16; under 512 bits only with
-  // AVX-512VL), in program order: within a block, a tree's calls before
-  // the call that takes them.
-  auto chunkOf = [](unsigned total) { return total <= 128 ? 128u : total <= 256 ? 256u : 512u; };
-  llvm::SmallPtrSet<llvm::IntrinsicInst*, 32> lowered;
-  for (llvm::IntrinsicInst* call : pairs) {
+  // How a call is lowered: the type it is computed in, its lanes, and the
+  // register its pieces take -- 512-bit pieces where it fills them, else
+  // one 128- or 256-bit register (AVX-512VL; scalars and vectors under 128
+  // bits, a warp tree's last steps, in a 128-bit register's first lanes).
+  // f16 ones in f32: the same value. Without AVX512-FP16 x86 computes
+  // them so anyway (WidenHalfMinMax's, folded back by InstCombine); with it
+  // there is VMAXPH but no VRANGEPH, and LLVM's expansion around VMAXPH ran
+  // the f16 row max over [16384,256] 1.35x the time of this (A/B in one
+  // process on an Intel host with AVX512-FP16, bits the same). None where
+  // the call is not lowered (another type; under 512 bits without VL).
+  struct Lowering {
+    llvm::Type* element;
+    unsigned count, chunk;
+  };
+  auto loweringOf = [&](llvm::IntrinsicInst* call) -> std::optional<Lowering> {
     llvm::Type* element = call->getType()->getScalarType();
     if (element->isHalfTy()) element = llvm::Type::getFloatTy(call->getContext());
-    if (!element->isFloatTy() && !element->isDoubleTy()) continue;
+    if (!element->isFloatTy() && !element->isDoubleTy()) return std::nullopt;
     auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
-    const unsigned total =
-        (vector ? vector->getNumElements() : 1) * element->getPrimitiveSizeInBits();
-    if (chunkOf(total) < 512 && !vl) continue;
-    lowered.insert(call);
+    const unsigned count = vector ? vector->getNumElements() : 1;
+    const unsigned total = count * element->getPrimitiveSizeInBits();
+    const unsigned chunk = total <= 128 ? 128 : total <= 256 ? 256 : 512;
+    if (chunk < 512 && !vl) return std::nullopt;
+    return Lowering{element, count, chunk};
+  };
+  // The calls lowered, in program order: within a block, a tree's calls
+  // before the call that takes them.
+  llvm::SmallPtrSet<llvm::IntrinsicInst*, 32> lowered;
+  for (llvm::IntrinsicInst* call : pairs) {
+    if (loweringOf(call)) lowered.insert(call);
   }
   llvm::DenseMap<const llvm::Instruction*, unsigned> order;
   for (llvm::Function& fn : module) {
@@ -962,23 +977,12 @@ void lowerMinMaxToRange(llvm::Module& module) {
     return user && user->getParent() == call->getParent() && lowered.contains(user);
   };
   for (llvm::IntrinsicInst* call : pairs) {
-    // Scalars and vectors under 128 bits (a warp tree's last steps) go in
-    // the first lanes of a 128-bit register.
-    auto* vector = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
-    const unsigned count = vector ? vector->getNumElements() : 1;
-    llvm::Type* element = call->getType()->getScalarType();
-    // f16 ones in f32: the same value. Without AVX512-FP16 x86 computes
-    // them so anyway (WidenHalfMinMax's, folded back by InstCombine); with
-    // it there is VMAXPH but no VRANGEPH, and LLVM's expansion around
-    // VMAXPH ran the f16 row max over [16384,256] 1.35x the time of this
-    // (A/B in one process on an Intel host with AVX512-FP16, bits the same).
-    const bool half = element->isHalfTy();
-    if (half) element = llvm::Type::getFloatTy(element->getContext());
+    const Lowering lowering = *loweringOf(call);  // (plain names: the lambdas below take them)
+    llvm::Type* const element = lowering.element;
+    const unsigned count = lowering.count, chunk = lowering.chunk;
+    const bool vector = call->getType()->isVectorTy();
+    const bool half = call->getType()->getScalarType()->isHalfTy();
     const unsigned bits = element->getPrimitiveSizeInBits();
-    const unsigned total = count * bits;
-    // 512-bit pieces where it fills them, else one 128- or 256-bit
-    // register (AVX-512VL); the last piece's lanes past the end poison.
-    const unsigned chunk = chunkOf(total);
     static constexpr llvm::Intrinsic::ID kRange[2][3] = {
         {llvm::Intrinsic::x86_avx512_mask_range_ps_128,
          llvm::Intrinsic::x86_avx512_mask_range_ps_256,

@@ -177,28 +177,30 @@ def _fission_once(fusion: HloInstruction, warp_size: int, serial: bool = False,
     params = comp.parameters
     cone = _before([reduce])
     outputs = comp.outputs + ([comp.root] if comp.root.opcode == "tuple" else [])
-    side = (_side_value(comp, reduce, cone, _before(outputs, stop=[reduce]), warp_size)
+    rest = _before(outputs, stop=[reduce])
+    side = (_side_value(comp, reduce, cone, rest, warp_size)
             if side_outputs and not serial else None)
-    computed = cone | (_before([side]) if side is not None else set())
-    first = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
-             if i.opcode == "parameter" or (id(i) in computed and i is not reduce)]
-    first.append(reduce.to_text().removeprefix("ROOT "))
-    middle = [reduce.shape]
+    # What the first part hands the rest: the reduce's result, and the side value.
+    taken = [reduce] if side is None else [reduce, side]
     if side is not None:
-        middle.append(side.shape)
+        cone |= _before([side])
+        rest = _before(outputs, stop=taken)
+    first = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
+             if i.opcode == "parameter" or (id(i) in cone and i is not reduce)]
+    first.append(reduce.to_text().removeprefix("ROOT "))
+    if side is None:
+        first[-1] = "ROOT " + first[-1]
+    else:
         first.append(f"ROOT %{reduce.name}.and.{side.name} = "
                      f"({reduce.shape.to_text(layout=False)}, {side.shape.to_text(layout=False)}) "
                      f"tuple(%{reduce.name}, %{side.name})")
-    else:
-        first[-1] = "ROOT " + first[-1]
-    rest = _before(outputs, stop=[reduce] + ([side] if side is not None else []))
     last = [i.to_text().removeprefix("ROOT ") for i in params]
-    for k, value in enumerate([reduce] + ([side] if side is not None else [])):
+    for k, value in enumerate(taken):
         last.append(f"%{value.name} = {value.shape.to_text(layout=False)} "
                     f"parameter({len(params) + k})")
     last += [i.to_text() for i in comp.instructions
              if id(i) in rest and i.opcode != "parameter"]
-    return _parse_parts(fusion, first, last, middle, f"reduce.{reduce.name}",
+    return _parse_parts(fusion, first, last, [v.shape for v in taken], f"reduce.{reduce.name}",
                         f"rest.{reduce.name}", ("kInput", fusion.fusion_kind or "kLoop"))
 
 
@@ -436,21 +438,20 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
                          f"%{init.name}), dimensions={{{outer_reduced}}}, to_apply={to_apply}")
         elif inst.opcode != "parameter" and (id(inst) in after or id(inst) in needed):
             lines.append(inst.to_text())
-    return _parse_parts(fusion, first_lines, lines, Shape(etype, tuple(middle)), "tree",
+    return _parse_parts(fusion, first_lines, lines, [Shape(etype, tuple(middle))], "tree",
                         "outer", ("kInput", "kInput"))
 
 
-def _parse_parts(fusion, first: list[str], last: list[str], middle: Shape | list[Shape],
+def _parse_parts(fusion, first: list[str], last: list[str], middles: list[Shape],
                  first_suffix: str, last_suffix: str,
                  kinds: tuple[str, str]) -> list[HloInstruction]:
     """Two fusions from their computations' lines, parsed from the text of
     a module that holds them (the emitters read the parsed attributes):
-    the first of `middle`'s shape, on `fusion`'s operands; the last of
+    the first of `middles`' one shape, on `fusion`'s operands; the last of
     `fusion`'s, on them and the first's result (its last parameter). Both
-    call `fusion`'s computations. Where `middle` is a list of shapes, the
+    call `fusion`'s computations. Where `middles` has several shapes, the
     first is their tuple, its get-tuple-elements (returned between the
     two) the last's last parameters."""
-    middles = middle if isinstance(middle, list) else [middle]
     comp = fusion.fused_computation
     names = (f"{comp.name}.{first_suffix}", f"{comp.name}.{last_suffix}")
     texts = [f"%{name} {{\n  " + "\n  ".join(lines) + "\n}"

@@ -19,9 +19,10 @@ semantics say, as ours does. Two rewrites of XLA's algebraic simplifier
 are right for reals but not for integers: `a / power(b, c)` made
 `a * power(b, -c)` (power(3, -2) is 0: 9 / 9 gave 0) and `abs(a * a)`
 made `a * a` (a square that wraps is negative). And an integer division
-whose operands StableHLO's folder makes constants (`x ^ x` is 0) is left
-out: XLA's compile divides 0 by 0 itself and the process dies of SIGFPE.
-All four were found past the seeds CI runs (5483, 5571, 6025).
+of values that fold to constants (`x ^ x` is 0) is left out: compiling it
+(the StableHLO the reference goes through; with every HLO pass off too)
+XLA divides 0 by 0 itself, and the process dies of SIGFPE. All four were
+found past the seeds CI runs (5483, 5571, 6025).
 
 `XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 64; `make fuzz` runs more).
 """
@@ -95,7 +96,7 @@ def fusion_text(seed: int) -> tuple[str, str]:
     # What XLA:CPU's quirks and bugs (the docstring) are steered around by:
     narrowed_to_f8 = set()  # f8e4m3fn values converted from integers
     powers, squares = set(), set()  # integer power(a, b) and a * a results
-    constants = set()  # values StableHLO's folder makes constants (a ^ a)
+    constants = set()  # values that fold to constants (a ^ a)
     for k in range(8):
         name = f"v{k}"
         a, t = r.choice(values)

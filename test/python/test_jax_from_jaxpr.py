@@ -104,6 +104,13 @@ CASES = {
                                      (x + jnp.zeros((8, 4)).T) * 8,
                                      (x - jax.jit(lambda: jnp.zeros(()))()) * 9),
                        [_floats((4, 8)), _floats((4, 8), jnp.bfloat16)]),
+    # StableHLO folds the sign of a constant, sign(-0.0) to +0.0 (found at
+    # seed 5333 of the random functions); not a NaN's.
+    "constant signs": (lambda x: (x * jnp.sign(jnp.full((4, 8), -0.0)), x * jnp.sign(-0.0),
+                                  x * jnp.sign(jnp.bfloat16(-0.0)).astype(jnp.float32),
+                                  x - jnp.sign(-3.0), x * jnp.sign(jnp.float32(jnp.nan)),
+                                  x * jnp.sign(jnp.int32(-5)).astype(jnp.float32)),
+                       [_floats((4, 8))]),
     "integers": (lambda a, b: (a // b, a % b, a >> 3, lax.shift_right_logical(a, 2),
                                a << 1, ~a, a & b | (a ^ b), lax.clz(a),
                                lax.population_count(a), jnp.abs(a), jnp.sign(b),

@@ -14,8 +14,9 @@ HLO has them: `integer_pow` as jax's multiplies, `logistic` and `exp2` as
 jax's expansions, cumulative ops as jax's reduce-windows (cumsum only for
 the CPU: jax lowers it its own way on GPUs), and what StableHLO's
 canonicalizer does that the bits depend on -- constant operands moved to
-the right, x + 0, x - 0 and x * 1 folded to x, a dynamic slice at
-constant starts made a slice. Calls (`jit`, `custom_jvp_call`,
+the right, x + 0, x - 0 and x * 1 folded to x, the sign of a constant
+folded (sign(-0.0) is +0.0 there), a dynamic slice at constant starts
+made a slice. Calls (`jit`, `custom_jvp_call`,
 `custom_vjp_call`, ...) are inlined, as our emitters inline jax's `call`s.
 
 Anything else -- dots, gathers, scatters, sorts, cumlogsumexp, complex
@@ -319,6 +320,19 @@ def _identity_fold(prim: str, a: _Value, b: _Value) -> _Value | None:
     return None
 
 
+def _folded_sign(w: _Writer, x: _Value, etype: str, dims) -> _Value:
+    """sign(x) of a constant x as StableHLO's folder makes it, which jax's
+    HLO has: -1, 1, or +0 for either zero (computed, sign(-0.0) is -0.0);
+    a NaN is not folded. A constant array (not a splat) goes to jax's
+    lowering (its folder works element by element)."""
+    v = x.splat
+    if v is None:
+        raise _Unsupported("sign of a constant array")
+    if v != v:  # NaN
+        return w.add(etype, dims, "sign", [x])
+    return w.broadcast(w.constant((v > 0) - (v < 0), etype), dims)
+
+
 def _dims_attr(values) -> str:
     return "{" + ",".join(str(int(v)) for v in values) + "}"
 
@@ -347,6 +361,8 @@ def _equation(eqn, args: list[_Value], w: _Writer) -> list[_Value]:
         log2 = w.broadcast(w.constant(log2, etype), dims)
         scaled = w.add(etype, dims, "multiply", [args[0], log2])
         return [w.add(etype, dims, "exponential", [scaled])]
+    if prim == "sign" and args[0].constant:
+        return [_folded_sign(w, args[0], etype, dims)]
     if prim in _UNARY:
         if args[0].etype != etype and prim not in ("is_finite",):
             raise _Unsupported(f"{prim} changing the type")

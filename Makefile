@@ -88,18 +88,22 @@ ptx-vs-xla: build anchor
 
 # A bounded mutation-fuzzing run over the test corpus (fuzz/fuzz.py), each
 # harness FUZZ_SECONDS; findings land in fuzz/findings/ and fail the target.
-# Then the random-fusion differential tests (loop and hero fusions against
-# XLA:CPU) over RANDOM_SEEDS seeds each. `make fuzz-long`: 10 minutes a
-# harness and 1000 seeds.
+# Then the random differential tests (loop and hero fusions against
+# XLA:CPU, jaxpr -> HLO against jax's lowering) over RANDOM_SEEDS seeds,
+# from RANDOM_SEED_BASE on (CI runs the first 40-64: a base past them
+# looks at new ones). `make fuzz-long`: 10 minutes a harness and 1000
+# seeds.
 FUZZ_SECONDS ?= 60
 FUZZ_SEED ?= 0
 RANDOM_SEEDS ?= 200
+RANDOM_SEED_BASE ?= 0
 fuzz: build
 	status=0; for h in hlo indexing_map mlir; do \
 	  $(PY) fuzz/fuzz.py $$h --seconds $(FUZZ_SECONDS) --seed $(FUZZ_SEED) || status=1; \
 	done; \
-	XLA_GPU_RANDOM_SEEDS=$(RANDOM_SEEDS) $(PY) -m pytest -q -p no:cacheprovider \
-	  test/python/test_random_fusions.py test/python/test_random_heroes.py || status=1; \
+	XLA_GPU_RANDOM_SEEDS=$(RANDOM_SEEDS) XLA_GPU_RANDOM_SEED_BASE=$(RANDOM_SEED_BASE) \
+	  $(PY) -m pytest -q -p no:cacheprovider test/python/test_random_fusions.py \
+	  test/python/test_random_heroes.py test/python/test_jax_from_jaxpr.py -k random || status=1; \
 	exit $$status
 
 fuzz-long:

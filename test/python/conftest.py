@@ -13,6 +13,15 @@ from mlir import ir
 os.environ.setdefault("XLA_GPU_VERIFY_EACH", "1")
 
 
+def random_seeds(default: int, share: int = 1) -> range:
+    """The seeds of a random (differential) test: $XLA_GPU_RANDOM_SEEDS of
+    them (else `default`), over `share` (a test that takes a part of
+    them), from $XLA_GPU_RANDOM_SEED_BASE on (else 0): `make fuzz
+    RANDOM_SEED_BASE=5000` looks past the seeds CI runs."""
+    first = int(os.environ.get("XLA_GPU_RANDOM_SEED_BASE", "0"))
+    return range(first, first + int(os.environ.get("XLA_GPU_RANDOM_SEEDS", default)) // share)
+
+
 @pytest.fixture
 def ctx():
     """A fresh context with an unknown location as the default."""

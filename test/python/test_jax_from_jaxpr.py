@@ -3,11 +3,10 @@ make the kernel jax's own lowering makes -- the same bits on the same
 inputs, special values included -- and must decline what it cannot write
 (the backend then lowers with jax). Groups of functions by primitive, and
 random functions (`XLA_GPU_RANDOM_SEEDS=N` runs N/2 of floats and N/4 of
-integers, default 32 and 16)."""
+integers, default 32 and 16, from `XLA_GPU_RANDOM_SEED_BASE` on)."""
 
 from __future__ import annotations
 
-import os
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +20,8 @@ from xla_gpu.jax import kernel
 from xla_gpu.jax.from_jaxpr import hlo_from_jaxpr
 from xla_gpu.jax.kernel_call import prepare
 from xla_gpu.pipelines import compile_context
+
+from conftest import random_seeds
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-30, -1e30, np.inf, -np.inf, np.nan]
 
@@ -360,7 +361,7 @@ def _random_float_fn(rng: np.random.Generator):
     return fn
 
 
-@pytest.mark.parametrize("seed", range(int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "64")) // 2))
+@pytest.mark.parametrize("seed", random_seeds(64, share=2))
 def test_random_function_from_the_jaxpr_is_the_kernel_from_jax_lowering(seed):
     rng = np.random.default_rng(seed)
     dtype = [jnp.float32, jnp.bfloat16][seed % 2]
@@ -398,7 +399,7 @@ def _random_int_fn(rng: np.random.Generator):
     return fn
 
 
-@pytest.mark.parametrize("seed", range(int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "64")) // 4))
+@pytest.mark.parametrize("seed", random_seeds(64, share=4))
 def test_random_integer_function_from_the_jaxpr_is_the_kernel_from_jax_lowering(seed):
     rng = np.random.default_rng(seed)
     dtype = [jnp.int32, jnp.uint8, jnp.int8, jnp.int16][seed % 4]

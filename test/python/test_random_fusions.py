@@ -24,10 +24,10 @@ of values that fold to constants (`x ^ x` is 0) is left out: compiling it
 XLA divides 0 by 0 itself, and the process dies of SIGFPE. All four were
 found past the seeds CI runs (5483, 5571, 6025).
 
-`XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 64; `make fuzz` runs more).
+`XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 64; `make fuzz` runs more),
+from `XLA_GPU_RANDOM_SEED_BASE` on (default 0).
 """
 
-import os
 import random
 
 import numpy as np
@@ -39,6 +39,8 @@ from xla_gpu.hlo import parse_hlo
 from xla_gpu.reference import run_with_xla
 from xla_gpu.runtime import CpuKernel
 from xla_gpu.tools.test_correctness import errors, random_input, reference_text
+
+from conftest import random_seeds
 
 FLOATS = ["f32", "bf16", "f16", "f8e4m3fn", "f8e5m2"]
 INTEGERS = ["s32", "u8", "s8", "u32", "s16", "s4", "u16"]
@@ -156,7 +158,7 @@ def fusion_text(seed: int) -> tuple[str, str]:
     return text, root_type
 
 
-@pytest.mark.parametrize("seed", range(int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "64"))))
+@pytest.mark.parametrize("seed", random_seeds(64))
 def test_random_fusion_matches_xla(seed):
     text, root_type = fusion_text(seed)
     fusion = find_fusion(parse_hlo(text))

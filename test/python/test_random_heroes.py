@@ -16,7 +16,8 @@ max/min; f32 add over integer-valued inputs whose sums stay below 2^24;
 argmax with ties broken to the smaller index), scatters combine with
 integer add or max/min, reduce inits are the reducer's identity.
 
-`XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 40; `make fuzz` runs more).
+`XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 40; `make fuzz` runs more),
+from `XLA_GPU_RANDOM_SEED_BASE` on (default 0).
 """
 
 import dataclasses
@@ -36,6 +37,8 @@ from xla_gpu.hlo import parse_hlo
 from xla_gpu.reference import XlaCpuExecutable
 from xla_gpu.runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from xla_gpu.tools.test_correctness import errors, random_input, reference_text
+
+from conftest import random_seeds
 
 SEEDS = int(os.environ.get("XLA_GPU_RANDOM_SEEDS", "40"))
 
@@ -359,7 +362,7 @@ def _not_formed_by_xla(fusion) -> bool:
     return analysis.kind == EmitterKind.LOOP and len(sizes) > 1
 
 
-@pytest.mark.parametrize("seed", range(SEEDS))
+@pytest.mark.parametrize("seed", random_seeds(SEEDS))
 def test_random_hero_fusion_matches_xla(seed):
     text, _ = hero_fusion_text(seed)
     fusion = find_fusion(parse_hlo(text))

@@ -385,6 +385,63 @@ def test_a_bf16_softmax_keeps_its_rounded_exp_for_the_rest():
                                               side_outputs=True)] == ["fusion"] * 3
 
 
+def _cross_entropy(rows: int, cols: int):
+    """jax's -log_softmax(x).mean()'s sum as XLA:CPU fuses it (for YNNPACK):
+    one loop fusion whose scalar sum reads x - max - log(sum(exp(x - max)))
+    of every row."""
+    s, r = f"[{rows},{cols}]", f"[{rows}]"
+    text = f"""HloModule m
+
+{_softmax_reducers('f32')}
+fused {{
+  x = f32{s} parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
+  mb = f32{s} broadcast(m), dimensions={{0}}
+  d = f32{s} subtract(x, mb)
+  e = f32{s} exponential(d)
+  z = f32[] constant(0)
+  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
+  l = f32{r} log(t)
+  lb = f32{s} broadcast(l), dimensions={{0}}
+  y = f32{s} subtract(d, lb)
+  ROOT total = f32[] reduce(y, z), dimensions={{0,1}}, to_apply=add
+}}
+
+ENTRY main {{
+  p0 = f32{s} parameter(0)
+  ROOT f = f32[] fusion(p0), kind=kLoop, calls=fused
+}}
+"""
+    return parse_hlo(text).fusions()[0]
+
+
+def test_a_reduce_that_a_later_reduce_reads_is_taken_out():
+    """A row's max and sum that the fusion's scalar sum reads for each
+    element (a cross-entropy: its result is no output's broadcast, so the
+    count of elements that read them is the sum's input, not the one
+    output) are taken out, then the sum split as a tree: four reductions
+    where it was one fusion (the loop emitter's one thread over f32[4096,
+    1000], each element's row max and sum recomputed unless LLVM hoisted
+    them: 17 ms through xla_gpu.jax.jit where XLA:CPU took 1.7-3; 1.95
+    split). The result is XLA:CPU's but for the order of the sums."""
+    import numpy as np
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    fusion = _cross_entropy(512, 1000)
+    parts = split_reduction(fusion, host=True, side_outputs=True)
+    assert [analyze_fusion(p).kind for p in parts] == [EmitterKind.REDUCTION] * 4
+    mx, total, tree, last = parts
+    assert mx.shape.dims == total.shape.dims == (512,) and last.shape.dims == ()
+    assert total.operands == [fusion.operands[0], mx]
+    assert tree.operands[-2:] == [mx, total] and last.operands[-1] is tree
+    for part in parts:  # each part one reduce: nothing recomputed
+        assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
+    x = np.random.default_rng(0).standard_normal((512, 1000)).astype(np.float32)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    np.testing.assert_allclose(_run_parts(fusion, parts, [x]), want, rtol=1e-5)
+
+
 def test_a_softmax_over_short_rows_stays_one_fusion():
     # Rows of 32: 32 times the input read, as XLA:CPU fuses it itself.
     assert split_reduction(_softmax(256, 32)) is None

@@ -122,22 +122,41 @@ def _parts(fusion: HloInstruction, warp_size: int, depth: int, host: bool = Fals
 
 def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | None:
     """A reduce the loop emitter would evaluate again for each element that
-    reads it (its result broadcast back: a softmax's max), when that reads
-    the fusion's inputs more than MOST_REREADS times over: the reduce and
-    how many times."""
+    reads it (its result broadcast back: a softmax's max; or read by a
+    reduce after it: a cross-entropy's sum over x - logsumexp(x)), when
+    that reads the fusion's inputs more than MOST_REREADS times over: the
+    reduce and how many times."""
     comp = fusion.fused_computation
     if analyze_fusion(fusion).kind != EmitterKind.LOOP:
         return None
-    outputs = max(o.shape.num_elements for o in comp.outputs)
     inputs = max(1, sum(p.shape.num_elements for p in comp.parameters))
+    readers = _readers(comp)
     for inst in comp.topological_order():
         if inst.opcode != "reduce":
             continue
-        results = max(1, max(s.num_elements for s in inst.shape.leaves()))
+        results = _elements(inst)
         window = inst.operands[0].shape.num_elements // results
-        if outputs > results and outputs * window > MOST_REREADS * inputs:
-            return inst, outputs * window / inputs
+        times = readers.get(id(inst), 0)
+        if times > results and times * window > MOST_REREADS * inputs:
+            return inst, times * window / inputs
     return None
+
+
+def _elements(inst: HloInstruction) -> int:
+    return max(1, max(s.num_elements for s in inst.shape.leaves()))
+
+
+def _readers(comp) -> dict[int, int]:
+    """For each instruction (by id), the most elements of an instruction
+    after it that reads it (through others): how many times the loop
+    emitter evaluates it, each a value its readers' loops may hoist (a
+    row's max, once a row in a reduce over the rows' elements)."""
+    readers: dict[int, int] = {}
+    for inst in reversed(comp.topological_order()):
+        elements = max(_elements(inst), readers.get(id(inst), 0))
+        for o in inst.operands:
+            readers[id(o)] = max(readers.get(id(o), 0), elements)
+    return readers
 
 
 def _serial_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | None:

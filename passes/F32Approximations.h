@@ -103,8 +103,9 @@ struct ApproximateF32 : public mlir::OpRewritePattern<Op> {
 
 // tanh(x) as Eigen's rational approximation: x * P(x^2) / Q(x^2) on x
 // clamped to +-`clamp` (where the ratio reaches 1), and x itself below
-// 4e-4. Eigen (and upstream MLIR, which XLA:GPU uses) clamps at
-// 7.99881172180175781 when FMAs evaluate it, XLA:CPU at 7.90531110763549805.
+// 4e-4. Eigen (and upstream MLIR, which XLA:GPU uses, and XLA:CPU's
+// intrinsic) clamps at 7.99881172180175781 when FMAs evaluate it (as
+// here), at 7.90531110763549805 without.
 inline mlir::Value tanhRational(const F32Builder& f32, mlir::Value a, double clamp) {
   mlir::PatternRewriter& rewriter = f32.rewriter;
   mlir::Location loc = f32.loc;

@@ -442,6 +442,48 @@ def test_a_reduce_that_a_later_reduce_reads_is_taken_out():
     np.testing.assert_allclose(_run_parts(fusion, parts, [x]), want, rtol=1e-5)
 
 
+def test_a_log_softmax_takes_the_log_with_the_sum():
+    """jax.nn.log_softmax as XLA:CPU fuses it: the log of each row's sum
+    goes with the sum's part (an epilogue, once a row), not with the rest
+    (once an element: f32[4096,1000]'s last kernel 3.89 -> 0.59 ms); the
+    result is XLA:CPU's but for the order of the sums."""
+    import numpy as np
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    s, r = "[512,1000]", "[512]"
+    text = f"""HloModule m
+
+{_softmax_reducers('f32')}
+fused {{
+  x = f32{s} parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
+  mb = f32{s} broadcast(m), dimensions={{0}}
+  d = f32{s} subtract(x, mb)
+  e = f32{s} exponential(d)
+  z = f32[] constant(0)
+  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
+  l = f32{r} log(t)
+  lb = f32{s} broadcast(l), dimensions={{0}}
+  ROOT y = f32{s} subtract(d, lb)
+}}
+
+ENTRY main {{
+  p0 = f32{s} parameter(0)
+  ROOT f = f32{s} fusion(p0), kind=kLoop, calls=fused
+}}
+"""
+    fusion = parse_hlo(text).fusions()[0]
+    mx, total, rest = split_reduction(fusion, host=True, side_outputs=True)
+    assert total.fused_computation.root.opcode == "log"
+    assert analyze_fusion(total).kind == EmitterKind.REDUCTION
+    assert {"log", "reduce"}.isdisjoint(i.opcode for i in rest.fused_computation.instructions)
+    x = np.random.default_rng(0).standard_normal((512, 1000)).astype(np.float32)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    got = _run_parts(fusion, [mx, total, rest], [x])
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
+
+
 def test_a_softmax_over_short_rows_stays_one_fusion():
     # Rows of 32: 32 times the input read, as XLA:CPU fuses it itself.
     assert split_reduction(_softmax(256, 32)) is None

@@ -240,16 +240,16 @@ def _epilogue_end(comp, reduce: HloInstruction, outputs) -> HloInstruction:
     would once an element of its own; `reduce` where there is none. The
     log_softmax of f32[4096,1000]'s last kernel: 3.89 -> 0.59 ms."""
     value = reduce
-    while value not in outputs:
+    while True:
         readers = [i for i in comp.instructions if any(o is value for o in i.operands)]
         if len(readers) != 1:
-            break
+            return value
         (reader,) = readers
         if (reader.opcode not in ELEMENTWISE or reader.shape != value.shape or
-                any(o is not value and o.opcode != "constant" for o in reader.operands)):
-            break
+                any(o is not value and o.opcode != "constant" for o in reader.operands) or
+                reader in outputs):  # the rest would be nothing but the outputs
+            return value
         value = reader
-    return value
 
 
 def _the_reduce(fusion: HloInstruction) -> HloInstruction | None:

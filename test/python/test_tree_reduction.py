@@ -433,6 +433,9 @@ def test_a_reduce_that_a_later_reduce_reads_is_taken_out():
     assert [analyze_fusion(p).kind for p in parts] == [EmitterKind.REDUCTION] * 4
     mx, total, tree, last = parts
     assert mx.shape.dims == total.shape.dims == (512,) and last.shape.dims == ()
+    # The sum's first part sums each row (what the fusion reads a row at
+    # is one value a part), not sqrt(n)-element pieces across rows.
+    assert tree.shape.dims == (512,)
     assert total.operands == [fusion.operands[0], mx]
     assert tree.operands[-2:] == [mx, total] and last.operands[-1] is tree
     for part in parts:  # each part one reduce: nothing recomputed

@@ -1099,6 +1099,52 @@ constexpr llvm::StringLiteral kUnneededPasses[] = {
 // memory ops): two host choices below turn on it.
 bool hostHasAvx512() { return hostHasFeature("avx512f"); }
 
+// Vectors of f32 scaled by llvm.ldexp by an exponent converted from a
+// rounded f32 (exp's 2^n, n = roundeven(x / ln2)) as AVX-512's VSCALEFPS
+// of that f32 itself: x86 code generation lowers the ldexp to VSCALEFPS
+// of the exponent converted back to f32, two conversions (vcvttps2dq,
+// vcvtdq2ps) of ~24 instructions an exp. The same value: n is an integer
+// (in i32's range, or the ldexp was poison).
+void scaleByRoundedExponents(llvm::Module& module) {
+  if (!hostHasAvx512() || !llvm::Triple(module.getTargetTriple()).isX86()) return;
+  const bool vl = hostHasFeature("avx512vl");
+  llvm::SmallVector<llvm::IntrinsicInst*> scalings;
+  for (llvm::Function& fn : module) {
+    for (llvm::Instruction& inst : llvm::instructions(fn)) {
+      auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&inst);
+      if (call && call->getIntrinsicID() == llvm::Intrinsic::ldexp) scalings.push_back(call);
+    }
+  }
+  for (llvm::IntrinsicInst* call : scalings) {
+    auto* type = llvm::dyn_cast<llvm::FixedVectorType>(call->getType());
+    auto* toInt = llvm::dyn_cast<llvm::FPToSIInst>(call->getArgOperand(1));
+    auto* rounded = toInt ? llvm::dyn_cast<llvm::IntrinsicInst>(toInt->getOperand(0)) : nullptr;
+    if (!type || !type->getElementType()->isFloatTy() || !rounded ||
+        rounded->getType() != type ||
+        !llvm::is_contained({llvm::Intrinsic::roundeven, llvm::Intrinsic::rint,
+                             llvm::Intrinsic::nearbyint, llvm::Intrinsic::floor,
+                             llvm::Intrinsic::ceil, llvm::Intrinsic::trunc,
+                             llvm::Intrinsic::round},
+                            rounded->getIntrinsicID())) {
+      continue;
+    }
+    unsigned lanes = type->getNumElements();
+    llvm::Intrinsic::ID scalef = llvm::Intrinsic::not_intrinsic;
+    if (lanes == 16) scalef = llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
+    if (lanes == 8 && vl) scalef = llvm::Intrinsic::x86_avx512_mask_scalef_ps_256;
+    if (lanes == 4 && vl) scalef = llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
+    if (scalef == llvm::Intrinsic::not_intrinsic) continue;
+    llvm::IRBuilder<> b(call);
+    llvm::SmallVector<llvm::Value*> arguments = {call->getArgOperand(0), rounded,
+                                                 llvm::PoisonValue::get(type),
+                                                 b.getIntN(std::max(8u, lanes), -1)};
+    if (lanes == 16) arguments.push_back(b.getInt32(4));  // the current rounding
+    call->replaceAllUsesWith(b.CreateIntrinsic(scalef, {}, arguments));
+    call->eraseFromParent();
+    if (toInt->use_empty()) toInt->eraseFromParent();
+  }
+}
+
 // No tail folding on a host without AVX-512: LLVM's loop vectorizer runs a
 // short loop of unknown trip count (a lane loop cut at a guard: the
 // cumsum's reduce-window lanes past its padding, a concatenate's operand
@@ -1332,6 +1378,7 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> optimizeAndGenerate(
   optimizeModule(module, optLevel, machine, timing);
   defineMaskedVariants(module);
   lowerMinMaxToRange(module);
+  scaleByRoundedExponents(module);
   if (optimizedIr) *optimizedIr = printed(module);
   for (const std::string& name : publics) addPackedWrapper(module, *module.getFunction(name));
   *optimized = std::chrono::steady_clock::now();

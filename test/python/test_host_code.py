@@ -868,6 +868,23 @@ def test_avx512_hosts_vectorize_in_512_bit_registers(tmp_path):
     assert re.search(r"\bv\w+\s.*%zmm\d+", listing)
 
 
+def test_avx512_hosts_scale_exp_by_its_rounded_exponent(tmp_path):
+    """exp's 2^n on a host with AVX-512: VSCALEFPS of n as the rounding made
+    it, not of n converted to an integer and back (x86's lowering of
+    llvm.ldexp, two conversions of ~24 instructions; HostJit.cpp's
+    scaleByRoundedExponents): the softmax exp+sum's vector loops have
+    their scalings and no conversion from float to integer (its scalar
+    remainder keeps the one of the scalar ldexp)."""
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("an x86 property")
+    if not host_code.has_512_bit_vectors():
+        pytest.skip("the host has no 512-bit vectors")
+    listing = _listing(tmp_path, _bench("reductions_cpu").CASES["softmax exp+sum bf16[512,777]"])
+    assert re.search(r"vscalefps\s.*%zmm", listing)
+    assert not re.search(r"(vcvttps2dq|vcvtdq2ps)\s.*%[yz]mm", listing)
+
+
 def test_interleaving_is_cut_to_the_instruction_budget(tmp_path):
     """A folded lane loop asks LLVM to interleave its K = 4 vector chains;
     HostJit cuts the count where the body times the count would pass 256

@@ -589,6 +589,57 @@ def _sum_over(shape: tuple[int, ...], dims: tuple[int, ...], ty: str = "f32",
             f"calls=fused\n}}\n")
 
 
+_ROW_VALUES = """HloModule rows
+fused {
+  x = f32[512,1000] parameter(0)
+  m = f32[512] parameter(1)
+  s = f32[512] parameter(2)
+  mb = f32[512,1000] broadcast(m), dimensions={0}
+  sb = f32[512,1000] broadcast(s), dimensions={0}
+  d = f32[512,1000] subtract(x, mb)
+  ROOT o = f32[512,1000] divide(d, sb)
+}
+ENTRY e {
+  x = f32[512,1000] parameter(0)
+  m = f32[512] parameter(1)
+  s = f32[512] parameter(2)
+  ROOT f = f32[512,1000] fusion(x, m, s), kind=kLoop, calls=fused
+}"""
+
+
+def test_the_host_gives_a_loop_fusion_that_reads_row_values_a_block_a_row(ctx):
+    """emit_kernel(host=True): a loop fusion reading values broadcast along
+    its output's minor dimension (a softmax's last part, (x - max) / sum of
+    each row) gets a block a row (250 threads of 4 elements over rows of
+    1000), so that a row's values are one for all of a block's lanes,
+    where XLA's blocks of 512 elements cut rows and the lanes gathered them
+    (xla_gpu.jax.jit's softmax f32[4096,1000] 3.31 -> 2.00 ms, a
+    cross-entropy's gradient 5.75 -> 4.60). The result is the bits of
+    XLA:GPU's launch. Without `host`, or with nothing broadcast along rows,
+    the launch is XLA:GPU's."""
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import random_input, reference_text
+    fusion = find_fusion(parse_hlo(_ROW_VALUES))
+    host = make_emitter(fusion, host=True)
+    assert host.launch.dims.block_counts == (512, 1, 1)
+    assert host.launch.dims.thread_counts_per_block == (250, 1, 1)
+    assert "-> (bl_x, th_x * 4 + unroll_id)" in str(host.thread_to_output_map())
+    assert make_emitter(fusion).launch.dims.thread_counts_per_block == (128, 1, 1)
+    plain_fusion = find_fusion(parse_hlo(
+        "fused {\n  x = f32[512,1000] parameter(0)\n  ROOT o = f32[512,1000] negate(x)\n}\n"))
+    assert make_emitter(plain_fusion, host=True).launch == make_emitter(plain_fusion).launch
+    rng = np.random.RandomState(2)
+    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
+    out = np.zeros((512, 1000), np.float32)
+    CpuKernel(emit_kernel(fusion, host=True))(*inputs, out)
+    same = np.zeros_like(out)
+    CpuKernel(emit_kernel(fusion))(*inputs, same)
+    np.testing.assert_array_equal(out.view(np.uint32), same.view(np.uint32))
+    # XLA:CPU divides by a broadcast as a multiply by its reciprocal: 1 ulp.
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), inputs)
+    np.testing.assert_allclose(out, want, rtol=2.5e-7)
+
+
 @pytest.mark.parametrize("shape, dims, ty, extra_root, loop", [
     ((64, 32, 128), (1,), "f32", False, True),      # the embedding sum's
     ((128, 64, 512), (1,), "bf16", False, True),

@@ -63,7 +63,10 @@ def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEV
     analysis = analyze_fusion(fusion)
     if host and host_prefers_loop(analysis):
         analysis = dataclasses.replace(analysis, kind=EmitterKind.LOOP, deciding_hero=None)
-    return emitter_class(analysis, device)(analysis, device)
+    emitter = emitter_class(analysis, device)(analysis, device)
+    if host and isinstance(emitter, LoopEmitter):
+        emitter.for_host()
+    return emitter
 
 
 def emit_kernel(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE,

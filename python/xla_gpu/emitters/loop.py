@@ -21,7 +21,7 @@ from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion
 from .kernel import LaunchDimensions
 from .registry import register_emitter
 
-__all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "loop_launch_dims",
+__all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "host_row_launch", "loop_launch_dims",
            "may_prevent_vectorization", "shareable_operands"]
 
 # XLA: a block is this many warps (warp scheduling granularity).
@@ -85,6 +85,31 @@ def loop_launch_dims(shape: Shape, device: DeviceDescription = DEFAULT_DEVICE,
     blocks_y = -(-blocks // device.block_dim_limit_x)
     blocks_x = -(-blocks // blocks_y)
     return LoopLaunch(LaunchDimensions((blocks_x, blocks_y, 1), (threads, 1, 1)), vector)
+
+
+def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
+                    device: DeviceDescription = DEFAULT_DEVICE) -> LoopLaunch | None:
+    """For the CPU target alone: a block a row of the output's minor
+    dimension (its threads times the elements a thread makes), where the
+    fusion reads values broadcast along that dimension (a row's max, its
+    log-sum) and a row is 32 to 1024 threads. The row is then the block's,
+    one value for all of its lanes, where XLA's blocks of 512 elements cut
+    rows of 1000: each lane's row computed, the values gathered lane by
+    lane. None where that does not apply."""
+    dims, unroll = shape.dims, launch.unroll_factor
+    if len(dims) < 2 or not shape.has_default_layout or dims[-1] % unroll:
+        return None
+    threads = dims[-1] // unroll
+    if not 32 <= threads <= 1024:
+        return None
+    minor = len(dims) - 1
+    if not any(i.opcode == "broadcast" and i.shape.dims == dims and
+               minor not in i.attr("dimensions") for i in comp.instructions):
+        return None
+    rows = shape.num_elements // dims[-1]
+    blocks_y = -(-rows // device.block_dim_limit_x)
+    blocks_x = -(-rows // blocks_y)
+    return LoopLaunch(LaunchDimensions((blocks_x, blocks_y, 1), (threads, 1, 1)), unroll)
 
 
 def default_thread_map(emitter: EmitterBase, dims: LaunchDimensions, unroll: int,
@@ -159,6 +184,13 @@ class LoopEmitter(EmitterBase):
         self.output_shape = shape
         self.launch = loop_launch_dims(shape, device,
                                        may_prevent_vectorization(self.computation))
+
+    def for_host(self) -> None:
+        """A kernel for the CPU target alone: a block a row where that
+        keeps per-row values out of the lanes' gathers (host_row_launch)."""
+        rows = host_row_launch(self.computation, self.output_shape, self.launch, self.device)
+        if rows is not None:
+            self.launch = rows
 
     def launch_dims(self) -> LaunchDimensions:
         return self.launch.dims

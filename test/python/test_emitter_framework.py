@@ -615,8 +615,8 @@ def test_the_host_gives_a_loop_fusion_that_reads_row_values_a_block_a_row(ctx):
     where XLA's blocks of 512 elements cut rows and the lanes gathered them
     (xla_gpu.jax.jit's softmax f32[4096,1000] 3.31 -> 2.00 ms, a
     cross-entropy's gradient 5.75 -> 4.60). The result is the bits of
-    XLA:GPU's launch. Without `host`, or with nothing broadcast along rows,
-    the launch is XLA:GPU's."""
+    XLA:GPU's launch. Without `host`, or with nothing broadcast along rows
+    (a scalar's broadcast is not), the launch is XLA:GPU's."""
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import random_input, reference_text
     fusion = find_fusion(parse_hlo(_ROW_VALUES))
@@ -626,7 +626,9 @@ def test_the_host_gives_a_loop_fusion_that_reads_row_values_a_block_a_row(ctx):
     assert "-> (bl_x, th_x * 4 + unroll_id)" in str(host.thread_to_output_map())
     assert make_emitter(fusion).launch.dims.thread_counts_per_block == (128, 1, 1)
     plain_fusion = find_fusion(parse_hlo(
-        "fused {\n  x = f32[512,1000] parameter(0)\n  ROOT o = f32[512,1000] negate(x)\n}\n"))
+        "fused {\n  x = f32[512,1000] parameter(0)\n  c = f32[] constant(2)\n"
+        "  b = f32[512,1000] broadcast(c), dimensions={}\n"
+        "  ROOT o = f32[512,1000] multiply(x, b)\n}\n"))
     assert make_emitter(plain_fusion, host=True).launch == make_emitter(plain_fusion).launch
     rng = np.random.RandomState(2)
     inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]

@@ -92,7 +92,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     """For the CPU target alone: a block a row of the output's minor
     dimension (its threads times the elements a thread makes), where the
     fusion reads values broadcast along that dimension (a row's max, its
-    log-sum) and a row is 32 to 1024 threads. The row is then the block's,
+    log-sum; not a scalar's broadcast) and a row is 32 to 1024 threads. The row is then the block's,
     one value for all of its lanes, where XLA's blocks of 512 elements cut
     rows of 1000: each lane's row computed, the values gathered lane by
     lane. None where that does not apply."""
@@ -103,7 +103,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     if not 32 <= threads <= 1024:
         return None
     minor = len(dims) - 1
-    if not any(i.opcode == "broadcast" and i.shape.dims == dims and
+    if not any(i.opcode == "broadcast" and i.shape.dims == dims and i.attr("dimensions") and
                minor not in i.attr("dimensions") for i in comp.instructions):
         return None
     rows = shape.num_elements // dims[-1]

@@ -350,6 +350,17 @@ def _store(path: Path, compiled: "_Compiled") -> None:
     partial.replace(path)
 
 
+def _optimized_text(compiled) -> str:
+    """XLA's optimized module as text, every constant's literal whole:
+    `Compiled.as_text()` prints an array constant as `{...}`, which parses
+    back as another value (a jnp.where over a closed-over mask kept the
+    elements of another mask)."""
+    from jax._src.lib import xla_client as xc
+    options = xc.hlo.HloPrintOptions()
+    options.print_large_constants = True
+    return compiled.runtime_executable().hlo_modules()[0].to_string(options)
+
+
 class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
     """A jax function compiled by XLA with our kernels in place of the
     fusions our emitters take. CPU only (the CPU target); positional
@@ -387,7 +398,7 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 # layer norm's whole compile took 129 ms instead of 140.
                 optimized = lowered.compile(
                     compiler_options={"xla_backend_optimization_level": 0})
-                module = parse_hlo(optimized.as_text(), source=f"<{self.__name__}>")
+                module = parse_hlo(_optimized_text(optimized), source=f"<{self.__name__}>")
                 decisions = _replace_fusions(module, self.device)
                 with as_xla_takes_it(module.computations):
                     text = module.to_text()

@@ -854,16 +854,20 @@ def test_no_masked_stores_without_avx512(tmp_path):
     assert "vaddss" in listing  # the tail, one element at a time
 
 
-def test_avx512_hosts_vectorize_in_512_bit_registers(tmp_path):
-    """On a host with AVX-512 the host code's loops are vectorized in its
-    512-bit registers, whatever LLVM's tuning for the CPU prefers (256 bits
-    on Intel's AVX-512 cores: the f32 chain ran 0.78x, the expm1/log1p
-    0.51x that way, HostJit.cpp's optimizeModule)."""
+def _skip_without_avx512() -> None:
     import platform
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("an x86 property")
     if not host_code.has_512_bit_vectors():
         pytest.skip("the host has no 512-bit vectors")
+
+
+def test_avx512_hosts_vectorize_in_512_bit_registers(tmp_path):
+    """On a host with AVX-512 the host code's loops are vectorized in its
+    512-bit registers, whatever LLVM's tuning for the CPU prefers (256 bits
+    on Intel's AVX-512 cores: the f32 chain ran 0.78x, the expm1/log1p
+    0.51x that way, HostJit.cpp's optimizeModule)."""
+    _skip_without_avx512()
     listing = _listing(tmp_path, _bench("loop_fusions_cpu").CASES["f32 chain"])
     assert re.search(r"\bv\w+\s.*%zmm\d+", listing)
 
@@ -875,11 +879,7 @@ def test_avx512_hosts_scale_exp_by_its_rounded_exponent(tmp_path):
     scaleByRoundedExponents): the softmax exp+sum's vector loops have
     their scalings and no conversion from float to integer (its scalar
     remainder keeps the one of the scalar ldexp)."""
-    import platform
-    if platform.machine() not in ("x86_64", "AMD64"):
-        pytest.skip("an x86 property")
-    if not host_code.has_512_bit_vectors():
-        pytest.skip("the host has no 512-bit vectors")
+    _skip_without_avx512()
     listing = _listing(tmp_path, _bench("reductions_cpu").CASES["softmax exp+sum bf16[512,777]"])
     assert re.search(r"vscalefps\s.*%zmm", listing)
     assert not re.search(r"(vcvttps2dq|vcvtdq2ps)\s.*%[yz]mm", listing)

@@ -385,11 +385,15 @@ def test_a_bf16_softmax_keeps_its_rounded_exp_for_the_rest():
                                               side_outputs=True)] == ["fusion"] * 3
 
 
-def _cross_entropy(rows: int, cols: int):
-    """jax's -log_softmax(x).mean()'s sum as XLA:CPU fuses it (for YNNPACK):
-    one loop fusion whose scalar sum reads x - max - log(sum(exp(x - max)))
-    of every row."""
+def _log_softmax(rows: int, cols: int, summed: bool = False):
+    """jax.nn.log_softmax as XLA:CPU fuses it (for YNNPACK), or with
+    `summed` its sum, jax's -log_softmax(x).mean()'s: one loop fusion whose
+    scalar sum reads x - max - log(sum(exp(x - max))) of every row."""
     s, r = f"[{rows},{cols}]", f"[{rows}]"
+    root = (f"  y = f32{s} subtract(d, lb)\n"
+            f"  ROOT total = f32[] reduce(y, z), dimensions={{0,1}}, to_apply=add" if summed
+            else f"  ROOT y = f32{s} subtract(d, lb)")
+    out = "f32[]" if summed else f"f32{s}"
     text = f"""HloModule m
 
 {_softmax_reducers('f32')}
@@ -404,13 +408,12 @@ fused {{
   t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
   l = f32{r} log(t)
   lb = f32{s} broadcast(l), dimensions={{0}}
-  y = f32{s} subtract(d, lb)
-  ROOT total = f32[] reduce(y, z), dimensions={{0,1}}, to_apply=add
+{root}
 }}
 
 ENTRY main {{
   p0 = f32{s} parameter(0)
-  ROOT f = f32[] fusion(p0), kind=kLoop, calls=fused
+  ROOT f = {out} fusion(p0), kind=kLoop, calls=fused
 }}
 """
     return parse_hlo(text).fusions()[0]
@@ -428,7 +431,7 @@ def test_a_reduce_that_a_later_reduce_reads_is_taken_out():
     import numpy as np
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
-    fusion = _cross_entropy(512, 1000)
+    fusion = _log_softmax(512, 1000, summed=True)
     parts = split_reduction(fusion, host=True, side_outputs=True)
     assert [analyze_fusion(p).kind for p in parts] == [EmitterKind.REDUCTION] * 4
     mx, total, tree, last = parts
@@ -453,30 +456,7 @@ def test_a_log_softmax_takes_the_log_with_the_sum():
     import numpy as np
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
-    s, r = "[512,1000]", "[512]"
-    text = f"""HloModule m
-
-{_softmax_reducers('f32')}
-fused {{
-  x = f32{s} parameter(0)
-  ninf = f32[] constant(-inf)
-  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
-  mb = f32{s} broadcast(m), dimensions={{0}}
-  d = f32{s} subtract(x, mb)
-  e = f32{s} exponential(d)
-  z = f32[] constant(0)
-  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
-  l = f32{r} log(t)
-  lb = f32{s} broadcast(l), dimensions={{0}}
-  ROOT y = f32{s} subtract(d, lb)
-}}
-
-ENTRY main {{
-  p0 = f32{s} parameter(0)
-  ROOT f = f32{s} fusion(p0), kind=kLoop, calls=fused
-}}
-"""
-    fusion = parse_hlo(text).fusions()[0]
+    fusion = _log_softmax(512, 1000)
     mx, total, rest = split_reduction(fusion, host=True, side_outputs=True)
     assert total.fused_computation.root.opcode == "log"
     assert analyze_fusion(total).kind == EmitterKind.REDUCTION

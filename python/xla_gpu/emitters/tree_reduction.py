@@ -441,7 +441,9 @@ def _whole_rows(x: HloInstruction, n: int) -> int | None:
     summed x - max - log(sum) in 4000 parts of 1024 in 0.48 ms, in its
     4096 rows in 0.31 ms."""
     dims = x.shape.dims
-    minor = dims[x.shape.layout.minor_to_major[0]] if x.shape.layout else dims[-1]
+    if not dims:
+        return None
+    minor = dims[x.shape.minor_to_major[0]]
     bound = kMinThreadsXRowReduction * kRowReductionTileX
     if not (32 <= minor <= bound and n % minor == 0 and n > minor):
         return None

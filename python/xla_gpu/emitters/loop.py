@@ -21,8 +21,8 @@ from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion
 from .kernel import LaunchDimensions
 from .registry import register_emitter
 
-__all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "host_row_launch", "loop_launch_dims",
-           "may_prevent_vectorization", "shareable_operands"]
+__all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "host_row_launch",
+           "loop_launch_dims", "may_prevent_vectorization", "shareable_operands"]
 
 # XLA: a block is this many warps (warp scheduling granularity).
 kWarpSchedulingGranularity = 4
@@ -92,10 +92,11 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     """For the CPU target alone: a block a row of the output's minor
     dimension (its threads times the elements a thread makes), where the
     fusion reads values broadcast along that dimension (a row's max, its
-    log-sum; not a scalar's broadcast) and a row is 32 to 1024 threads. The row is then the block's,
-    one value for all of its lanes, where XLA's blocks of 512 elements cut
-    rows of 1000: each lane's row computed, the values gathered lane by
-    lane. None where that does not apply."""
+    log-sum; not a scalar's broadcast) and a row is 32 to 1024 threads.
+    The row is then the block's, one value for all of its lanes, where
+    XLA's blocks of 512 elements cut rows of 1000: each lane's row
+    computed, the values gathered lane by lane. None where that does not
+    apply."""
     dims, unroll = shape.dims, launch.unroll_factor
     if len(dims) < 2 or not shape.has_default_layout or dims[-1] % unroll:
         return None

@@ -79,7 +79,7 @@ MOST_REREADS = 64
 # emitter's reduce is a serial loop of an output's elements from 16 on
 # (rows of 8 it unrolls, vectorized across outputs): through
 # xla_gpu.jax.jit over 4M elements, max(x) - min(x), sum(x) * max(x),
-# mean / std and logsumexp ran 1.4-6.4x jax.jit's time over rows of 32 to
+# mean / std and logsumexp ran 1.4-6.8x jax.jit's time over rows of 32 to
 # 1000 with 1024 here, 0.5-1.4x with 32; rows of 16 were mixed (the
 # logsumexp's 3x slower taken out), of 8 2-3x slower taken out.
 MIN_TAKEN_OUT, MIN_TAKEN_OUT_INPUT = 32, kMinThreadsXRowReduction * kRowReductionTileX + 1

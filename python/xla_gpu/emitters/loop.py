@@ -82,9 +82,15 @@ def loop_launch_dims(shape: Shape, device: DeviceDescription = DEFAULT_DEVICE,
     per_thread = -(-n // vector)
     threads = min(device.threads_per_warp * kWarpSchedulingGranularity, max(1, per_thread))
     blocks = max(1, -(-per_thread // threads))
+    return LoopLaunch(_grid(blocks, threads, device), vector)
+
+
+def _grid(blocks: int, threads: int, device: DeviceDescription) -> LaunchDimensions:
+    """`blocks` blocks of `threads` threads, those past the device's x limit
+    along block y."""
     blocks_y = -(-blocks // device.block_dim_limit_x)
     blocks_x = -(-blocks // blocks_y)
-    return LoopLaunch(LaunchDimensions((blocks_x, blocks_y, 1), (threads, 1, 1)), vector)
+    return LaunchDimensions((blocks_x, blocks_y, 1), (threads, 1, 1))
 
 
 def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
@@ -107,10 +113,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     if not any(i.opcode == "broadcast" and i.shape.dims == dims and i.attr("dimensions") and
                minor not in i.attr("dimensions") for i in comp.instructions):
         return None
-    rows = shape.num_elements // dims[-1]
-    blocks_y = -(-rows // device.block_dim_limit_x)
-    blocks_x = -(-rows // blocks_y)
-    return LoopLaunch(LaunchDimensions((blocks_x, blocks_y, 1), (threads, 1, 1)), unroll)
+    return LoopLaunch(_grid(shape.num_elements // dims[-1], threads, device), unroll)
 
 
 def default_thread_map(emitter: EmitterBase, dims: LaunchDimensions, unroll: int,

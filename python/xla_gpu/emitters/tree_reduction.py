@@ -223,8 +223,8 @@ def _fission_once(fusion: HloInstruction, warp_size: int, serial: bool = False,
                      f"({reduce.shape.to_text(layout=False)}, {side.shape.to_text(layout=False)}) "
                      f"tuple(%{reduce.name}, %{side.name})")
     last = [i.to_text().removeprefix("ROOT ") for i in params]
-    for k, value in enumerate(taken):
-        last.append(f"%{value.name} = {value.shape.to_text(layout=False)} "
+    for k, handed in enumerate(taken):
+        last.append(f"%{handed.name} = {handed.shape.to_text(layout=False)} "
                     f"parameter({len(params) + k})")
     last += [i.to_text() for i in comp.instructions
              if id(i) in rest and i.opcode != "parameter"]

@@ -118,45 +118,6 @@ struct Sum {
   }
 };
 
-// Applies the (x mod c) * k + (x floordiv c) * (c * k) -> x * k rule until
-// no pair is left.
-void mergeModAndFloorDiv(Sum& sum) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (size_t i = 0; i < sum.terms.size() && !changed; ++i) {
-      auto [modExpr, k] = sum.terms[i];
-      if (modExpr.getKind() != AffineExprKind::Mod) continue;
-      auto mod = llvm::cast<mlir::AffineBinaryOpExpr>(modExpr);
-      auto c = constantOf(mod.getRHS());
-      if (!c) continue;
-      for (size_t j = 0; j < sum.terms.size(); ++j) {
-        auto [divExpr, m] = sum.terms[j];
-        if (divExpr.getKind() != AffineExprKind::FloorDiv) continue;
-        auto div = llvm::cast<mlir::AffineBinaryOpExpr>(divExpr);
-        auto d = constantOf(div.getRHS());
-        if (!d || m != satMul(*c, k)) continue;
-        // x floordiv c, or -- when x is y floordiv a -- y floordiv (a * c).
-        bool same = div.getLHS() == mod.getLHS() && *d == *c;
-        if (!same && mod.getLHS().getKind() == AffineExprKind::FloorDiv) {
-          auto inner = llvm::cast<mlir::AffineBinaryOpExpr>(mod.getLHS());
-          auto a = constantOf(inner.getRHS());
-          same = a && inner.getLHS() == div.getLHS() && *d == satMul(*a, *c);
-        }
-        if (!same) continue;
-        AffineExpr x = mod.getLHS();
-        sum.terms.erase(sum.terms.begin() + std::max(i, j));
-        sum.terms.erase(sum.terms.begin() + std::min(i, j));
-        Sum inner = Sum::of(x);
-        for (auto& [b, mult] : inner.terms) sum.add(b, satMul(mult, k));
-        sum.constant = satAdd(sum.constant, satMul(inner.constant, k));
-        changed = true;
-        break;
-      }
-    }
-  }
-}
-
 }  // namespace
 
 int64_t evaluateAffineExpr(AffineExpr expr, llvm::ArrayRef<int64_t> dims,
@@ -301,8 +262,100 @@ class IndexingMapSimplifier {
       for (auto& [b, mult] : inner.terms) out.add(b, satMul(mult, m));
       out.constant = satAdd(out.constant, satMul(inner.constant, m));
     }
-    mergeModAndFloorDiv(out);
+    mergeDigits(out);
     return out;
+  }
+
+  // x as y floordiv a, a >= 1: x itself (a = 1), y floordiv a, or a sum
+  // S + z floordiv a, which is (S * a + z) floordiv a.
+  std::pair<AffineExpr, int64_t> asFloorDiv(AffineExpr x) {
+    if (x.getKind() == AffineExprKind::FloorDiv) {
+      auto div = llvm::cast<mlir::AffineBinaryOpExpr>(x);
+      if (auto a = constantOf(div.getRHS()); a && *a > 0) return {div.getLHS(), *a};
+    }
+    if (auto pulled = pullIntoFloorDiv(x)) return *pulled;
+    return {x, 1};
+  }
+
+  // S + z floordiv a as (S * a + z, a), for the first term z floordiv a of
+  // the sum with multiplier 1; none where there is no such term or S * a
+  // could overflow.
+  std::optional<std::pair<AffineExpr, int64_t>> pullIntoFloorDiv(AffineExpr x) {
+    if (x.getKind() != AffineExprKind::Add) return std::nullopt;
+    Sum sum = Sum::of(x);
+    for (size_t t = 0; t < sum.terms.size(); ++t) {
+      auto [base, m] = sum.terms[t];
+      if (m != 1 || base.getKind() != AffineExprKind::FloorDiv) continue;
+      auto div = llvm::cast<mlir::AffineBinaryOpExpr>(base);
+      auto a = constantOf(div.getRHS());
+      if (!a || *a <= 0) continue;
+      Sum scaled;
+      for (size_t u = 0; u < sum.terms.size(); ++u) {
+        if (u != t) scaled.add(sum.terms[u].first, satMul(sum.terms[u].second, *a));
+      }
+      scaled.constant = satMul(sum.constant, *a);
+      scaled.add(div.getLHS(), 1);
+      AffineExpr y = scaled.build(x.getContext());
+      Interval r = map_.getRange(y);
+      if (r.lower == kMin || r.upper == kMax) return std::nullopt;
+      return std::make_pair(y, *a);
+    }
+    return std::nullopt;
+  }
+
+  // Merges the digits of a mixed-radix number, q = y floordiv a:
+  //   (q mod c) * k + (q floordiv c) * (c * k)             ->  q * k
+  //   (q mod c) * k + ((q floordiv c) mod m) * (c * k)     ->  (q mod (c * m)) * k
+  // until no pair is left. Both hold for every integer q. The higher digit is
+  // recognized in its simplified form, so a delinearized index
+  //   (d0 floordiv 294) * 150528 + ((d0 * 128 + d1 floordiv 4) floordiv 168) mod 224) * 672
+  //     + (((d0 * 512 + d1) floordiv 3) mod 224) * 3 + (d0 * 512 + d1) mod 3
+  // folds back to d0 * 512 + d1.
+  void mergeDigits(Sum& sum) {
+    // Each merge takes two terms out; the cap bounds a pathological input.
+    for (int merges = 0; merges < 64; ++merges) {
+      bool changed = false;
+      for (size_t i = 0; i < sum.terms.size() && !changed; ++i) {
+        auto [low, k] = sum.terms[i];
+        if (low.getKind() != AffineExprKind::Mod) continue;
+        auto mod = llvm::cast<mlir::AffineBinaryOpExpr>(low);
+        auto c = constantOf(mod.getRHS());
+        if (!c || *c <= 0) continue;
+        auto [y, a] = asFloorDiv(mod.getLHS());
+        int64_t ac = satMul(a, *c);
+        int64_t ck = satMul(*c, k);
+        if (ac == kMax || ck == kMax || ck == kMin) continue;
+        AffineExpr high = simplify(y.floorDiv(ac));
+        if (constantOf(high)) continue;
+        for (size_t j = 0; j < sum.terms.size(); ++j) {
+          auto [other, m] = sum.terms[j];
+          if (j == i || m != ck) continue;
+          AffineExpr q = mod.getLHS();
+          AffineExpr merged;
+          if (other == high) {
+            merged = q;
+          } else if (other.getKind() == AffineExprKind::Mod) {
+            auto otherMod = llvm::cast<mlir::AffineBinaryOpExpr>(other);
+            auto radix = constantOf(otherMod.getRHS());
+            if (otherMod.getLHS() != high || !radix || *radix <= 0 ||
+                satMul(*c, *radix) == kMax) {
+              continue;
+            }
+            merged = simplify(q % satMul(*c, *radix));
+          } else {
+            continue;
+          }
+          sum.terms.erase(sum.terms.begin() + std::max(i, j));
+          sum.terms.erase(sum.terms.begin() + std::min(i, j));
+          Sum inner = Sum::of(merged);
+          for (auto& [b, mult] : inner.terms) sum.add(b, satMul(mult, k));
+          sum.constant = satAdd(sum.constant, satMul(inner.constant, k));
+          changed = true;
+          break;
+        }
+      }
+      if (!changed) return;
+    }
   }
 
   AffineExpr simplifySum(AffineExpr expr) {
@@ -365,6 +418,11 @@ class IndexingMapSimplifier {
     if (!c || *c <= 0) return mlir::getAffineBinaryOpExpr(
         AffineExprKind::FloorDiv, lhs, simplify(div.getRHS()));
     if (*c == 1) return lhs;
+    // (S + z floordiv a) floordiv c -> (S * a + z) floordiv (a * c): one
+    // division, and the form the digits of a delinearized index share.
+    if (auto pulled = pullIntoFloorDiv(lhs); pulled && satMul(pulled->second, *c) != kMax) {
+      return simplify(pulled->first.floorDiv(satMul(pulled->second, *c)));
+    }
     // (x floordiv a) floordiv c -> x floordiv (a * c)
     if (lhs.getKind() == AffineExprKind::FloorDiv) {
       auto inner = llvm::cast<mlir::AffineBinaryOpExpr>(lhs);

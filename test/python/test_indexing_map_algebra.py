@@ -63,6 +63,23 @@ def simplified(text):
      "(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 4], d0 * 4 + s0 in [0, 99]"),
     ("(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 3], d0 * 4 + s0 in [0, 98]",
      "(d0)[s0] -> (d0 * 4 + s0), domain: d0 in [0, 127], s0 in [0, 3], d0 * 4 + s0 in [0, 98]"),
+    # (S + z floordiv a) floordiv c is one division of S * a + z.
+    ("(d0, d1) -> ((d0 * 128 + d1 floordiv 4) floordiv 168), domain: d0 in [0, 99], "
+     "d1 in [0, 511]",
+     "(d0, d1) -> ((d0 * 512 + d1) floordiv 672), domain: d0 in [0, 99], d1 in [0, 511]"),
+    # The digits of a mixed-radix number merge: q mod 3 + ((q floordiv 3) mod 5) * 3
+    # is q mod 15, and with (q floordiv 15) * 15 it is q.
+    ("(d0) -> (d0 mod 3 + ((d0 floordiv 3) mod 5) * 3), domain: d0 in [0, 1000]",
+     "(d0) -> (d0 mod 15), domain: d0 in [0, 1000]"),
+    ("(d0) -> (d0 mod 3 + ((d0 floordiv 3) mod 5) * 3 + (d0 floordiv 15) * 15), "
+     "domain: d0 in [0, 1000]",
+     "(d0) -> (d0), domain: d0 in [0, 1000]"),
+    # The loop emitter's index into u8[8,224,224,3], flattened (4 elements a
+    # thread, the unroll folded into the thread id).
+    ("(d0, d1) -> ((d0 floordiv 294) * 150528 + (((d0 * 128 + d1 floordiv 4) floordiv 168) "
+     "mod 224) * 672 + (((d0 * 512 + d1) floordiv 3) mod 224) * 3 + (d0 * 512 + d1) mod 3), "
+     "domain: d0 in [0, 2351], d1 in [0, 511]",
+     "(d0, d1) -> (d0 * 512 + d1), domain: d0 in [0, 2351], d1 in [0, 511]"),
     # One constraint per expression: the intersection.
     ("(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [0, 2], d0 mod 4 in [1, 3]",
      "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [1, 2]"),
@@ -224,6 +241,45 @@ def test_simplify_preserves_meaning(ctx, seed):
             assert _original_bounds_contain(m, dims, syms) and m.contains(dims, syms)
     # Idempotent.
     assert str(s.simplify()) == str(s)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_linearized_delinearization_is_the_linear_index(ctx, seed):
+    """An index delinearized into a shape's digits, as the loop emitter's
+    thread maps do, and linearized again (flatten-tensors) is the linear index
+    the threads count: no division is left."""
+    rng = random.Random(seed)
+    shape = [rng.choice([1, 2, 3, 5, 7, 8, 12, 64, 224]) for _ in range(rng.randint(2, 4))]
+    unroll = rng.choice([1, 2, 4, 8])
+    threads = rng.choice([32, 128, 512]) // unroll
+    total = 1
+    for n in shape:
+        total *= n
+    blocks = -(-total // (threads * unroll))
+    # bl_x * threads * unroll + th_x * unroll + s0, written as the emitter does:
+    # the higher digits with the unroll divided out where it divides.
+    linear = f"d1 * {threads * unroll} + d0 * {unroll} + s0"
+    strides, stride = [], 1
+    for n in reversed(shape):
+        strides.append(stride)
+        stride *= n
+    strides.reverse()
+    digits = []
+    for i, (n, st) in enumerate(zip(shape, strides)):
+        digit = f"({linear}) floordiv {st}" if st > 1 else f"({linear})"
+        if st % unroll == 0 and st > 1:
+            digit = f"(d1 * {threads} + d0) floordiv {st // unroll}"
+        if i > 0:
+            digit = f"({digit}) mod {n}"
+        digits.append(f"({digit}) * {st}")
+    m = IndexingMap.parse(
+        f"(d0, d1)[s0] -> ({' + '.join(digits)}), domain: d0 in [0, {threads - 1}], "
+        f"d1 in [0, {blocks - 1}], s0 in [0, {unroll - 1}], {linear} in [0, {total - 1}]")
+    s = m.simplify()
+    assert "floordiv" not in str(s) and "mod" not in str(s), (str(m), str(s))
+    for dims, syms in itertools.islice(_points(m), 0, None, 7):
+        if m.contains(dims, syms):
+            assert s.evaluate(dims, syms) == m.evaluate(dims, syms), (str(m), str(s))
 
 
 @pytest.mark.parametrize("seed", range(60))

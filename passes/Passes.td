@@ -126,6 +126,14 @@ def PeelLoopsPass : Pass<"xla-gpu-peel-loops", "mlir::func::FuncOp"> {
     tail over the last value, which keeps it. Range variables are tried from
     the last to the first while the peeled nest stays under 64 iterations.
   }];
+  let options = [
+    Option<"peelInnermost", "peel-innermost", "bool", /*default=*/"true",
+           "Peel the last range variable too (XLA's); the CPU target does not: "
+           "the last is a thread's vector or unroll, which its lane loops take whole">,
+    Option<"accumulationsOnly", "accumulations-only", "bool", /*default=*/"false",
+           "Peel only loops that carry a value besides tensors (a reduction's "
+           "accumulators); the CPU target's">,
+  ];
 }
 
 def FuseLoopsPass : Pass<"xla-gpu-fuse-loops", "mlir::func::FuncOp"> {

@@ -62,18 +62,29 @@ IndexingMap withRangeBounds(const IndexingMap& map, unsigned index, Interval bou
 }
 
 struct PeelLoop : public mlir::OpRewritePattern<LoopOp> {
-  using OpRewritePattern::OpRewritePattern;
+  PeelLoop(mlir::MLIRContext* context, bool peelInnermost, bool accumulationsOnly)
+      : OpRewritePattern(context),
+        peelInnermost(peelInnermost),
+        accumulationsOnly(accumulationsOnly) {}
+  bool peelInnermost;
+  bool accumulationsOnly;
 
   mlir::LogicalResult matchAndRewrite(LoopOp loop,
                                       mlir::PatternRewriter& rewriter) const override {
+    if (accumulationsOnly && llvm::all_of(loop.getInits().getTypes(), [](mlir::Type t) {
+          return llvm::isa<mlir::RankedTensorType>(t);
+        })) {
+      return rewriter.notifyMatchFailure(loop, "carries no accumulator");
+    }
     // 1.-2. The main map last, the tails before it.
     llvm::SmallVector<IndexingMap, 4> maps{loop.getIndexingMap().simplify()};
     int64_t loop_size = 1;
-    for (int index = static_cast<int>(maps.front().getNumRangeVars()) - 1;
-         index >= 0 && loop_size < kMaxPeeledLoopSize; --index) {
+    const int last = static_cast<int>(maps.front().getNumRangeVars()) - 1;
+    for (int index = last; index >= 0 && loop_size < kMaxPeeledLoopSize; --index) {
       const IndexingMap main = maps.back();
       Interval bounds = main.getRangeVars()[index].bounds;
       loop_size *= bounds.upper - bounds.lower + 1;
+      if (index == last && !peelInnermost) continue;
       if (bounds.isPoint() || !isRangeVarConstrained(main, index)) continue;
       IndexingMap peeled = withRangeBounds(main, index, {bounds.lower, bounds.upper - 1});
       if (isRangeVarConstrained(peeled, index)) continue;  // peeling does not help
@@ -105,13 +116,14 @@ struct PeelLoop : public mlir::OpRewritePattern<LoopOp> {
 
 class PeelLoopsPass : public impl::PeelLoopsPassBase<PeelLoopsPass> {
  public:
+  using PeelLoopsPassBase::PeelLoopsPassBase;
   void runOnOperation() override {
     // One walk, not a greedy fixpoint: the loops made here must not be
     // peeled again.
     llvm::SmallVector<LoopOp> loops;
     getOperation().walk([&](LoopOp loop) { loops.push_back(loop); });
     mlir::PatternRewriter rewriter(&getContext());
-    PeelLoop pattern(&getContext());
+    PeelLoop pattern(&getContext(), peelInnermost, accumulationsOnly);
     for (LoopOp loop : loops) {
       rewriter.setInsertionPoint(loop);
       (void)pattern.matchAndRewrite(loop, rewriter);

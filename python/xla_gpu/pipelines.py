@@ -87,12 +87,17 @@ class PipelineOptions:
     # Every other bench loop is 96 ops or fewer.
     max_unrolled_ops: int = XLA_MAX_UNROLLED_OPS
     # XLA's peeling of a loop's last, bounds-checked iteration
-    # (xla-gpu-peel-loops): on a GPU the main loop loses the check. The CPU
-    # target keeps one loop: peeling a thread's vector symbol split its
-    # walk into one walk an element (a column reduction with a partial
-    # tile read its input twice, 3.5x slower), and the lane loops are cut
-    # where a bounds check flips instead (-xla-gpu-lower-kernel-to-cpu).
+    # (xla-gpu-peel-loops): on a GPU the main loop loses the check.
     peel_loops: bool = True
+    # The CPU target's: the last range variable is not peeled
+    # (peel-innermost=false). It is a thread's vector, which peeled split
+    # the thread's walk into one walk an element (a column reduction with a
+    # partial tile read its input twice, 3.5x slower); the lane loops are
+    # cut where its bounds check flips instead (-xla-gpu-lower-kernel-to-cpu).
+    peel_innermost: bool = True
+    # The CPU target's: only loops that carry a value besides tensors (an
+    # accumulation) are peeled (accumulations-only=true); see runtime/cpu.py.
+    peel_accumulations_only: bool = False
     # The CPU target's: a thread's top-level loop over its elements (the
     # loop emitter's unroll) becomes K times as many threads
     # (xla-gpu-fold-loops-into-threads), one copy of the body for LLVM to
@@ -173,7 +178,9 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         _INLINE,
         # XLA's place for it: before the loops become scf, so that a loop
         # whose last iteration alone needs a bounds check is split.
-        *(["func.func(xla-gpu-peel-loops)"] if opts.peel_loops else []),
+        *([f"func.func(xla-gpu-peel-loops{{peel-innermost={str(opts.peel_innermost).lower()} "
+           f"accumulations-only={str(opts.peel_accumulations_only).lower()}}})"]
+          if opts.peel_loops else []),
         "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
         "func.func(xla-gpu-lower-tile-copies)",
         "func.func(xla-gpu-simplify-arith)",

@@ -885,6 +885,39 @@ def test_avx512_hosts_scale_exp_by_its_rounded_exponent(tmp_path):
     assert not re.search(r"(vcvttps2dq|vcvtdq2ps)\s.*%[yz]mm", listing)
 
 
+# exp + a column sum over 1000 rows, 32 rows a step: the last step reaches
+# past row 999 for most warps.
+EXP_COLUMN_SUM = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+fc {
+  p = f32[1000,512] parameter(0)
+  e = f32[1000,512] exponential(p)
+  z = f32[] constant(0)
+  ROOT r = f32[512] reduce(e, z), dimensions={0}, to_apply=add
+}
+ENTRY e {
+  v = f32[1000,512] parameter(0)
+  ROOT f = f32[512] fusion(v), kind=kInput, calls=fc
+}
+"""
+
+
+def test_a_column_sum_with_a_partial_last_step_vectorizes(tmp_path):
+    """A column reduction whose last step reaches past the rows: the CPU
+    target peels that step (xla-gpu-peel-loops' accumulations-only), so
+    the steps before it run without a bounds check, and their exps are
+    computed a 512-bit vector at a time. Unpeeled, each of the eight steps
+    an unrolled visit holds kept its check, and LLVM computed two lanes at
+    a time (0.34 against 0.08 ms)."""
+    _skip_without_avx512()
+    listing = _listing(tmp_path, EXP_COLUMN_SUM)
+    assert re.search(r"vscalefps\s.*%zmm", listing)
+
+
 def test_interleaving_is_cut_to_the_instruction_budget(tmp_path):
     """A folded lane loop asks LLVM to interleave its K = 4 vector chains;
     HostJit cuts the count where the body times the count would pass 256

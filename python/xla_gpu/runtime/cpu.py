@@ -77,11 +77,17 @@ _CPUS = os.cpu_count() or 1
 # small): LLVM's induction-variable widening, and the no-wrap assumptions
 # its vectorizer needs for 32-bit offsets extended to 64, were a third of
 # O3 on the benchmarks (O3 1.15 -> 0.82 s over all cases, whole compiles
-# -16 %; the transposes' halved), and no kernel ran slower. No loop
-# peeling (PipelineOptions.peel_loops): A/B in one process over the
-# benchmarks, the f16 021 transpose 0.79x, a column sum with a partial tile
-# (f32[4096,1040]) 0.28-0.33x, every other case within noise, every
-# result bit for bit the same. Transposing writes only where the host has
+# -16 %; the transposes' halved), and no kernel ran slower. Loop peeling
+# (PipelineOptions.peel_loops) only of an accumulation's outer range
+# variables: peeling every loop's, A/B in one process over the benchmarks,
+# the f16 021 transpose ran 1.27x the time (a loop that writes its tile),
+# a column sum with a partial tile (f32[4096,1040]) 3-3.5x (its thread's
+# vector peeled, one walk an element). Peeled, an accumulation's last step
+# that reaches past the edge keeps its bounds check, and the steps before
+# it -- unrolled into one lane loop, xla-gpu-lower-kernel-to-cpu's visits --
+# have none, so LLVM vectorizes them: exp + column sum f32[1000,512] (rows
+# 32 a step) 0.34 -> 0.08 ms, every bench kernel within noise, every result
+# bit for bit the same. Transposing writes only where the host has
 # 512-bit vectors (PipelineOptions.transposing_writes). Loops are unrolled
 # up to the CPU's budget on every host (PipelineOptions.max_unrolled_ops):
 # until stop 53 hosts with transposing writes kept XLA's, as a transposing
@@ -93,7 +99,8 @@ _CPUS = os.cpu_count() or 1
 _WIDE_VECTORS = has_512_bit_vectors()
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
     vectorize=False, pipeline_loads=False, unroll_accumulations=False, unroll_math_loops=False,
-    partial_unroll=False, max_unrolled_ops=128, index_bitwidth=64, peel_loops=False,
+    partial_unroll=False, max_unrolled_ops=128, index_bitwidth=64, peel_innermost=False,
+    peel_accumulations_only=True,
     fold_loops_into_threads=True, transposing_writes=_WIDE_VECTORS, ldexp_scaling=_WIDE_VECTORS)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,

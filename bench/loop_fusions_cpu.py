@@ -69,6 +69,16 @@ CASES = {
                                "  hi = f32[2048,2048] slice(a0), slice={[2048:4096], [0:2048]}\n"
                                "  ROOT c = f32[2048,4096] concatenate(hi, lo), dimensions={1}",
                                [f"f32{N}"], "f32[2048,4096]"),
+    # An image batch normalized (stop 63): the thread map delinearized over
+    # [8,224,224,3] linearizes back to the thread's index (the IndexingMap
+    # simplifier's digit merge); before, each element divided by 294, 168,
+    # 224 and 3 (0.97 -> 0.12 ms).
+    "u8 image normalization [8,224,224,3]": _module(
+        "  c = f32[8,224,224,3] convert(a0)\n  k = f32[] constant(0.00392156886)\n"
+        "  b = f32[8,224,224,3] broadcast(k), dimensions={}\n"
+        "  m = f32[8,224,224,3] multiply(c, b)\n  h = f32[] constant(-0.5)\n"
+        "  bh = f32[8,224,224,3] broadcast(h), dimensions={}\n"
+        "  ROOT a = f32[8,224,224,3] add(m, bh)", ["u8[8,224,224,3]"], "f32[8,224,224,3]"),
 }
 
 

@@ -132,9 +132,13 @@ def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | 
     reads it (its result broadcast back: a softmax's max; or read by a
     reduce after it: a cross-entropy's sum over x - logsumexp(x)), when
     that reads the fusion's inputs more than MOST_REREADS times over: the
-    reduce and how many times."""
+    reduce and how many times. The same in a reduction fusion, for a
+    reduce its heroes' inputs read (XLA:CPU's YNNPACK fusion of
+    softmax(x).max(-1), three reduces in a row: XLA:GPU never fuses a
+    reduce into a reduction's inputs, and the reduction emitter evaluated
+    the max and the sum again for each element, 175x jax.jit's time)."""
     comp = fusion.fused_computation
-    if analyze_fusion(fusion).kind != EmitterKind.LOOP:
+    if analyze_fusion(fusion).kind not in (EmitterKind.LOOP, EmitterKind.REDUCTION):
         return None
     inputs = max(1, sum(p.shape.num_elements for p in comp.parameters))
     readers = _readers(comp)

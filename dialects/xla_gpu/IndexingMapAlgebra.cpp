@@ -308,7 +308,7 @@ class IndexingMapSimplifier {
   //   (q mod c) * k + ((q floordiv c) mod m) * (c * k)     ->  (q mod (c * m)) * k
   // until no pair is left. Both hold for every integer q. The higher digit is
   // recognized in its simplified form, so a delinearized index
-  //   (d0 floordiv 294) * 150528 + ((d0 * 128 + d1 floordiv 4) floordiv 168) mod 224) * 672
+  //   (d0 floordiv 294) * 150528 + (((d0 * 128 + d1 floordiv 4) floordiv 168) mod 224) * 672
   //     + (((d0 * 512 + d1) floordiv 3) mod 224) * 3 + (d0 * 512 + d1) mod 3
   // folds back to d0 * 512 + d1.
   void mergeDigits(Sum& sum) {

@@ -90,10 +90,11 @@ class PipelineOptions:
     # (xla-gpu-peel-loops): on a GPU the main loop loses the check.
     peel_loops: bool = True
     # The CPU target's: the last range variable is not peeled
-    # (peel-innermost=false). It is a thread's vector, which peeled split
-    # the thread's walk into one walk an element (a column reduction with a
-    # partial tile read its input twice, 3.5x slower); the lane loops are
-    # cut where its bounds check flips instead (-xla-gpu-lower-kernel-to-cpu).
+    # (peel-innermost=false). It is a thread's vector (or the loop
+    # emitter's unroll), which peeled split the thread's walk into one walk
+    # an element (a column reduction with a partial tile read its input
+    # twice, 3.5x slower); the lane loops are cut where its bounds check
+    # flips instead (-xla-gpu-lower-kernel-to-cpu).
     peel_innermost: bool = True
     # The CPU target's: only loops that carry a value besides tensors (an
     # accumulation) are peeled (accumulations-only=true); see runtime/cpu.py.

@@ -385,6 +385,19 @@ def test_a_bf16_softmax_keeps_its_rounded_exp_for_the_rest():
                                               side_outputs=True)] == ["fusion"] * 3
 
 
+def _row_exp_sum(s: str, r: str) -> str:
+    """A fused computation's first lines over x of shape `s`: each row's
+    max m, e = exp(x - max) and each row's sum t of e (of shape `r`)."""
+    return f"""  x = f32{s} parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
+  mb = f32{s} broadcast(m), dimensions={{0}}
+  d = f32{s} subtract(x, mb)
+  e = f32{s} exponential(d)
+  z = f32[] constant(0)
+  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add"""
+
+
 def _log_softmax(rows: int, cols: int, summed: bool = False):
     """jax.nn.log_softmax as XLA:CPU fuses it (for YNNPACK), or with
     `summed` its sum, jax's -log_softmax(x).mean()'s: one loop fusion whose
@@ -398,14 +411,7 @@ def _log_softmax(rows: int, cols: int, summed: bool = False):
 
 {_softmax_reducers('f32')}
 fused {{
-  x = f32{s} parameter(0)
-  ninf = f32[] constant(-inf)
-  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
-  mb = f32{s} broadcast(m), dimensions={{0}}
-  d = f32{s} subtract(x, mb)
-  e = f32{s} exponential(d)
-  z = f32[] constant(0)
-  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
+{_row_exp_sum(s, r)}
   l = f32{r} log(t)
   lb = f32{s} broadcast(l), dimensions={{0}}
 {root}
@@ -484,14 +490,7 @@ def test_reduces_in_a_reductions_inputs_are_taken_out():
 
 {_softmax_reducers('f32')}
 fused {{
-  x = f32{s} parameter(0)
-  ninf = f32[] constant(-inf)
-  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
-  mb = f32{s} broadcast(m), dimensions={{0}}
-  d = f32{s} subtract(x, mb)
-  e = f32{s} exponential(d)
-  z = f32[] constant(0)
-  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
+{_row_exp_sum(s, r)}
   c1 = f32[] constant(1)
   one = f32{r} broadcast(c1), dimensions={{}}
   i = f32{r} divide(one, t)

@@ -43,7 +43,11 @@ from ..hlo.module import Attribute
 from ..reference import XlaCpuExecutable, as_xla_takes_it, kernel_row_major
 from ..emitters.fusion_merger import (is_elementwise_producer, merge_producer,
                                       reads_each_element_once)
+from ..emitters.fusion_analysis import EmitterKind, analyze_fusion
+from ..emitters.merged_kernel import merge_kernels, same_row_blocks
 from ..emitters.tree_reduction import split_reduction
+from ..hlo.opcodes import ELEMENTWISE
+from ..hlo.shape import Shape
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["FusionDecision", "jit"]
@@ -191,7 +195,104 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
         o.users = [inst if u is last else u for u in o.users]
     if (shared := _shared_operand(module, inst)) is not None:
         kernels[-1] = emit_kernel(inst, device, shared, host=True)
-    return [*zip(fusions[:-1], kernels), (inst, kernels[-1])]
+    return _merge_row_parts(module, [*zip(fusions[:-1], kernels), (inst, kernels[-1])])
+
+
+def _reads_by_row(part: HloInstruction, k: int) -> bool:
+    """Whether reduction fusion `part` reads its operand `k` (a row value
+    of an earlier part: a row's max) only at the rows it reduces: through
+    broadcasts along its reduce's reduced dimensions, and elementwise ops
+    of the operand's shape (its epilogue's: the log of a row's sum)."""
+    comp = part.fused_computation
+    reduces = [i for i in comp.instructions if i.opcode == "reduce"]
+    if len(reduces) != 1:
+        return False
+    rows = reduces[0].operands[0].shape
+    kept = [d for d in range(rows.rank) if d not in reduces[0].dimensions]
+    param = comp.parameters[k]
+    todo, seen = [param], set()
+    while todo:
+        value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        for user in value.users:
+            if (user.opcode == "broadcast" and user.shape.dims == rows.dims and
+                    list(user.dimensions) == kept):
+                continue
+            if user.opcode not in ELEMENTWISE or user.shape.dims != param.shape.dims:
+                return False
+            todo.append(user)
+    return True
+
+
+def _merge_row_parts(module: HloModule, parts: list[tuple[HloInstruction, object]]
+                     ) -> list[tuple[HloInstruction, object]]:
+    """Consecutive parts of a split reduction that reduce the same rows
+    with the same thread map (merged_kernel.same_row_blocks), each reading
+    the earlier ones' results only at its own rows (_reads_by_row), as one
+    kernel: one custom call of a tuple of their results, each part its
+    get-tuple-element. A block then reads its rows again from its core's
+    caches: softmax(x).max(-1) over f32[4096,1000], a row max, an exp +
+    sum and a max of the probabilities, 0.87x the time of the three
+    kernels (A/B in one process, bits the same)."""
+    out: list[tuple[HloInstruction, object]] = []
+    group: list[tuple[HloInstruction, object]] = []
+    merged = None
+    inputs: list[HloInstruction] = []  # the merged kernel's parameters
+
+    def flush():
+        if len(group) > 1:
+            out.append((_as_tuple_of(module, [p for p, _ in group], inputs), merged))
+        else:
+            out.extend(group)
+
+    for part, kernel in parts:
+        outputs = {id(p): k for k, (p, _) in enumerate(group)}
+        if (group and part.opcode == "fusion" and not part.shape.is_tuple and
+                analyze_fusion(part).kind == EmitterKind.REDUCTION and
+                same_row_blocks(group[0][1], kernel) and
+                all(_reads_by_row(part, j) for j, o in enumerate(part.operands)
+                    if id(o) in outputs)):
+            feeds = {j: outputs[id(o)] for j, o in enumerate(part.operands) if id(o) in outputs}
+            known = {id(o): k for k, o in enumerate(inputs)}
+            shared = {j: known[id(o)] for j, o in enumerate(part.operands)
+                      if id(o) in known and j not in feeds}
+            merged = merge_kernels(merged, kernel, feeds, shared)
+            inputs += [o for j, o in enumerate(part.operands) if j not in feeds and j not in shared]
+            group.append((part, kernel))
+            continue
+        flush()
+        group, merged, inputs = [(part, kernel)], kernel, list(part.operands)
+        if (part.opcode != "fusion" or part.shape.is_tuple or
+                analyze_fusion(part).kind != EmitterKind.REDUCTION):
+            out.append(group.pop())
+    flush()
+    return out
+
+
+def _as_tuple_of(module: HloModule, parts: list[HloInstruction],
+                 inputs: list[HloInstruction]) -> HloInstruction:
+    """A new instruction of the entry, before `parts`, on `inputs`, whose
+    result is the tuple of theirs; each part becomes its get-tuple-element
+    (keeping its name, shape and users)."""
+    entry = module.entry
+    first = parts[0]
+    tuple_of = HloInstruction(
+        name=f"{first.name}.merged", opcode="fusion",
+        shape=Shape(tuple_shapes=tuple(p.shape for p in parts)), operands=list(inputs),
+        attributes=dict(first.attributes), parent=entry, users=list(parts),
+        called_computations=list(first.called_computations))
+    entry.instructions.insert(entry.instructions.index(first), tuple_of)
+    for o in inputs:
+        o.users = [u for u in o.users if not any(u is p for p in parts)] + [tuple_of]
+    for k, part in enumerate(parts):
+        part.users = [u for u in part.users if not any(u is p for p in parts)]
+        part.opcode = "get-tuple-element"
+        part.operands = [tuple_of]
+        part.attributes = {"index": Attribute("index", str(k), k)}
+        part.called_computations = []
+    return tuple_of
 
 
 def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruction | None:
@@ -259,8 +360,8 @@ def _replace_fusions_in_context(module: HloModule,
         if split:
             emitted += split
             decisions.append(FusionDecision(
-                inst.name, kind, True, f"as {len(split)} kernels (its reductions split or "
-                "taken out)"))
+                inst.name, kind, True, f"as {len(split)} kernel{'s' * (len(split) > 1)} (its "
+                "reductions split or taken out)"))
             continue
         try:
             emitted.append((inst, emit_kernel(inst, device, _shared_operand(module, inst),

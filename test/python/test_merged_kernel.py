@@ -1,0 +1,185 @@
+"""Consecutive parts of a split reduction over the same rows run as one
+kernel (emitters/merged_kernel.py, xla_gpu.jax.jit's _merge_row_parts)."""
+
+import numpy as np
+import pytest
+from mlir import ir
+
+from xla_gpu.emitters import DEFAULT_DEVICE, emit_kernel
+from xla_gpu.emitters.merged_kernel import merge_kernels, same_row_blocks
+from xla_gpu.emitters.tree_reduction import split_reduction
+from xla_gpu.hlo import parse_hlo
+from xla_gpu.runtime import CpuKernel
+from xla_gpu.runtime import cpu as cpu_runtime
+
+REDUCERS = """mx {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+"""
+
+
+def _top_probability(rows: int, cols: int):
+    """softmax(x).max(-1) as XLA:CPU fuses it: a row max, an exp + sum
+    reading it, and a max of the probabilities reading both."""
+    s, r = f"[{rows},{cols}]", f"[{rows}]"
+    text = f"""HloModule m
+
+{REDUCERS}
+fused {{
+  x = f32{s} parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
+  mb = f32{s} broadcast(m), dimensions={{0}}
+  d = f32{s} subtract(x, mb)
+  e = f32{s} exponential(d)
+  z = f32[] constant(0)
+  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
+  c1 = f32[] constant(1)
+  one = f32{r} broadcast(c1), dimensions={{}}
+  i = f32{r} divide(one, t)
+  ib = f32{s} broadcast(i), dimensions={{0}}
+  p = f32{s} multiply(e, ib)
+  ROOT top = f32{r} reduce(p, ninf), dimensions={{1}}, to_apply=mx
+}}
+
+ENTRY main {{
+  p0 = f32{s} parameter(0)
+  ROOT f = f32{r} fusion(p0), kind=kCustom, calls=fused
+}}
+"""
+    return parse_hlo(text).fusions()[0]
+
+
+def _zeros(shape, dtype=np.float32):
+    return cpu_runtime.aligned(np.zeros(shape, dtype))
+
+
+def test_merged_parts_compute_the_parts_bits():
+    """The three parts as one kernel (first, a barrier, second, a barrier,
+    third): the results bit for bit those of the three kernels run one
+    after the other, and one entry holding the barriers between them."""
+    fusion = _top_probability(512, 1000)
+    with ir.Context():
+        parts = split_reduction(fusion, 32, host=True, side_outputs=True)
+        kernels = [emit_kernel(p, DEFAULT_DEVICE, host=True) for p in parts]
+        assert len(kernels) == 3
+        assert all(same_row_blocks(kernels[0], k) for k in kernels[1:])
+        # The second reads x (shared) and the max (fed); the third x, the
+        # max and the sum.
+        two = merge_kernels(kernels[0], kernels[1], feeds={1: 0}, shared={0: 0})
+        three = merge_kernels(two, kernels[2], feeds={1: 0, 2: 1}, shared={0: 0})
+        assert len(three.parameters) == 1 and len(three.results) == 3
+        text = three.text
+        barriers = sum(k.text.count("xla_gpu.sync_threads") for k in kernels)
+        assert text.count("xla_gpu.sync_threads") == barriers + 2
+        assert sum(" private " not in line for line in text.splitlines()
+                   if line.lstrip().startswith("func.func")) == 1
+        separate = [CpuKernel(k) for k in kernels]
+        merged = CpuKernel(three)
+    x = cpu_runtime.aligned(np.random.default_rng(0).standard_normal((512, 1000), np.float32))
+    m, t, top = _zeros(512), _zeros(512), _zeros(512)
+    separate[0](x, m)
+    separate[1](x, m, t)
+    separate[2](x, m, t, top)
+    outs = [_zeros(512) for _ in range(3)]
+    merged(x, *outs)
+    for want, got in zip((m, t, top), outs):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_kernels_over_other_rows_are_not_merged():
+    """A row reduction's part and a column reduction's kernel: other grids
+    and thread maps."""
+    column = f"""HloModule m
+
+{REDUCERS}
+fused {{
+  x = f32[512,1000] parameter(0)
+  z = f32[] constant(0)
+  ROOT t = f32[1000] reduce(x, z), dimensions={{0}}, to_apply=add
+}}
+
+ENTRY main {{
+  p0 = f32[512,1000] parameter(0)
+  ROOT f = f32[1000] fusion(p0), kind=kInput, calls=fused
+}}
+"""
+    with ir.Context():
+        rows = emit_kernel(split_reduction(_top_probability(512, 1000), 32, host=True)[0],
+                           DEFAULT_DEVICE, host=True)
+        cols = emit_kernel(parse_hlo(column).fusions()[0], DEFAULT_DEVICE, host=True)
+        assert same_row_blocks(rows, rows)
+        assert not same_row_blocks(rows, cols)
+
+
+def test_kernels_without_barriers_of_their_own_are_not_merged():
+    """Rows of 512, a warp a row: the parts' reductions need no barrier, and
+    the CPU target runs them thread by thread; merged (a barrier between
+    them) they ran phase by phase, 8x the time."""
+    with ir.Context():
+        parts = split_reduction(_top_probability(64, 512), 32, host=True, side_outputs=True)
+        first, second = (emit_kernel(p, DEFAULT_DEVICE, host=True) for p in parts[:2])
+        assert first.launch == second.launch
+        assert "xla_gpu.sync_threads" not in first.text
+        assert not same_row_blocks(first, second)
+
+
+def test_a_part_that_reads_an_earlier_result_elsewhere_is_not_merged():
+    """_reads_by_row: a row's max read through a broadcast along the reduced
+    dimension, or elementwise at its own rows, is read where the block that
+    wrote it runs; reversed, it is another block's row."""
+    from xla_gpu.jax.whole_program import _reads_by_row
+
+    def part(read: str):
+        text = f"""HloModule m
+
+{REDUCERS}
+fused {{
+  x = f32[512,1000] parameter(0)
+  m = f32[512] parameter(1)
+{read}
+  d = f32[512,1000] subtract(x, mb)
+  z = f32[] constant(0)
+  ROOT t = f32[512] reduce(d, z), dimensions={{1}}, to_apply=add
+}}
+
+ENTRY main {{
+  p0 = f32[512,1000] parameter(0)
+  p1 = f32[512] parameter(1)
+  ROOT f = f32[512] fusion(p0, p1), kind=kInput, calls=fused
+}}
+"""
+        return parse_hlo(text).fusions()[0]
+
+    assert _reads_by_row(part("  mb = f32[512,1000] broadcast(m), dimensions={0}"), 1)
+    assert _reads_by_row(part("  n = f32[512] negate(m)\n"
+                              "  mb = f32[512,1000] broadcast(n), dimensions={0}"), 1)
+    assert not _reads_by_row(part("  r = f32[512] reverse(m), dimensions={0}\n"
+                                  "  mb = f32[512,1000] broadcast(r), dimensions={0}"), 1)
+
+
+def test_jit_runs_the_parts_over_the_same_rows_as_one_kernel():
+    """softmax(x).max(-1) through xla_gpu.jax.jit: its max, exp + sum and
+    max of the probabilities, taken apart, run as one custom call (a tuple
+    of the three row values), whose result is jax.jit's. (Over fewer rows
+    XLA:CPU fuses the program otherwise.)"""
+    import jax
+    import xla_gpu.jax as xj
+    fn = lambda v: jax.nn.softmax(v).max(-1)  # noqa: E731
+    x = np.random.default_rng(1).standard_normal((4096, 1000)).astype(np.float32)
+    f = xj.jit(fn)
+    out = np.asarray(f(x))
+    (decision,) = [d for d in f.decisions() if d.kind == "kCustom"]
+    assert decision.ours and decision.reason.startswith("as 1 kernel "), f.fusion_report()
+    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    calls = [line for line in text.splitlines() if "custom-call(" in line]
+    assert len(calls) == 1 and "(f32[4096]{0}, f32[4096]{0}, f32[4096]{0}) custom-call" in calls[0]
+    np.testing.assert_allclose(out, np.asarray(jax.jit(fn)(x)), rtol=2e-6)

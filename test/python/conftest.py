@@ -41,3 +41,55 @@ func.func @main(%in: tensor<128xf32>, %out: tensor<128xf32>) -> tensor<128xf32> 
   return %w : tensor<128xf32>
 }
 """
+
+
+def row_exp_sum(s: str, r: str) -> str:
+    """A fused computation's first lines over x of shape `s`: each row's
+    max m, e = exp(x - max) and each row's sum t of e (of shape `r`)."""
+    return f"""  x = f32{s} parameter(0)
+  ninf = f32[] constant(-inf)
+  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
+  mb = f32{s} broadcast(m), dimensions={{0}}
+  d = f32{s} subtract(x, mb)
+  e = f32{s} exponential(d)
+  z = f32[] constant(0)
+  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add"""
+
+
+def top_probability_fusion(rows: int, cols: int):
+    """softmax(x).max(-1) over f32[rows, cols] as XLA:CPU fuses it (for
+    YNNPACK): one reduction fusion whose hero, the max of each row's
+    probabilities, reads the row's max and sum -- reduces XLA:GPU never
+    fuses into a reduction's inputs (test_tree_reduction,
+    test_merged_kernel)."""
+    from xla_gpu.hlo import parse_hlo
+    s, r = f"[{rows},{cols}]", f"[{rows}]"
+    return parse_hlo(f"""HloModule m
+
+mx {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}}
+
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}}
+
+fused {{
+{row_exp_sum(s, r)}
+  c1 = f32[] constant(1)
+  one = f32{r} broadcast(c1), dimensions={{}}
+  i = f32{r} divide(one, t)
+  ib = f32{s} broadcast(i), dimensions={{0}}
+  p = f32{s} multiply(e, ib)
+  ROOT top = f32{r} reduce(p, ninf), dimensions={{1}}, to_apply=mx
+}}
+
+ENTRY main {{
+  p0 = f32{s} parameter(0)
+  ROOT f = f32{r} fusion(p0), kind=kCustom, calls=fused
+}}
+""").fusions()[0]

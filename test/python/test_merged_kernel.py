@@ -2,7 +2,6 @@
 kernel (emitters/merged_kernel.py, xla_gpu.jax.jit's _merge_row_parts)."""
 
 import numpy as np
-import pytest
 from mlir import ir
 
 from xla_gpu.emitters import DEFAULT_DEVICE, emit_kernel
@@ -12,50 +11,14 @@ from xla_gpu.hlo import parse_hlo
 from xla_gpu.runtime import CpuKernel
 from xla_gpu.runtime import cpu as cpu_runtime
 
-REDUCERS = """mx {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] maximum(a, b)
-}
+from conftest import top_probability_fusion
 
-add {
+REDUCERS = """add {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT c = f32[] add(a, b)
 }
 """
-
-
-def _top_probability(rows: int, cols: int):
-    """softmax(x).max(-1) as XLA:CPU fuses it: a row max, an exp + sum
-    reading it, and a max of the probabilities reading both."""
-    s, r = f"[{rows},{cols}]", f"[{rows}]"
-    text = f"""HloModule m
-
-{REDUCERS}
-fused {{
-  x = f32{s} parameter(0)
-  ninf = f32[] constant(-inf)
-  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
-  mb = f32{s} broadcast(m), dimensions={{0}}
-  d = f32{s} subtract(x, mb)
-  e = f32{s} exponential(d)
-  z = f32[] constant(0)
-  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
-  c1 = f32[] constant(1)
-  one = f32{r} broadcast(c1), dimensions={{}}
-  i = f32{r} divide(one, t)
-  ib = f32{s} broadcast(i), dimensions={{0}}
-  p = f32{s} multiply(e, ib)
-  ROOT top = f32{r} reduce(p, ninf), dimensions={{1}}, to_apply=mx
-}}
-
-ENTRY main {{
-  p0 = f32{s} parameter(0)
-  ROOT f = f32{r} fusion(p0), kind=kCustom, calls=fused
-}}
-"""
-    return parse_hlo(text).fusions()[0]
 
 
 def _zeros(shape, dtype=np.float32):
@@ -66,7 +29,7 @@ def test_merged_parts_compute_the_parts_bits():
     """The three parts as one kernel (first, a barrier, second, a barrier,
     third): the results bit for bit those of the three kernels run one
     after the other, and one entry holding the barriers between them."""
-    fusion = _top_probability(512, 1000)
+    fusion = top_probability_fusion(512, 1000)
     with ir.Context():
         parts = split_reduction(fusion, 32, host=True, side_outputs=True)
         kernels = [emit_kernel(p, DEFAULT_DEVICE, host=True) for p in parts]
@@ -113,7 +76,7 @@ ENTRY main {{
 }}
 """
     with ir.Context():
-        rows = emit_kernel(split_reduction(_top_probability(512, 1000), 32, host=True)[0],
+        rows = emit_kernel(split_reduction(top_probability_fusion(512, 1000), 32, host=True)[0],
                            DEFAULT_DEVICE, host=True)
         cols = emit_kernel(parse_hlo(column).fusions()[0], DEFAULT_DEVICE, host=True)
         assert same_row_blocks(rows, rows)
@@ -125,7 +88,7 @@ def test_kernels_without_barriers_of_their_own_are_not_merged():
     the CPU target runs them thread by thread; merged (a barrier between
     them) they ran phase by phase, 8x the time."""
     with ir.Context():
-        parts = split_reduction(_top_probability(64, 512), 32, host=True, side_outputs=True)
+        parts = split_reduction(top_probability_fusion(64, 512), 32, host=True, side_outputs=True)
         first, second = (emit_kernel(p, DEFAULT_DEVICE, host=True) for p in parts[:2])
         assert first.launch == second.launch
         assert "xla_gpu.sync_threads" not in first.text

@@ -11,6 +11,8 @@ from xla_gpu.emitters.fusion_analysis import (EmitterKind, reduction_dimensions,
 from xla_gpu.emitters.tree_reduction import split_reduction
 from xla_gpu.hlo import parse_hlo
 
+from conftest import row_exp_sum, top_probability_fusion
+
 
 def _fusion(param: str, out: str, dims: str, reducer: str = "add", init: str = "0",
             prologue: str = "exponential"):
@@ -385,19 +387,6 @@ def test_a_bf16_softmax_keeps_its_rounded_exp_for_the_rest():
                                               side_outputs=True)] == ["fusion"] * 3
 
 
-def _row_exp_sum(s: str, r: str) -> str:
-    """A fused computation's first lines over x of shape `s`: each row's
-    max m, e = exp(x - max) and each row's sum t of e (of shape `r`)."""
-    return f"""  x = f32{s} parameter(0)
-  ninf = f32[] constant(-inf)
-  m = f32{r} reduce(x, ninf), dimensions={{1}}, to_apply=mx
-  mb = f32{s} broadcast(m), dimensions={{0}}
-  d = f32{s} subtract(x, mb)
-  e = f32{s} exponential(d)
-  z = f32[] constant(0)
-  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add"""
-
-
 def _log_softmax(rows: int, cols: int, summed: bool = False):
     """jax.nn.log_softmax as XLA:CPU fuses it (for YNNPACK), or with
     `summed` its sum, jax's -log_softmax(x).mean()'s: one loop fusion whose
@@ -411,7 +400,7 @@ def _log_softmax(rows: int, cols: int, summed: bool = False):
 
 {_softmax_reducers('f32')}
 fused {{
-{_row_exp_sum(s, r)}
+{row_exp_sum(s, r)}
   l = f32{r} log(t)
   lb = f32{s} broadcast(l), dimensions={{0}}
 {root}
@@ -485,26 +474,7 @@ def test_reduces_in_a_reductions_inputs_are_taken_out():
     import numpy as np
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
-    s, r = "[512,1000]", "[512]"
-    text = f"""HloModule m
-
-{_softmax_reducers('f32')}
-fused {{
-{_row_exp_sum(s, r)}
-  c1 = f32[] constant(1)
-  one = f32{r} broadcast(c1), dimensions={{}}
-  i = f32{r} divide(one, t)
-  ib = f32{s} broadcast(i), dimensions={{0}}
-  p = f32{s} multiply(e, ib)
-  ROOT top = f32{r} reduce(p, ninf), dimensions={{1}}, to_apply=mx
-}}
-
-ENTRY main {{
-  p0 = f32{s} parameter(0)
-  ROOT f = f32{r} fusion(p0), kind=kCustom, calls=fused
-}}
-"""
-    fusion = parse_hlo(text).fusions()[0]
+    fusion = top_probability_fusion(512, 1000)
     assert analyze_fusion(fusion).kind == EmitterKind.REDUCTION
     parts = split_reduction(fusion, host=True, side_outputs=True)
     assert [analyze_fusion(p).kind for p in parts] == [EmitterKind.REDUCTION] * 3

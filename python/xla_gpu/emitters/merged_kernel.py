@@ -76,16 +76,24 @@ def _renamed(kernel: EmittedKernel, prefix: str) -> tuple[str, ir.FunctionType]:
     return "\n".join(str(op) for op in module.body.operations), func_type
 
 
-def _call(callee: str, args: list[str], func_type: ir.FunctionType, result: str) -> str:
-    ins = ", ".join(str(t) for t in func_type.inputs)
-    outs = ", ".join(str(t) for t in func_type.results)
-    count = len(func_type.results)
-    lhs = f"%{result}" + (f":{count}" if count > 1 else "")
-    return f"    {lhs} = func.call @{callee}({', '.join(args)}) : ({ins}) -> ({outs})\n"
+def _types(types) -> str:
+    return ", ".join(str(t) for t in types)
+
+
+def _lhs(name: str, count: int) -> str:
+    """The left-hand side of an op of `count` results named `name`."""
+    return f"%{name}" + (f":{count}" if count > 1 else "")
 
 
 def _values(name: str, count: int) -> list[str]:
+    """The results of that op, one by one."""
     return [f"%{name}"] if count == 1 else [f"%{name}#{k}" for k in range(count)]
+
+
+def _call(callee: str, args: list[str], func_type: ir.FunctionType, result: str) -> str:
+    return (f"    {_lhs(result, len(func_type.results))} = func.call @{callee}"
+            f"({', '.join(args)}) : ({_types(func_type.inputs)}) -> "
+            f"({_types(func_type.results)})\n")
 
 
 def merge_kernels(first: EmittedKernel, second: EmittedKernel, feeds: dict[int, int],
@@ -113,19 +121,17 @@ def merge_kernels(first: EmittedKernel, second: EmittedKernel, feeds: dict[int, 
     name = entry or first.entry
     synced = _values("s", a_out)
     body = _call(f"a_{first.entry}", args[:a_in] + outs[:a_out], a_type, "a")
-    body += (f"    {synced[0].split('#')[0]}{f':{a_out}' if a_out > 1 else ''} = "
-             f"xla_gpu.sync_threads {', '.join(_values('a', a_out))} : "
-             f"{', '.join(str(t) for t in a_type.results)}\n")
+    body += (f"    {_lhs('s', a_out)} = xla_gpu.sync_threads {', '.join(_values('a', a_out))} : "
+             f"{_types(a_type.results)}\n")
     own = iter(args[a_in:])
     b_args = [synced[feeds[j]] if j in feeds else args[shared[j]] if j in shared else next(own)
               for j in range(b_in)]
     body += _call(f"b_{second.entry}", b_args + outs[a_out:], b_type, "b")
     results = synced + _values("b", b_out)
-    body += (f"    return {', '.join(results)} : "
-             f"{', '.join(str(t) for t in types_out)}\n")
+    body += f"    return {', '.join(results)} : {_types(types_out)}\n"
     text = (f"module {{\n{a_text}\n{b_text}\n  func.func @{name}({signature}) -> "
-            f"({', '.join(str(t) for t in types_out)}) attributes {{{LAUNCH_DIMS_ATTR} = "
-            f"{launch}}} {{\n{body}  }}\n}}\n")
+            f"({_types(types_out)}) attributes {{{LAUNCH_DIMS_ATTR} = {launch}}} {{\n"
+            f"{body}  }}\n}}\n")
     module = ir.Module.parse(text)
     parameters = list(first.parameters) + [second.parameters[j] for j in b_own]
     return EmittedKernel(module, name, first.launch, parameters,

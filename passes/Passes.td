@@ -31,6 +31,13 @@ def LowerXlaGpuLoopsToScfPass
     spec's walk-through. Out-of-domain iterations yield the iteration
     arguments unchanged.
   }];
+  let options = [
+    Option<"boundInnermost", "bound-innermost", "bool", /*default=*/"false",
+           "In a loop that carries scalars only (a reduce-window's window, an "
+           "inline reduce), make each constraint `rest + s` on the innermost "
+           "range variable s the bounds of its scf.for instead of a check of "
+           "every iteration (the CPU target's)">,
+  ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }
 

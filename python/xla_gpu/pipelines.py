@@ -99,6 +99,12 @@ class PipelineOptions:
     # The CPU target's: only loops that carry a value besides tensors (an
     # accumulation) are peeled (accumulations-only=true); see runtime/cpu.py.
     peel_accumulations_only: bool = False
+    # The CPU target's: a loop that carries scalars only (a reduce-window's
+    # window, an inline reduce) takes a constraint on its innermost range
+    # variable as that loop's bounds, not as a check of every iteration
+    # (xla-gpu-lower-xla-gpu-loops-to-scf's bound-innermost); see
+    # runtime/cpu.py.
+    bound_innermost: bool = False
     # The CPU target's: a thread's top-level loop over its elements (the
     # loop emitter's unroll) becomes K times as many threads
     # (xla-gpu-fold-loops-into-threads), one copy of the body for LLVM to
@@ -166,6 +172,14 @@ _INLINE = "inline{default-pipeline=cse}"
 _CANONICALIZE = "canonicalize{region-simplify=disabled}"
 
 
+def _with_options(pattern: str, values: dict[str, bool], defaults: dict[str, bool]) -> str:
+    """`pattern` with `{}` replaced by the options that differ from their
+    defaults (`{a=true b=false}`), or by nothing: XLA's pipeline prints
+    its passes bare."""
+    changed = [f"{k}={str(v).lower()}" for k, v in values.items() if v != defaults[k]]
+    return pattern.format("{" + " ".join(changed) + "}" if changed else "")
+
+
 def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
     passes += [
         _INLINE,
@@ -179,10 +193,13 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         _INLINE,
         # XLA's place for it: before the loops become scf, so that a loop
         # whose last iteration alone needs a bounds check is split.
-        *([f"func.func(xla-gpu-peel-loops{{peel-innermost={str(opts.peel_innermost).lower()} "
-           f"accumulations-only={str(opts.peel_accumulations_only).lower()}}})"]
+        *([_with_options("func.func(xla-gpu-peel-loops{})",
+                         {"peel-innermost": opts.peel_innermost,
+                          "accumulations-only": opts.peel_accumulations_only},
+                         {"peel-innermost": True, "accumulations-only": False})]
           if opts.peel_loops else []),
-        "func.func(xla-gpu-lower-xla-gpu-loops-to-scf)",
+        _with_options("func.func(xla-gpu-lower-xla-gpu-loops-to-scf{})",
+                      {"bound-innermost": opts.bound_innermost}, {"bound-innermost": False}),
         "func.func(xla-gpu-lower-tile-copies)",
         "func.func(xla-gpu-simplify-arith)",
         _CANONICALIZE,

@@ -18,11 +18,14 @@ u8 result, an op between the converts) gives 0 for the NaN as HLO's
 semantics say, as ours does. Two rewrites of XLA's algebraic simplifier
 are right for reals but not for integers: `a / power(b, c)` made
 `a * power(b, -c)` (power(3, -2) is 0: 9 / 9 gave 0) and `abs(a * a)`
-made `a * a` (a square that wraps is negative). And an integer division
+made `a * a` (a square that wraps is negative); and for floats
+`a / broadcast(b)` becomes `a * broadcast(1 / b)`, two roundings where
+the HLO has one (f16 quotients 1 ulp off, where ours are the correctly
+rounded ones; seed 12187). And an integer division
 of values that fold to constants (`x ^ x` is 0) is left out: compiling it
 (the StableHLO the reference goes through; with every HLO pass off too)
-XLA divides 0 by 0 itself, and the process dies of SIGFPE. All four were
-found past the seeds CI runs (5483, 5571, 6025).
+XLA divides 0 by 0 itself, and the process dies of SIGFPE. All were found
+past the seeds CI runs (5483, 5571, 6025, 12187).
 
 `XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 64; `make fuzz` runs more),
 from `XLA_GPU_RANDOM_SEED_BASE` on (default 0).
@@ -99,6 +102,7 @@ def fusion_text(seed: int) -> tuple[str, str]:
     narrowed_to_f8 = set()  # f8e4m3fn values converted from integers
     powers, squares = set(), set()  # integer power(a, b) and a * a results
     constants = set()  # values that fold to constants (a ^ a)
+    broadcasts = set()  # float broadcasts (a divisor XLA:CPU inverts)
     for k in range(8):
         name = f"v{k}"
         a, t = r.choice(values)
@@ -124,6 +128,8 @@ def fusion_text(seed: int) -> tuple[str, str]:
             lines.append(f"{name} = {t}{SHAPE} select({operands[1]}, {a}, {operands[2]})")
         elif kind < 0.55:
             lines += _indexing(r, name, a, t)
+            if t in FLOATS and " broadcast(" in lines[-1]:
+                broadcasts.add(name)
         elif t == "pred":
             lines.append(f"{name} = pred{SHAPE} not({a})")
         elif r.random() < 0.5:
@@ -135,7 +141,7 @@ def fusion_text(seed: int) -> tuple[str, str]:
             op = r.choice(FLOAT_BINARY if t in FLOATS else INT_BINARY)
             b = r.choice(same)
             operands.append(b)
-            if (op == "divide" and b in powers or
+            if (op == "divide" and (b in powers or b in broadcasts) or
                     op in ("divide", "remainder") and {a, b} <= constants):
                 op = "multiply"
             if t in INTEGERS and op == "power":

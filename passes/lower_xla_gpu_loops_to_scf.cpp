@@ -1,11 +1,12 @@
 //===- lower_xla_gpu_loops_to_scf.cpp - -xla-gpu-lower-xla-gpu-loops-to-scf -===//
 
+#include <functional>
+#include <limits>
+
 #include "dialects/xla_gpu/XlaGpuDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/AffineExpr.h"
-
-#include <functional>
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -144,7 +145,11 @@ struct LowerLoop : public mlir::OpRewritePattern<LoopOp> {
         walksDisjointWindows(map)) {
       for (auto [k, constraint] : llvm::enumerate(map.getConstraints())) {
         auto [expr, interval] = constraint;
-        if (!expr.isFunctionOfSymbol(numRange - 1)) continue;
+        if (!expr.isFunctionOfSymbol(numRange - 1) ||
+            interval.lower == std::numeric_limits<int64_t>::min() ||
+            interval.upper == std::numeric_limits<int64_t>::max()) {
+          continue;
+        }
         if (auto rest = restOfUnitTerm(expr, numRange - 1, map.getNumDims(),
                                        map.getNumSymbols())) {
           asBounds.insert(k);

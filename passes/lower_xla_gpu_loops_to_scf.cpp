@@ -44,6 +44,18 @@ Value inRange(mlir::OpBuilder& b, mlir::Location loc, Value v, Interval range) {
   return b.create<mlir::arith::AndIOp>(loc, ge, le);
 }
 
+// `expr`, over `map`'s variables (no constraints), at `dims` and `symbols`.
+Value applyExpr(mlir::OpBuilder& b, mlir::Location loc, const IndexingMap& map,
+                mlir::AffineExpr expr, mlir::ValueRange dims, mlir::ValueRange symbols) {
+  mlir::AffineMap affine =
+      mlir::AffineMap::get(map.getNumDims(), map.getNumSymbols(), expr, b.getContext());
+  IndexingMap single(affine, llvm::to_vector(map.getDimVars()),
+                     llvm::to_vector(map.getRangeVars()), {});
+  return b.create<ApplyIndexingOp>(loc, dims, symbols,
+                                   IndexingMapAttr::get(b.getContext(), single))
+      .getResult(0);
+}
+
 // `expr` as rest + s with s the range variable `symbol` and rest free of
 // it: rest, or none.
 std::optional<mlir::AffineExpr> restOfUnitTerm(mlir::AffineExpr expr, unsigned symbol,
@@ -165,12 +177,7 @@ struct LowerLoop : public mlir::OpRewritePattern<LoopOp> {
         SmallVector<Value> symbols(ivs);
         symbols.push_back(rewriter.create<mlir::arith::ConstantIndexOp>(loc, 0));
         for (auto& [rest, interval] : bounds) {
-          mlir::AffineMap affine = mlir::AffineMap::get(map.getNumDims(), map.getNumSymbols(),
-                                                        rest, loop.getContext());
-          IndexingMap restMap(affine, llvm::to_vector(map.getDimVars()),
-                              llvm::to_vector(map.getRangeVars()), {});
-          Value r = rewriter.create<ApplyIndexingOp>(
-              loc, dims, symbols, IndexingMapAttr::get(loop.getContext(), restMap)).getResult(0);
+          Value r = applyExpr(rewriter, loc, map, rest, dims, symbols);
           Value lo = rewriter.create<mlir::arith::SubIOp>(
               loc, rewriter.create<mlir::arith::ConstantIndexOp>(loc, interval.lower), r);
           Value hi = rewriter.create<mlir::arith::SubIOp>(
@@ -197,13 +204,7 @@ struct LowerLoop : public mlir::OpRewritePattern<LoopOp> {
     for (auto [k, constraint] : llvm::enumerate(map.getConstraints())) {
       if (asBounds.contains(k)) continue;
       auto [expr, interval] = constraint;
-      mlir::AffineMap affine = mlir::AffineMap::get(map.getNumDims(), map.getNumSymbols(),
-                                                    expr, loop.getContext());
-      IndexingMap constraintMap(affine, llvm::to_vector(map.getDimVars()),
-                                llvm::to_vector(map.getRangeVars()), {});
-      Value v = rewriter.create<ApplyIndexingOp>(
-          loc, dims, ivs, IndexingMapAttr::get(loop.getContext(), constraintMap)).getResult(0);
-      conjoin(inRange(rewriter, loc, v, interval));
+      conjoin(inRange(rewriter, loc, applyExpr(rewriter, loc, map, expr, dims, ivs), interval));
     }
     if (!inBounds) inBounds = rewriter.create<mlir::arith::ConstantIntOp>(loc, 1, 1);
     mlir::TypeRange types = loop.getResultTypes();

@@ -265,6 +265,20 @@ def _run_parts(fusion, parts, inputs):
     return values[id(parts[-1])]
 
 
+def _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol):
+    """Each part holds one reduce (nothing recomputed), and the parts, run
+    one after the other on f32[512,1000], give XLA:CPU's result of the
+    fusion within `rtol` (the order of the sums)."""
+    import numpy as np
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    for part in parts:
+        assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
+    x = np.random.default_rng(0).standard_normal((512, 1000)).astype(np.float32)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    np.testing.assert_allclose(_run_parts(fusion, parts, [x]), want, rtol=rtol)
+
+
 def _softmax_reducers(max_type: str) -> str:
     """A softmax's reducer computations: `mx` (maximum of `max_type`) and
     `add` (of f32)."""
@@ -423,9 +437,6 @@ def test_a_reduce_that_a_later_reduce_reads_is_taken_out():
     1000], each element's row max and sum recomputed unless LLVM hoisted
     them: 17 ms through xla_gpu.jax.jit where XLA:CPU took 1.7-3; 1.95
     split). The result is XLA:CPU's but for the order of the sums."""
-    import numpy as np
-    from xla_gpu.reference import run_with_xla
-    from xla_gpu.tools.test_correctness import reference_text
     fusion = _log_softmax(512, 1000, summed=True)
     parts = split_reduction(fusion, host=True, side_outputs=True)
     assert [analyze_fusion(p).kind for p in parts] == [EmitterKind.REDUCTION] * 4
@@ -436,11 +447,7 @@ def test_a_reduce_that_a_later_reduce_reads_is_taken_out():
     assert tree.shape.dims == (512,)
     assert total.operands == [fusion.operands[0], mx]
     assert tree.operands[-2:] == [mx, total] and last.operands[-1] is tree
-    for part in parts:  # each part one reduce: nothing recomputed
-        assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
-    x = np.random.default_rng(0).standard_normal((512, 1000)).astype(np.float32)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
-    np.testing.assert_allclose(_run_parts(fusion, parts, [x]), want, rtol=1e-5)
+    _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol=1e-5)
 
 
 def test_a_log_softmax_takes_the_log_with_the_sum():
@@ -471,18 +478,11 @@ def test_reduces_in_a_reductions_inputs_are_taken_out():
     every element (f32[4096,1000] through xla_gpu.jax.jit: 263 ms, 175x
     jax.jit's time; 1.75 split). The result is XLA:CPU's but for the
     order of the sum."""
-    import numpy as np
-    from xla_gpu.reference import run_with_xla
-    from xla_gpu.tools.test_correctness import reference_text
     fusion = top_probability_fusion(512, 1000)
     assert analyze_fusion(fusion).kind == EmitterKind.REDUCTION
     parts = split_reduction(fusion, host=True, side_outputs=True)
     assert [analyze_fusion(p).kind for p in parts] == [EmitterKind.REDUCTION] * 3
-    for part in parts:  # each part one reduce: nothing recomputed
-        assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
-    x = np.random.default_rng(0).standard_normal((512, 1000)).astype(np.float32)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
-    np.testing.assert_allclose(_run_parts(fusion, parts, [x]), want, rtol=1e-6)
+    _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol=1e-6)
 
 
 def test_a_softmax_over_short_rows_stays_one_fusion():

@@ -267,14 +267,15 @@ def _run_parts(fusion, parts, inputs):
 
 def _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol):
     """Each part holds one reduce (nothing recomputed), and the parts, run
-    one after the other on f32[512,1000], give XLA:CPU's result of the
-    fusion within `rtol` (the order of the sums)."""
+    one after the other on the fusion's f32 input, give XLA:CPU's result of
+    the fusion within `rtol` (the order of the sums)."""
     import numpy as np
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
     for part in parts:
         assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
-    x = np.random.default_rng(0).standard_normal((512, 1000)).astype(np.float32)
+    shape = fusion.operands[0].shape.dims
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
     np.testing.assert_allclose(_run_parts(fusion, parts, [x]), want, rtol=rtol)
 
@@ -447,6 +448,21 @@ def test_a_reduce_that_a_later_reduce_reads_is_taken_out():
     assert tree.shape.dims == (512,)
     assert total.operands == [fusion.operands[0], mx]
     assert tree.operands[-2:] == [mx, total] and last.operands[-1] is tree
+    _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol=1e-5)
+
+
+def test_a_part_split_twice_names_its_instructions_anew():
+    """-log_softmax(x).mean() over rows of 64: the sum's first part sums
+    each row, and its second, 65536 rows, is split again. That split's
+    names are the reduce's with a suffix none of its computation's
+    instructions has: its `.partial` parameter, from the first split, was
+    defined twice (an HLO parse error out of xla_gpu.jax.jit)."""
+    fusion = _log_softmax(65536, 64, summed=True)
+    parts = split_reduction(fusion, host=True, side_outputs=True)
+    assert [p.shape.dims for p in parts] == [(65536,)] * 3 + [(256,), ()]
+    for part in parts:
+        names = [i.name for i in part.fused_computation.instructions]
+        assert len(names) == len(set(names))
     _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol=1e-5)
 
 

@@ -470,11 +470,13 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
     to_apply = root.attributes["to_apply"].text
     params = comp.parameters
     # The new instructions' names: the reduce's, with a suffix no
-    # instruction of the computation has (a part split again keeps those of
-    # its first split).
+    # instruction of the computation has in any of them (a part split
+    # again keeps those of its first split: the last part of a split holds
+    # its `.partial` parameter, the first its `.split`).
     taken = {i.name for i in comp.instructions}
     depth = 0
-    while f"{root.name}.split{depth or ''}" in taken:
+    while any(f"{root.name}.{kind}{depth or ''}" in taken
+              for kind in ("split", "partial", "normalized", "padded")):
         depth += 1
     name, suffix = root.name, str(depth or "")
     # The first: the reduce's operand and what it reads, the reduce over

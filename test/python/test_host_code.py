@@ -918,6 +918,44 @@ def test_a_column_sum_with_a_partial_last_step_vectorizes(tmp_path):
     assert re.search(r"vscalefps\s.*%zmm", listing)
 
 
+# A softmax's exp + sum over rows of 16, reading each row's max: 8 lanes a
+# row, 32 rows a block (a period of 8 lanes, see
+# -xla-gpu-lower-kernel-to-cpu's periodOf).
+EXP_ROW_SUM_16 = """HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+fc {
+  p = f32[16384,16] parameter(0)
+  m = f32[16384] parameter(1)
+  mb = f32[16384,16] broadcast(m), dimensions={0}
+  d = f32[16384,16] subtract(p, mb)
+  e = f32[16384,16] exponential(d)
+  z = f32[] constant(0)
+  ROOT r = f32[16384] reduce(e, z), dimensions={1}, to_apply=add
+}
+ENTRY e {
+  v = f32[16384,16] parameter(0)
+  w = f32[16384] parameter(1)
+  ROOT f = f32[16384] fusion(v, w), kind=kInput, calls=fc
+}
+"""
+
+
+def test_a_lane_loop_shorter_than_a_warp_is_not_interleaved(tmp_path):
+    """The lane loop of a row of 8 lanes runs 8 trips: asked to interleave
+    two vector chains (the kernel's exp), LLVM took vectors of 4 lanes
+    (VF 4 x 2 = 8 trips), an xmm register a chain. Left to LLVM's count,
+    it takes vectors of 8: softmax(x).max(-1) over f32[65536,16] through
+    xla_gpu.jax.jit, 3.5 -> 1.1 ms (jax.jit 0.7-1.3)."""
+    _skip_without_avx512()
+    listing = _listing(tmp_path, EXP_ROW_SUM_16)
+    assert re.search(r"vscalefps\s.*%[yz]mm", listing)
+    assert not re.search(r"vscalefps\s.*%xmm", listing)
+
+
 def test_interleaving_is_cut_to_the_instruction_budget(tmp_path):
     """A folded lane loop asks LLVM to interleave its K = 4 vector chains;
     HostJit cuts the count where the body times the count would pass 256

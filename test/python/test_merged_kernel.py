@@ -83,16 +83,38 @@ ENTRY main {{
         assert not same_row_blocks(rows, cols)
 
 
-def test_kernels_without_barriers_of_their_own_are_not_merged():
-    """Rows of 512, a warp a row: the parts' reductions need no barrier, and
-    the CPU target runs them thread by thread; merged (a barrier between
-    them) they ran phase by phase, 8x the time."""
+def test_kernels_without_barriers_of_their_own_merge_into_lane_loops():
+    """Rows of 256, a warp a row: the parts' reductions need no barrier of
+    their own. Merged, the exp + sum reads x as the max read it (one load
+    after cse), and -xla-gpu-lower-kernel-to-cpu counts those values of an
+    earlier phase as loads of a lane: its shuffle tree's lanes are
+    computed in a loop over them (8 exps a lane), not each tree's 32 lanes
+    by lane 0 of each warp (256 exps inline, vectorized across the rows:
+    4x the time of the kernels). The bits are the kernels'."""
+    from xla_gpu import pipelines
+    rows, cols = 64, 256
     with ir.Context():
-        parts = split_reduction(top_probability_fusion(64, 512), 32, host=True, side_outputs=True)
-        first, second = (emit_kernel(p, DEFAULT_DEVICE, host=True) for p in parts[:2])
-        assert first.launch == second.launch
-        assert "xla_gpu.sync_threads" not in first.text
-        assert not same_row_blocks(first, second)
+        parts = split_reduction(top_probability_fusion(rows, cols), 32, host=True,
+                                side_outputs=True)
+        kernels = [emit_kernel(p, DEFAULT_DEVICE, host=True) for p in parts]
+        assert "xla_gpu.sync_threads" not in kernels[0].text
+        assert all(same_row_blocks(kernels[0], k) for k in kernels[1:])
+        two = merge_kernels(kernels[0], kernels[1], feeds={1: 0}, shared={0: 0})
+        module = pipelines.parse_module(two.text)
+        pipelines.run_pipeline(module, cpu_runtime.CPU_DEFAULT_OPTIONS,
+                               stages=pipelines.CPU_STAGES)
+        # Each exp's reduction to [-ln 2 / 2, ln 2 / 2] rounds once.
+        assert str(module).count("llvm.intr.roundeven") == cols // 32
+        separate = [CpuKernel(k) for k in kernels[:2]]
+        merged = CpuKernel(two)
+    x = cpu_runtime.aligned(np.random.default_rng(0).standard_normal((rows, cols), np.float32))
+    m, t = _zeros(rows), _zeros(rows)
+    separate[0](x, m)
+    separate[1](x, m, t)
+    outs = [_zeros(rows) for _ in range(2)]
+    merged(x, *outs)
+    for want, got in zip((m, t), outs):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def test_a_part_that_reads_an_earlier_result_elsewhere_is_not_merged():

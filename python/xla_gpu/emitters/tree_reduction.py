@@ -69,9 +69,18 @@ HOST_SPLIT_BLOCKS = 16
 # a fission takes out one reduce).
 _MAX_PARTS = 8
 # How many times over a loop fusion may read its inputs recomputing a
-# reduction inside it before the reduction is taken out (XLA:CPU itself
-# fuses a max over rows of 32 into their elementwise consumer: 32 times).
-MOST_REREADS = 64
+# reduction inside it before the reduction is taken out; a read through a
+# costly op (_COSTLY_OPS: a sum of exps) counts COSTLY_READ reads. Through
+# xla_gpu.jax.jit over f32[65536, 4 to 32] (jax.jit's time in brackets):
+# the softmax over rows of 8 (its max read by the sum's exps, the sum by
+# each element) 1.39 -> 0.54 ms (0.53), over rows of 4 1.20 -> 0.40
+# (0.47); the layer norm over rows of 16 0.71 -> 0.49 (0.59);
+# softmax(x).var(-1) over rows of 8 13.2 -> 0.74 (1.15); x - max(x) over
+# rows of 8 left whole, 0.18 (taken out 0.24; 0.23). At 64, XLA:CPU's
+# count for a max it fuses into its elementwise consumer, rows of 32 and
+# less were never taken out.
+MOST_REREADS = 8
+COSTLY_READ = 8
 # From this many elements an output, and more than a block reduces alone
 # in all, a reduce the loop emitter would run on a thread an output is
 # taken out for the reduction emitter (a tree split's last part, at most
@@ -132,8 +141,8 @@ def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | 
     reads it (its result broadcast back: a softmax's max; or read by a
     reduce after it: a cross-entropy's sum over x - logsumexp(x)), when
     that reads the fusion's inputs more than MOST_REREADS times over: the
-    reduce and how many times. The same in a reduction fusion, for a
-    reduce its heroes' inputs read (XLA:CPU's YNNPACK fusion of
+    reduce and how many times. In a reduction fusion, any reduce its
+    heroes' inputs read more than once a result (XLA:CPU's YNNPACK fusion of
     softmax(x).max(-1), three reduces in a row: XLA:GPU never fuses a
     reduce into a reduction's inputs, and the reduction emitter evaluated
     the max and the sum again for each element, 175x jax.jit's time)."""
@@ -141,6 +150,10 @@ def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | 
     if analyze_fusion(fusion).kind not in (EmitterKind.LOOP, EmitterKind.REDUCTION):
         return None
     inputs = max(1, sum(p.shape.num_elements for p in comp.parameters))
+    # In a reduction fusion, any: the max and sum of softmax(x).max(-1)
+    # over rows of 64 (64 times) ran 45 ms as one kernel, 1.8 taken out
+    # (jax.jit 1.7); over rows of 8, 3.0 and 0.63 (0.78).
+    most = MOST_REREADS if analyze_fusion(fusion).kind == EmitterKind.LOOP else 0
     readers = _readers(comp)
     for inst in comp.topological_order():
         if inst.opcode != "reduce":
@@ -148,9 +161,26 @@ def recomputed_reduce(fusion: HloInstruction) -> tuple[HloInstruction, float] | 
         results = _elements(inst)
         window = inst.operands[0].shape.num_elements // results
         times = readers.get(id(inst), 0)
-        if times > results and times * window > MOST_REREADS * inputs:
+        if times > results and times * window * _read_cost(inst) > most * inputs:
             return inst, times * window / inputs
     return None
+
+
+def _read_cost(reduce: HloInstruction) -> int:
+    """What reading an element of `reduce`'s operand costs, in reads: 1,
+    or COSTLY_READ through a costly op (a sum of exps), up to the fusion's
+    parameters and other reduces (each evaluated on its own)."""
+    stack, seen = list(reduce.operands[:1]), set()
+    while stack:
+        inst = stack.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        if inst.opcode in _COSTLY_OPS:
+            return COSTLY_READ
+        if inst.opcode != "reduce":
+            stack.extend(inst.operands)
+    return 1
 
 
 def _elements(inst: HloInstruction) -> int:
@@ -158,15 +188,22 @@ def _elements(inst: HloInstruction) -> int:
 
 
 def _readers(comp) -> dict[int, int]:
-    """For each instruction (by id), the most elements of an instruction
-    after it that reads it (through others): how many times the loop
-    emitter evaluates it, each a value its readers' loops may hoist (a
-    row's max, once a row in a reduce over the rows' elements)."""
+    """For each instruction (by id), how many times the loop emitter
+    evaluates it: for each instruction after it that reads it (through
+    others), as many times as that one is evaluated, times its window where
+    that is a reduce reading it (the most over the readers: each reads a
+    value once an element of its own, which its loops may hoist: a row's
+    max, once a row in a reduce over the rows' elements). Nested reduces
+    multiply: softmax(x).var(-1) over rows of 16, its max read by the exp
+    of a sum read by a sum read by the variance's sum, 17 ms as one loop
+    fusion against jax.jit's 0.33."""
     readers: dict[int, int] = {}
     for inst in reversed(comp.topological_order()):
-        elements = max(_elements(inst), readers.get(id(inst), 0))
-        for o in inst.operands:
-            readers[id(o)] = max(readers.get(id(o), 0), elements)
+        times = max(_elements(inst), readers.get(id(inst), 0))
+        for k, o in enumerate(inst.operands):
+            window = (inst.operands[0].shape.num_elements // _elements(inst)
+                      if inst.opcode == "reduce" and k < len(inst.operands) // 2 else 1)
+            readers[id(o)] = max(readers.get(id(o), 0), times * max(1, window))
     return readers
 
 

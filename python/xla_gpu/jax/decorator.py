@@ -46,7 +46,7 @@ import jax.numpy as jnp
 
 from ..emitters import EmitterError, EmitterKind, analyze_fusion, emit_kernel, find_fusion
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
-from ..emitters.tree_reduction import MOST_REREADS, recomputed_reduce, split_reduction
+from ..emitters.tree_reduction import recomputed_reduce, split_reduction
 from ..hlo import parse_hlo
 from ..hlo.parser import HloParseError
 from ..pipelines import compile_context
@@ -179,6 +179,8 @@ def _refused(name: str, error: EmitterError | HloParseError, text: str) -> Kerne
 # than this, is said to be slow (a sum and a max of f32[1024,1024] as one
 # kernel: one thread each, ~7x jax.jit).
 _FEW_THREADS, _LONG_REDUCTION = 64, 1 << 16
+# How many times over a kernel's reduce-windows may read its inputs.
+_MOST_WINDOW_READS = 64
 
 
 def _warn_of_slow_reductions(fusion, name: str) -> None:
@@ -210,7 +212,7 @@ def _warn_of_slow_reductions(fusion, name: str) -> None:
         # steps).
         size = math.prod((inst.attr("window") or {}).get("size", [])) \
             if inst.opcode == "reduce-window" else 0
-        if outputs * size > MOST_REREADS * inputs:
+        if outputs * size > _MOST_WINDOW_READS * inputs:
             _log.warning("%s: as one kernel, each of its %d output elements reduces a window "
                          "of up to %d elements in reduce-window %s (%.0fx its inputs read); "
                          "xla_gpu.jax.jit runs it as XLA's fusions", name, outputs, size,

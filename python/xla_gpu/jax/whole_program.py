@@ -232,14 +232,16 @@ def _merge_row_parts(module: HloModule, parts: list[tuple[HloInstruction, object
     with the same thread map (merged_kernel.same_row_blocks), each reading
     the earlier ones' results only at its own rows (_reads_by_row), as one
     kernel: one custom call of a tuple of their results, each part its
-    get-tuple-element. A block then reads its rows again from its core's
-    caches: softmax(x).max(-1) over f32[4096,1000], a row max, an exp +
-    sum and a max of the probabilities, 0.87x the time of the three
-    kernels (A/B in one process, bits the same)."""
+    get-tuple-element (a tuple part's elements, its reduce and the side
+    value it writes, each theirs). A block then reads its rows again from
+    its core's caches: softmax(x).max(-1) over f32[4096,1000], a row max,
+    an exp + sum and a max of the probabilities, 0.87x the time of the
+    three kernels (A/B in one process, bits the same)."""
     out: list[tuple[HloInstruction, object]] = []
     group: list[tuple[HloInstruction, object]] = []
     merged = None
     inputs: list[HloInstruction] = []  # the merged kernel's parameters
+    outputs: dict[int, int] = {}  # a value the group makes: its result in merged
 
     def flush():
         if len(group) > 1:
@@ -247,25 +249,32 @@ def _merge_row_parts(module: HloModule, parts: list[tuple[HloInstruction, object
         else:
             out.extend(group)
 
+    def rows_part(part) -> bool:
+        return part.opcode == "fusion" and analyze_fusion(part).kind == EmitterKind.REDUCTION
+
+    def made(part, first: int) -> dict[int, int]:
+        if not part.shape.is_tuple:
+            return {id(part): first}
+        return {id(g): first + g.attr("index") for g in part.users
+                if g.opcode == "get-tuple-element"}
+
     for part, kernel in parts:
-        outputs = {id(p): k for k, (p, _) in enumerate(group)}
-        if (group and part.opcode == "fusion" and not part.shape.is_tuple and
-                analyze_fusion(part).kind == EmitterKind.REDUCTION and
-                same_row_blocks(group[0][1], kernel) and
+        if (group and rows_part(part) and same_row_blocks(group[0][1], kernel) and
                 all(_reads_by_row(part, j) for j, o in enumerate(part.operands)
                     if id(o) in outputs)):
             feeds = {j: outputs[id(o)] for j, o in enumerate(part.operands) if id(o) in outputs}
             known = {id(o): k for k, o in enumerate(inputs)}
             shared = {j: known[id(o)] for j, o in enumerate(part.operands)
                       if id(o) in known and j not in feeds}
+            outputs.update(made(part, len(merged.results)))
             merged = merge_kernels(merged, kernel, feeds, shared)
             inputs += [o for j, o in enumerate(part.operands) if j not in feeds and j not in shared]
             group.append((part, kernel))
             continue
         flush()
         group, merged, inputs = [(part, kernel)], kernel, list(part.operands)
-        if (part.opcode != "fusion" or part.shape.is_tuple or
-                analyze_fusion(part).kind != EmitterKind.REDUCTION):
+        outputs = made(part, 0)
+        if not rows_part(part):
             out.append(group.pop())
     flush()
     return out
@@ -274,25 +283,44 @@ def _merge_row_parts(module: HloModule, parts: list[tuple[HloInstruction, object
 def _as_tuple_of(module: HloModule, parts: list[HloInstruction],
                  inputs: list[HloInstruction]) -> HloInstruction:
     """A new instruction of the entry, before `parts`, on `inputs`, whose
-    result is the tuple of theirs; each part becomes its get-tuple-element
-    (keeping its name, shape and users)."""
+    result is the tuple of their results (a tuple part's elements in
+    line); each part becomes its get-tuple-element (keeping its name,
+    shape and users), and a tuple part's get-tuple-elements read it
+    instead (the part leaves the entry)."""
     entry = module.entry
     first = parts[0]
+    leaves = [leaf for p in parts for leaf in (p.shape.tuple_shapes if p.shape.is_tuple
+                                               else (p.shape,))]
     tuple_of = HloInstruction(
-        name=f"{first.name}.merged", opcode="fusion",
-        shape=Shape(tuple_shapes=tuple(p.shape for p in parts)), operands=list(inputs),
-        attributes=dict(first.attributes), parent=entry, users=list(parts),
+        name=f"{first.name}.merged", opcode="fusion", shape=Shape(tuple_shapes=tuple(leaves)),
+        operands=list(inputs), attributes=dict(first.attributes), parent=entry, users=[],
         called_computations=list(first.called_computations))
     entry.instructions.insert(entry.instructions.index(first), tuple_of)
     for o in inputs:
         o.users = [u for u in o.users if not any(u is p for p in parts)] + [tuple_of]
-    for k, part in enumerate(parts):
+    offset = 0
+    for part in parts:
+        if part.shape.is_tuple:
+            gets = [g for g in part.users if g.opcode == "get-tuple-element"]
+            for g in gets:
+                g.operands = [tuple_of]
+                g.attributes = {"index": _index(offset + g.attr("index"))}
+            tuple_of.users += gets
+            entry.instructions.remove(part)
+            offset += len(part.shape.tuple_shapes)
+            continue
         part.users = [u for u in part.users if not any(u is p for p in parts)]
         part.opcode = "get-tuple-element"
         part.operands = [tuple_of]
-        part.attributes = {"index": Attribute("index", str(k), k)}
+        part.attributes = {"index": _index(offset)}
         part.called_computations = []
+        tuple_of.users.append(part)
+        offset += 1
     return tuple_of
+
+
+def _index(k: int) -> Attribute:
+    return Attribute("index", str(k), k)
 
 
 def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruction | None:

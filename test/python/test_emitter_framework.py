@@ -645,8 +645,8 @@ def test_the_host_gives_a_loop_fusion_that_reads_row_values_a_block_a_row(ctx):
 @pytest.mark.parametrize("shape, dims, ty, extra_root, loop", [
     ((64, 32, 128), (1,), "f32", False, True),      # the embedding sum's
     ((128, 64, 512), (1,), "bf16", False, True),
-    ((512, 256), (0,), "f32", False, True),         # 512 rows: the most
-    ((1024, 256), (0,), "f32", False, False),       # 1024: the reduction emitter's
+    ((1024, 256), (0,), "f32", False, True),        # 1024 rows: the most
+    ((1025, 256), (0,), "f32", False, False),       # 1025: the reduction emitter's
     ((200, 500, 10), (1,), "f32", False, False),    # columns narrower than 16 lanes
     ((256, 512), (1,), "f32", False, False),        # rows are not
     ((64, 32, 128), (1,), "f32", True, False),      # nor a fusion of two outputs

@@ -52,7 +52,7 @@ import math
 from ..hlo import HloInstruction, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
 from ..hlo.shape import Layout, Shape
-from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, HOST_LOOP_COLUMN_ROWS, EmitterKind,
+from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, EmitterKind,
                               ReductionDimensions, analyze_fusion,
                               is_reduction_from_or_to_contiguous,
                               kBatchedReductionRaceFreeBound, kColumnReductionTileY,
@@ -65,6 +65,9 @@ __all__ = ["MOST_REREADS", "recomputed_reduce", "split_reduction"]
 # (_host_column_split) has at least this many blocks (two cores' pool
 # threads take turns over them; each block as much work as may be).
 HOST_SPLIT_BLOCKS = 16
+# The most rows of a wide column split's first part (_host_column_split),
+# a loop kernel (at most fusion_analysis.HOST_LOOP_COLUMN_ROWS).
+HOST_SPLIT_COLUMN_ROWS = 512
 # Parts of one fusion at most (each tree split at least squares the bound;
 # a fission takes out one reduce).
 _MAX_PARTS = 8
@@ -403,9 +406,10 @@ def _prefix_with_product(dims: tuple[int, ...], product: int) -> int:
 def _host_column_split(n: int, bound: int, tiles: int, columns: int) -> tuple[int, int]:
     """(k, padded n) for the CPU target: n reduced rows as k of padded_n / k.
     Where the columns are as wide as host_prefers_loop_for asks, k is the
-    least that leaves at most HOST_LOOP_COLUMN_ROWS rows, so that the
+    least that leaves at most HOST_SPLIT_COLUMN_ROWS rows, so that the
     first part is a loop kernel (bf16[8192,512]: k = 16, 0.14 ms and
-    compiled in 17 ms, where k = 2 ran alike compiled in 67). Else k is as
+    compiled in 17 ms, where k = 2 ran alike compiled in 67; k = 8, the
+    first part's rows HOST_LOOP_COLUMN_ROWS, alike again). Else k is as
     small (the rows a thread sums in its loop as many) as leaves the first
     part HOST_SPLIT_BLOCKS blocks or more (`tiles` blocks a row of k). From
     there the least padding up to twice that k. XLA's k (about sqrt(n))
@@ -415,7 +419,7 @@ def _host_column_split(n: int, bound: int, tiles: int, columns: int) -> tuple[in
     over bf16[8192,512]: the first part 1.0 ms at XLA's k = 128; the
     f32[8192,128] one 0.22 -> 0.05 at k = 8)."""
     if columns >= HOST_LOOP_COLUMN_LANES:
-        least = max(-(-n // HOST_LOOP_COLUMN_ROWS), 2)
+        least = max(-(-n // HOST_SPLIT_COLUMN_ROWS), 2)
     else:
         least = max(-(-n // bound), -(-HOST_SPLIT_BLOCKS // tiles), 2)
     best = None

@@ -142,6 +142,45 @@ def test_a_started_compile_fails_at_its_result(src, error, match):
         CpuKernel(src)
 
 
+# Four kernels' compiles started, and the interpreter left while they run.
+_EXIT_WHILE_COMPILING = '''
+import os
+os.environ.pop("XLA_GPU_CACHE_DIR", None)
+from xla_gpu.context import new_context
+from xla_gpu.emitters import emit_kernel, find_fusion
+from xla_gpu.hlo import parse_hlo
+from xla_gpu.runtime import cpu
+hlo = """HloModule m
+fc {
+  p = f32[4096,1024] parameter(0)
+  c = f32[] constant(%s)
+  b = f32[4096,1024] broadcast(c), dimensions={}
+  e = f32[4096,1024] exponential(p)
+  t = f32[4096,1024] tanh(e)
+  ROOT r = f32[4096,1024] multiply(t, b)
+}
+ENTRY e {
+  v = f32[4096,1024] parameter(0)
+  ROOT f = f32[4096,1024] fusion(v), kind=kLoop, calls=fc
+}
+"""
+with new_context():
+    texts = [emit_kernel(find_fusion(parse_hlo(hlo % (k + 2)))).text for k in range(4)]
+started = [cpu.start_compile(t) for t in texts]
+print(sum(not s.done() for s in started), "running")
+'''
+
+
+def test_the_interpreter_exits_while_compiles_run():
+    """Compiles still running at exit are waited for before weakref's
+    exit hook destroys the pass managers they run (it ran first: SIGSEGV
+    or SIGBUS at every exit of this script)."""
+    done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_COMPILING], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("running")
+
+
 _LAUNCHES = """
 import sys
 import numpy as np

@@ -24,6 +24,7 @@ import itertools
 import os
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from math import prod
@@ -711,11 +712,22 @@ class _Elsewhere(StartedCompile):
         return CpuKernel(*self._args)
 
 
+class _ExitOrder:
+    """A finalizer's referent (see _finish_at_exit)."""
+
+
 @functools.cache
 def _finish_at_exit() -> None:
     # The plugin's compiling threads run until the process ends: compiles
     # still going then are waited for, before the interpreter (and LLVM's
-    # statics) go.
+    # statics) go -- and before weakref.finalize's exit hook destroys the
+    # compile contexts' pass managers (pipelines._CompileContext), which
+    # those compiles run: atexit runs the last registered first, and
+    # weakref registers its hook with the first finalizer there is, which
+    # was the first compile context's, after this (a process that started
+    # four compiles and exited died of SIGSEGV or SIGBUS).
+    weakref.finalize(_ExitOrder(), lambda: None)
+
     def finish():
         with _cache_lock:
             started = list(_started.values())

@@ -27,7 +27,9 @@
     found by running real programs through `xla_gpu.jax.jit` in stop 62:
     9.3x, 2.0x and 5.0x jax.jit's time before), and softmax(x).max(-1),
     a reduction whose inputs read a row's max and sum (both taken out;
-    stop 63: 175x before). Its compile is jax's
+    stop 63: 175x before), over rows of 1000 and of 64 (a warp a row,
+    its parts merged without barriers of their own; stop 64: 27x
+    before). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -141,6 +143,7 @@ def cases(runs: int) -> list[dict]:
     b = jnp.asarray(np.random.default_rng(5).standard_normal((8, 8, 256, 256), np.float32),
                     jnp.bfloat16)
     e = jnp.asarray(np.random.default_rng(6).standard_normal((4096, 1000), np.float32))
+    r = jnp.asarray(np.random.default_rng(7).standard_normal((65536, 64), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -172,7 +175,12 @@ def cases(runs: int) -> list[dict]:
                     # Reduces in a reduction's inputs, taken out (stop 63:
                     # 175x jax.jit's time before).
                     ("softmax(x).max(-1) f32[4096,1000]", _top_probability,
-                     lambda k: lambda v: _top_probability(v * (1.0 + k)), e)]]
+                     lambda k: lambda v: _top_probability(v * (1.0 + k)), e),
+                    # Rows of 64, a warp a row: the parts, without
+                    # barriers of their own, merged (stop 64: 27x jax.jit's
+                    # time before, the max and sum recomputed per element).
+                    ("softmax(x).max(-1) f32[65536,64]", _top_probability,
+                     lambda k: lambda v: _top_probability(v * (1.0 + k)), r)]]
     return [overhead, gelu, loss, *programs]
 
 

@@ -21,11 +21,13 @@ are right for reals but not for integers: `a / power(b, c)` made
 made `a * a` (a square that wraps is negative); and for floats
 `a / broadcast(b)` becomes `a * broadcast(1 / b)`, two roundings where
 the HLO has one (f16 quotients 1 ulp off, where ours are the correctly
-rounded ones; seed 12187). And an integer division
+rounded ones; seed 12187), and `a / (b / c)` becomes `(a * c) / b`
+(f16 quotients 1 ulp off, where ours round as the HLO's ops do; seed
+15416). And an integer division
 of values that fold to constants (`x ^ x` is 0) is left out: compiling it
 (the StableHLO the reference goes through; with every HLO pass off too)
 XLA divides 0 by 0 itself, and the process dies of SIGFPE. All were found
-past the seeds CI runs (5483, 5571, 6025, 12187).
+past the seeds CI runs (5483, 5571, 6025, 12187, 15416).
 
 `XLA_GPU_RANDOM_SEEDS=N` runs N seeds (default 64; `make fuzz` runs more),
 from `XLA_GPU_RANDOM_SEED_BASE` on (default 0).
@@ -103,6 +105,7 @@ def fusion_text(seed: int) -> tuple[str, str]:
     powers, squares = set(), set()  # integer power(a, b) and a * a results
     constants = set()  # values that fold to constants (a ^ a)
     broadcasts = set()  # float broadcasts (a divisor XLA:CPU inverts)
+    quotients = set()  # float quotients (a divisor XLA:CPU takes apart)
     for k in range(8):
         name = f"v{k}"
         a, t = r.choice(values)
@@ -141,9 +144,11 @@ def fusion_text(seed: int) -> tuple[str, str]:
             op = r.choice(FLOAT_BINARY if t in FLOATS else INT_BINARY)
             b = r.choice(same)
             operands.append(b)
-            if (op == "divide" and (b in powers or b in broadcasts) or
+            if (op == "divide" and (b in powers or b in broadcasts or b in quotients) or
                     op in ("divide", "remainder") and {a, b} <= constants):
                 op = "multiply"
+            if t in FLOATS and op == "divide":
+                quotients.add(name)
             if t in INTEGERS and op == "power":
                 powers.add(name)
             if t in INTEGERS and op == "multiply" and a == b:

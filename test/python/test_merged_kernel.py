@@ -196,3 +196,42 @@ def test_jit_merges_a_part_that_writes_a_side_value(monkeypatch):
     assert apart.decisions()[0].reason.startswith("as 3 kernels ")
     want = np.asarray(jax.jit(jax.nn.softmax)(x), np.float32)
     np.testing.assert_allclose(out.astype(np.float32), want, rtol=2 ** -7, atol=2 ** -9)
+
+
+def test_jit_merges_a_last_part_over_the_rows(monkeypatch):
+    """A layer norm through xla_gpu.jax.jit: its mean, its variance and the
+    normalized rows (the last part, a loop fusion of the rows' shape) run
+    as one kernel: the last part is emitted over the rows as a reduction
+    of them (_row_mapped: its output, and each row's max of it, which
+    nothing reads), so that it reads x again from the caches of the core
+    that reduced it (0.86-0.88x the time apart, f32[4096,1000]). The bits
+    are those of the kernels apart. A softmax's last part, which computes
+    an exp an element, stays apart (row-mapped: 1.31x the time)."""
+    import re
+    import jax
+    import xla_gpu.jax as xj
+    from xla_gpu.jax import whole_program
+
+    def layer_norm(v):
+        m = v.mean(-1, keepdims=True)
+        s = ((v - m) ** 2).mean(-1, keepdims=True)
+        return (v - m) * jax.lax.rsqrt(s + 1e-5)
+
+    x = np.random.default_rng(3).standard_normal((4096, 1000)).astype(np.float32)
+    merged = xj.jit(layer_norm)
+    out = np.asarray(merged(x))
+    (decision,) = merged.decisions()
+    assert decision.reason.startswith("as 1 kernel "), merged.fusion_report()
+    text = merged._last.executable.executable.hlo_modules()[0].to_string()
+    calls = [line for line in text.splitlines() if "custom-call(" in line]
+    assert len(calls) == 1
+    assert re.search(r"\(f32\[4096\]\{0\}, f32\[4096\]\{0\}, f32\[4096,1000\]\{1,0\}, "
+                     r"f32\[4096\]\{0\}\) custom-call", calls[0])
+    softmax = xj.jit(jax.nn.softmax)
+    softmax(x)
+    assert softmax.decisions()[0].reason.startswith("as 2 kernels "), softmax.fusion_report()
+    monkeypatch.setattr(whole_program, "_row_mapped", lambda *args: None)
+    apart = xj.jit(layer_norm)
+    np.testing.assert_array_equal(np.asarray(apart(x)).view(np.uint32), out.view(np.uint32))
+    assert apart.decisions()[0].reason.startswith("as 2 kernels ")
+    np.testing.assert_allclose(out, np.asarray(jax.jit(layer_norm)(x)), rtol=1e-4, atol=1e-5)

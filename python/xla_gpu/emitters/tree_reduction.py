@@ -73,7 +73,7 @@ HOST_SPLIT_COLUMN_ROWS = 512
 _MAX_PARTS = 8
 # How many times over a loop fusion may read its inputs recomputing a
 # reduction inside it before the reduction is taken out; a read through a
-# costly op (_COSTLY_OPS: a sum of exps) counts COSTLY_READ reads. Through
+# costly op (COSTLY_OPS: a sum of exps) counts COSTLY_READ reads. Through
 # xla_gpu.jax.jit over f32[65536, 4 to 32] (jax.jit's time in brackets):
 # the softmax over rows of 8 (its max read by the sum's exps, the sum by
 # each element) 1.39 -> 0.54 ms (0.53), over rows of 4 1.20 -> 0.40
@@ -179,7 +179,7 @@ def _read_cost(reduce: HloInstruction) -> int:
         if id(inst) in seen:
             continue
         seen.add(id(inst))
-        if inst.opcode in _COSTLY_OPS:
+        if inst.opcode in COSTLY_OPS:
             return COSTLY_READ
         if inst.opcode != "reduce":
             stack.extend(inst.operands)
@@ -335,7 +335,7 @@ def _after(comp, reduce) -> list[HloInstruction]:
 
 # Ops whose recomputation costs more than reading back a narrow value they
 # made (_side_value).
-_COSTLY_OPS = frozenset({"exponential", "exponential-minus-one", "log", "log-plus-one",
+COSTLY_OPS = frozenset({"exponential", "exponential-minus-one", "log", "log-plus-one",
                          "logistic", "tanh", "erf", "power", "sine", "cosine", "tan",
                          "atan2", "cbrt", "rsqrt", "sqrt", "divide"})
 
@@ -344,7 +344,7 @@ def _side_value(comp, reduce: HloInstruction, cone: set[int], rest: set[int],
                 warp_size: int) -> HloInstruction | None:
     """A value of the reduce's operand's shape that the rest of the fusion
     reads (in `rest`, not computed from the reduce) and the reduce's part
-    computes all the costly ops (_COSTLY_OPS) of, at least one, on the way
+    computes all the costly ops (COSTLY_OPS) of, at least one, on the way
     (in `cone`), of 16 bits or less: the last such in the computation's
     order, or None. The reduce's part then writes it too, and the rest
     reads it: a bf16 softmax's round(exp(x - max)) (the exp+sum kernel
@@ -363,7 +363,7 @@ def _side_value(comp, reduce: HloInstruction, cone: set[int], rest: set[int],
             continue
         made_of = _before([inst])
         costly = [id(i) for i in comp.instructions
-                  if id(i) in made_of and i.opcode in _COSTLY_OPS]
+                  if id(i) in made_of and i.opcode in COSTLY_OPS]
         if id(reduce) not in made_of and costly and all(c in cone for c in costly):
             found = inst
     return found

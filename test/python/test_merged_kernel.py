@@ -151,21 +151,28 @@ ENTRY main {{
                                   "  mb = f32[512,1000] broadcast(r), dimensions={0}"), 1)
 
 
+def _jit(fn, x):
+    """xla_gpu.jax.jit of `fn` run on `x`: its output, the decision on its
+    one library fusion (kCustom), and the custom calls of the program XLA
+    compiled, as text lines."""
+    import xla_gpu.jax as xj
+    f = xj.jit(fn)
+    out = np.asarray(f(x))
+    (decision,) = [d for d in f.decisions() if d.kind == "kCustom"]
+    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    return out, decision, [line for line in text.splitlines() if "custom-call(" in line]
+
+
 def test_jit_runs_the_parts_over_the_same_rows_as_one_kernel():
     """softmax(x).max(-1) through xla_gpu.jax.jit: its max, exp + sum and
     max of the probabilities, taken apart, run as one custom call (a tuple
     of the three row values), whose result is jax.jit's. (Over fewer rows
     XLA:CPU fuses the program otherwise.)"""
     import jax
-    import xla_gpu.jax as xj
     fn = lambda v: jax.nn.softmax(v).max(-1)  # noqa: E731
     x = np.random.default_rng(1).standard_normal((4096, 1000)).astype(np.float32)
-    f = xj.jit(fn)
-    out = np.asarray(f(x))
-    (decision,) = [d for d in f.decisions() if d.kind == "kCustom"]
-    assert decision.ours and decision.reason.startswith("as 1 kernel "), f.fusion_report()
-    text = f._last.executable.executable.hlo_modules()[0].to_string()
-    calls = [line for line in text.splitlines() if "custom-call(" in line]
+    out, decision, calls = _jit(fn, x)
+    assert decision.ours and decision.reason.startswith("as 1 kernel "), decision
     assert len(calls) == 1 and "(f32[4096]{0}, f32[4096]{0}, f32[4096]{0}) custom-call" in calls[0]
     np.testing.assert_allclose(out, np.asarray(jax.jit(fn)(x)), rtol=2e-6)
 
@@ -182,12 +189,8 @@ def test_jit_merges_a_part_that_writes_a_side_value(monkeypatch):
     from xla_gpu.jax import whole_program
     # (Over fewer rows XLA:CPU fuses the program otherwise.)
     x = jnp.asarray(np.random.default_rng(2).standard_normal((64, 64, 256)), jnp.bfloat16)
-    merged = xj.jit(jax.nn.softmax)
-    out = np.asarray(merged(x))
-    (decision,) = merged.decisions()
-    assert decision.reason.startswith("as 2 kernels "), merged.fusion_report()
-    text = merged._last.executable.executable.hlo_modules()[0].to_string()
-    calls = [line for line in text.splitlines() if "custom-call(" in line]
+    out, decision, calls = _jit(jax.nn.softmax, x)
+    assert decision.reason.startswith("as 2 kernels "), decision
     assert len(calls) == 2
     assert "(bf16[64,64]{1,0}, f32[64,64]{1,0}, bf16[64,64,256]{2,1,0}) custom-call" in calls[0]
     monkeypatch.setattr(whole_program, "_merge_row_parts", lambda module, parts: parts)
@@ -218,18 +221,12 @@ def test_jit_merges_a_last_part_over_the_rows(monkeypatch):
         return (v - m) * jax.lax.rsqrt(s + 1e-5)
 
     x = np.random.default_rng(3).standard_normal((4096, 1000)).astype(np.float32)
-    merged = xj.jit(layer_norm)
-    out = np.asarray(merged(x))
-    (decision,) = merged.decisions()
-    assert decision.reason.startswith("as 1 kernel "), merged.fusion_report()
-    text = merged._last.executable.executable.hlo_modules()[0].to_string()
-    calls = [line for line in text.splitlines() if "custom-call(" in line]
+    out, decision, calls = _jit(layer_norm, x)
+    assert decision.reason.startswith("as 1 kernel "), decision
     assert len(calls) == 1
     assert re.search(r"\(f32\[4096\]\{0\}, f32\[4096\]\{0\}, f32\[4096,1000\]\{1,0\}, "
                      r"f32\[4096\]\{0\}\) custom-call", calls[0])
-    softmax = xj.jit(jax.nn.softmax)
-    softmax(x)
-    assert softmax.decisions()[0].reason.startswith("as 2 kernels "), softmax.fusion_report()
+    assert _jit(jax.nn.softmax, x)[1].reason.startswith("as 2 kernels ")
     monkeypatch.setattr(whole_program, "_row_mapped", lambda *args: None)
     apart = xj.jit(layer_norm)
     np.testing.assert_array_equal(np.asarray(apart(x)).view(np.uint32), out.view(np.uint32))

@@ -59,7 +59,7 @@ from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, EmitterKind,
                               kMinThreadsXRowReduction, kRowReductionTileX,
                               reduction_dimensions, reduction_is_race_free)
 
-__all__ = ["MOST_REREADS", "recomputed_reduce", "split_reduction"]
+__all__ = ["COSTLY_OPS", "MOST_REREADS", "recomputed_reduce", "split_reduction"]
 
 # The first part of a column reduction split for the CPU target
 # (_host_column_split) has at least this many blocks (two cores' pool
@@ -77,11 +77,11 @@ _MAX_PARTS = 8
 # xla_gpu.jax.jit over f32[65536, 4 to 32] (jax.jit's time in brackets):
 # the softmax over rows of 8 (its max read by the sum's exps, the sum by
 # each element) 1.39 -> 0.54 ms (0.53), over rows of 4 1.20 -> 0.40
-# (0.47); the layer norm over rows of 16 0.71 -> 0.49 (0.59);
-# softmax(x).var(-1) over rows of 8 13.2 -> 0.74 (1.15); x - max(x) over
-# rows of 8 left whole, 0.18 (taken out 0.24; 0.23). At 64, XLA:CPU's
-# count for a max it fuses into its elementwise consumer, rows of 32 and
-# less were never taken out.
+# (0.47); softmax(x).var(-1) over rows of 8 13.2 -> 0.74 (1.15), from 64
+# re-reads without nesting (XLA:CPU's count for a max it fuses into its
+# elementwise consumer); the layer norm over rows of 16 1.07 at 32 re-reads
+# -> 0.49 (0.59); x - max(x) over rows of 8 left whole, 0.18 (taken out
+# 0.24; 0.23).
 MOST_REREADS = 8
 COSTLY_READ = 8
 # From this many elements an output, and more than a block reduces alone
@@ -334,10 +334,11 @@ def _after(comp, reduce) -> list[HloInstruction]:
 
 
 # Ops whose recomputation costs more than reading back a narrow value they
-# made (_side_value).
+# made (_side_value); a read through one counts COSTLY_READ reads
+# (recomputed_reduce).
 COSTLY_OPS = frozenset({"exponential", "exponential-minus-one", "log", "log-plus-one",
-                         "logistic", "tanh", "erf", "power", "sine", "cosine", "tan",
-                         "atan2", "cbrt", "rsqrt", "sqrt", "divide"})
+                        "logistic", "tanh", "erf", "power", "sine", "cosine", "tan",
+                        "atan2", "cbrt", "rsqrt", "sqrt", "divide"})
 
 
 def _side_value(comp, reduce: HloInstruction, cone: set[int], rest: set[int],

@@ -179,7 +179,8 @@ def _refused(name: str, error: EmitterError | HloParseError, text: str) -> Kerne
 # than this, is said to be slow (a sum and a max of f32[1024,1024] as one
 # kernel: one thread each, ~7x jax.jit).
 _FEW_THREADS, _LONG_REDUCTION = 64, 1 << 16
-# How many times over a kernel's reduce-windows may read its inputs.
+# How many times over a kernel's reduce-windows may read its inputs before
+# it is said to be slow (a cumulative op).
 _MOST_WINDOW_READS = 64
 
 

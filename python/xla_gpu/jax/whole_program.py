@@ -197,7 +197,7 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
         o.users = [inst if u is last else u for u in o.users]
     if (shared := _shared_operand(module, inst)) is not None:
         kernels[-1] = emit_kernel(inst, device, shared, host=True)
-    return _merge_row_parts(module, [*zip(fusions[:-1], kernels), (inst, kernels[-1])])
+    return _merge_row_parts(module, [*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
 
 
 def _reads_by_row(part: HloInstruction, k: int) -> bool:
@@ -234,8 +234,7 @@ def _reads_by_row(part: HloInstruction, k: int) -> bool:
 
 
 def _merge_row_parts(module: HloModule, parts: list[tuple[HloInstruction, object]],
-                     device: DeviceDescription = DEFAULT_DEVICE
-                     ) -> list[tuple[HloInstruction, object]]:
+                     device: DeviceDescription) -> list[tuple[HloInstruction, object]]:
     """Consecutive parts of a split reduction that reduce the same rows
     with the same thread map (merged_kernel.same_row_blocks), each reading
     the earlier ones' results only at its own rows (_reads_by_row), as one
@@ -275,13 +274,15 @@ def _merge_row_parts(module: HloModule, parts: list[tuple[HloInstruction, object
                     if id(o) in outputs))
 
     for part, kernel in parts:
-        if group and not joins(part, kernel) and part is parts[-1][0]:
+        joined = bool(group) and joins(part, kernel)
+        if group and not joined and part is parts[-1][0]:
             # The last part, elementwise over the rows (a layer norm's
             # normalized x), row-mapped if that joins.
             mapped = _row_mapped(part, group[0][0], device)
-            if mapped is not None and joins(*mapped):
+            joined = mapped is not None and joins(*mapped)
+            if joined:
                 part, kernel = mapped
-        if group and joins(part, kernel):
+        if joined:
             feeds = {j: outputs[id(o)] for j, o in enumerate(part.operands) if id(o) in outputs}
             known = {id(o): k for k, o in enumerate(inputs)}
             shared = {j: known[id(o)] for j, o in enumerate(part.operands)
@@ -332,15 +333,16 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
     comp = part.fused_computation
     if any(i.opcode in COSTLY_OPS and i.shape.dims == rows.dims for i in comp.instructions):
         return None
-    kept = Shape(ty, tuple(n for d, n in enumerate(rows.dims) if d not in reduce.dimensions))
+    kept = Shape(ty, tuple(n for d, n in enumerate(rows.dims)
+                           if d not in reduce.dimensions)).to_text(layout=False)
     out = part.shape.to_text(layout=False)
     name = f"{part.name}.rows"
     lines = [i.to_text().removeprefix("ROOT ") for i in comp.instructions]
     lines += [f"%{name}.init = {ty.name}[] constant(0)",
-              f"%{name}.max = {kept.to_text(layout=False)} reduce(%{comp.root.name}, "
+              f"%{name}.max = {kept} reduce(%{comp.root.name}, "
               f"%{name}.init), dimensions={{{','.join(map(str, reduce.dimensions))}}}, "
               f"to_apply=%{name}.maximum",
-              f"ROOT %{name}.both = ({out}, {kept.to_text(layout=False)}) "
+              f"ROOT %{name}.both = ({out}, {kept}) "
               f"tuple(%{comp.root.name}, %{name}.max)"]
     callees = "\n\n".join(c.to_text() for c in comp.callees())
     params = "".join(f"  %p{i} = {o.shape.to_text(layout=False)} parameter({i})\n"
@@ -349,7 +351,7 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
             f"%{name}.maximum {{\n  %a = {ty.name}[] parameter(0)\n"
             f"  %b = {ty.name}[] parameter(1)\n  ROOT %m = {ty.name}[] maximum(%a, %b)\n}}\n\n"
             f"%{name}.computation {{\n  " + "\n  ".join(lines) + "\n}\n\n"
-            f"ENTRY %main {{\n{params}  ROOT %{name} = ({out}, {kept.to_text(layout=False)}) "
+            f"ENTRY %main {{\n{params}  ROOT %{name} = ({out}, {kept}) "
             f"fusion({', '.join(f'%p{i}' for i in range(len(part.operands)))}), kind=kInput, "
             f"calls=%{name}.computation\n}}\n")
     try:

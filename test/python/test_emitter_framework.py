@@ -678,3 +678,32 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
     (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
     rows = np.prod([shape[d] for d in dims])
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows)
+
+
+@pytest.mark.parametrize("shape, ty, rows_a_block, gpu_vector", [
+    ((5322, 197), "f32", 6, 1),      # 5322 = 6 * 887: XLA's 8 a block leave 6 past the end
+    ((1009, 100), "bf16", 1, 2),     # a prime number of rows: a warp a block
+    ((16384, 256), "f32", 8, 2),     # XLA's 8 divide the rows: its blocks
+])
+def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, rows_a_block,
+                                                             gpu_vector):
+    """emit_kernel(host=True): a row reduction's block holds the most rows,
+    up to XLA:GPU's, that divide the rows (no block reaches past the last
+    row, whose bounds check slowed the CPU target's lane loops), and a
+    thread reads its elements one at a time, not in XLA:GPU's vectors of
+    2 or 4 (RowReductionEmitter._host_rows). The sums are XLA:CPU's within
+    f32's rounding; without `host` the launch is XLA:GPU's."""
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import random_input, reference_text
+    fusion = find_fusion(parse_hlo(_sum_over(shape, (1,), ty)))
+    gpu, host = make_emitter(fusion), make_emitter(fusion, host=True)
+    assert gpu.num_threads == [8, 32] and gpu.input_shape[3] == gpu_vector
+    assert host.num_threads == [rows_a_block, 32] and host.input_shape[3] == 1
+    assert host.launch_dims().block_counts == (shape[0] // rows_a_block, 1, 1)
+    rng = np.random.RandomState(3)
+    (param,) = fusion.fused_computation.parameters
+    x = random_input(param.shape, rng)
+    out = np.zeros(shape[:1], np.float32)
+    CpuKernel(emit_kernel(fusion, host=True))(x, out)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

@@ -707,3 +707,32 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, r
     CpuKernel(emit_kernel(fusion, host=True))(x, out)
     (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("cols, threads, unroll", [
+    (100, 100, 1),     # XLA's 4 a thread: 25 threads, a partial warp
+    (197, 197, 1),     # 4 does not divide a row
+    (48, 48, 1),
+    (1000, 250, 4),    # XLA's unroll kept
+    (24, None, None),  # a row shorter than a warp: XLA's launch
+])
+def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, threads, unroll):
+    """emit_kernel(host=True) on a loop fusion reading row values: a row of
+    which XLA's unroll factor leaves fewer than 32 threads, or which it
+    does not divide, is still a block's, a thread an element (host_row_launch);
+    the bits are those of XLA:GPU's launch."""
+    fusion = find_fusion(parse_hlo(_ROW_VALUES.replace("1000", str(cols))))
+    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
+    if threads is None:
+        assert host.launch == gpu.launch
+        return
+    assert host.launch.dims.block_counts == (512, 1, 1)
+    assert host.launch.dims.thread_counts_per_block == (threads, 1, 1)
+    assert host.launch.unroll_factor == unroll
+    rng = np.random.RandomState(4)
+    from xla_gpu.tools.test_correctness import random_input
+    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
+    out, same = np.zeros((512, cols), np.float32), np.zeros((512, cols), np.float32)
+    CpuKernel(emit_kernel(fusion, host=True))(*inputs, out)
+    CpuKernel(emit_kernel(fusion))(*inputs, same)
+    np.testing.assert_array_equal(out.view(np.uint32), same.view(np.uint32))

@@ -680,25 +680,28 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows)
 
 
-@pytest.mark.parametrize("shape, ty, rows_a_block, gpu_vector", [
-    ((5322, 197), "f32", 6, 1),      # 5322 = 6 * 887: XLA's 8 a block leave 6 past the end
-    ((1009, 100), "bf16", 1, 2),     # a prime number of rows: a warp a block
-    ((16384, 256), "f32", 8, 2),     # XLA's 8 divide the rows: its blocks
+@pytest.mark.parametrize("shape, ty, rows_a_block, gpu_vector, host_vector", [
+    ((5322, 197), "f32", 6, 1, 1),    # 5322 = 6 * 887: XLA's 8 a block leave 6 past the end
+    ((1009, 100), "bf16", 1, 2, 1),   # a prime number of rows: a warp a block
+    ((16384, 256), "f32", 8, 2, 1),   # XLA's 8 divide the rows: its blocks
+    ((1022, 1000), "f32", 2, 2, 2),   # rows of 1000: XLA's vectors, 2 rows of 64 threads
 ])
 def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, rows_a_block,
-                                                             gpu_vector):
+                                                             gpu_vector, host_vector):
     """emit_kernel(host=True): a row reduction's block holds the most rows,
     up to XLA:GPU's, that divide the rows (no block reaches past the last
     row, whose bounds check slowed the CPU target's lane loops), and a
-    thread reads its elements one at a time, not in XLA:GPU's vectors of
-    2 or 4 (RowReductionEmitter._host_rows). The sums are XLA:CPU's within
-    f32's rounding; without `host` the launch is XLA:GPU's."""
+    thread reads the elements of a row of up to HOST_MAX_UNVECTORIZED_ROW
+    one at a time, not in XLA:GPU's vectors of 2 or 4
+    (RowReductionEmitter._host_rows). The sums are XLA:CPU's within f32's
+    rounding; without `host` the launch is XLA:GPU's."""
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import random_input, reference_text
     fusion = find_fusion(parse_hlo(_sum_over(shape, (1,), ty)))
     gpu, host = make_emitter(fusion), make_emitter(fusion, host=True)
-    assert gpu.num_threads == [8, 32] and gpu.input_shape[3] == gpu_vector
-    assert host.num_threads == [rows_a_block, 32] and host.input_shape[3] == 1
+    threads = gpu.num_threads[1]
+    assert gpu.num_threads == [256 // threads, threads] and gpu.input_shape[3] == gpu_vector
+    assert host.num_threads == [rows_a_block, threads] and host.input_shape[3] == host_vector
     assert host.launch_dims().block_counts == (shape[0] // rows_a_block, 1, 1)
     rng = np.random.RandomState(3)
     (param,) = fusion.fused_computation.parameters
@@ -714,13 +717,16 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, r
     (197, 197, 1),     # 4 does not divide a row
     (48, 48, 1),
     (1000, 250, 4),    # XLA's unroll kept
+    (4096, 1024, 4),   # more elements than threads: a thread's 4 a block apart
     (24, None, None),  # a row shorter than a warp: XLA's launch
 ])
 def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, threads, unroll):
     """emit_kernel(host=True) on a loop fusion reading row values: a row of
     which XLA's unroll factor leaves fewer than 32 threads, or which it
     does not divide, is still a block's, a thread an element (host_row_launch);
-    the bits are those of XLA:GPU's launch."""
+    a row of more elements than a block's 1024 threads has a thread's
+    elements 1024 apart (unroll_apart_map), fewer next to each other as in
+    XLA's map. The bits are those of XLA:GPU's launch."""
     fusion = find_fusion(parse_hlo(_ROW_VALUES.replace("1000", str(cols))))
     host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
     if threads is None:
@@ -729,6 +735,8 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     assert host.launch.dims.block_counts == (512, 1, 1)
     assert host.launch.dims.thread_counts_per_block == (threads, 1, 1)
     assert host.launch.unroll_factor == unroll
+    apart = f"(bl_x, th_x + unroll_id * {threads})"
+    assert (apart in str(host.thread_to_output_map())) == (threads * unroll > 1024)
     rng = np.random.RandomState(4)
     from xla_gpu.tools.test_correctness import random_input
     inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]

@@ -87,11 +87,13 @@ def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
 
 
 def merge_producer(consumer: HloInstruction, k: int) -> HloInstruction:
-    """Fusion `consumer` with its operand k (an elementwise producer
-    fusion, see is_elementwise_producer) merged in: a new fusion of
-    `consumer`'s name, shape and kind, on `consumer`'s operands but k
-    followed by the producer's, calling a new computation (and the
-    computations both called). In no computation yet."""
+    """Fusion `consumer` with its operand k (a fusion of one array result:
+    an elementwise producer, see is_elementwise_producer, or a row
+    program's part, see xla_gpu.jax's _merge_row_programs) merged in: a
+    new fusion of `consumer`'s name, shape and kind, on `consumer`'s
+    operands but k followed by the producer's that `consumer` does not
+    read already, calling a new computation (and the computations both
+    called). In no computation yet."""
     producer = consumer.operands[k]
     cc, pc = consumer.fused_computation, producer.fused_computation
     taken = {i.name for i in cc.instructions}
@@ -113,14 +115,24 @@ def merge_producer(consumer: HloInstruction, k: int) -> HloInstruction:
             operands=[dataclasses.replace(o, name=names[id(o)]) for o in operands])
         return clone.to_text()
 
-    kept = [p for p in cc.parameters if p.parameter_number != k]
+    kept = sorted((p for p in cc.parameters if p.parameter_number != k),
+                  key=lambda p: p.parameter_number)
     lines = []
     for number, p in enumerate(kept):
         names[id(p)] = p.name
         lines.append(f"%{p.name} = {p.shape} parameter({number})")
-    for p in pc.parameters:
+    # A producer's operand the consumer reads already is the consumer's
+    # parameter (once an operand of the merged fusion).
+    operands = [consumer.operands[p.parameter_number] for p in kept]
+    for p in sorted(pc.parameters, key=lambda p: p.parameter_number):
+        o = producer.operands[p.parameter_number]
+        shared = next((q for q, r in zip(kept, operands) if r is o), None)
+        if shared is not None:
+            names[id(p)] = shared.name
+            continue
         names[id(p)] = fresh(p.name)
-        lines.append(f"%{names[id(p)]} = {p.shape} parameter({len(kept) + p.parameter_number})")
+        lines.append(f"%{names[id(p)]} = {p.shape} parameter({len(operands)})")
+        operands.append(o)
     for inst in pc.topological_order():
         if inst.opcode != "parameter":
             names[id(inst)] = fresh(inst.name)
@@ -132,7 +144,6 @@ def merge_producer(consumer: HloInstruction, k: int) -> HloInstruction:
             names[id(inst)] = inst.name
             lines.append(("ROOT " if inst is cc.root else "") +
                          line(inst, inst.name, inst.operands))
-    operands = [o for i, o in enumerate(consumer.operands) if i != k] + list(producer.operands)
     name = f"{cc.name}.{pc.name}"
     called = (pc.callees() + [c for c in cc.callees() if c not in pc.callees()])
     args = ", ".join(f"%arg{i}" for i in range(len(operands)))

@@ -558,6 +558,16 @@ def _syms(n: int) -> list[ir.AffineExpr]:
     return [ir.AffineSymbolExpr.get(i) for i in range(n)]
 
 
+# On the CPU target alone, rows of at most this many elements are read an
+# element a load (see RowReductionEmitter._host_rows). Through
+# xla_gpu.jax.jit (A/B in one process): -log_softmax(x).mean() over rows
+# of 100, 197, 500 took 1.29, 0.53, 3.86 ms with XLA's vectors of 2 and
+# 0.38, 0.34, 1.31 without; over rows of 1000 (8192 and 4096 rows) 1.11
+# with them and 1.48 without, max(x) - min(x) 0.57 and 0.81 (a thread's
+# 16 steps of one element, against 8 of two).
+HOST_MAX_UNVECTORIZED_ROW = 512
+
+
 class RowReductionEmitter(ReductionEmitter):
     """Rows of the minor dimension: `num_threads = [kept, reduced]`, each
     thread reduces up to 16 elements of its row (vectorized loads), a warp
@@ -576,7 +586,9 @@ class RowReductionEmitter(ReductionEmitter):
                 kept = kThreadsPerBlockTarget // reduced
         v = self.get_vector_size(d[kRowMinorReduced], reduced)
         if self.host:
-            kept, v = self._host_rows(kept), 1
+            kept = self._host_rows(kept)
+            if d[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_ROW:
+                v = 1
         self.num_threads = [kept, reduced]
         # The vector is a dimension of its own: loads of v elements.
         self.input_shape = [d[0], d[1], d[2] // v, v]
@@ -594,13 +606,13 @@ class RowReductionEmitter(ReductionEmitter):
         merged kernel's exp 2 at a time, each load behind its own branch:
         softmax(x).max(-1) over f32[5322,197]
         through xla_gpu.jax.jit took 4.4x jax.jit's time, over f32[5328,197]
-        0.84x. And a thread reads its row's elements one at a time (no
-        vector of 2 or 4, which XLA:GPU loads as one transaction): on the
-        host the vectors are across lanes, and a thread's pair was an
-        interleave group LLVM would not mask, so a warp's lanes past a
-        row's partial last step (rows of 100: 14 of 32) ran scalar --
-        softmax(x).max(-1) over f32[10240,100] 2.2 -> 0.42 ms (jax.jit
-        0.45), the row sum of f32[5322,197] 0.16 -> 0.08 ms."""
+        0.84x. And (configure) a thread reads a short row's elements one
+        at a time (no vector of 2 or 4, which XLA:GPU loads as one
+        transaction): on the host the vectors are across lanes, and a
+        thread's pair was an interleave group LLVM would not mask, so a
+        warp's lanes past a row's partial last step (rows of 100: 14 of
+        32) ran scalar -- softmax(x).max(-1) over f32[10240,100] 2.2 ->
+        0.42 ms (jax.jit 0.45); see HOST_MAX_UNVECTORIZED_ROW."""
         d = self.reduction.dimensions
         return max(k for k in range(1, kept + 1) if d[kRowKept] % k == 0)
 

@@ -144,6 +144,8 @@ def cases(runs: int) -> list[dict]:
                     jnp.bfloat16)
     e = jnp.asarray(np.random.default_rng(6).standard_normal((4096, 1000), np.float32))
     r = jnp.asarray(np.random.default_rng(7).standard_normal((65536, 64), np.float32))
+    w = jnp.asarray(np.random.default_rng(10).standard_normal((1024, 4096), np.float32))
+    v = jnp.asarray(np.random.default_rng(11).standard_normal((5322, 197), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -180,7 +182,17 @@ def cases(runs: int) -> list[dict]:
                     # barriers of their own, merged (stop 64: 27x jax.jit's
                     # time before, the max and sum recomputed per element).
                     ("softmax(x).max(-1) f32[65536,64]", _top_probability,
-                     lambda k: lambda v: _top_probability(v * (1.0 + k)), r)]]
+                     lambda k: lambda v: _top_probability(v * (1.0 + k)), r),
+                    # XLA:CPU's four fusions over rows of 4096 (the exp
+                    # written once, read twice) merged into one row
+                    # program (stop 65: 1.7x jax.jit's time before).
+                    ("softmax f32[1024,4096]", jax.nn.softmax,
+                     lambda k: lambda v: jax.nn.softmax(v * (1.0 + k)), w),
+                    # Rows of 197 (a ViT's tokens), 5322 of them: no
+                    # multiple of XLA:GPU's 8 rows a block, nor of its
+                    # vectors of 2 (stop 65: 4.4x jax.jit's time before).
+                    ("softmax(x).max(-1) f32[5322,197]", _top_probability,
+                     lambda k: lambda v: _top_probability(v * (1.0 + k)), v)]]
     return [overhead, gelu, loss, *programs]
 
 

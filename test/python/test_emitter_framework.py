@@ -712,21 +712,24 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, r
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("cols, threads, unroll", [
-    (100, 100, 1),     # XLA's 4 a thread: 25 threads, a partial warp
-    (197, 197, 1),     # 4 does not divide a row
-    (48, 48, 1),
-    (1000, 250, 4),    # XLA's unroll kept
-    (4096, 1024, 4),   # more elements than threads: a thread's 4 a block apart
-    (24, None, None),  # a row shorter than a warp: XLA's launch
+@pytest.mark.parametrize("cols, threads, unroll, apart", [
+    (100, 100, 1, False),     # XLA's 4 a thread: 25 threads, a partial warp
+    (197, 197, 1, False),     # 4 does not divide a row
+    (48, 48, 1, False),
+    (1000, 250, 4, False),    # XLA's unroll kept
+    (4096, 1024, 4, True),    # more elements than threads: a thread's 4 a block apart
+    (24, 32, 1, True),        # a row shorter than a warp: a warp, 8 lanes idle
+    (12, None, None, False),  # half a warp or less: XLA's launch
 ])
-def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, threads, unroll):
+def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, threads, unroll,
+                                                                     apart):
     """emit_kernel(host=True) on a loop fusion reading row values: a row of
     which XLA's unroll factor leaves fewer than 32 threads, or which it
     does not divide, is still a block's, a thread an element (host_row_launch);
     a row of more elements than a block's 1024 threads has a thread's
     elements 1024 apart (unroll_apart_map), fewer next to each other as in
-    XLA's map. The bits are those of XLA:GPU's launch."""
+    XLA's map; a row of 17 to 31 elements is a warp's, its lanes past the
+    row idle. The bits are those of XLA:GPU's launch."""
     fusion = find_fusion(parse_hlo(_ROW_VALUES.replace("1000", str(cols))))
     host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
     if threads is None:
@@ -735,8 +738,11 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     assert host.launch.dims.block_counts == (512, 1, 1)
     assert host.launch.dims.thread_counts_per_block == (threads, 1, 1)
     assert host.launch.unroll_factor == unroll
-    apart = f"(bl_x, th_x + unroll_id * {threads})"
-    assert (apart in str(host.thread_to_output_map())) == (threads * unroll > 1024)
+    assert host.launch.unroll_apart == apart
+    if apart:
+        column = "th_x" if unroll == 1 else f"th_x + unroll_id * {threads}"
+        assert f"(bl_x, {column})" in str(host.thread_to_output_map())
+        assert (f"th_x in [0, {cols - 1}]" in str(host.thread_to_output_map())) == (cols < 32)
     rng = np.random.RandomState(4)
     from xla_gpu.tools.test_correctness import random_input
     inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
@@ -744,3 +750,29 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     CpuKernel(emit_kernel(fusion, host=True))(*inputs, out)
     CpuKernel(emit_kernel(fusion))(*inputs, same)
     np.testing.assert_array_equal(out.view(np.uint32), same.view(np.uint32))
+
+
+def test_the_host_reduces_rows_shorter_than_a_warp_a_warp_a_row(ctx):
+    """Within host_short_rows() (xla_gpu.jax.jit's kernels), a row
+    reduction of 17 to 31 elements is the reduction emitter's, a warp a
+    row (XLA's heuristic, and XLA:GPU, leave it to the loop emitter: a
+    thread a row); rows of 16 or fewer keep XLA's choice. The sums are
+    XLA:CPU's within f32's rounding."""
+    from xla_gpu.emitters.fusion_analysis import host_short_rows
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import random_input, reference_text
+    fusion = find_fusion(parse_hlo(_sum_over((1000, 24), (1,))))
+    assert isinstance(make_emitter(fusion, host=True), LoopEmitter)
+    with host_short_rows():
+        emitter = make_emitter(fusion, host=True)
+        assert isinstance(emitter, ReductionEmitter)
+        assert emitter.num_threads == [8, 32]
+        kernel = emit_kernel(fusion, host=True)
+        short = find_fusion(parse_hlo(_sum_over((1000, 12), (1,))))
+        assert isinstance(make_emitter(short, host=True), LoopEmitter)
+    (param,) = fusion.fused_computation.parameters
+    x = random_input(param.shape, np.random.RandomState(5))
+    out = np.zeros((1000,), np.float32)
+    CpuKernel(kernel)(x, out)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

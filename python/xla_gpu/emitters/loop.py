@@ -38,8 +38,9 @@ class LoopLaunch:
 
     dims: LaunchDimensions
     unroll_factor: int
-    # A block a row of the output whose unrolled elements are a block's
-    # threads apart, not next to each other (host_row_launch).
+    # A block a row of the output, a thread's unrolled elements a block's
+    # threads apart (not next to each other), threads past the row idle
+    # (host_row_launch).
     unroll_apart: bool = False
 
     @property
@@ -107,14 +108,21 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     computed, the values gathered lane by lane. A row that XLA's unroll
     factor does not divide, or leaves fewer than 32 threads, is a thread
     an element (rows of 48 to 197: softmax through xla_gpu.jax.jit 2x
-    jax.jit's time before, 0.93-1.0x after). None where that does not
-    apply."""
+    jax.jit's time before, 0.93-1.0x after); a row of 17 to 31 elements
+    a warp's, its last lanes idle (unroll_apart_map: softmax over
+    f32[32768,24] 0.90 -> 0.49 ms, jax.jit 0.47-0.49). None where that
+    does not apply."""
     dims, unroll = shape.dims, launch.unroll_factor
     if len(dims) < 2 or not shape.has_default_layout:
         return None
     if dims[-1] % unroll or dims[-1] // unroll < 32:
         unroll = 1
     threads = dims[-1] // unroll
+    # A row of more than half a warp and less than one: a warp, its last
+    # lanes idle.
+    short = 16 < threads < 32
+    if short:
+        threads = 32
     if not 32 <= threads <= 1024:
         return None
     minor = len(dims) - 1
@@ -124,7 +132,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     # A row of more elements than a block has threads: the CPU pipeline's
     # -xla-gpu-fold-loops-into-threads, which makes a thread's unrolled
     # elements neighbouring threads, cannot fold it (see unroll_apart_map).
-    apart = threads * unroll > device.threads_per_block_limit
+    apart = threads * unroll > device.threads_per_block_limit or short
     return LoopLaunch(_grid(shape.num_elements // dims[-1], threads, device), unroll,
                       unroll_apart=apart)
 
@@ -133,9 +141,9 @@ def unroll_apart_map(emitter: EmitterBase, launch: LoopLaunch,
                      shape: tuple[int, ...]) -> IndexingMap:
     """The thread map of a host_row_launch of unroll_apart: block b takes
     row b (row-major over the leading dimensions), thread t its elements
-    t + k * threads for unroll_id k -- the block's lanes side by side at
-    each k, which the CPU target's lane loops load and store as whole
-    vectors. (With XLA's map, a thread's k next to each other, each
+    t + k * threads for unroll_id k that are in the row -- the block's
+    lanes side by side at each k, which the CPU target's lane loops load
+    and store as whole vectors. (With XLA's map, a thread's k next to each other, each
     lane's elements were a stride-4 group that LLVM loaded with permutes
     and stored an element at a time: softmax over f32[1024,4096] through
     xla_gpu.jax.jit took 1.7x jax.jit's time. Where the loop folds into
@@ -147,7 +155,10 @@ def unroll_apart_map(emitter: EmitterBase, launch: LoopLaunch,
     rows = prod(shape[:-1])
     row = d[4] * blocks_x + d[3]
     constraints = [(row, (0, rows - 1))] if launch.blocks != rows else []
-    return emitter.kernel_map(delinearize(row, shape[:-1]) + [d[0] + unroll_id * threads],
+    column = d[0] + unroll_id * threads
+    if threads * launch.unroll_factor != shape[-1]:
+        constraints.append((column, (0, shape[-1] - 1)))
+    return emitter.kernel_map(delinearize(row, shape[:-1]) + [column],
                               [("unroll_id", 0, launch.unroll_factor - 1)],
                               constraints).simplify()
 

@@ -45,7 +45,7 @@ from ..hlo.module import Attribute
 from ..reference import XlaCpuExecutable, as_xla_takes_it, kernel_row_major
 from ..emitters.fusion_merger import (is_elementwise_producer, merge_producer,
                                       reads_each_element_once)
-from ..emitters.fusion_analysis import EmitterKind, analyze_fusion
+from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
 from ..emitters.merged_kernel import merge_kernels, same_row_blocks
 from ..emitters.tree_reduction import COSTLY_OPS, split_reduction
 from ..hlo.opcodes import ELEMENTWISE
@@ -520,7 +520,7 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
     """Step 2 on `module` (in place); the decision for every entry fusion.
     One context for all of the module's kernels: a context a kernel cost
     ~1 ms each, twice (the emission, the custom call's attribute)."""
-    with new_context():
+    with new_context(), host_short_rows():
         return _replace_fusions_in_context(module, device)
 
 

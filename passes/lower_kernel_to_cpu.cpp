@@ -512,12 +512,8 @@ void sinkStores(mlir::func::FuncOp f, mlir::Block* body) {
 // 0.96x, the seed transpose 0.93x; LLVM's O3 and code generation of the
 // concatenate took 34 ms instead of 48, the cumsum's 65 instead of 73.
 bool foldsTail(mlir::scf::ForOp loop) {
-  auto lbx = mlir::getConstantIntValue(loop.getLowerBound());
-  auto ubx = mlir::getConstantIntValue(loop.getUpperBound());
-  if (std::getenv("EXP_FOLD") && lbx && ubx && (*ubx - *lbx) % 16 != 0 && *ubx - *lbx < 64) {
-    return std::getenv("EXP_FOLD")[0] == '2' || accessesContiguously(loop);
-  }
-  if (lbx && ubx) {
+  if (mlir::getConstantIntValue(loop.getLowerBound()) &&
+      mlir::getConstantIntValue(loop.getUpperBound())) {
     return false;
   }
   return accessesContiguously(loop);

@@ -143,12 +143,12 @@ def unroll_apart_map(emitter: EmitterBase, launch: LoopLaunch,
     row b (row-major over the leading dimensions), thread t its elements
     t + k * threads for unroll_id k that are in the row -- the block's
     lanes side by side at each k, which the CPU target's lane loops load
-    and store as whole vectors. (With XLA's map, a thread's k next to each other, each
-    lane's elements were a stride-4 group that LLVM loaded with permutes
-    and stored an element at a time: softmax over f32[1024,4096] through
-    xla_gpu.jax.jit took 1.7x jax.jit's time. Where the loop folds into
-    the threads, XLA's map is what makes the folded threads' elements
-    neighbours.)"""
+    and store as whole vectors. (With XLA's map, a thread's k next to
+    each other, each lane's elements were a stride-4 group that LLVM
+    loaded with permutes and stored an element at a time: softmax over
+    f32[1024,4096] through xla_gpu.jax.jit took 1.7x jax.jit's time.
+    Where the loop folds into the threads, XLA's map is what makes the
+    folded threads' elements neighbours.)"""
     d = [ir.AffineDimExpr.get(i) for i in range(6)]
     unroll_id = ir.AffineSymbolExpr.get(0)
     threads, blocks_x = launch.threads, launch.dims.block_counts[0]

@@ -442,15 +442,15 @@ def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruct
     return consumer
 
 
-def _is_row_program(comp) -> bool:
-    """Whether fused computation `comp` reduces rows alone: one or more
-    reduces, each of one input over its minor dimension, all of the same
-    rows R; every value an array of R's dimensions, of R's rows (R less its
-    minor dimension) or a scalar; the root an array of one of those two.
+def _is_row_program(instructions: list[HloInstruction]) -> bool:
+    """Whether `instructions` (a fused computation's, or two that would
+    merge) reduce rows alone: one or more reduces, each of one input over
+    its minor dimension, all of the same rows R; every value an array of
+    R's dimensions, of R's rows (R less its minor dimension) or a scalar.
     Such a fusion's parts (tree_reduction.split_reduction) are one kernel
     (_merge_row_parts), which reads the rows once from memory."""
-    reduces = [i for i in comp.instructions if i.opcode == "reduce"]
-    if not reduces or not comp.root.shape.is_array:
+    reduces = [i for i in instructions if i.opcode == "reduce"]
+    if not reduces:
         return False
     rows = reduces[0].operands[0].shape.dims
     if len(rows) < 2:
@@ -459,7 +459,7 @@ def _is_row_program(comp) -> bool:
            list(r.dimensions) != [len(rows) - 1] for r in reduces):
         return False
     allowed = {tuple(rows), tuple(rows[:-1]), ()}
-    return all(i.shape.is_array and tuple(i.shape.dims) in allowed for i in comp.instructions)
+    return all(i.shape.is_array and tuple(i.shape.dims) in allowed for i in instructions)
 
 
 def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInstruction]]:
@@ -495,12 +495,12 @@ def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInst
             (consumer,) = users.values()
             if (consumer.opcode != "fusion" or consumer.parent is not entry or
                     sum(o is producer for o in consumer.operands) != 1 or
+                    not _is_row_program(producer.fused_computation.instructions +
+                                        consumer.fused_computation.instructions) or
                     not mergeable(producer) or not mergeable(consumer)):
                 continue
             k = next(i for i, o in enumerate(consumer.operands) if o is producer)
             merged = merge_producer(consumer, k)
-            if not _is_row_program(merged.fused_computation):
-                continue
             consumer.operands = merged.operands
             consumer.called_computations = merged.called_computations
             consumer.attributes = merged.attributes

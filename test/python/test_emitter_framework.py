@@ -719,7 +719,8 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, r
     (1000, 250, 4, False),    # XLA's unroll kept
     (4096, 1024, 4, True),    # more elements than threads: a thread's 4 a block apart
     (24, 32, 1, True),        # a row shorter than a warp: a warp, 8 lanes idle
-    (12, None, None, False),  # half a warp or less: XLA's launch
+    (12, 32, 1, True),        # 20 lanes idle
+    (8, None, None, False),   # a quarter of a warp or less: XLA's launch
 ])
 def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, threads, unroll,
                                                                      apart):
@@ -728,7 +729,7 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     does not divide, is still a block's, a thread an element (host_row_launch);
     a row of more elements than a block's 1024 threads has a thread's
     elements 1024 apart (unroll_apart_map), fewer next to each other as in
-    XLA's map; a row of 17 to 31 elements is a warp's, its lanes past the
+    XLA's map; a row of 9 to 31 elements is a warp's, its lanes past the
     row idle. The bits are those of XLA:GPU's launch."""
     fusion = find_fusion(parse_hlo(_ROW_VALUES.replace("1000", str(cols))))
     host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)

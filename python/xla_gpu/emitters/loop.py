@@ -108,19 +108,20 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     computed, the values gathered lane by lane. A row that XLA's unroll
     factor does not divide, or leaves fewer than 32 threads, is a thread
     an element (rows of 48 to 197: softmax through xla_gpu.jax.jit 2x
-    jax.jit's time before, 0.93-1.0x after); a row of 17 to 31 elements
+    jax.jit's time before, 0.93-1.0x after); a row of 9 to 31 elements
     a warp's, its last lanes idle (unroll_apart_map: softmax over
-    f32[32768,24] 0.90 -> 0.49 ms, jax.jit 0.47-0.49). None where that
-    does not apply."""
+    f32[32768,24] 0.90 -> 0.49 ms, jax.jit 0.47-0.49; over f32[87381,12]
+    1.07 -> 0.64, jax.jit 0.69-0.72). None where that does not apply."""
     dims, unroll = shape.dims, launch.unroll_factor
     if len(dims) < 2 or not shape.has_default_layout:
         return None
     if dims[-1] % unroll or dims[-1] // unroll < 32:
         unroll = 1
     threads = dims[-1] // unroll
-    # A row of more than half a warp and less than one: a warp, its last
-    # lanes idle.
-    short = 16 < threads < 32
+    # A row of 9 to 31 elements: a warp, its last lanes idle (rows of 12
+    # 10 and 14: the softmax's last kernel 0.70-0.76x the time of XLA's
+    # blocks of 512 elements, a layer norm's 0.86-0.91x).
+    short = 8 < threads < 32
     if short:
         threads = 32
     if not 32 <= threads <= 1024:

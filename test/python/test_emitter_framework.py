@@ -589,6 +589,19 @@ def _sum_over(shape: tuple[int, ...], dims: tuple[int, ...], ty: str = "f32",
             f"calls=fused\n}}\n")
 
 
+def _sum_and_xla(fusion, kernel, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A sum fusion of _sum_over's (one f32 result) run by `kernel` on the
+    CPU target over a random input, and XLA:CPU's result of the same."""
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import random_input, reference_text
+    (param,) = fusion.fused_computation.parameters
+    x = random_input(param.shape, np.random.RandomState(seed))
+    out = np.zeros(fusion.shape.dims, np.float32)
+    CpuKernel(kernel)(x, out)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    return out, want
+
+
 _ROW_VALUES = """HloModule rows
 fused {
   x = f32[512,1000] parameter(0)
@@ -659,8 +672,6 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
     sums on the CPU target are XLA:CPU's within f32's rounding; without
     `host`, and for other reductions, the kernel is XLA:GPU's choice."""
     from xla_gpu.emitters import host_prefers_loop
-    from xla_gpu.reference import run_with_xla
-    from xla_gpu.tools.test_correctness import random_input, reference_text
     fusion = find_fusion(parse_hlo(_sum_over(shape, dims, ty, extra_root)))
     assert isinstance(make_emitter(fusion), ReductionEmitter)
     host_emitter = make_emitter(fusion, host=True)
@@ -670,12 +681,7 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
         return
     kernel = emit_kernel(fusion, host=True)
     assert kernel.launch != emit_kernel(fusion).launch
-    rng = np.random.RandomState(1)
-    (param,) = fusion.fused_computation.parameters
-    x = random_input(param.shape, rng)
-    out = np.zeros(fusion.shape.dims, np.float32)
-    CpuKernel(kernel)(x, out)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    out, want = _sum_and_xla(fusion, kernel, 1)
     rows = np.prod([shape[d] for d in dims])
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows)
 
@@ -695,20 +701,13 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, r
     one at a time, not in XLA:GPU's vectors of 2 or 4
     (RowReductionEmitter._host_rows). The sums are XLA:CPU's within f32's
     rounding; without `host` the launch is XLA:GPU's."""
-    from xla_gpu.reference import run_with_xla
-    from xla_gpu.tools.test_correctness import random_input, reference_text
     fusion = find_fusion(parse_hlo(_sum_over(shape, (1,), ty)))
     gpu, host = make_emitter(fusion), make_emitter(fusion, host=True)
     threads = gpu.num_threads[1]
     assert gpu.num_threads == [256 // threads, threads] and gpu.input_shape[3] == gpu_vector
     assert host.num_threads == [rows_a_block, threads] and host.input_shape[3] == host_vector
     assert host.launch_dims().block_counts == (shape[0] // rows_a_block, 1, 1)
-    rng = np.random.RandomState(3)
-    (param,) = fusion.fused_computation.parameters
-    x = random_input(param.shape, rng)
-    out = np.zeros(shape[:1], np.float32)
-    CpuKernel(emit_kernel(fusion, host=True))(x, out)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    out, want = _sum_and_xla(fusion, emit_kernel(fusion, host=True), 3)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
@@ -760,8 +759,6 @@ def test_the_host_reduces_rows_shorter_than_a_warp_a_warp_a_row(ctx):
     thread a row); rows of 16 or fewer keep XLA's choice. The sums are
     XLA:CPU's within f32's rounding."""
     from xla_gpu.emitters.fusion_analysis import host_short_rows
-    from xla_gpu.reference import run_with_xla
-    from xla_gpu.tools.test_correctness import random_input, reference_text
     fusion = find_fusion(parse_hlo(_sum_over((1000, 24), (1,))))
     assert isinstance(make_emitter(fusion, host=True), LoopEmitter)
     with host_short_rows():
@@ -771,9 +768,5 @@ def test_the_host_reduces_rows_shorter_than_a_warp_a_warp_a_row(ctx):
         kernel = emit_kernel(fusion, host=True)
         short = find_fusion(parse_hlo(_sum_over((1000, 12), (1,))))
         assert isinstance(make_emitter(short, host=True), LoopEmitter)
-    (param,) = fusion.fused_computation.parameters
-    x = random_input(param.shape, np.random.RandomState(5))
-    out = np.zeros((1000,), np.float32)
-    CpuKernel(kernel)(x, out)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    out, want = _sum_and_xla(fusion, kernel, 5)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())

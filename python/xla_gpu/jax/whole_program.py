@@ -430,16 +430,24 @@ def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruct
     k = next(i for i, o in enumerate(consumer.operands) if o is inst)
     if _LIBRARY_OPS & ops or not reads_each_element_once(consumer, k):
         return None
+    _merge_in_place(module, consumer, k)
+    return consumer
+
+
+def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int) -> None:
+    """Merges fusion `consumer`'s operand k, a fusion of the entry, into it
+    (fusion_merger.merge_producer): `consumer` changes in place, the
+    producer leaves the entry, the merged computation joins the module."""
+    producer = consumer.operands[k]
     merged = merge_producer(consumer, k)
-    entry = module.entry
     consumer.operands = merged.operands
     consumer.called_computations = merged.called_computations
     consumer.attributes = merged.attributes
-    for o in inst.operands:
-        o.users = [u for u in o.users if u is not inst and u is not consumer] + [consumer]
-    entry.instructions.remove(inst)
+    for o in producer.operands:
+        o.users = [u for u in o.users if u is not producer and u is not consumer] + [consumer]
+    entry = module.entry
+    entry.instructions.remove(producer)
     module.computations.insert(module.computations.index(entry), merged.fused_computation)
-    return consumer
 
 
 def _is_row_program(instructions: list[HloInstruction]) -> bool:
@@ -499,17 +507,8 @@ def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInst
                                         consumer.fused_computation.instructions) or
                     not mergeable(producer) or not mergeable(consumer)):
                 continue
-            k = next(i for i, o in enumerate(consumer.operands) if o is producer)
-            merged = merge_producer(consumer, k)
-            consumer.operands = merged.operands
-            consumer.called_computations = merged.called_computations
-            consumer.attributes = merged.attributes
-            for o in producer.operands:
-                o.users = [u for u in o.users if u is not producer and u is not consumer] + \
-                    [consumer]
-            entry.instructions.remove(producer)
-            module.computations.insert(module.computations.index(entry),
-                                       merged.fused_computation)
+            _merge_in_place(module, consumer,
+                            next(i for i, o in enumerate(consumer.operands) if o is producer))
             merges.append((producer, consumer))
             changed = True
             break

@@ -192,7 +192,13 @@ def cases(runs: int) -> list[dict]:
                     # multiple of XLA:GPU's 8 rows a block, nor of its
                     # vectors of 2 (stop 65: 4.4x jax.jit's time before).
                     ("softmax(x).max(-1) f32[5322,197]", _top_probability,
-                     lambda k: lambda v: _top_probability(v * (1.0 + k)), v)]]
+                     lambda k: lambda v: _top_probability(v * (1.0 + k)), v),
+                    # bf16 rows of 1000: an element a load where the
+                    # parts compute exps (stop 66: 1.8x jax.jit's time
+                    # with XLA:GPU's vectors of 4).
+                    ("softmax(x).max(-1) bf16[4096,1000]", _top_probability,
+                     lambda k: lambda v: _top_probability(v * (1.0 + k)),
+                     e.astype(jnp.bfloat16))]]
     return [overhead, gelu, loss, *programs]
 
 

@@ -569,11 +569,17 @@ def test_an_operand_that_cannot_share_the_result_is_refused(ctx):
 
 
 def _sum_over(shape: tuple[int, ...], dims: tuple[int, ...], ty: str = "f32",
-              extra_root: bool = False) -> str:
+              extra_root: bool = False, exp: bool = False) -> str:
+    """A fusion summing an f32 conversion of its `ty` parameter over `dims`
+    (of its exps, with `exp`); with `extra_root`, the exps are a second
+    result."""
     kept = [n for i, n in enumerate(shape) if i not in dims]
     full = f"{ty}[{','.join(map(str, shape))}]"
     out = f"f32[{','.join(map(str, kept))}]"
-    body = (f"  p = {full} parameter(0)\n  c = f32[{','.join(map(str, shape))}] convert(p)\n"
+    f32 = f"f32[{','.join(map(str, shape))}]"
+    converted = f"  q = {f32} convert(p)\n  c = {f32} exponential(q)\n" if exp else \
+        f"  c = {f32} convert(p)\n"
+    body = (f"  p = {full} parameter(0)\n{converted}"
             f"  z = f32[] constant(0)\n"
             f"  s = {out} reduce(c, z), dimensions={{{','.join(map(str, dims))}}}, to_apply=add\n")
     if extra_root:
@@ -686,22 +692,28 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows)
 
 
-@pytest.mark.parametrize("shape, ty, rows_a_block, gpu_vector, host_vector", [
-    ((5322, 197), "f32", 6, 1, 1),    # 5322 = 6 * 887: XLA's 8 a block leave 6 past the end
-    ((1009, 100), "bf16", 1, 2, 1),   # a prime number of rows: a warp a block
-    ((16384, 256), "f32", 8, 2, 1),   # XLA's 8 divide the rows: its blocks
-    ((1022, 1000), "f32", 2, 2, 2),   # rows of 1000: XLA's vectors, 2 rows of 64 threads
+@pytest.mark.parametrize("shape, ty, exp, rows_a_block, gpu_vector, host_vector", [
+    ((5322, 197), "f32", False, 6, 1, 1),  # 5322 = 6 * 887: XLA's 8 a block leave 6 past the end
+    ((1009, 100), "bf16", False, 1, 2, 1),  # a prime number of rows: a warp a block
+    ((16384, 256), "f32", False, 8, 2, 1),  # XLA's 8 divide the rows: its blocks
+    ((1022, 1000), "f32", False, 2, 2, 2),  # rows of 1000: XLA's vectors, 2 rows of 64 threads
+    ((1022, 1000), "f32", True, 2, 2, 2),   # f32 exps: XLA's vectors
+    ((1024, 1000), "bf16", True, 4, 4, 1),  # bf16 exps: an element a load
+    ((1024, 1000), "bf16", False, 4, 4, 4),  # no costly op: XLA's vectors
+    ((256, 2048), "bf16", True, 2, 4, 4),   # past HOST_MAX_UNVECTORIZED_COSTLY_ROW
 ])
-def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, rows_a_block,
+def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, exp, rows_a_block,
                                                              gpu_vector, host_vector):
     """emit_kernel(host=True): a row reduction's block holds the most rows,
     up to XLA:GPU's, that divide the rows (no block reaches past the last
     row, whose bounds check slowed the CPU target's lane loops), and a
     thread reads the elements of a row of up to HOST_MAX_UNVECTORIZED_ROW
     one at a time, not in XLA:GPU's vectors of 2 or 4
-    (RowReductionEmitter._host_rows). The sums are XLA:CPU's within f32's
-    rounding; without `host` the launch is XLA:GPU's."""
-    fusion = find_fusion(parse_hlo(_sum_over(shape, (1,), ty)))
+    (RowReductionEmitter._host_rows), and those of a row of 16-bit values of
+    up to HOST_MAX_UNVECTORIZED_COSTLY_ROW whose fusion computes an exp. The
+    sums are XLA:CPU's within f32's rounding; without `host` the launch is
+    XLA:GPU's."""
+    fusion = find_fusion(parse_hlo(_sum_over(shape, (1,), ty, exp=exp)))
     gpu, host = make_emitter(fusion), make_emitter(fusion, host=True)
     threads = gpu.num_threads[1]
     assert gpu.num_threads == [256 // threads, threads] and gpu.input_shape[3] == gpu_vector

@@ -14,8 +14,8 @@ import numpy as np
 from .hlo.module import Attribute, HloComputation, HloInstruction
 from .hlo.shape import Shape
 
-__all__ = ["XlaCpuExecutable", "as_xla_takes_it", "kernel_row_major", "row_major",
-           "run_with_xla"]
+__all__ = ["XlaCpuExecutable", "as_xla_takes_it", "division_xla_cannot_fold", "kernel_row_major",
+           "row_major", "run_with_xla"]
 
 
 def _all_row_major(shapes) -> bool:
@@ -175,6 +175,41 @@ def xla_parser_error(hlo_text: str) -> str | None:
             source = lines[i + 1].strip() if i + 1 < len(lines) else ""
             return f"XLA's HLO parser: {found.group(1)}" + (f" (in '{source}')" if source else "")
     return lines[-1] if lines else f"XLA's HLO parser failed (exit status {r.returncode})"
+
+
+# What XLA's compile folds a constant through as it is.
+_FOLDED_THROUGH = frozenset({"broadcast", "reshape", "bitcast", "copy", "transpose", "slice",
+                             "reverse"})
+
+
+def _folded_constant(inst: HloInstruction) -> np.ndarray | None:
+    """The values of the constant `inst` is (through _FOLDED_THROUGH ops),
+    or None where it is none or its literal is elided."""
+    while inst.opcode in _FOLDED_THROUGH and inst.operands:
+        inst = inst.operands[0]
+    if inst.opcode != "constant" or inst.literal is None:
+        return None
+    return inst.literal.value
+
+
+def division_xla_cannot_fold(computations: Iterable[HloComputation]) -> HloInstruction | None:
+    """An integer divide or remainder of two constants (through broadcasts,
+    reshapes and the like) whose divisor holds a zero, or None. XLA's
+    compile folds it and dies of SIGFPE (jaxlib 0.8, with every HLO pass
+    off too: its constant folder divides as the machine does), where its
+    code at run time -- and our kernels -- give XLA's x / 0 = -1 and
+    x % 0 = x."""
+    for comp in computations:
+        for inst in comp.instructions:
+            if inst.opcode not in ("divide", "remainder") or len(inst.operands) != 2:
+                continue
+            etype = inst.shape.element_type
+            if etype is None or etype.is_float or etype.is_complex:
+                continue
+            dividend, divisor = (_folded_constant(o) for o in inst.operands)
+            if dividend is not None and divisor is not None and not np.all(divisor):
+                return inst
+    return None
 
 
 # XLA:CPU's flags that hand fusions to its libraries (YNNPACK reductions,

@@ -2,6 +2,7 @@
 file:line:col, exit status 1, no traceback, no crash."""
 
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -504,3 +505,72 @@ def test_run_hlo_reuses_only_outputs_nothing_holds():
     for _ in range(10):
         pool.take()
     assert len(pool._sets) <= _OutputPool.KEPT
+
+
+_DIVIDES_CONSTANTS = """HloModule m
+fused {
+  a = s32[64] parameter(0)
+  z = s32[] constant(0)
+  zb = s32[64] broadcast(z), dimensions={}
+  ROOT d = s32[64] DIVISION
+}
+ENTRY e {
+  p0 = s32[64] parameter(0)
+  ROOT f = s32[64] fusion(p0), kind=kLoop, calls=fused
+}
+"""
+
+
+@pytest.mark.parametrize("division, folds", [
+    ("divide(zb, zb)", True), ("remainder(zb, zb)", True),
+    ("divide(a, zb)", False), ("remainder(a, zb)", False), ("divide(zb, a)", False)])
+def test_xla_dies_folding_an_integer_division_of_constants_by_zero(division, folds):
+    """XLA:CPU (the pinned jaxlib) dies of SIGFPE compiling an integer
+    divide or remainder of two constants by zero (its folder divides as the
+    machine does); one with an operand it cannot fold it compiles.
+    division_xla_cannot_fold finds exactly the former."""
+    from xla_gpu.hlo import parse_hlo
+    from xla_gpu.reference import division_xla_cannot_fold
+    text = _DIVIDES_CONSTANTS.replace("DIVISION", division)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom xla_gpu.reference import XlaCpuExecutable\n"
+         "XlaCpuExecutable(sys.stdin.read())"], input=text, capture_output=True, text=True)
+    assert proc.returncode == (-signal.SIGFPE if folds else 0), proc.stderr
+    found = division_xla_cannot_fold(parse_hlo(text).computations)
+    assert (found.name if found else None) == ("d" if folds else None)
+
+
+@pytest.mark.parametrize("tool, flags, status, message", [
+    ("run_hlo", [], 1, ":6:3: d: an integer remainder of constants by zero, which XLA:CPU folds "
+     "as it compiles and dies of SIGFPE on (XLA's x / 0 = -1, x % 0 = x): the reference cannot "
+     "run; --reference_platform=\"\" runs our kernels alone"),
+    ("run_hlo", ["--reference_platform="], 0, None),
+    ("test_correctness", [], 1, ":6:3: d: an integer remainder of constants by zero"),
+])
+def test_tools_refuse_what_xla_would_die_folding(tmp_path, tool, flags, status, message):
+    """run-hlo and test-correctness do not hand XLA:CPU a division it dies
+    folding: a located error, status 1; run-hlo without a reference runs
+    our kernel, which gives XLA's x % 0 = x."""
+    path = tmp_path / "divides.hlo"
+    path.write_text(_DIVIDES_CONSTANTS.replace("DIVISION", "remainder(zb, zb)"))
+    proc = subprocess.run([sys.executable, "-m", f"xla_gpu.tools.{tool}", str(path), *flags],
+                          capture_output=True, text=True)
+    assert proc.returncode == status, proc
+    if message:
+        assert proc.stderr.startswith(f"{tool.replace('_', '-')}: error: {path}{message}"), proc
+    else:
+        assert "ours (cpu target, 1 fusions)" in proc.stdout
+
+
+def test_run_hlo_refuses_an_entry_division_xla_would_die_folding(tmp_path):
+    """An unfused one is XLA's to run, with or without a reference."""
+    path = tmp_path / "entry.hlo"
+    path.write_text("HloModule m\nENTRY e {\n  p0 = s32[64] parameter(0)\n"
+                    "  z = s32[] constant(0)\n  r = s32[] remainder(z, z)\n"
+                    "  rb = s32[64] broadcast(r), dimensions={}\n"
+                    "  ROOT a = s32[64] add(p0, rb)\n}\n")
+    proc = subprocess.run([sys.executable, "-m", "xla_gpu.tools.run_hlo", str(path),
+                           "--reference_platform="], capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr.startswith(
+        f"run-hlo: error: {path}:5:3: r: an integer remainder of constants by zero"), proc
+    assert proc.stderr.rstrip().endswith("run-hlo has XLA run the entry's instructions")

@@ -11,6 +11,7 @@ from typing import Callable
 
 from ..emitters.elemental import EmitterError
 from ..hlo import HloModule, HloParseError, parse_hlo
+from ..reference import division_xla_cannot_fold
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -61,6 +62,17 @@ def check_host_memory(shapes, what: str) -> None:
     if total > MAX_HOST_BYTES:
         raise ToolError(f"{what} need {total / 2**30:.1f} GiB of host memory, more than the "
                         f"{MAX_HOST_BYTES >> 30} GiB a run may allocate")
+
+
+def refuse_divisions_xla_cannot_fold(path: str, computations, consequence: str) -> None:
+    """A ToolError at an integer division that XLA:CPU, about to compile
+    `computations`, would fold and crash on (see
+    reference.division_xla_cannot_fold); `consequence` says what cannot run."""
+    inst = division_xla_cannot_fold(computations)
+    if inst is not None:
+        raise ToolError(f"{path}:{inst.line}:{inst.column}: {inst.name}: an integer "
+                        f"{inst.opcode} of constants by zero, which XLA:CPU folds as it compiles "
+                        f"and dies of SIGFPE on (XLA's x / 0 = -1, x % 0 = x): {consequence}")
 
 
 def read_hlo(path: str) -> HloModule:

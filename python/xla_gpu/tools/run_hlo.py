@@ -55,7 +55,8 @@ from ..emitters.kernel import EmittedKernel
 from ..runtime import CPU_DEFAULT_OPTIONS, CpuKernel
 from ..runtime.cpu import aligned_empty, compile_kernels
 from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
-                   enable_remarks, platform_arg, read_hlo, require_platform, run_tool)
+                   enable_remarks, platform_arg, read_hlo, refuse_divisions_xla_cannot_fold,
+                   require_platform, run_tool)
 from .test_correctness import random_input, report
 
 
@@ -343,6 +344,14 @@ def main(argv: list[str] | None = None) -> int:
         error = xla_parser_error(reference_text(module))
         if error is not None:
             raise ToolError(f"{args.file}: {error}")
+        # XLA runs the entry's other instructions, and the reference.
+        if args.reference_platform is not None:
+            refuse_divisions_xla_cannot_fold(
+                args.file, module.computations, "the reference cannot run; "
+                "--reference_platform=\"\" runs our kernels alone")
+        else:
+            refuse_divisions_xla_cannot_fold(args.file, [module.entry],
+                                             "run-hlo has XLA run the entry's instructions")
         rng = np.random.RandomState(args.seed)
         inputs = [random_input(p.shape, rng) for p in module.entry.parameters]
         steps = _compile(module, args.dump_to, device_named(args.device), dump_passes,

@@ -26,8 +26,8 @@ from ..reference import as_xla_takes_it, run_with_xla
 from ..runtime import CpuKernel
 from ..runtime.cuda import random_array
 from ._cli import (ArgumentParser, ToolError, add_verbose_flag, check_host_memory,
-                   enable_remarks, platform_arg, require_platform,
-                   read_hlo, run_tool)
+                   enable_remarks, platform_arg, refuse_divisions_xla_cannot_fold,
+                   require_platform, read_hlo, run_tool)
 
 
 def random_input(shape, rng: np.random.RandomState) -> np.ndarray:
@@ -198,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         module = read_hlo(args.file)
         fusion = find_fusion(module)
         comp = fusion.fused_computation
+        refuse_divisions_xla_cannot_fold(args.file, [comp], "test-correctness has no "
+                                         "reference to compare with")
         check_host_memory([p.shape for p in comp.parameters] + [comp.root.shape],
                           f"the arrays of {fusion.name}")
         rng = np.random.RandomState(args.seed)

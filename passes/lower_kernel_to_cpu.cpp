@@ -280,11 +280,41 @@ constexpr int64_t kWriteStepInterleave = 2;
 // And of one that accumulates long-latency arithmetic (emitInterchanged).
 constexpr int64_t kAccumulationInterleave = 4;
 
+// How the result of `op` moves, given how its operands move (`operand`):
+// sums, differences, products with a constant and casts of moving values
+// move accordingly; anything of values that do not move does not move;
+// anything else (a division, a remainder, a select of moving values) is
+// unknown (nullopt).
+std::optional<int64_t> strideThrough(mlir::Operation* op,
+                                     llvm::function_ref<std::optional<int64_t>(Value)> operand) {
+  std::optional<int64_t> stride;
+  if (llvm::isa<mlir::arith::AddIOp, mlir::arith::SubIOp>(op)) {
+    auto a = operand(op->getOperand(0)), b = operand(op->getOperand(1));
+    if (a && b) stride = llvm::isa<mlir::arith::AddIOp>(op) ? *a + *b : *a - *b;
+  } else if (llvm::isa<mlir::arith::MulIOp>(op)) {
+    for (int i = 0; i < 2 && !stride; ++i) {
+      auto k = mlir::getConstantIntValue(op->getOperand(1 - i));
+      auto a = operand(op->getOperand(i));
+      int64_t product;
+      if (k && a && !__builtin_mul_overflow(*a, *k, &product)) stride = product;
+    }
+  } else if (llvm::isa<mlir::arith::IndexCastOp, mlir::arith::IndexCastUIOp,
+                       mlir::arith::ExtSIOp, mlir::arith::ExtUIOp>(op)) {
+    stride = operand(op->getOperand(0));
+  }
+  if (!stride && op->getNumRegions() == 0 &&
+      llvm::all_of(op->getOperands(), [&](Value x) {
+        auto s = operand(x);
+        return s && *s == 0;
+      })) {
+    stride = 0;
+  }
+  return stride;
+}
+
 // How `v` moves as `iv` steps by one: by a constant, or unknown (nullopt).
 // Values from outside `loop` and the induction variables of loops inside it
-// do not move; sums, differences, products with a constant and casts of
-// moving values move accordingly; anything else that depends on `iv` (a
-// division, a remainder, a select) is unknown.
+// do not move; the rest as strideThrough says.
 std::optional<int64_t> strideIn(mlir::scf::ForOp loop, Value v,
                                 llvm::DenseMap<Value, std::optional<int64_t>>& memo) {
   if (v == loop.getInductionVar()) return 1;
@@ -295,30 +325,30 @@ std::optional<int64_t> strideIn(mlir::scf::ForOp loop, Value v,
     auto inner = llvm::dyn_cast<mlir::scf::ForOp>(arg.getOwner()->getParentOp());
     if (inner && inner != loop && arg == inner.getInductionVar()) stride = 0;
   } else {
-    mlir::Operation* op = v.getDefiningOp();
-    auto operand = [&](int i) { return strideIn(loop, op->getOperand(i), memo); };
-    if (llvm::isa<mlir::arith::AddIOp, mlir::arith::SubIOp>(op)) {
-      auto a = operand(0), b = operand(1);
-      if (a && b) stride = llvm::isa<mlir::arith::AddIOp>(op) ? *a + *b : *a - *b;
-    } else if (llvm::isa<mlir::arith::MulIOp>(op)) {
-      for (int i = 0; i < 2 && !stride; ++i) {
-        auto k = mlir::getConstantIntValue(op->getOperand(1 - i));
-        auto a = operand(i);
-        int64_t product;
-        if (k && a && !__builtin_mul_overflow(*a, *k, &product)) stride = product;
-      }
-    } else if (llvm::isa<mlir::arith::IndexCastOp, mlir::arith::IndexCastUIOp,
-                         mlir::arith::ExtSIOp, mlir::arith::ExtUIOp>(op)) {
-      stride = operand(0);
-    }
-    if (!stride && op->getNumRegions() == 0 &&
-        llvm::all_of(op->getOperands(), [&](Value x) {
-          auto s = strideIn(loop, x, memo);
-          return s && *s == 0;
-        })) {
-      stride = 0;
-    }
+    stride = strideThrough(v.getDefiningOp(), [&](Value x) { return strideIn(loop, x, memo); });
   }
+  memo[v] = stride;
+  return stride;
+}
+
+// How `v` moves as the thread id (x: a block of one dimension) steps by
+// one: the kernel's arguments, loops' induction variables and the other ids
+// do not move; the rest as strideThrough says.
+std::optional<int64_t> strideAlongThreads(Value v,
+                                          llvm::DenseMap<Value, std::optional<int64_t>>& memo) {
+  if (auto id = v.getDefiningOp<mlir::gpu::ThreadIdOp>()) {
+    return id.getDimension() == mlir::gpu::Dimension::x ? 1 : 0;
+  }
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+    auto loop = llvm::dyn_cast<mlir::scf::ForOp>(arg.getOwner()->getParentOp());
+    bool fixed = arg.getOwner()->isEntryBlock() &&
+                 (llvm::isa<mlir::func::FuncOp>(arg.getOwner()->getParentOp()) ||
+                  (loop && arg == loop.getInductionVar()));
+    return fixed ? std::optional<int64_t>(0) : std::nullopt;
+  }
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  std::optional<int64_t> stride =
+      strideThrough(v.getDefiningOp(), [&](Value x) { return strideAlongThreads(x, memo); });
   memo[v] = stride;
   return stride;
 }
@@ -767,6 +797,48 @@ bool isInterchangeable(mlir::Operation* op) {
   return loop.getNumRegionIterArgs() > 0 || *upper - *lower > *step;
 }
 
+// The longest run of its own a thread reads in an accumulation that
+// stays whole in its lane loop (readsItsOwnRun).
+constexpr int64_t kMaxOwnRun = 32;
+
+// Whether accumulation `loop` (see isInterchangeable) reads, at each
+// thread, a run of elements of its own, one after the other, the threads'
+// runs back to back: every load of one of `f`'s buffers in it steps by one
+// with the loop and by the loop's trip count (at most kMaxOwnRun) with the
+// thread id (x, of a block of one dimension) -- the loop emitter's sum of
+// a row of 12, a thread a row. Such a loop stays whole in its lane loop.
+// Interchanged, each step's lane loop read one element of each run, a
+// run's length apart, an element a load (no interleave group: the run's
+// other elements are other steps'), and kept the sums in memory: a row sum
+// over f32[65536,12] took 0.33 ms, jax.jit's 0.33, where f32[65535,12]
+// (whose guard on the last block kept the loop whole) took 0.17.
+bool readsItsOwnRun(mlir::func::FuncOp f, mlir::scf::ForOp loop) {
+  auto lower = mlir::getConstantIntValue(loop.getLowerBound());
+  auto upper = mlir::getConstantIntValue(loop.getUpperBound());
+  auto step = mlir::getConstantIntValue(loop.getStep());
+  if (loop.getNumResults() == 0 || !lower || !upper || step != 1) return false;
+  int64_t trips = *upper - *lower;
+  if (trips < 2 || trips > kMaxOwnRun) return false;
+  llvm::DenseMap<Value, std::optional<int64_t>> alongLoop, alongThreads;
+  bool reads = false;
+  mlir::WalkResult result = loop.getBody()->walk([&](mlir::LLVM::LoadOp load) {
+    if (!isKernelBuffer(f, baseOf(load.getAddr()))) return mlir::WalkResult::advance();
+    auto gep = load.getAddr().getDefiningOp<mlir::LLVM::GEPOp>();
+    if (!gep || !isKernelBuffer(f, gep.getBase()) || gep.getDynamicIndices().size() != 1 ||
+        gep.getRawConstantIndices().size() != 1) {
+      return mlir::WalkResult::interrupt();
+    }
+    Value index = gep.getDynamicIndices().front();
+    if (strideIn(loop, index, alongLoop) != 1 ||
+        strideAlongThreads(index, alongThreads) != trips) {
+      return mlir::WalkResult::interrupt();
+    }
+    reads = true;
+    return mlir::WalkResult::advance();
+  });
+  return reads && !result.wasInterrupted();
+}
+
 // Whether `a` and `b` are the same value: the same SSA value, or the same
 // result of equivalent pure ops without regions on the same values (two
 // copies of one index computation, made each where a step or a vector
@@ -1020,7 +1092,9 @@ class KernelLowering {
         phaseOf_[&op] = phases.size() - 1;
         continue;
       }
-      if (isInterchangeable(&op)) {
+      if (isInterchangeable(&op) &&
+          !(grid_.threads[1] * grid_.threads[2] == 1 &&
+            readsItsOwnRun(f_, llvm::cast<mlir::scf::ForOp>(op)))) {
         // A loop every thread of a group runs alike is run once a group,
         // whole (see uniformGroupOf); any other, interchanged.
         if (int64_t group = uniformGroupOf(llvm::cast<mlir::scf::ForOp>(op)); group > 0) {

@@ -712,6 +712,68 @@ func.func @accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// An accumulation that reads at each thread a run of its own, the threads'
+// runs back to back (a thread's row of 12), stays whole in its lane loop:
+// interchanged, each step's lane loop would read one element a run, 12
+// apart, an element a load.
+// CHECK-LABEL: func.func @accumulate_own_runs
+// CHECK-NOT:   llvm.alloca
+// CHECK:       scf.for %[[T:.*]] = %c0{{.*}} to %c64
+// CHECK:         %[[SUM:.*]] = scf.for %{{.*}} = %c0{{.*}} to %c12{{.*}} iter_args
+// CHECK:           arith.addf
+// CHECK:         llvm.store %[[SUM]]
+func.func @accumulate_own_runs(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c12 = arith.constant 12 : index
+  %zero = arith.constant 0.0 : f32
+  %run = arith.muli %tid, %c12 : index
+  %sum = scf.for %k = %c0 to %c12 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %e = arith.addi %run, %k : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %next = arith.addf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// Runs 16 apart, 12 of each read: interchanged as any accumulation.
+// CHECK-LABEL: func.func @accumulate_runs_apart
+// CHECK:     llvm.alloca %{{.*}} x f32
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c12{{.*}} step %c1{{(_[0-9]+)?}}
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c64
+func.func @accumulate_runs_apart(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c12 = arith.constant 12 : index
+  %zero = arith.constant 0.0 : f32
+  %c16 = arith.constant 16 : index
+  %run = arith.muli %tid, %c16 : index
+  %sum = scf.for %k = %c0 to %c12 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %e = arith.addi %run, %k : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %next = arith.addf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // An accumulation of long-latency arithmetic (a softmax's exp + sum): each
 // step's lane loop interleaves 4 vector iterations (the other lane loops of
 // such a kernel 2), so that more chains of the exp's polynomial overlap.

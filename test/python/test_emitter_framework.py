@@ -699,8 +699,8 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
     ((1022, 1000), "f32", False, 2, 2, 2),  # rows of 1000: XLA's vectors, 2 rows of 64 threads
     ((1022, 1000), "f32", True, 2, 2, 2),   # f32 exps: XLA's vectors
     ((1024, 1000), "bf16", True, 4, 4, 1),  # bf16 exps: an element a load
-    ((1024, 1000), "bf16", False, 4, 4, 4),  # no costly op: XLA's vectors
-    ((256, 2048), "bf16", True, 2, 4, 4),   # past HOST_MAX_UNVECTORIZED_COSTLY_ROW
+    ((1024, 1000), "bf16", False, 4, 4, 4),  # converted only: XLA's vectors
+    ((256, 2048), "bf16", True, 2, 4, 4),   # past HOST_MAX_UNVECTORIZED_COMPUTED_ROW
 ])
 def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, exp, rows_a_block,
                                                              gpu_vector, host_vector):
@@ -710,7 +710,8 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, e
     thread reads the elements of a row of up to HOST_MAX_UNVECTORIZED_ROW
     one at a time, not in XLA:GPU's vectors of 2 or 4
     (RowReductionEmitter._host_rows), and those of a row of 16-bit values of
-    up to HOST_MAX_UNVECTORIZED_COSTLY_ROW whose fusion computes an exp. The
+    up to HOST_MAX_UNVECTORIZED_COMPUTED_ROW whose fusion computes with them
+    (an exp; not a conversion alone). The
     sums are XLA:CPU's within f32's rounding; without `host` the launch is
     XLA:GPU's."""
     fusion = find_fusion(parse_hlo(_sum_over(shape, (1,), ty, exp=exp)))

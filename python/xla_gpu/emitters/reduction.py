@@ -39,6 +39,7 @@ from mlir.dialects import arith, func, tensor, vector
 
 from ..dialects import xla_gpu
 from ..hlo import HloInstruction
+from ..hlo.opcodes import ELEMENTWISE
 from ..indexing import delinearize, output_to_input_indexing
 from ..indexing_map import IndexingMap
 from .base import (CallTargets, EmitterBase, Epilogue, apply_map, apply_map_at, bitcast_map,
@@ -50,7 +51,6 @@ from .fusion_analysis import (EmitterKind, FusionAnalysis, ReductionDimensions,
                               kColReduced, kRowKept, kRowMinorReduced, reduction_dimensions)
 from .kernel import LaunchDimensions
 from .registry import register_emitter
-from .tree_reduction import COSTLY_OPS
 
 __all__ = ["ColumnReductionEmitter", "MultiRowReductionEmitter", "ReductionEmitter",
            "ReductionGroups", "RowReductionEmitter", "SmallColumnReductionEmitter",
@@ -568,20 +568,23 @@ def _syms(n: int) -> list[ir.AffineExpr]:
 # 16 steps of one element, against 8 of two).
 HOST_MAX_UNVECTORIZED_ROW = 512
 
-# And rows of 16-bit elements of up to this many whose fusion computes a
-# costly op (an exp, a log, a divide: tree_reduction.COSTLY_OPS). XLA's
-# vector of 4 is an interleave group of 4 on the host, which LLVM loads as
-# a wide vector and takes apart (a permute a step); an element a load is a
-# plain vector load across the lanes. Through xla_gpu.jax.jit, A/B in one
-# process, ratios to jax.jit (two runs): bf16[4096,1000] softmax(x).max(-1)
-# 1.81-1.89 -> 1.26-1.30, softmax 1.39-1.42 -> 1.16-1.20, -log_softmax(x)
-# .mean() 1.41-1.45 -> 1.30-1.38, bf16[8192,600] 2.07-2.14 -> 1.33-1.34,
-# f16[4096,1000] softmax 0.35-0.37 -> 0.15-0.18, bf16[4096,1024]
-# softmax(x).max(-1) 1.24-1.25 -> 1.14-1.17. Left at XLA's: rows of
-# 2048 and 4096 (the same either way), of 3000 (1.2-1.3x slower an element
-# a load), and sums and maxima alone (bf16[8192,600]: row max 1.29-1.35
-# with XLA's vectors, 1.76-1.94 without; rows of 1000 the same).
-HOST_MAX_UNVECTORIZED_COSTLY_ROW = 1024
+# And rows of 16-bit elements of up to this many whose fusion computes
+# with them (any elementwise op but a conversion or copy: a scale, an exp).
+# XLA's vector of 4 is an interleave group of 4 on the host, which LLVM
+# loads as a wide vector and takes apart (a permute a step); an element a
+# load is a plain vector load across the lanes. Through xla_gpu.jax.jit,
+# A/B in one process (ms): bf16[4096,1000] softmax(x).max(-1) 2.64 ->
+# 1.82, softmax 2.04 -> 1.96, -log_softmax(x).mean() 1.99 -> 1.89; of
+# x * 1.5: its row max 1.08 -> 0.69, over bf16[8192,600] 1.25 -> 0.80,
+# -log_softmax(x).mean() there 4.59 -> 3.73, f16[4096,1000] softmax 2.52
+# -> 1.68. Left at XLA's: rows of 2048 and more (softmax(x).max(-1) over
+# bf16[1024,3000] 1.18x slower an element a load, over bf16[2048,2048]
+# 0.98x), and sums and maxima of the inputs as they are (a row max over
+# bf16[8192,600] 1.40x slower without XLA's vectors, over rows of 1000
+# 1.03x, a row sum 1.01-1.12x).
+HOST_MAX_UNVECTORIZED_COMPUTED_ROW = 1024
+# The elementwise ops that compute nothing (see above).
+_NOT_COMPUTING = frozenset({"convert", "bitcast-convert", "copy"})
 
 
 class RowReductionEmitter(ReductionEmitter):
@@ -603,7 +606,7 @@ class RowReductionEmitter(ReductionEmitter):
         v = self.get_vector_size(d[kRowMinorReduced], reduced)
         if self.host:
             kept = self._host_rows(kept)
-            if d[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_ROW or self._host_costly_16_bit_row():
+            if d[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_ROW or self._host_computed_16_bit_row():
                 v = 1
         self.num_threads = [kept, reduced]
         # The vector is a dimension of its own: loads of v elements.
@@ -632,13 +635,14 @@ class RowReductionEmitter(ReductionEmitter):
         d = self.reduction.dimensions
         return max(k for k in range(1, kept + 1) if d[kRowKept] % k == 0)
 
-    def _host_costly_16_bit_row(self) -> bool:
+    def _host_computed_16_bit_row(self) -> bool:
         """Whether a row of 16-bit inputs is short enough, and its fusion
-        costly enough, that the CPU target reads it an element a load (see
-        HOST_MAX_UNVECTORIZED_COSTLY_ROW)."""
-        return (self.reduction.dimensions[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_COSTLY_ROW
+        computes with them, so that the CPU target reads it an element a
+        load (see HOST_MAX_UNVECTORIZED_COMPUTED_ROW)."""
+        return (self.reduction.dimensions[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_COMPUTED_ROW
                 and _smallest_input_bits(self.analysis) == 16
-                and any(i.opcode in COSTLY_OPS for i in self.analysis.computation.instructions))
+                and any(i.opcode in ELEMENTWISE and i.opcode not in _NOT_COMPUTING
+                        for i in self.analysis.computation.instructions))
 
     @property
     def warps_per_row(self) -> int:

@@ -101,3 +101,65 @@ func.func @row_col_exp(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %x, %q : f32, !llvm.ptr
   return
 }
+
+// A row's last step ends at lane 58 of 64 (a row of 1000 bf16 elements, 4
+// a load): the lanes before and after it are loops of 58 and 6 lanes,
+// which LLVM's vector loop would leave 8 lanes of to a scalar loop. They
+// become loops of a multiple of 16 lanes: the 6 start at lane 48, ahead of
+// the 58, whose first 48 then run, and whose last 16 run again (42-57),
+// writing lanes 48-57 over. Each writes only its lanes' slots, which none
+// of them reads.
+// CHECK-LABEL: func.func @partial_last_step
+// CHECK:     %[[SLOTS:.*]] = llvm.alloca
+// CHECK:     scf.for %[[L:.*]] = %c0 to %c48 step %c1
+// CHECK:       math.exp
+// CHECK:       llvm.getelementptr %[[SLOTS]]
+// CHECK:     scf.for %{{.*}} = %c48 to %c64 step %c1
+// CHECK-NOT:   math.exp
+// CHECK:       llvm.store %cst
+// CHECK:     scf.for %{{.*}} = %c42 to %c58 step %c1
+// CHECK:       math.exp
+// CHECK:     scf.for %{{.*}} = %c0 to %c64 step %c1
+// CHECK:       arith.remui
+func.func @partial_last_step(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c58 = arith.constant 58 : index
+  %in_row = arith.cmpi slt, %tid, %c58 : index
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %zero = arith.constant 0.0 : f32
+  %x = scf.if %in_row -> (f32) {
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %e = math.exp %v : f32
+    scf.yield %e : f32
+  } else {
+    scf.yield %zero : f32
+  }
+  %c1 = arith.constant 1 : i32
+  %c32 = arith.constant 32 : i32
+  %s, %valid = gpu.shuffle down %x, %c1, %c32 : f32
+  %sum = arith.addf %x, %s : f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// The same lanes writing the kernel's buffer: not run twice.
+// CHECK-LABEL: func.func @partial_last_step_to_memory
+// CHECK:     scf.for %{{.*}} = %c0 to %c58 step %c1
+// CHECK-NOT: scf.for
+// CHECK:     return
+func.func @partial_last_step_to_memory(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c58 = arith.constant 58 : index
+  %in_row = arith.cmpi slt, %tid, %c58 : index
+  %i = arith.index_cast %tid : index to i64
+  scf.if %in_row {
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %e = math.exp %v : f32
+    %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %e, %o : f32, !llvm.ptr
+  }
+  return
+}

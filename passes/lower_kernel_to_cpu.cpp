@@ -579,6 +579,32 @@ bool rerunnable(mlir::scf::ForOp loop, llvm::ArrayRef<mlir::scf::ForOp> others) 
   return llvm::none_of(others, readsWritten);
 }
 
+// Whether lane loop `s`, run at lanes of lane loop `a`, reads only what
+// `a` reads at them: the two are the same code (splitAtGuards' pieces of
+// one loop) but for constant conditions of their scf.if ops, and where
+// those differ, the region `s` takes reads no memory. A piece past a
+// row's end skips the last step's loads, which the piece before it runs.
+bool readsNoMoreThan(mlir::scf::ForOp s, mlir::scf::ForOp a) {
+  SmallVector<mlir::Operation*> mine, theirs;
+  s.getBody()->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) { mine.push_back(op); });
+  a.getBody()->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) { theirs.push_back(op); });
+  if (mine.size() != theirs.size()) return false;
+  auto reads = [](mlir::Region& region) {
+    return region.walk([](mlir::LLVM::LoadOp) { return mlir::WalkResult::interrupt(); })
+        .wasInterrupted();
+  };
+  for (auto [x, y] : llvm::zip(mine, theirs)) {
+    if (x->getName() != y->getName()) return false;
+    auto ifX = llvm::dyn_cast<mlir::scf::IfOp>(x);
+    if (!ifX) continue;
+    auto cx = mlir::getConstantIntValue(ifX.getCondition());
+    auto cy = mlir::getConstantIntValue(llvm::cast<mlir::scf::IfOp>(y).getCondition());
+    if (cx.has_value() != cy.has_value()) return false;
+    if (cx && *cx != *cy && reads(*cx ? ifX.getThenRegion() : ifX.getElseRegion())) return false;
+  }
+  return true;
+}
+
 // Lane loops of constant bounds (a warp's, or the pieces splitAtGuards
 // cuts where a row's last step ends) made of pieces of a multiple of
 // kTailLanes lanes, so that LLVM vectorizes every lane: a loop of more
@@ -586,7 +612,9 @@ bool rerunnable(mlir::scf::ForOp loop, llvm::ArrayRef<mlir::scf::ForOp> others) 
 // piece leaves and some before them), and one of fewer that follows a
 // loop over the lanes before it starts kTailLanes before its end, ahead
 // of that loop, which then writes the lanes they share over. Only loops
-// that may run so (rerunnable). Otherwise LLVM's vector loop leaves the
+// that may run so (rerunnable), and a loop that starts early only where it
+// reads at those lanes no more than the loop before it (readsNoMoreThan:
+// no load past a row's end). Otherwise LLVM's vector loop leaves the
 // lanes past its last whole vector to a scalar loop: a row of 1000 bf16
 // elements, 4 a load, 64 threads a row, ends in a loop of 58 lanes (7
 // vectors of 8 and 2 lanes) and one of 6, and those 8 lanes took a third
@@ -615,7 +643,8 @@ void overlapTails(mlir::func::FuncOp f) {
       auto before = llvm::dyn_cast_or_null<mlir::scf::ForOp>(loop->getPrevNode());
       auto ahead = before && before->hasAttr(kLaneLoop) ? range(before) : std::nullopt;
       if (!ahead || ahead->second != lo || hi - kTailLanes < ahead->first ||
-          !rerunnable(loop, {before}) || !rerunnable(before, {loop})) {
+          !rerunnable(loop, {before}) || !rerunnable(before, {loop}) ||
+          !readsNoMoreThan(loop, before)) {
         continue;
       }
       loop->moveBefore(before);

@@ -163,3 +163,37 @@ func.func @partial_last_step_to_memory(%in: !llvm.ptr, %out: !llvm.ptr) {
   }
   return
 }
+
+// The lanes from 58 on load and the lanes before do not: the loop of 6
+// does not start early (it would load at lanes 48-57, past what they
+// read); the loop of 58 still runs its last 16 again.
+// CHECK-LABEL: func.func @lanes_past_58_read
+// CHECK:     scf.for %{{.*}} = %c0 to %c48 step %c1
+// CHECK-NOT:   llvm.load
+// CHECK:     scf.for %{{.*}} = %c42 to %c58 step %c1
+// CHECK-NOT:   llvm.load
+// CHECK:     scf.for %{{.*}} = %c58 to %c64 step %c1
+// CHECK:       llvm.load
+// CHECK:       math.exp
+func.func @lanes_past_58_read(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c58 = arith.constant 58 : index
+  %in_row = arith.cmpi sge, %tid, %c58 : index
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %zero = arith.constant 0.0 : f32
+  %x = scf.if %in_row -> (f32) {
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %e = math.exp %v : f32
+    scf.yield %e : f32
+  } else {
+    scf.yield %zero : f32
+  }
+  %c1 = arith.constant 1 : i32
+  %c32 = arith.constant 32 : i32
+  %s, %valid = gpu.shuffle down %x, %c1, %c32 : f32
+  %sum = arith.addf %x, %s : f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}

@@ -194,10 +194,10 @@ def _folded_constant(inst: HloInstruction) -> np.ndarray | None:
 
 def division_xla_cannot_fold(computations: Iterable[HloComputation]) -> HloInstruction | None:
     """An integer divide or remainder of two constants (through broadcasts,
-    reshapes and the like) whose divisor holds a zero, or None. XLA's
-    compile folds it and dies of SIGFPE (jaxlib 0.8, with every HLO pass
-    off too: its constant folder divides as the machine does), where its
-    code at run time -- and our kernels -- give XLA's x / 0 = -1 and
+    reshapes and the like) whose divisor holds a zero, or None. XLA:CPU's
+    compile (jaxlib 0.10.2) dies of SIGFPE on it, also with every HLO pass
+    off (it is folded on the way in, dividing as the machine does), where
+    XLA's code at run time -- and our kernels -- give x / 0 = -1 and
     x % 0 = x."""
     for comp in computations:
         for inst in comp.instructions:

@@ -724,6 +724,28 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, e
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("cols, exp, host_lanes", [
+    (16, True, 16),   # exps: an element a lane, a row a 16-lane vector
+    (8, True, 8),
+    (16, False, 8),   # a sum of the inputs as they are: XLA's vectors of 2
+    (4, True, 2),     # rows shorter than HOST_MIN_UNVECTORIZED_MULTI_ROW
+])
+def test_the_host_reads_rows_of_8_to_16_it_computes_with_an_element_a_lane(ctx, cols, exp,
+                                                                          host_lanes):
+    """emit_kernel(host=True): a multi-row reduction over rows of
+    HOST_MIN_UNVECTORIZED_MULTI_ROW up to 16 elements whose fusion computes
+    with them reads a row an element a lane; XLA:GPU's launch (without
+    `host`) reads 2 a lane. The sums are XLA:CPU's within f32's rounding."""
+    fusion = find_fusion(parse_hlo(_sum_over((65536, cols), (1,), exp=exp)))
+    gpu, host = make_emitter(fusion), make_emitter(fusion, host=True)
+    assert type(host).__name__ == "MultiRowReductionEmitter"
+    assert gpu.num_threads[1] == cols // 2 and gpu.tile_sizes_per_thread[1] == 2
+    assert host.num_threads[1] == host_lanes
+    assert host.tile_sizes_per_thread[1] == cols // host_lanes
+    out, want = _sum_and_xla(fusion, emit_kernel(fusion, host=True), 5)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("cols, threads, unroll, apart", [
     (100, 100, 1, False),     # XLA's 4 a thread: 25 threads, a partial warp
     (197, 197, 1, False),     # 4 does not divide a row

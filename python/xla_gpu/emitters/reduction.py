@@ -587,6 +587,14 @@ HOST_MAX_UNVECTORIZED_COMPUTED_ROW = 1024
 _NOT_COMPUTING = frozenset({"convert", "bitcast-convert", "copy"})
 
 
+def _computes_with_inputs(analysis: FusionAnalysis) -> bool:
+    """Whether the fusion computes with its values: an elementwise op
+    other than a conversion or a copy (HOST_MAX_UNVECTORIZED_COMPUTED_ROW,
+    HOST_MIN_UNVECTORIZED_MULTI_ROW)."""
+    return any(i.opcode in ELEMENTWISE and i.opcode not in _NOT_COMPUTING
+               for i in analysis.computation.instructions)
+
+
 class RowReductionEmitter(ReductionEmitter):
     """Rows of the minor dimension: `num_threads = [kept, reduced]`, each
     thread reduces up to 16 elements of its row (vectorized loads), a warp
@@ -641,8 +649,7 @@ class RowReductionEmitter(ReductionEmitter):
         load (see HOST_MAX_UNVECTORIZED_COMPUTED_ROW)."""
         return (self.reduction.dimensions[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_COMPUTED_ROW
                 and _smallest_input_bits(self.analysis) == 16
-                and any(i.opcode in ELEMENTWISE and i.opcode not in _NOT_COMPUTING
-                        for i in self.analysis.computation.instructions))
+                and _computes_with_inputs(self.analysis))
 
     @property
     def warps_per_row(self) -> int:
@@ -683,6 +690,24 @@ class RowReductionEmitter(ReductionEmitter):
         if self.warps_per_row == 1:
             return state.epilogue(g, values, outputs)
         return state.reduce_via_shared(g, values, outputs, inits)
+
+
+# On the CPU target alone, rows of this many elements up to half a warp,
+# several a warp, are read an element a lane (a row's lanes its elements,
+# not XLA:GPU's vectors of 2 or 4 over half as many lanes) where the
+# fusion computes with them (_computes_with_inputs): a vector across the
+# lanes of a vector loop is then one row, whose broadcast value (a row's
+# max in its exps) is one load, where a thread's pair of elements left
+# LLVM vectorizing 8 lanes at a time (a 256-bit vector, one row's). Through
+# xla_gpu.jax.jit, A/B in one process (ms): f32[65536,16] softmax(x).max(-1)
+# 1.26 -> 0.52 (jax.jit 0.62), softmax 0.90 -> 0.57 (0.62), -log_softmax(x)
+# .mean() 0.91 -> 0.69 (0.61), a layer norm 0.50 -> 0.47; over rows of 8
+# softmax(x).max(-1) 0.58 -> 0.43, -log_softmax(x).mean() 0.67 -> 0.60;
+# bf16[65536,16] -log_softmax(x).mean() 1.34 -> 1.08. Maxima and sums alone
+# the same or slower (rows of 8: a row max 1.0-1.6x from run to run); rows
+# of 4 and 2 slower (softmax(x).max(-1) over f32[262144,2] 3.3x), of 32 (a
+# warp) too (2.3x).
+HOST_MIN_UNVECTORIZED_MULTI_ROW = 8
 
 
 class MultiRowReductionEmitter(ReductionEmitter):
@@ -736,6 +761,9 @@ class MultiRowReductionEmitter(ReductionEmitter):
     def configure(self) -> None:
         d = self.reduction.dimensions
         v = self.vector_size_for(self.analysis, self.device, self.reduction)
+        if (self.host and HOST_MIN_UNVECTORIZED_MULTI_ROW <= d[kRowMinorReduced] < self.warp_size
+                and _computes_with_inputs(self.analysis)):
+            v = 1
         self.input_shape = list(d)
         self.num_threads = self._threads(self.reduction, v)
         self.num_blocks = [self._blocks(self.reduction, v)]

@@ -57,6 +57,53 @@ def test_a_million_element_sum_is_rows_of_a_thousand_then_one_row():
     assert all(analyze_fusion(p).kind == EmitterKind.REDUCTION for p in parts)
 
 
+def _row_read_sum(cols: int, read_by_row: bool):
+    """The sum of x - m over f32[65536,cols], m a row's value (broadcast
+    along the rows) or a parameter of x's shape."""
+    m = "f32[65536]" if read_by_row else f"f32[65536,{cols}]"
+    mb = (f"  mb = f32[65536,{cols}] broadcast(m), dimensions={{0}}\n" if read_by_row
+          else "  mb = f32[65536,{cols}] copy(m)\n".replace("{cols}", str(cols)))
+    text = f"""HloModule m
+r {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}}
+fused {{
+  p = f32[65536,{cols}] parameter(0)
+  m = {m} parameter(1)
+{mb}  d = f32[65536,{cols}] subtract(p, mb)
+  z = f32[] constant(0)
+  ROOT s = f32[] reduce(d, z), dimensions={{0,1}}, to_apply=r
+}}
+ENTRY main {{
+  p0 = f32[65536,{cols}] parameter(0)
+  p1 = {m} parameter(1)
+  ROOT f = f32[] fusion(p0, p1), kind=kInput, calls=fused
+}}
+"""
+    return parse_hlo(text).fusions()[0]
+
+
+@pytest.mark.parametrize("cols, read_by_row, whole_rows", [
+    (24, True, True),    # a cross-entropy's x - max - log(sum) over rows of 24
+    (8, True, True),     # MIN_WHOLE_ROW_READ_BY_ROW
+    (24, False, False),  # nothing read a row at: XLA's parts of about sqrt(n)
+    (4, True, False),    # shorter than MIN_WHOLE_ROW_READ_BY_ROW
+])
+def test_the_host_sums_short_rows_it_reads_a_value_of_in_whole_rows(cols, read_by_row,
+                                                                    whole_rows):
+    """For the CPU target, a full sum of rows of 8 to 31 elements that reads
+    a value of each row is split into the rows' sums first: parts
+    of about sqrt(n) elements cut rows, and each lane gathered its row's
+    value. Without host=True, or without such a value, XLA's split."""
+    fusion = _row_read_sum(cols, read_by_row)
+    inner = _reduces(split_reduction(fusion, host=True))[0]
+    xla_inner = _reduces(split_reduction(fusion))[0]
+    assert (inner.shape.dims == (65536,)) == whole_rows
+    assert xla_inner.shape.dims != (65536,)
+
+
 def test_a_prime_length_is_padded_with_the_init_value():
     parts = split_reduction(_fusion("f32[1000003]", "f32[]", "0", "maximum", "-inf"))
     comp = parts[0].fused_computation

@@ -14,7 +14,7 @@ from ..hlo import Attribute, HloComputation, HloInstruction
 from ..hlo.opcodes import ELEMENTWISE
 
 __all__ = ["EmitterKind", "FusionAnalysis", "ReductionDimensions", "TransposeDescription",
-           "analyze_fusion", "find_consistent_transpose_hero", "find_hero",
+           "analyze_fusion", "broadcasts_along", "find_consistent_transpose_hero", "find_hero",
            "host_short_rows", "is_real_reduction_hero", "is_reduction_from_or_to_contiguous",
            "normalized_transpose", "reduction_dimensions", "tiled_transpose_description",
            "with_tuple_of_outputs"]
@@ -394,6 +394,14 @@ def reduction_dimensions(inst: HloInstruction) -> ReductionDimensions:
     if minor == 1:
         return ReductionDimensions(True, (1, major, middle))
     return ReductionDimensions(False, (major, middle, minor))
+
+
+def broadcasts_along(comp: HloComputation, dims: tuple[int, ...], axis: int) -> bool:
+    """Whether `comp` broadcasts a value along dimension `axis` into an
+    array of `dims` -- with `axis` the rows' minor dimension, a value of
+    each row (a softmax's max); a scalar's broadcast is none."""
+    return any(i.opcode == "broadcast" and i.shape.dims == dims and i.attr("dimensions") and
+               axis not in i.attr("dimensions") for i in comp.instructions)
 
 
 # Set while xla_gpu.jax.jit makes its kernels (host_short_rows).

@@ -17,7 +17,7 @@ from ..indexing_map import IndexingMap
 from .base import CallTargets, EmitterBase, apply_map, bitcast_map
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import EmitterError
-from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion
+from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion, broadcasts_along
 from .kernel import LaunchDimensions
 from .registry import register_emitter
 
@@ -126,9 +126,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
         threads = 32
     if not 32 <= threads <= 1024:
         return None
-    minor = len(dims) - 1
-    if not any(i.opcode == "broadcast" and i.shape.dims == dims and i.attr("dimensions") and
-               minor not in i.attr("dimensions") for i in comp.instructions):
+    if not broadcasts_along(comp, dims, len(dims) - 1):
         return None
     # A row of more elements than a block has threads: the CPU pipeline's
     # -xla-gpu-fold-loops-into-threads, which makes a thread's unrolled

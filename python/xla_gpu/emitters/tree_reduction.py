@@ -53,7 +53,7 @@ from ..hlo import HloInstruction, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
 from ..hlo.shape import Layout, Shape
 from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, EmitterKind,
-                              ReductionDimensions, analyze_fusion,
+                              ReductionDimensions, analyze_fusion, broadcasts_along,
                               is_reduction_from_or_to_contiguous,
                               kBatchedReductionRaceFreeBound, kColumnReductionTileY,
                               kMinThreadsXRowReduction, kRowReductionTileX,
@@ -503,10 +503,7 @@ def _whole_rows(x: HloInstruction, n: int, comp) -> int | None:
     bound = kMinThreadsXRowReduction * kRowReductionTileX
     if not (MIN_WHOLE_ROW_READ_BY_ROW <= minor <= bound and n % minor == 0 and n > minor):
         return None
-    axis = x.shape.minor_to_major[0]
-    if minor < 32 and not any(
-            i.opcode == "broadcast" and i.shape.dims == dims and i.attr("dimensions") and
-            axis not in i.attr("dimensions") for i in comp.instructions):
+    if minor < 32 and not broadcasts_along(comp, dims, x.shape.minor_to_major[0]):
         return None
     return n // minor
 

@@ -41,6 +41,11 @@ class HloParseError(Exception):
 _NAME = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _INT = re.compile(r"-?[0-9]+")
+_SPACES = re.compile(r"\s*")
+# A string on one line; a backslash escapes any character after it.
+_STRING = re.compile(r'"((?:[^"\\\n]|\\[\s\S])*)"')
+# balanced()'s characters of note, by its `stop`.
+_BALANCED_STOPS: dict[str, re.Pattern] = {}
 _NUMBER = re.compile(
     r"[-+]?(?:inf|nan(?:\([^)]*\))?|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
@@ -66,24 +71,31 @@ _WORD_ATTRS = ("kind", "direction", "type", "comparison_type", "api_version",
 
 
 class _Parser:
-    def __init__(self, text: str, source: str | None):
+    def __init__(self, text: str, source: str | None, line_starts: list[int] | None = None):
         self.text = text
         self.source = source
         self.pos = 0
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        # Where each line starts: found when an error first needs it.
+        self._line_starts = line_starts
+
+    def _lines(self) -> list[int]:
+        if self._line_starts is None:
+            self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        return self._line_starts
 
     # -- positions and errors -------------------------------------------------
 
     def where(self, pos: int | None = None) -> tuple[int, int]:
         pos = self.pos if pos is None else pos
-        lo, hi = 0, len(self._line_starts) - 1
+        starts = self._lines()
+        lo, hi = 0, len(starts) - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self._line_starts[mid] <= pos:
+            if starts[mid] <= pos:
                 lo = mid
             else:
                 hi = mid - 1
-        return lo + 1, pos - self._line_starts[lo] + 1
+        return lo + 1, pos - starts[lo] + 1
 
     def error(self, message: str, pos: int | None = None) -> HloParseError:
         line, col = self.where(pos)
@@ -101,11 +113,9 @@ class _Parser:
     def skip(self) -> None:
         """Skips whitespace and /* */ or // comments."""
         text = self.text
-        while self.pos < len(text):
-            c = text[self.pos]
-            if c.isspace():
-                self.pos += 1
-            elif text.startswith("/*", self.pos):
+        self.pos = _SPACES.match(text, self.pos).end()
+        while text.startswith("/", self.pos):
+            if text.startswith("/*", self.pos):
                 end = text.find("*/", self.pos + 2)
                 if end < 0:
                     raise self.error("unterminated /* comment")
@@ -115,6 +125,7 @@ class _Parser:
                 self.pos = len(text) if end < 0 else end
             else:
                 break
+            self.pos = _SPACES.match(text, self.pos).end()
 
     def skip_inline(self) -> None:
         """Skips spaces and tabs, not newlines."""
@@ -173,9 +184,17 @@ class _Parser:
         and strings skipped."""
         self.skip_inline()
         start, depth, text = self.pos, 0, self.text
-        closers = {")": "(", "]": "[", "}": "{"}
-        while self.pos < len(text):
-            c = text[self.pos]
+        special = _BALANCED_STOPS.get(stop)
+        if special is None:
+            special = _BALANCED_STOPS[stop] = re.compile(
+                '["\\n()\\[\\]{}' + re.escape(stop) + "]")
+        while True:
+            m = special.search(text, self.pos)
+            if m is None:
+                self.pos = len(text)
+                break
+            self.pos = m.start()
+            c = m.group(0)
             if c == '"':
                 self.string_literal()
                 continue
@@ -193,25 +212,15 @@ class _Parser:
         return text[start:self.pos].strip()
 
     def string_literal(self) -> str:
+        """A string's text between its quotes, escapes as written."""
         start = self.pos
         if not self.text.startswith('"', self.pos):
             raise self.error(f"expected a string, found {self.found()}")
-        self.pos += 1
-        out = []
-        while self.pos < len(self.text):
-            c = self.text[self.pos]
-            if c == "\\" and self.pos + 1 < len(self.text):
-                out.append(self.text[self.pos:self.pos + 2])
-                self.pos += 2
-                continue
-            if c == '"':
-                self.pos += 1
-                return "".join(out)
-            if c == "\n":
-                break
-            out.append(c)
-            self.pos += 1
-        raise self.error("unterminated string", start)
+        m = _STRING.match(self.text, self.pos)
+        if m is None:
+            raise self.error("unterminated string", start)
+        self.pos = m.end()
+        return m.group(1)
 
     # -- shapes ---------------------------------------------------------------
 
@@ -375,13 +384,14 @@ class _Parser:
         self.expect("{", f"to open computation '{comp.name}'")
         pending: list[tuple[HloInstruction, list[tuple[str, int]], list[tuple[str, int]]]] = []
         explicit_root = None
+        names: set[str] = set()
         while not self.accept("}"):
             self.skip()
             if self.pos >= len(self.text):
                 raise self.error(f"expected '}}' to close computation '{comp.name}', "
                                  "found end of input")
             inst, is_root, operands, preds, calls = self.instruction()
-            if any(i.name == inst.name for i in comp.instructions):
+            if inst.name in names:
                 raise self.error(f"instruction '{inst.name}' is defined twice in "
                                  f"computation '{comp.name}'", self._inst_pos)
             if is_root:
@@ -389,6 +399,7 @@ class _Parser:
                     raise self.error("a second ROOT instruction", self._inst_pos)
                 explicit_root = inst
             inst.parent = comp
+            names.add(inst.name)
             comp.instructions.append(inst)
             pending.append((inst, operands, preds))
             if calls:
@@ -513,10 +524,8 @@ class _Parser:
 
     def sub(self, text: str, pos: int) -> "_Parser":
         """A parser over an attribute's text, reporting positions in the file."""
-        p = _Parser(self.text, self.source)
-        p.text = self.text[:pos + len(text)]
+        p = _Parser(self.text[:pos + len(text)], self.source, self._lines())
         p.pos = pos
-        p._line_starts = self._line_starts
         return p
 
     def attribute_value(self, attr: Attribute, pos: int, calls, preds) -> Any:

@@ -135,8 +135,9 @@ def PeelLoopsPass : Pass<"xla-gpu-peel-loops", "mlir::func::FuncOp"> {
   }];
   let options = [
     Option<"peelInnermost", "peel-innermost", "bool", /*default=*/"true",
-           "Peel the last range variable too (XLA's); the CPU target does not: "
-           "the last is a thread's vector or unroll, which its lane loops take whole">,
+           "Peel the last range variable too (XLA's); the CPU target does not where "
+           "it steps through a thread's contiguous elements (a vector, an unroll: "
+           "added as it is), which its lane loops take whole">,
     Option<"accumulationsOnly", "accumulations-only", "bool", /*default=*/"false",
            "Peel only loops that carry a value besides tensors (a reduction's "
            "accumulators); the CPU target's">,

@@ -46,6 +46,37 @@ bool isRangeVarConstrained(const IndexingMap& map, unsigned index) {
   return false;
 }
 
+// Whether range variable `index` steps through a thread's contiguous
+// elements: some result adds it with a coefficient of 1 (`th_x * 4 + s1`:
+// a thread's vector, the loop emitter's unroll) or takes it through a
+// division or modulo (not known, so taken as such). A variable every
+// result scales (`th_x + s0 * 32`: a warp's steps along a row, with
+// vectors of 1) does not.
+bool stepsContiguously(const IndexingMap& map, unsigned index) {
+  // Range variables are the first symbols.
+  mlir::AffineExpr symbol = mlir::getAffineSymbolExpr(index, map.getContext());
+  // Whether `e` holds the symbol only in sums and products by constants.
+  std::function<bool(mlir::AffineExpr)> linear = [&](mlir::AffineExpr e) -> bool {
+    auto binary = mlir::dyn_cast<mlir::AffineBinaryOpExpr>(e);
+    if (!binary || !binary.isFunctionOfSymbol(index)) return true;
+    if (binary.getKind() == mlir::AffineExprKind::Add) {
+      return linear(binary.getLHS()) && linear(binary.getRHS());
+    }
+    return binary.getKind() == mlir::AffineExprKind::Mul &&
+           mlir::isa<mlir::AffineConstantExpr>(binary.getRHS()) && linear(binary.getLHS());
+  };
+  // Whether a term of the sum `e` is the symbol itself.
+  std::function<bool(mlir::AffineExpr)> addsItself = [&](mlir::AffineExpr e) -> bool {
+    if (e == symbol) return true;
+    auto binary = mlir::dyn_cast<mlir::AffineBinaryOpExpr>(e);
+    return binary && binary.getKind() == mlir::AffineExprKind::Add &&
+           (addsItself(binary.getLHS()) || addsItself(binary.getRHS()));
+  };
+  return llvm::any_of(map.getAffineMap().getResults(), [&](mlir::AffineExpr result) {
+    return !linear(result) || addsItself(result);
+  });
+}
+
 // The map with range variable `index` bounded by `bounds`, simplified.
 IndexingMap withRangeBounds(const IndexingMap& map, unsigned index, Interval bounds) {
   llvm::SmallVector<IndexingVar> range(map.getRangeVars().begin(), map.getRangeVars().end());
@@ -84,7 +115,7 @@ struct PeelLoop : public mlir::OpRewritePattern<LoopOp> {
       const IndexingMap main = maps.back();
       Interval bounds = main.getRangeVars()[index].bounds;
       loop_size *= bounds.upper - bounds.lower + 1;
-      if (index == last && !peelInnermost) continue;
+      if (index == last && !peelInnermost && stepsContiguously(main, index)) continue;
       if (bounds.isPoint() || !isRangeVarConstrained(main, index)) continue;
       IndexingMap peeled = withRangeBounds(main, index, {bounds.lower, bounds.upper - 1});
       if (isRangeVarConstrained(peeled, index)) continue;  // peeling does not help

@@ -89,12 +89,14 @@ class PipelineOptions:
     # XLA's peeling of a loop's last, bounds-checked iteration
     # (xla-gpu-peel-loops): on a GPU the main loop loses the check.
     peel_loops: bool = True
-    # The CPU target's: the last range variable is not peeled
-    # (peel-innermost=false). It is a thread's vector (or the loop
-    # emitter's unroll), which peeled split the thread's walk into one walk
-    # an element (a column reduction with a partial tile read its input
-    # twice, 3.5x slower); the lane loops are cut where its bounds check
-    # flips instead (-xla-gpu-lower-kernel-to-cpu).
+    # The CPU target's: the last range variable is not peeled where it is
+    # a thread's vector (or the loop emitter's unroll: a variable added as
+    # it is) (peel-innermost=false), which peeled split the thread's walk
+    # into one walk an element (a column reduction with a partial tile read
+    # its input twice, 3.5x slower); the lane loops are cut where its
+    # bounds check flips instead (-xla-gpu-lower-kernel-to-cpu). A last
+    # variable that only steps (a warp's along a row, 32 elements apart,
+    # with vectors of 1) is peeled as XLA peels it.
     peel_innermost: bool = True
     # The CPU target's: only loops that carry a value besides tensors (an
     # accumulation) are peeled (accumulations-only=true); see runtime/cpu.py.

@@ -75,7 +75,9 @@ class _Parser:
         self.text = text
         self.source = source
         self.pos = 0
-        # Where each line starts: found when an error first needs it.
+        # Where each line starts: found once, when a position is first
+        # asked for, and shared with the parsers of attribute values (sub),
+        # which had each found them again over the whole text.
         self._line_starts = line_starts
 
     def _lines(self) -> list[int]:

@@ -8,10 +8,12 @@ emitters.
 For the shapes of a call:
   1. jax and XLA compile the program as usual (XLA:CPU's optimized module:
      its fusion decisions, layouts, everything else);
-  2. every entry fusion our emitters take -- row-major operands and results,
-     no dot or convolution (what XLA's library fusions are for; a kCustom
-     fusion of reductions and elementwise ops is taken), an emitter for its
-     hero --
+  2. every fusion our emitters take, of the entry and of its while loops'
+     bodies, conditionals' branches and calls (there, not one of few
+     elements: MIN_CONTROL_FLOW_ELEMENTS) -- row-major
+     operands and results, no dot or convolution (what XLA's library fusions
+     are for; a kCustom fusion of reductions and elementwise ops is taken),
+     an emitter for its hero --
      becomes a typed-FFI custom call to its kernel (`xla_gpu_cpu_kernel`,
      self-contained attributes as xla_gpu.jax.call makes them; an in-place
      kernel's output aliased to its operand) -- or several, one after the
@@ -127,14 +129,15 @@ def _shared_operand(module: HloModule, inst: HloInstruction) -> int | None:
     over, as XLA's buffer assignment shares an elementwise fusion's result
     with an operand (emitters.shareable_operands): a value of the program
     no other instruction reads afterwards, so that XLA's copy insertion
-    adds no copy for it -- not a parameter or constant, not the program's
-    result, its other readers all before `inst`, and a buffer of its own
+    adds no copy for it -- not a parameter or constant, not the result of
+    `inst`'s computation (the program's, a loop body's state), its other
+    readers all before `inst`, and a buffer of its own
     (our kernel or XLA's fusion, not written in place). None where none
     is. A softmax's exp(x - max) kept 2 MiB of temporary memory the
     program's last fusion could have written over; XLA allocates its
     temporaries at every run, and fresh pages cost the kernels writing
     them a page fault each (0.2 -> 1.4 ms)."""
-    entry = module.entry
+    entry = inst.parent
     live_out = {id(entry.root)}
     if entry.root.opcode == "tuple":
         live_out |= {id(o) for o in entry.root.operands}
@@ -170,8 +173,8 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
     tree-reduction-rewriter would have split it before fusion; XLA:CPU
     does not), or a loop fusion that would recompute a reduction for each
     element reading it (XLA:CPU's library fusions of x - max(x)), its
-    parts' kernels (tree_reduction.split_reduction), the parts put in the
-    entry before `inst`, which becomes the last; [] (and `inst` untouched)
+    parts' kernels (tree_reduction.split_reduction), the parts put in
+    `inst`'s computation before it, and it becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
     parts = split_reduction(inst, device.threads_per_warp, host=True, side_outputs=True)
     if not parts:
@@ -181,7 +184,7 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
         kernels = [emit_kernel(part, device, host=True) for part in fusions]
     except EmitterError:
         return []
-    entry = module.entry
+    entry = inst.parent
     *first, last = parts
     for o in inst.operands:  # the module's instructions the parts read
         o.users = [u for u in o.users if u is not inst] + \
@@ -371,15 +374,15 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
 
 def _as_tuple_of(module: HloModule, parts: list[HloInstruction],
                  inputs: list[HloInstruction]) -> HloInstruction:
-    """A new instruction of the entry, before `parts`, on `inputs`, whose
+    """A new instruction of the parts' computation, before them, on `inputs`, whose
     result is the tuple of their results (a tuple part's elements in
     line); each part becomes its get-tuple-element (keeping its name,
     shape and users), and a tuple part's get-tuple-elements read it
-    instead (the part leaves the entry). A row-mapped part's results are
+    instead (the part leaves the computation). A row-mapped part's results are
     its output, which the part it stands for becomes, and a value per row
     that nothing reads."""
-    entry = module.entry
     first = parts[0]
+    entry = first.parent
     leaves = [leaf for p in parts for leaf in (p.shape.tuple_shapes if p.shape.is_tuple
                                                else (p.shape,))]
     tuple_of = HloInstruction(
@@ -521,7 +524,8 @@ def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInst
 
 
 def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[FusionDecision]:
-    """Step 2 on `module` (in place); the decision for every entry fusion.
+    """Step 2 on `module` (in place); the decision for every fusion of the
+    entry and of its control-flow computations.
     One context for all of the module's kernels: a context a kernel cost
     ~1 ms each, twice (the emission, the custom call's attribute)."""
     with new_context(), host_short_rows():
@@ -537,10 +541,13 @@ def _replace_fusions_in_context(module: HloModule,
         merged.append((len(decisions), consumer))
         decisions.append(FusionDecision(producer.name, producer.fusion_kind or "?", True,
                                         f"merged into {consumer.name}"))
-    for inst in list(module.entry.instructions):
-        if inst.opcode != "fusion":
-            continue
+    fusions = [inst for comp in (module.entry, *_control_flow_computations(module))
+               for inst in list(comp.instructions) if inst.opcode == "fusion"]
+    for inst in fusions:
         kind = inst.fusion_kind or "?"
+        if inst.parent is not module.entry and (reason := _xlas_in_control_flow(inst)):
+            decisions.append(FusionDecision(inst.name, kind, False, reason))
+            continue
         if (consumer := _merge_into_consumer(module, inst)) is not None:
             merged.append((len(decisions), consumer))
             decisions.append(FusionDecision(inst.name, kind, True, f"merged into {consumer.name}"))
@@ -585,6 +592,49 @@ def _replace_fusions_in_context(module: HloModule,
     module.computations = [c for c in module.computations
                            if c is module.entry or id(c) in called]
     return decisions
+
+
+# A fusion of a loop's body (or a branch, a called computation) that
+# computes fewer elements than this -- its result's, or its reductions'
+# inputs' -- stays XLA's: a custom call's own cost, every iteration,
+# against a few microseconds of work (a scan's RNN step over f32[32,64],
+# 1.2x the time with its fusions ours).
+MIN_CONTROL_FLOW_ELEMENTS = 16384
+
+
+def _xlas_in_control_flow(inst: HloInstruction) -> str | None:
+    """Why fusion `inst`, of a control-flow computation, stays XLA's; None
+    where our emitters take it as they take the entry's."""
+    comp = inst.fused_computation
+    reduced = [r.operands[0] for r in comp.instructions if r.opcode in ("reduce", "reduce-window")]
+    work = max(leaf.num_elements for v in (inst, *reduced) for leaf in v.shape.leaves())
+    if work < MIN_CONTROL_FLOW_ELEMENTS:
+        return (f"{work} elements in a loop's body or a branch (a call costs more under "
+                f"{MIN_CONTROL_FLOW_ELEMENTS})")
+    return None
+
+
+# The instructions whose computations run as a program's own steps (a
+# while loop's condition and body, a conditional's branches, a call's
+# computation), not as a fusion's body or a reducer.
+_CONTROL_FLOW = ("while", "conditional", "call")
+
+
+def _control_flow_computations(module: HloModule) -> list:
+    """The computations of the while loops, conditionals and calls reached
+    from the entry (nested ones too), each once."""
+    found, todo, seen = [], [module.entry], {id(module.entry)}
+    while todo:
+        comp = todo.pop()
+        for inst in comp.instructions:
+            if inst.opcode not in _CONTROL_FLOW:
+                continue
+            for called in inst.called_computations:
+                if id(called) not in seen:
+                    seen.add(id(called))
+                    found.append(called)
+                    todo.append(called)
+    return found
 
 
 @dataclass(eq=False)

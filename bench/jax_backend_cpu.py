@@ -205,7 +205,10 @@ def cases(runs: int) -> list[dict]:
                     # step (stop 67: 1.28x the time before, each step's
                     # lanes masked).
                     ("softmax(x).max(-1) f32[2048,333]", _top_probability,
-                     lambda k: lambda v: _top_probability(v * (1.0 + k)), o)]]
+                     lambda k: lambda v: _top_probability(v * (1.0 + k)), o),
+                    # A loop's body: its fusions ours since stop 67.
+                    ("fori_loop of a softmax f32[256,1024]", _softmax_loop,
+                     lambda k: lambda v: _softmax_loop(v * (1.0 + k)), s[:256])]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -233,6 +236,10 @@ def _max_minus_min(x):
 
 def _top_probability(x):
     return jax.nn.softmax(x).max(-1)
+
+
+def _softmax_loop(x):
+    return jax.lax.fori_loop(0, 3, lambda i, v: jax.nn.softmax(v * 1.5 + i, -1), x)
 
 
 def _rms_norm(x, eps=1e-6):

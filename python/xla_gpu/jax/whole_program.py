@@ -609,8 +609,8 @@ def _xlas_in_control_flow(inst: HloInstruction) -> str | None:
     reduced = [r.operands[0] for r in comp.instructions if r.opcode in ("reduce", "reduce-window")]
     work = max(leaf.num_elements for v in (inst, *reduced) for leaf in v.shape.leaves())
     if work < MIN_CONTROL_FLOW_ELEMENTS:
-        return (f"{work} elements in a loop's body or a branch (a call costs more under "
-                f"{MIN_CONTROL_FLOW_ELEMENTS})")
+        return (f"{work} element{'s' * (work != 1)} in a loop's body or a branch (a call "
+                f"costs more under {MIN_CONTROL_FLOW_ELEMENTS})")
     return None
 
 

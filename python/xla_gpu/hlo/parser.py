@@ -42,6 +42,10 @@ _NAME = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _INT = re.compile(r"-?[0-9]+")
 _SPACES = re.compile(r"\s*")
+# A shape without spaces, dynamic dimensions or layout attributes; dimension
+# sizes of up to 18 digits (anything wider goes the long way, to its error).
+_PLAIN_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[((?:[0-9]{1,18}(?:,[0-9]{1,18})*)?)\]"
+                          r"(?:\{((?:[0-9]{1,18}(?:,[0-9]{1,18})*)?)\})?")
 # A string on one line; a backslash escapes any character after it.
 _STRING = re.compile(r'"((?:[^"\\\n]|\\[\s\S])*)"')
 # balanced()'s characters of note, by its `stop`.
@@ -115,6 +119,8 @@ class _Parser:
     def skip(self) -> None:
         """Skips whitespace and /* */ or // comments."""
         text = self.text
+        if self.pos < len(text) and not text[self.pos].isspace() and text[self.pos] != "/":
+            return  # most calls: nothing to skip
         self.pos = _SPACES.match(text, self.pos).end()
         while text.startswith("/", self.pos):
             if text.startswith("/*", self.pos):
@@ -229,6 +235,21 @@ class _Parser:
     def shape(self) -> Shape:
         self.skip()
         start = self.pos
+        # Most shapes are `f32[2,3]{1,0}` as XLA prints them: one match.
+        m = _PLAIN_SHAPE.match(self.text, start)
+        if m and m.group(1) in ELEMENT_TYPES and not self.text.startswith("{", m.end()):
+            dims = tuple(int(d) for d in m.group(2).split(",")) if m.group(2) else ()
+            order = m.group(3)
+            layout = None
+            if order is not None:
+                minor_to_major = tuple(int(d) for d in order.split(",")) if order else ()
+                if minor_to_major and sorted(minor_to_major) != list(range(len(dims))):
+                    m = None  # layout() reports it
+                else:
+                    layout = Layout(minor_to_major, "")
+            if m:
+                self.pos = m.end()
+                return Shape(ELEMENT_TYPES[m.group(1)], dims, layout)
         if self.accept("("):
             shapes = []
             if not self.accept(")"):

@@ -22,6 +22,10 @@ from __future__ import annotations
 import re
 
 from mlir import ir
+from mlir.dialects import func
+
+from ..dialects import xla_gpu
+from ..pipelines import verify
 
 from .kernel import BLOCK_ORDER_ATTR, LAUNCH_DIMS_ATTR, EmittedKernel
 
@@ -83,31 +87,6 @@ def _renamed(kernel: EmittedKernel, prefix: str) -> tuple[ir.Operation, ir.Funct
     return module, func_type
 
 
-def _declaration(name: str, func_type: ir.FunctionType) -> str:
-    return (f"  func.func private @{name}({_types(func_type.inputs)}) -> "
-            f"({_types(func_type.results)})\n")
-
-
-def _types(types) -> str:
-    return ", ".join(str(t) for t in types)
-
-
-def _lhs(name: str, count: int) -> str:
-    """The left-hand side of an op of `count` results named `name`."""
-    return f"%{name}" + (f":{count}" if count > 1 else "")
-
-
-def _values(name: str, count: int) -> list[str]:
-    """The results of that op, one by one."""
-    return [f"%{name}"] if count == 1 else [f"%{name}#{k}" for k in range(count)]
-
-
-def _call(callee: str, args: list[str], func_type: ir.FunctionType, result: str) -> str:
-    return (f"    {_lhs(result, len(func_type.results))} = func.call @{callee}"
-            f"({', '.join(args)}) : ({_types(func_type.inputs)}) -> "
-            f"({_types(func_type.results)})\n")
-
-
 def merge_kernels(first: EmittedKernel, second: EmittedKernel, feeds: dict[int, int],
                   shared: dict[int, int] | None = None,
                   entry: str | None = None) -> EmittedKernel:
@@ -119,42 +98,37 @@ def merge_kernels(first: EmittedKernel, second: EmittedKernel, feeds: dict[int, 
     shared = shared or {}
     a_module, a_type = _renamed(first, "a_")
     b_module, b_type = _renamed(second, "b_")
-    a_in, a_out = len(first.parameters), len(first.results)
-    b_in, b_out = len(second.parameters), len(second.results)
+    a_in, b_in = len(first.parameters), len(second.parameters)
+    a_out = len(a_type.results)
     b_own = [j for j in range(b_in) if j not in feeds and j not in shared]
     types_in = [a_type.inputs[k] for k in range(a_in)] + [b_type.inputs[j] for j in b_own]
     types_out = list(a_type.results) + list(b_type.results)
-    args = [f"%p{k}" for k in range(len(types_in))]
-    outs = [f"%r{k}" for k in range(len(types_out))]
-    signature = ", ".join(
-        f"{v}: {t} {{xla.slice_index = {k} : i32}}"
-        for k, (v, t) in enumerate(zip(args + outs, types_in + types_out)))
-    launch = str(_entry_op(first.module, first.entry).attributes[LAUNCH_DIMS_ATTR])
     name = entry or first.entry
-    synced = _values("s", a_out)
-    body = _call(f"a_{first.entry}", args[:a_in] + outs[:a_out], a_type, "a")
-    body += (f"    {_lhs('s', a_out)} = xla_gpu.sync_threads {', '.join(_values('a', a_out))} : "
-             f"{_types(a_type.results)}\n")
-    own = iter(args[a_in:])
-    b_args = [synced[feeds[j]] if j in feeds else args[shared[j]] if j in shared else next(own)
-              for j in range(b_in)]
-    body += _call(f"b_{second.entry}", b_args + outs[a_out:], b_type, "b")
-    results = synced + _values("b", b_out)
-    body += f"    return {', '.join(results)} : {_types(types_out)}\n"
-    # The entry parsed beside declarations of what it calls, which the
-    # kernels' own functions then replace.
-    callees = _declaration(f"a_{first.entry}", a_type) + _declaration(f"b_{second.entry}", b_type)
-    text = (f"module {{\n{callees}  func.func @{name}({signature}) -> "
-            f"({_types(types_out)}) attributes {{{LAUNCH_DIMS_ATTR} = {launch}}} {{\n"
-            f"{body}  }}\n}}\n")
-    module = ir.Module.parse(text)
-    declarations = list(module.body.operations)[:2]
-    for op in declarations:
-        op.operation.erase()
-    merged_entry = list(module.body.operations)[0].operation
+    first_entry = _entry_op(first.module, first.entry)
+    with first_entry.location:  # the merged entry is where the first kernel's was
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            merged = func.FuncOp(name, ir.FunctionType.get(types_in + types_out, types_out))
+        merged.attributes[LAUNCH_DIMS_ATTR] = first_entry.attributes[LAUNCH_DIMS_ATTR]
+        i32 = ir.IntegerType.get_signless(32)
+        merged.arg_attrs = ir.ArrayAttr.get([
+            ir.DictAttr.get({"xla.slice_index": ir.IntegerAttr.get(i32, k)})
+            for k in range(len(types_in) + len(types_out))])
+        with ir.InsertionPoint(merged.add_entry_block()):
+            values = list(merged.arguments)
+            args, outs = values[:len(types_in)], values[len(types_in):]
+            a = func.CallOp(list(a_type.results), f"a_{first.entry}", args[:a_in] + outs[:a_out])
+            synced = list(xla_gpu.SyncThreadsOp(list(a.results)).results)
+            own = iter(args[a_in:])
+            b_args = [synced[feeds[j]] if j in feeds else args[shared[j]] if j in shared
+                      else next(own) for j in range(b_in)]
+            b = func.CallOp(list(b_type.results), f"b_{second.entry}", b_args + outs[a_out:])
+            func.ReturnOp(synced + list(b.results))
+    # The kernels' own functions before the entry, as they were emitted.
     for copy in (a_module, b_module):
         for op in list(copy.regions[0].blocks[0].operations):
-            op.operation.move_before(merged_entry)
+            op.operation.move_before(merged.operation)
+    verify(module)
     parameters = list(first.parameters) + [second.parameters[j] for j in b_own]
     return EmittedKernel(module, name, first.launch, parameters,
                          list(first.results) + list(second.results),

@@ -523,21 +523,27 @@ void sinkStores(mlir::func::FuncOp f, mlir::Block* body) {
 // (overlapTails): a 512-bit vector of 32-bit elements, two of 256 bits.
 constexpr int64_t kTailLanes = 16;
 
-// `v` as a constant: an arith.constant, or a minimum, maximum, sum,
-// difference or product of such (the bounds splitAtGuards computes).
+std::optional<llvm::APInt> foldInteger(mlir::Operation* op, llvm::ArrayRef<llvm::APInt> a,
+                                       unsigned width);
+
+// Index `v` as a constant: an arith.constant, or a binary arith op
+// (foldInteger's) of such -- the minima and maxima of sums splitAtGuards
+// makes a piece's bounds of.
 std::optional<int64_t> foldedConstant(Value v, int depth = 0) {
   if (auto c = mlir::getConstantIntValue(v)) return c;
   mlir::Operation* op = v.getDefiningOp();
-  if (!op || op->getNumOperands() != 2 || depth > 8) return std::nullopt;
-  auto a = foldedConstant(op->getOperand(0), depth + 1);
-  auto b = foldedConstant(op->getOperand(1), depth + 1);
-  if (!a || !b) return std::nullopt;
-  if (llvm::isa<mlir::arith::MinSIOp>(op)) return std::min(*a, *b);
-  if (llvm::isa<mlir::arith::MaxSIOp>(op)) return std::max(*a, *b);
-  if (llvm::isa<mlir::arith::AddIOp>(op)) return *a + *b;
-  if (llvm::isa<mlir::arith::SubIOp>(op)) return *a - *b;
-  if (llvm::isa<mlir::arith::MulIOp>(op)) return *a * *b;
-  return std::nullopt;
+  if (!op || op->getNumOperands() != 2 || !v.getType().isIndex() || depth > 8) {
+    return std::nullopt;
+  }
+  SmallVector<llvm::APInt, 2> operands;
+  for (Value x : op->getOperands()) {
+    auto c = foldedConstant(x, depth + 1);
+    if (!c) return std::nullopt;
+    operands.push_back(llvm::APInt(64, *c, /*isSigned=*/true));
+  }
+  auto folded = foldInteger(op, operands, 64);
+  if (!folded) return std::nullopt;
+  return folded->getSExtValue();
 }
 
 // Whether lane loop `loop` may run again at any of its lanes, and in any

@@ -55,8 +55,9 @@ def same_row_blocks(first: EmittedKernel, second: EmittedKernel) -> bool:
     return bool(maps[0]) and maps[0] == maps[1]
 
 
-def _entry_op(module: ir.Module, name: str) -> ir.Operation:
-    for op in module.body.operations:
+def _function(body: ir.Block, name: str) -> ir.Operation:
+    """The function @`name` of a module's `body`."""
+    for op in body.operations:
         if ir.StringAttr(op.attributes["sym_name"]).value == name:
             return op.operation
     raise ValueError(f"no function @{name} in the kernel")
@@ -68,17 +69,13 @@ def _renamed(kernel: EmittedKernel, prefix: str) -> tuple[ir.Operation, ir.Funct
     entry's type. Copied in IR: printing a kernel and parsing it again took
     most of a merge (5-6 ms of a softmax's two merges)."""
     module = kernel.module.operation.clone(ip=False)
-    ops = list(module.regions[0].blocks[0].operations)
-    names = [ir.StringAttr(op.attributes["sym_name"]).value for op in ops]
+    body = module.regions[0].blocks[0]
+    names = [ir.StringAttr(op.attributes["sym_name"]).value for op in body.operations]
     for name in names:
         ir.SymbolTable.replace_all_symbol_uses(name, prefix + name, module)
-    entry = None
-    for op, name in zip(ops, names):
+    for op, name in zip(body.operations, names):
         op.attributes["sym_name"] = ir.StringAttr.get(prefix + name)
-        if name == kernel.entry:
-            entry = op.operation
-    if entry is None:
-        raise ValueError(f"no function @{kernel.entry} in the kernel")
+    entry = _function(body, prefix + kernel.entry)
     entry.attributes["sym_visibility"] = ir.StringAttr.get("private")
     for attr in (LAUNCH_DIMS_ATTR, BLOCK_ORDER_ATTR):
         if attr in entry.attributes:
@@ -104,7 +101,7 @@ def merge_kernels(first: EmittedKernel, second: EmittedKernel, feeds: dict[int, 
     types_in = [a_type.inputs[k] for k in range(a_in)] + [b_type.inputs[j] for j in b_own]
     types_out = list(a_type.results) + list(b_type.results)
     name = entry or first.entry
-    first_entry = _entry_op(first.module, first.entry)
+    first_entry = _function(first.module.body, first.entry)
     with first_entry.location:  # the merged entry is where the first kernel's was
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):

@@ -137,10 +137,10 @@ def _shared_operand(module: HloModule, inst: HloInstruction) -> int | None:
     program's last fusion could have written over; XLA allocates its
     temporaries at every run, and fresh pages cost the kernels writing
     them a page fault each (0.2 -> 1.4 ms)."""
-    entry = inst.parent
-    live_out = {id(entry.root)}
-    if entry.root.opcode == "tuple":
-        live_out |= {id(o) for o in entry.root.operands}
+    comp = inst.parent
+    live_out = {id(comp.root)}
+    if comp.root.opcode == "tuple":
+        live_out |= {id(o) for o in comp.root.operands}
     before = None  # what `inst` reads, directly or not
     for k in shareable_operands(inst):
         operand = inst.operands[k]
@@ -184,15 +184,15 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
         kernels = [emit_kernel(part, device, host=True) for part in fusions]
     except EmitterError:
         return []
-    entry = inst.parent
+    comp = inst.parent
     *first, last = parts
     for o in inst.operands:  # the module's instructions the parts read
         o.users = [u for u in o.users if u is not inst] + \
             [p for p in parts if any(n is o for n in p.operands)]
     for part in first:
-        part.parent = entry
+        part.parent = comp
         part.users = [inst if u is last else u for u in part.users]
-    entry.instructions[entry.instructions.index(inst):0] = first
+    comp.instructions[comp.instructions.index(inst):0] = first
     inst.operands = last.operands
     inst.called_computations = last.called_computations
     inst.attributes = last.attributes
@@ -382,14 +382,14 @@ def _as_tuple_of(module: HloModule, parts: list[HloInstruction],
     its output, which the part it stands for becomes, and a value per row
     that nothing reads."""
     first = parts[0]
-    entry = first.parent
+    comp = first.parent
     leaves = [leaf for p in parts for leaf in (p.shape.tuple_shapes if p.shape.is_tuple
                                                else (p.shape,))]
     tuple_of = HloInstruction(
         name=f"{first.name}.merged", opcode="fusion", shape=Shape(tuple_shapes=tuple(leaves)),
-        operands=list(inputs), attributes=dict(first.attributes), parent=entry, users=[],
+        operands=list(inputs), attributes=dict(first.attributes), parent=comp, users=[],
         called_computations=list(first.called_computations))
-    entry.instructions.insert(entry.instructions.index(first), tuple_of)
+    comp.instructions.insert(comp.instructions.index(first), tuple_of)
     merged = [_ROW_MAPPED_FROM.get(p, p) for p in parts]
     for o in inputs:
         o.users = [u for u in o.users if not any(u is p for p in merged)] + [tuple_of]
@@ -401,7 +401,7 @@ def _as_tuple_of(module: HloModule, parts: list[HloInstruction],
                 g.operands = [tuple_of]
                 g.attributes = {"index": _index(offset + g.attr("index"))}
             tuple_of.users += gets
-            entry.instructions.remove(part)
+            comp.instructions.remove(part)
             offset += len(part.shape.tuple_shapes)
             continue
         results = len(part.shape.tuple_shapes) if part.shape.is_tuple else 1

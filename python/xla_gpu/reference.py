@@ -238,25 +238,13 @@ class XlaCpuExecutable:
         self.executable = client.compile_and_load(stablehlo, xc.DeviceList((self.device,)),
                                                   options)
 
-    def serialize(self) -> bytes:
-        """The compiled executable as bytes (XLA's own serialization, as
-        jax's persistent compilation cache keeps it)."""
-        from jax._src import xla_bridge
-        return xla_bridge.get_backend("cpu").serialize_executable(self.executable)
-
     @classmethod
-    def deserialize(cls, data: bytes) -> "XlaCpuExecutable":
-        """An executable `serialize` wrote, loaded without compiling (by
-        the same jaxlib)."""
-        _round_as_the_hlo_says()
-        from jax._src import xla_bridge
-        from jax._src.lib import xla_client as xc
-
+    def of(cls, executable) -> "XlaCpuExecutable":
+        """An executable XLA:CPU has compiled and loaded already (one that
+        jax deserialized: a `LoadedExecutable`), as this class's."""
         self = cls.__new__(cls)
-        client = xla_bridge.get_backend("cpu")
-        self.device = client.devices()[0]
-        self.executable = client.deserialize_executable(data, xc.DeviceList((self.device,)),
-                                                        xc.CompileOptions())
+        self.device = executable.local_devices()[0]
+        self.executable = executable
         return self
 
     def library_fusions(self) -> int:

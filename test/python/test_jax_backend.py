@@ -694,6 +694,39 @@ def test_jit_of_a_training_step_with_parameters_as_a_pytree():
     assert sum(d.ours for d in decisions) >= 10, f.fusion_report()
 
 
+def test_jit_takes_arguments_as_jax_jit_does_and_compiles_once_a_signature(monkeypatch):
+    # Python scalars and float64 numpy arrays (x64 off) are converted as
+    # jax.jit converts them (through jax's dispatch: before, a Python
+    # float reached XLA as f64 and the call failed). A call of the last
+    # signature compiles nothing; another shape or type compiles its own
+    # program, and the first is kept.
+    import xla_gpu.jax.whole_program as wp
+
+    def scaled_softmax(x, s):
+        return jax.nn.softmax(x * s)
+
+    compiles = []
+    compile_ = wp.jit._compile
+
+    def counted(self, leaves, tree):
+        compiles.append([np.shape(a) for a in leaves])
+        return compile_(self, leaves, tree)
+
+    monkeypatch.setattr(wp.jit, "_compile", counted)
+    r = np.random.default_rng(12)
+    x, y = r.standard_normal((64, 256)), r.standard_normal((32, 128))
+    f, want = xj.jit(scaled_softmax), jax.jit(scaled_softmax)
+    for args in [(x, 1.5), (x, 2.5), (x.astype(np.float32), np.float32(0.5)), (y, 3),
+                 (x, 1.5), (y, 3)]:
+        got = f(*args)
+        assert got.dtype == want(*args).dtype == jnp.float32
+        close(np.asarray(got), np.asarray(want(*args)), 1e-6)
+    # (64, 256) with a float, (32, 128) with an int: a program each.
+    assert compiles == [[(64, 256), ()], [(32, 128), ()], [(64, 256), ()], [(32, 128), ()]]
+    assert len(f._compiled) == 2
+    assert all(d.ours for d in f.decisions(x, 1.5)), f.fusion_report()
+
+
 def test_jit_takes_library_fusions_without_dots():
     # At this size XLA:CPU puts reductions into YNNPACK (kCustom) fusions
     # too; those without a dot are ours.

@@ -30,12 +30,14 @@ import functools
 import hashlib
 import json
 import os
+import pickle
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import jax
 import numpy as np
+from jax.experimental import serialize_executable
 from mlir import ir
 
 from ..context import new_context
@@ -639,10 +641,28 @@ def _control_flow_computations(module: HloModule) -> list:
 
 @dataclass(eq=False)
 class _Compiled:
+    call: jax.stages.Compiled  # runs `executable` (_with_executable)
     executable: XlaCpuExecutable
     decisions: list[FusionDecision]
-    out_tree: object
-    num_parameters: int
+    tree: object  # the arguments' pytree structure (its key's first part)
+
+
+def _with_executable(compiled: jax.stages.Compiled,
+                     executable: XlaCpuExecutable) -> jax.stages.Compiled:
+    """jax's `compiled` (the O0 compile whose module gave the decisions)
+    running `executable` instead, XLA's compile of our module: the same
+    parameters and results, their layouts and shardings (the entry
+    computation is XLA's, its layout with it). Called through jax's own
+    dispatch, as a `jax.jit` function is: a call of a program of one small
+    kernel took 4.7 us against 9.6 us through `execute_sharded` from
+    Python, and arguments are taken as jax.jit takes them (Python scalars,
+    float64 numpy arrays where x64 is off). jax builds its own deserialized
+    executables this way (jax.experimental.serialize_executable)."""
+    unloaded = replace(compiled._executable._unloaded_executable,
+                       xla_executable=executable.executable)
+    params = compiled._params
+    return jax.stages.Compiled(unloaded.load(), list(params.const_args), compiled.args_info,
+                               compiled.out_tree, no_kwargs=params.no_kwargs)
 
 
 @functools.cache
@@ -674,29 +694,36 @@ def _disk_file(lowered, device: DeviceDescription) -> Path | None:
     return Path(folder) / "jit" / f"{key}.bin"
 
 
-def _load(path: Path) -> tuple[XlaCpuExecutable, list[FusionDecision], int] | None:
-    """A program _store wrote: XLA's executable (its custom calls' kernels
-    compiled, from the kernel cache, as XLA loads it: `import xla_gpu.jax`
-    installed the handler's compiler), the decisions and the parameter
-    count; None where there is none or it does not load (a damaged file:
-    compiled anew)."""
+def _load(path: Path, lowered, tree) -> _Compiled | None:
+    """A program _store wrote for `lowered` (of arguments `tree`): jax's
+    executable (its custom calls' kernels compiled, from the kernel cache,
+    as XLA loads it: `import xla_gpu.jax` installed the handler's
+    compiler) and the decisions; None where there is none or it does not
+    load (a damaged file: compiled anew)."""
     try:
         head, _, body = path.read_bytes().partition(b"\n")
-        meta = json.loads(head)
-        decisions = [FusionDecision(*d) for d in meta["decisions"]]
-        return XlaCpuExecutable.deserialize(body), decisions, int(meta["num_parameters"])
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        decisions = [FusionDecision(*d) for d in json.loads(head)["decisions"]]
+        call = serialize_executable.deserialize_and_load(body, lowered.in_tree,
+                                                         lowered.out_tree, backend="cpu")
+        return _Compiled(call, XlaCpuExecutable.of(call.runtime_executable()), decisions, tree)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, pickle.UnpicklingError,
+            EOFError):
         return None
 
 
-def _store(path: Path, compiled: "_Compiled") -> None:
-    """Writes the program to a temporary name and renames it: readers see
-    a whole file or none."""
-    meta = {"decisions": [[d.name, d.kind, d.ours, d.reason] for d in compiled.decisions],
-            "num_parameters": compiled.num_parameters}
+def _store(path: Path, compiled: _Compiled) -> None:
+    """Writes the program (the decisions, a line of JSON, then jax's
+    serialization of the executable) to a temporary name and renames it:
+    readers see a whole file or none. A program jax does not serialize
+    (closed-over constants passed as arguments) is not kept."""
+    try:
+        payload, _, _ = serialize_executable.serialize(compiled.call)
+    except (NotImplementedError, ValueError):
+        return
+    meta = {"decisions": [[d.name, d.kind, d.ours, d.reason] for d in compiled.decisions]}
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_bytes(json.dumps(meta).encode() + b"\n" + compiled.executable.serialize())
+    partial.write_bytes(json.dumps(meta).encode() + b"\n" + payload)
     partial.replace(path)
 
 
@@ -736,11 +763,10 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 return fn(*jax.tree_util.tree_unflatten(tree, list(flat_args)))
 
             lowered = jax.jit(flat, keep_unused=True).lower(*avals)
-            out_tree = jax.tree_util.tree_structure(jax.eval_shape(flat, *avals))
             disk = _disk_file(lowered, self.device)
-            loaded = _load(disk) if disk is not None and disk.exists() else None
+            loaded = _load(disk, lowered, tree) if disk is not None and disk.exists() else None
             if loaded is not None:
-                self._compiled[key] = _Compiled(*loaded[:2], out_tree, loaded[2])
+                self._compiled[key] = loaded
             else:
                 # Only XLA's optimized module is used (its executable never
                 # runs): its code made at LLVM's O0. The level is LLVM's
@@ -752,8 +778,9 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 decisions = _replace_fusions(module, self.device)
                 with as_xla_takes_it(module.computations):
                     text = module.to_text()
-                self._compiled[key] = _Compiled(XlaCpuExecutable(text), decisions, out_tree,
-                                                len(module.entry.parameters))
+                executable = XlaCpuExecutable(text)
+                self._compiled[key] = _Compiled(_with_executable(optimized, executable),
+                                                executable, decisions, tree)
                 if disk is not None:
                     _store(disk, self._compiled[key])
         self._last = self._compiled[key]
@@ -764,16 +791,18 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         return self._compile(leaves, tree), leaves
 
     def __call__(self, *args):
-        compiled, leaves = self._compile_args(args)
-        executable = compiled.executable
-        # jax arrays already on the device go as they are (no host round
-        # trip); anything else is put there.
-        buffers = [a if isinstance(a, jax.Array) and a.devices() == {executable.device}
-                   else executable.put([np.asarray(a)])[0] for a in leaves]
-        # Not waited for: jax arrays are futures, as jax.jit's results are.
-        results = executable.executable.execute_sharded(buffers)
-        outs = [r[0] for r in results.disassemble_into_single_device_arrays()]
-        return jax.tree_util.tree_unflatten(compiled.out_tree, outs)
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        # Results not waited for: jax arrays are futures, as jax.jit's are.
+        last = self._last
+        if last is not None and last.tree == tree:
+            # The last program's dispatch checks the arguments' shapes and
+            # types itself, in C++, and raises TypeError where they differ:
+            # _compile's key of a model's 200 parameters took 76 us a call.
+            try:
+                return last.call(*leaves)
+            except TypeError:
+                pass
+        return self._compile(leaves, tree).call(*leaves)
 
     def fusion_report(self, *args) -> str:
         """Which fusions of XLA's module are ours, which stayed XLA's and why

@@ -3349,6 +3349,192 @@ class KernelLowering {
     return parts;
   }
 
+  // A guard of splitAtGuards: true where m * lane + base is below `t` (or
+  // from it on).
+  struct Guard {
+    mlir::arith::CmpIOp cmp;
+    int64_t t;
+    bool below;
+  };
+
+  // At most this many ops are made again for fissionAtGuard's second loop
+  // (index arithmetic, a row's max loaded again).
+  static constexpr int kMaxFissionSlice = 24;
+
+  // A lane loop whose guards (of one cut) only pick the results of scf.if
+  // ops of its body, each result stored (its one use) -- a thread's last
+  // step along a row, which the lanes below the row's end take:
+  //
+  //   %acc = <the steps every lane takes>
+  //   %r = scf.if %guard -> f32 { <the last step>; scf.yield %next }
+  //        else { scf.yield %acc }
+  //   llvm.store %r, %slot
+  //
+  // runs as two loops: the whole loop without the ifs (every lane stores
+  // its %acc), then a loop over the guard's lanes alone that loads %acc
+  // from where the first stored it, runs the if's then-region and stores
+  // its result there. Each lane runs its steps in their order still.
+  // splitAtGuards would copy the whole body per piece: over rows of 100
+  // f32, a warp's 4 steps, the lanes below 4 ran 4 steps in one loop and
+  // the others 3 in another -- 10 exps a row where this runs 7 (6 of
+  // them 16 lanes wide). Only where the second loop's ops are few
+  // (kMaxFissionSlice), effect-free, or plain loads of memory the loop
+  // does not write; and nothing after the ifs loads what they store.
+  bool fissionAtGuard(mlir::scf::ForOp loop, llvm::ArrayRef<Guard> guards, Value cut) {
+    mlir::Block* body = loop.getBody();
+    const bool below = guards.front().below;
+    SmallVector<mlir::scf::IfOp> ifs;
+    for (const Guard& g : guards) {
+      if (g.below != below) return false;
+      for (mlir::Operation* user : g.cmp->getUsers()) {
+        auto ifOp = llvm::dyn_cast<mlir::scf::IfOp>(user);
+        if (!ifOp || ifOp->getBlock() != body || ifOp.getNumResults() == 0 ||
+            !ifOp.elseBlock()) {
+          return false;
+        }
+        if (!llvm::is_contained(ifs, ifOp)) ifs.push_back(ifOp);
+      }
+    }
+    llvm::sort(ifs, [](mlir::scf::IfOp a, mlir::scf::IfOp b) {
+      return a->isBeforeInBlock(b);
+    });
+    // Only where the lanes' unguarded part computes (float arithmetic:
+    // the earlier steps): where it only moves values (a guarded walk's
+    // slot loaded and stored again), the pieces run nothing twice.
+    bool computes = llvm::any_of(body->without_terminator(), [&](mlir::Operation& op) {
+      if (llvm::isa<mlir::arith::ConstantOp>(op) ||
+          !llvm::isa<mlir::arith::ArithDialect, mlir::math::MathDialect>(op.getDialect())) {
+        return false;
+      }
+      return llvm::any_of(op.getResultTypes(), [](mlir::Type t) {
+        return mlir::isa<mlir::FloatType>(mlir::getElementTypeOrSelf(t));
+      });
+    });
+    if (!computes) return false;
+    // What the loop writes: the bases of its stores.
+    llvm::SmallPtrSet<mlir::Value, 4> written;
+    body->walk([&](mlir::LLVM::StoreOp store) { written.insert(baseOf(store.getAddr())); });
+    // Each if: a then-region of effect-free ops, plain loads of what the
+    // loop does not write and plain stores (a step's element written out),
+    // an else yielding values from before it, each result stored once,
+    // after it.
+    SmallVector<SmallVector<mlir::LLVM::StoreOp>> stores;
+    llvm::SmallPtrSet<mlir::Value, 4> stored;
+    for (mlir::scf::IfOp ifOp : ifs) {
+      bool plain = !ifOp.getThenRegion()
+                        .walk([&](mlir::Operation* op) {
+                          auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op);
+                          auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(op);
+                          if (store && isPlain(store)) stored.insert(baseOf(store.getAddr()));
+                          bool ok = (load && isPlain(load) &&
+                                     !written.contains(baseOf(load.getAddr()))) ||
+                                    (store && isPlain(store)) ||
+                                    llvm::isa<mlir::scf::YieldOp>(op) ||
+                                    (op->getNumRegions() == 0 && mlir::isMemoryEffectFree(op));
+                          return ok ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+                        })
+                        .wasInterrupted();
+      if (!plain) return false;
+      auto& mine = stores.emplace_back();
+      for (Value result : ifOp.getResults()) {
+        if (!result.hasOneUse()) return false;
+        auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(*result.getUsers().begin());
+        if (!store || store->getBlock() != body || store.getValue() != result ||
+            !isPlain(store)) {
+          return false;
+        }
+        mine.push_back(store);
+        stored.insert(baseOf(store.getAddr()));
+      }
+    }
+    // Nothing after the first if reads what the ifs' results go to.
+    for (mlir::Operation* op = ifs.front(); op; op = op->getNextNode()) {
+      bool reads = op->walk([&](mlir::LLVM::LoadOp load) {
+                       return stored.contains(baseOf(load.getAddr()))
+                                  ? mlir::WalkResult::interrupt()
+                                  : mlir::WalkResult::advance();
+                     }).wasInterrupted();
+      if (reads) return false;
+    }
+    // The second loop: a copy of `loop` over the guard's lanes, emptied.
+    mlir::OpBuilder b(loop);
+    b.setInsertionPointAfter(loop);
+    auto tail = llvm::cast<mlir::scf::ForOp>(b.clone(*loop));
+    if (below) {
+      tail.getUpperBoundMutable().assign(cut);
+    } else {
+      tail.getLowerBoundMutable().assign(cut);
+    }
+    SmallVector<mlir::Operation*> copied;
+    for (mlir::Operation& op : tail.getBody()->without_terminator()) copied.push_back(&op);
+    for (mlir::Operation* op : llvm::reverse(copied)) op->erase();  // users first
+    mlir::OpBuilder tb = mlir::OpBuilder::atBlockTerminator(tail.getBody());
+    mlir::IRMapping mapping;
+    mapping.map(loop.getInductionVar(), tail.getInductionVar());
+    int made = 0;
+    std::function<bool(Value)> provide = [&](Value v) -> bool {
+      if (mapping.contains(v)) return true;
+      mlir::Operation* def = v.getDefiningOp();
+      // Block arguments (the lane is mapped) and values from before the
+      // loop are the same in both.
+      if (!def || !loop->isAncestor(def)) return true;
+      if (def->getBlock() != body || def->getNumRegions() != 0 || ++made > kMaxFissionSlice) {
+        return false;
+      }
+      auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(def);
+      if (load ? (!isPlain(load) || written.contains(baseOf(load.getAddr())))
+               : !mlir::isMemoryEffectFree(def)) {
+        return false;
+      }
+      for (Value operand : def->getOperands()) {
+        if (!provide(operand)) return false;
+      }
+      tb.clone(*def, mapping);
+      return true;
+    };
+    bool ok = true;
+    for (auto [ifOp, mine] : llvm::zip(ifs, stores)) {
+      mlir::Operation* elseYield = ifOp.elseBlock()->getTerminator();
+      // The value each result would have had without the step: loaded
+      // from where the first loop stores it.
+      for (auto [store, kept] : llvm::zip(mine, elseYield->getOperands())) {
+        if (!(ok = provide(store.getAddr()))) break;
+        if (!mapping.contains(kept)) {
+          auto reload = tb.create<mlir::LLVM::LoadOp>(store.getLoc(), kept.getType(),
+                                                      mapping.lookup(store.getAddr()));
+          mapping.map(kept, reload.getResult());
+        }
+      }
+      if (!ok) break;
+      ifOp.getThenRegion().walk([&](mlir::Operation* op) {
+        for (Value v : op->getOperands()) {
+          if (!ifOp->isAncestor(v.getParentBlock()->getParentOp())) ok = ok && provide(v);
+        }
+      });
+      if (!ok) break;
+      mlir::Operation* thenYield = ifOp.thenBlock()->getTerminator();
+      for (mlir::Operation& op : ifOp.thenBlock()->without_terminator()) tb.clone(op, mapping);
+      for (auto [store, next] : llvm::zip(mine, thenYield->getOperands())) {
+        mlir::IRMapping at = mapping;
+        at.map(store.getValue(), mapping.lookupOrDefault(next));
+        tb.clone(*store, at);
+      }
+    }
+    if (!ok) {
+      tail.erase();
+      return false;
+    }
+    // The first loop: every lane without the steps.
+    for (mlir::scf::IfOp ifOp : ifs) {
+      ifOp.replaceAllUsesWith(ifOp.elseBlock()->getTerminator()->getOperands());
+      ifOp.erase();
+    }
+    for (Guard g : guards) {
+      if (g.cmp->use_empty()) g.cmp.erase();
+    }
+    return true;
+  }
+
   // Comparisons of the lane with constant bounds (a concatenate's operand
   // ranges, a pad's edges, a partial tile's end): in a lane loop,
   // `lane + offset <cmp> K`, the offset invariant, is true on one side of a
@@ -3410,12 +3596,6 @@ class KernelLowering {
         if (a) return Affine{a->base, a->c - *k, a->m};
       }
       return std::nullopt;
-    };
-    // Each guard: true where m * iv + base is below `t` (or from it on).
-    struct Guard {
-      mlir::arith::CmpIOp cmp;
-      int64_t t;
-      bool below;
     };
     SmallVector<Guard> guards;
     SmallVector<Value, 2> base;
@@ -3505,6 +3685,7 @@ class KernelLowering {
       bounds.push_back(b.create<mlir::arith::MaxSIOp>(loc, bounds.back(), at));
     }
     bounds.push_back(loop.getUpperBound());
+    if (cuts.size() == 1 && fissionAtGuard(loop, guards, bounds[1])) return;
     SmallVector<std::pair<mlir::scf::ForOp, mlir::IRMapping>> pieces;
     b.setInsertionPointAfter(loop);
     for (size_t p = 1; p <= cuts.size(); ++p) {

@@ -197,3 +197,100 @@ func.func @lanes_past_58_read(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %sum, %o : f32, !llvm.ptr
   return
 }
+
+// A row's last step, taken by the lanes below the row's end (a row of
+// 40, a warp's two steps): every lane runs its first step in one loop of
+// 32 lanes, and the 8 lanes that take the last step run it in a loop of
+// their own, from the sum the first loop stored -- where cutting the loop
+// at lane 8 would run the first step in a loop of 8 lanes and one of 24.
+// CHECK-LABEL: func.func @last_step_apart
+// CHECK:     %[[SLOTS:.*]] = llvm.alloca
+// CHECK:     scf.for %{{.*}} = %c0 to %c32 step %c1
+// CHECK-NOT:   scf.if
+// CHECK:       math.exp
+// CHECK-NOT:   math.exp
+// CHECK:       llvm.store %{{.*}}, %[[SLOT:.*]] :
+// CHECK:     scf.for %[[L:.*]] = %c0 to %c8 step %c1
+// CHECK:       %[[AT:.*]] = llvm.getelementptr %[[SLOTS]]
+// CHECK:       %[[SUM:.*]] = llvm.load %[[AT]]
+// CHECK:       math.exp
+// CHECK:       %[[NEXT:.*]] = arith.addf %[[SUM]]
+// CHECK:       llvm.store %[[NEXT]], %[[AT]]
+// CHECK:     scf.for %{{.*}} = %c0 to %c32 step %c1
+// CHECK-NOT:   math.exp
+// CHECK:     return
+func.func @last_step_apart(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p invariant : !llvm.ptr -> f32
+  %e = math.exp %v : f32
+  %acc = arith.addf %e, %zero : f32
+  %in_row = arith.cmpi slt, %tid, %c8 : index
+  %sum = scf.if %in_row -> (f32) {
+    %t = arith.addi %tid, %c32 : index
+    %j = arith.index_cast %t : index to i64
+    %q = llvm.getelementptr %in[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %w = llvm.load %q invariant : !llvm.ptr -> f32
+    %f = math.exp %w : f32
+    %next = arith.addf %acc, %f : f32
+    scf.yield %next : f32
+  } else {
+    scf.yield %acc : f32
+  }
+  %c1 = arith.constant 1 : i32
+  %c32i = arith.constant 32 : i32
+  %s, %valid = gpu.shuffle down %sum, %c1, %c32i : f32
+  %total = arith.addf %sum, %s : f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %total, %o : f32, !llvm.ptr
+  return
+}
+
+// The same where the last step reads what the lanes write (%out, which
+// the first step's exp goes to): run apart, it would read the other
+// lanes' writes of this phase, so the loop is cut at lane 8 instead, each
+// piece running the first step.
+// CHECK-LABEL: func.func @last_step_reads_what_the_lanes_write
+// CHECK:     scf.for %{{.*}} = %c0 to %c8 step %c1
+// CHECK:       math.exp
+// CHECK:       math.exp
+// CHECK:     scf.for %{{.*}} = %c8 to %c32 step %c1
+// CHECK:       math.exp
+// CHECK-NOT:   math.exp
+// CHECK:     }
+func.func @last_step_reads_what_the_lanes_write(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0.0 : f32
+  %i = arith.index_cast %tid : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p invariant : !llvm.ptr -> f32
+  %e = math.exp %v : f32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %e, %o : f32, !llvm.ptr
+  %acc = arith.addf %e, %zero : f32
+  %in_row = arith.cmpi slt, %tid, %c8 : index
+  %sum = scf.if %in_row -> (f32) {
+    %t = arith.addi %tid, %c32 : index
+    %j = arith.index_cast %t : index to i64
+    %q = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %w = llvm.load %q : !llvm.ptr -> f32
+    %f = math.exp %w : f32
+    %next = arith.addf %acc, %f : f32
+    scf.yield %next : f32
+  } else {
+    scf.yield %acc : f32
+  }
+  %c1 = arith.constant 1 : i32
+  %c32i = arith.constant 32 : i32
+  %s, %valid = gpu.shuffle down %sum, %c1, %c32i : f32
+  %total = arith.addf %sum, %s : f32
+  %r = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %total, %r : f32, !llvm.ptr
+  return
+}

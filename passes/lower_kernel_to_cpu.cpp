@@ -3403,7 +3403,8 @@ class KernelLowering {
     // slot loaded and stored again), the pieces run nothing twice.
     bool computes = llvm::any_of(body->without_terminator(), [&](mlir::Operation& op) {
       if (llvm::isa<mlir::arith::ConstantOp>(op) ||
-          !llvm::isa<mlir::arith::ArithDialect, mlir::math::MathDialect>(op.getDialect())) {
+          !llvm::isa_and_nonnull<mlir::arith::ArithDialect, mlir::math::MathDialect>(
+              op.getDialect())) {
         return false;
       }
       return llvm::any_of(op.getResultTypes(), [](mlir::Type t) {

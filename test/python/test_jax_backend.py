@@ -698,8 +698,9 @@ def test_jit_takes_arguments_as_jax_jit_does_and_compiles_once_a_signature(monke
     # Python scalars and float64 numpy arrays (x64 off) are converted as
     # jax.jit converts them (through jax's dispatch: before, a Python
     # float reached XLA as f64 and the call failed). A call of the last
-    # signature compiles nothing; another shape or type compiles its own
-    # program, and the first is kept.
+    # call's signature goes straight to its program; only the others look
+    # theirs up (_compile), compiling it the first time, and both
+    # programs are kept.
     import xla_gpu.jax.whole_program as wp
 
     def scaled_softmax(x, s):
@@ -721,7 +722,8 @@ def test_jit_takes_arguments_as_jax_jit_does_and_compiles_once_a_signature(monke
         got = f(*args)
         assert got.dtype == want(*args).dtype == jnp.float32
         close(np.asarray(got), np.asarray(want(*args)), 1e-6)
-    # (64, 256) with a float, (32, 128) with an int: a program each.
+    # The second and third calls are the first's signature (a float
+    # scalar, f32 after conversion); the last two change it back and forth.
     assert compiles == [[(64, 256), ()], [(32, 128), ()], [(64, 256), ()], [(32, 128), ()]]
     assert len(f._compiled) == 2
     assert all(d.ours for d in f.decisions(x, 1.5)), f.fusion_report()

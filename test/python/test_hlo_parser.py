@@ -237,3 +237,35 @@ def test_a_call_with_the_wrong_operand_count_is_an_error_at_the_call():
         inline_calls(module.entry)
     assert str(info.value) == ("call.hlo:9:3: error: call c passes 1 operands to f, which "
                                "takes 2")
+
+
+def test_a_module_on_one_line_is_the_module_on_many():
+    """XLA's parser takes instructions (and computations) on one line: an
+    attribute's value ends where the next instruction starts -- `ROOT`,
+    or a name, `=` and a shape -- not at the end of the line."""
+    lines = """HloModule m
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+f {
+  p = f32[8] parameter(0)
+  c = f32[] constant(1)
+  b = f32[8] broadcast(c), dimensions={}
+  ROOT a = f32[8] add(p, b)
+}
+ENTRY e {
+  p = f32[8] parameter(0)
+  r = f32[8] fusion(p), kind=kLoop, calls=f
+  t = (f32[8], f32[8]) tuple(r, r), metadata={op_name="a b=c"}
+  z = f32[] constant(0)
+  q = f32[] reduce(r, z), dimensions={0}, to_apply=add
+  ROOT o = (f32[8], f32[]) tuple(r, q)
+}
+"""
+    one_line = re.sub(r"\n(?!add|f |ENTRY)", " ", lines.split("\n", 1)[1])
+    assert one_line.count("\n") == 2
+    text = "HloModule m\n" + one_line
+    assert parse_hlo(text).to_text() == parse_hlo(lines).to_text()
+    assert _xla_text(text) == _xla_text(lines)

@@ -50,6 +50,12 @@ _PLAIN_SHAPE = re.compile(r"([a-z][a-z0-9]*)\[((?:[0-9]{1,18}(?:,[0-9]{1,18})*)?
 _STRING = re.compile(r'"((?:[^"\\\n]|\\[\s\S])*)"')
 # balanced()'s characters of note, by its `stop`.
 _BALANCED_STOPS: dict[str, re.Pattern] = {}
+# Where an instruction may start after an attribute's value on its line:
+# white space, then `ROOT` or a name, `=` and a shape (an element type and
+# `[`, or a tuple's `(`); not a misplaced attribute, `metadata={...}`.
+_INSTRUCTION_SPACE = re.compile(r"\s+(?=ROOT\s|%?[\w.\-]+\s*=)")
+_INSTRUCTION_START = re.compile(r"ROOT\s|%?[\w.\-]+\s*=\s*(?:[a-z][a-z0-9]*\[|\()")
+
 _NUMBER = re.compile(
     r"[-+]?(?:inf|nan(?:\([^)]*\))?|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
@@ -186,10 +192,13 @@ class _Parser:
             raise self.error(f"{m.group(0)} does not fit in 64 bits", m.start())
         return value
 
-    def balanced(self, stop: str) -> str:
+    def balanced(self, stop: str, before_instructions: bool = False) -> str:
         """Raw text up to a top-level character of `stop` or the end of the
         line (XLA prints one instruction per line), with brackets balanced
-        and strings skipped."""
+        and strings skipped. With `before_instructions` (an attribute's
+        value), also up to another instruction on the same line
+        (_INSTRUCTION_START outside brackets and strings): XLA's parser
+        takes a module written on one line."""
         self.skip_inline()
         start, depth, text = self.pos, 0, self.text
         special = _BALANCED_STOPS.get(stop)
@@ -198,6 +207,14 @@ class _Parser:
                 '["\\n()\\[\\]{}' + re.escape(stop) + "]")
         while True:
             m = special.search(text, self.pos)
+            if depth == 0 and before_instructions:
+                end = len(text) if m is None else m.start()
+                cut = _INSTRUCTION_SPACE.search(text, self.pos, end)
+                while cut is not None and not _INSTRUCTION_START.match(text, cut.end()):
+                    cut = _INSTRUCTION_SPACE.search(text, cut.end(), end)
+                if cut is not None:
+                    self.pos = cut.start()
+                    break
             if m is None:
                 self.pos = len(text)
                 break
@@ -535,7 +552,7 @@ class _Parser:
             self.expect("=", f"after attribute '{key.group(0)}'")
             self.skip_inline()
             value_pos = self.pos
-            text = self.balanced(",")
+            text = self.balanced(",", before_instructions=True)
             if key.group(0) in inst.attributes:
                 raise self.error(f"attribute '{key.group(0)}' is given twice", key_pos)
             attr = Attribute(key.group(0), text)

@@ -3457,18 +3457,12 @@ class KernelLowering {
                      }).wasInterrupted();
       if (reads) return false;
     }
-    // The second loop: a copy of `loop` over the guard's lanes, emptied.
+    // The second loop: over the guard's lanes, marked as `loop` is.
     mlir::OpBuilder b(loop);
     b.setInsertionPointAfter(loop);
-    auto tail = llvm::cast<mlir::scf::ForOp>(b.clone(*loop));
-    if (below) {
-      tail.getUpperBoundMutable().assign(cut);
-    } else {
-      tail.getLowerBoundMutable().assign(cut);
-    }
-    SmallVector<mlir::Operation*> copied;
-    for (mlir::Operation& op : tail.getBody()->without_terminator()) copied.push_back(&op);
-    for (mlir::Operation* op : llvm::reverse(copied)) op->erase();  // users first
+    auto tail = b.create<mlir::scf::ForOp>(loop.getLoc(), below ? loop.getLowerBound() : cut,
+                                           below ? cut : loop.getUpperBound(), loop.getStep());
+    tail->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
     mlir::OpBuilder tb = mlir::OpBuilder::atBlockTerminator(tail.getBody());
     mlir::IRMapping mapping;
     mapping.map(loop.getInductionVar(), tail.getInductionVar());

@@ -1051,7 +1051,7 @@ def test_jit_shares_an_operands_buffer_only_where_it_is_dead(body, shared):
     module = parse_hlo(_SHARE_ENTRY.format(body=body))
     (scale,) = [i for i in module.entry.instructions
                 if i.opcode == "fusion" and i.fused_computation.name == "scale"]
-    assert _shared_operand(module, scale) == shared
+    assert _shared_operand(scale) == shared
 
 
 # --- the GPU check, prepared here ------------------------------------------

@@ -126,7 +126,7 @@ def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
 _IN_PLACE_ROOTS = {"dynamic-update-slice", "scatter"}
 
 
-def _shared_operand(module: HloModule, inst: HloInstruction) -> int | None:
+def _shared_operand(inst: HloInstruction) -> int | None:
     """The operand of fusion `inst` whose buffer its kernel writes its result
     over, as XLA's buffer assignment shares an elementwise fusion's result
     with an operand (emitters.shareable_operands): a value of the program
@@ -169,7 +169,7 @@ def _shared_operand(module: HloModule, inst: HloInstruction) -> int | None:
     return None
 
 
-def _split_reduction(module: HloModule, inst: HloInstruction,
+def _split_reduction(inst: HloInstruction,
                      device: DeviceDescription) -> list[tuple[HloInstruction, object]]:
     """Where `inst` is a reduction no block can do alone (XLA:GPU's
     tree-reduction-rewriter would have split it before fusion; XLA:CPU
@@ -200,9 +200,9 @@ def _split_reduction(module: HloModule, inst: HloInstruction,
     inst.attributes = last.attributes
     for o in inst.operands:  # `last` is `inst` from now on
         o.users = [inst if u is last else u for u in o.users]
-    if (shared := _shared_operand(module, inst)) is not None:
+    if (shared := _shared_operand(inst)) is not None:
         kernels[-1] = emit_kernel(inst, device, shared, host=True)
-    return _merge_row_parts(module, [*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
+    return _merge_row_parts([*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
 
 
 def _reads_by_row(part: HloInstruction, k: int) -> bool:
@@ -238,7 +238,7 @@ def _reads_by_row(part: HloInstruction, k: int) -> bool:
     return True
 
 
-def _merge_row_parts(module: HloModule, parts: list[tuple[HloInstruction, object]],
+def _merge_row_parts(parts: list[tuple[HloInstruction, object]],
                      device: DeviceDescription) -> list[tuple[HloInstruction, object]]:
     """Consecutive parts of a split reduction that reduce the same rows
     with the same thread map (merged_kernel.same_row_blocks), each reading
@@ -258,7 +258,7 @@ def _merge_row_parts(module: HloModule, parts: list[tuple[HloInstruction, object
 
     def flush():
         if len(group) > 1:
-            out.append((_as_tuple_of(module, [p for p, _ in group], inputs), merged))
+            out.append((_as_tuple_of([p for p, _ in group], inputs), merged))
         else:
             out.extend(group)
 
@@ -374,7 +374,7 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
     return mapped, kernel
 
 
-def _as_tuple_of(module: HloModule, parts: list[HloInstruction],
+def _as_tuple_of(parts: list[HloInstruction],
                  inputs: list[HloInstruction]) -> HloInstruction:
     """A new instruction of the parts' computation, before them, on `inputs`, whose
     result is the tuple of their results (a tuple part's elements in
@@ -564,7 +564,7 @@ def _replace_fusions_in_context(module: HloModule,
             decisions.append(FusionDecision(inst.name, kind, False,
                                             "an operand or result is not row-major"))
             continue
-        split = _split_reduction(module, inst, device)
+        split = _split_reduction(inst, device)
         if split:
             emitted += split
             decisions.append(FusionDecision(
@@ -572,7 +572,7 @@ def _replace_fusions_in_context(module: HloModule,
                 "reductions split or taken out)"))
             continue
         try:
-            emitted.append((inst, emit_kernel(inst, device, _shared_operand(module, inst),
+            emitted.append((inst, emit_kernel(inst, device, _shared_operand(inst),
                                               host=True)))
         except EmitterError as e:
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))
@@ -641,10 +641,13 @@ def _control_flow_computations(module: HloModule) -> list:
 
 @dataclass(eq=False)
 class _Compiled:
-    call: jax.stages.Compiled  # runs `executable` (_with_executable)
-    executable: XlaCpuExecutable
+    call: jax.stages.Compiled  # XLA's executable of our module (_with_executable)
     decisions: list[FusionDecision]
     tree: object  # the arguments' pytree structure (its key's first part)
+
+    @property
+    def executable(self) -> XlaCpuExecutable:
+        return XlaCpuExecutable.of(self.call.runtime_executable())
 
 
 def _with_executable(compiled: jax.stages.Compiled,
@@ -705,7 +708,7 @@ def _load(path: Path, lowered, tree) -> _Compiled | None:
         decisions = [FusionDecision(*d) for d in json.loads(head)["decisions"]]
         call = serialize_executable.deserialize_and_load(body, lowered.in_tree,
                                                          lowered.out_tree, backend="cpu")
-        return _Compiled(call, XlaCpuExecutable.of(call.runtime_executable()), decisions, tree)
+        return _Compiled(call, decisions, tree)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, pickle.UnpicklingError,
             EOFError):
         return None
@@ -778,9 +781,8 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 decisions = _replace_fusions(module, self.device)
                 with as_xla_takes_it(module.computations):
                     text = module.to_text()
-                executable = XlaCpuExecutable(text)
-                self._compiled[key] = _Compiled(_with_executable(optimized, executable),
-                                                executable, decisions, tree)
+                self._compiled[key] = _Compiled(
+                    _with_executable(optimized, XlaCpuExecutable(text)), decisions, tree)
                 if disk is not None:
                     _store(disk, self._compiled[key])
         self._last = self._compiled[key]

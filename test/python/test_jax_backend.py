@@ -729,6 +729,21 @@ def test_jit_takes_arguments_as_jax_jit_does_and_compiles_once_a_signature(monke
     assert all(d.ours for d in f.decisions(x, 1.5)), f.fusion_report()
 
 
+def test_jit_takes_a_partial_as_jax_jit_does():
+    # A functools.partial has no __name__: the compile named its module by
+    # it and failed with AttributeError.
+    import functools
+
+    def scaled_softmax(x, s=1.0):
+        return jax.nn.softmax(x * s)
+
+    x = np.random.default_rng(17).standard_normal((64, 256)).astype(np.float32)
+    fn = functools.partial(scaled_softmax, s=2.5)
+    f = xj.jit(fn)
+    close(np.asarray(f(x)), np.asarray(jax.jit(fn)(x)), 1e-6)
+    assert all(d.ours for d in f.decisions(x)), f.fusion_report()
+
+
 def test_jit_takes_library_fusions_without_dots():
     # At this size XLA:CPU puts reductions into YNNPACK (kCustom) fusions
     # too; those without a dot are ours.

@@ -752,6 +752,10 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         self._compiled: dict[tuple, _Compiled] = {}
         self._last: _Compiled | None = None
         functools.update_wrapper(self, fn)
+        # What the module's parse errors name: a functools.partial (which
+        # jax.jit takes) has no __name__ for update_wrapper to copy.
+        self._name = getattr(fn, "__name__", None) or getattr(
+            getattr(fn, "func", None), "__name__", type(fn).__name__)
 
     def _compile(self, leaves, tree) -> _Compiled:
         # The key from the arrays' own fields where they have them: building
@@ -777,7 +781,7 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 # layer norm's whole compile took 129 ms instead of 140.
                 optimized = lowered.compile(
                     compiler_options={"xla_backend_optimization_level": 0})
-                module = parse_hlo(_optimized_text(optimized), source=f"<{self.__name__}>")
+                module = parse_hlo(_optimized_text(optimized), source=f"<{self._name}>")
                 decisions = _replace_fusions(module, self.device)
                 with as_xla_takes_it(module.computations):
                     text = module.to_text()

@@ -135,3 +135,78 @@ def test_merged_names_do_not_collide(ctx):
     names = [i.name for i in merged.fused_computation.instructions]
     assert len(names) == len(set(names)), names
     emit_kernel(merged)
+
+
+_BROADCASTS = """HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}}
+scale {{
+  g = f32[300] parameter(0)
+  s = f32[64,1] parameter(1)
+  v = f32[64] bitcast(s)
+{body}
+}}
+consumer {{
+  p = f32[64,300] parameter(0)
+  x = f32[64,300] parameter(1)
+  m = f32[64,300] multiply(p, x)
+  z = f32[] constant(0)
+  ROOT r = f32[64] reduce(m, z), dimensions={{1}}, to_apply=add
+}}
+ENTRY main {{
+  g = f32[300] parameter(0)
+  s = f32[64,1] parameter(1)
+  x = f32[64,300] parameter(2)
+  w = f32[64,300] fusion(g, s), kind=kLoop, calls=scale
+  ROOT r = f32[64] fusion(w, x), kind=kInput, calls=consumer
+}}
+"""
+
+# What XLA:CPU materializes for YNNPACK in a layer norm's gradient: the
+# scale times rsqrt(var), each broadcast to the rows' shape.
+_SCALE_TIMES_RSQRT = """  bg = f32[64,300] broadcast(g), dimensions={1}
+  bv = f32[64,300] broadcast(v), dimensions={0}
+  ROOT o = f32[64,300] multiply(bg, bv)"""
+
+
+@pytest.mark.parametrize("body, producer", [
+    (_SCALE_TIMES_RSQRT, True),
+    # A broadcast alone.
+    ("  ROOT bv = f32[64,300] broadcast(v), dimensions={0}", True),
+    # A cheap op before the broadcast: run again for each element, cheaply.
+    ("""  n = f32[64] negate(v)
+  ROOT bv = f32[64,300] broadcast(n), dimensions={0}""", True),
+    # A costly one would run 300 times a row instead of once.
+    ("""  n = f32[64] rsqrt(v)
+  ROOT bv = f32[64,300] broadcast(n), dimensions={0}""", False),
+    # A slice is no elementwise op.
+    ("""  bg = f32[64,301] broadcast(v), dimensions={0}
+  ROOT o = f32[64,300] slice(bg), slice={[0:64], [1:301]}""", False),
+])
+def test_broadcasts_of_smaller_operands_make_an_elementwise_producer(body, producer):
+    module = parse_hlo(_BROADCASTS.format(body=body))
+    assert is_elementwise_producer(module.entry.instruction("w")) is producer
+
+
+def test_merged_broadcasts_give_the_two_kernels_bits(ctx):
+    """The reduction reading the scale and rsqrt(var) themselves, not their
+    broadcast product: the same bits as the product written and read back."""
+    module = parse_hlo(_BROADCASTS.format(body=_SCALE_TIMES_RSQRT))
+    producer, consumer = module.entry.instruction("w"), module.entry.instruction("r")
+    assert is_elementwise_producer(producer) and reads_each_element_once(consumer, 0)
+    merged = merge_producer(consumer, 0)
+    assert [o.name for o in merged.operands] == ["x", "g", "s"]
+    rng = np.random.RandomState(4)
+    g = rng.standard_normal(300).astype(np.float32)
+    s = rng.standard_normal((64, 1)).astype(np.float32)
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    w = np.zeros((64, 300), np.float32)
+    CpuKernel(emit_kernel(producer).text)(g, s, w)
+    want = np.zeros(64, np.float32)
+    CpuKernel(emit_kernel(consumer).text)(w, x, want)
+    got = np.zeros(64, np.float32)
+    CpuKernel(emit_kernel(merged).text)(x, g, s, got)
+    np.testing.assert_array_equal(got, want)

@@ -988,6 +988,31 @@ def test_jit_merges_a_mask_into_its_sums():
     merged = [d for d in f.decisions() if d.reason.startswith("merged into ")]
     assert len(merged) == 2 and all(d.ours for d in f.decisions()), f.fusion_report()
 
+def test_jit_merges_broadcasts_into_the_reductions_they_feed():
+    # A layer norm's gradient: XLA:CPU writes the scale, rsqrt(var) and
+    # their product broadcast to the rows' shape, each read once by a
+    # YNNPACK reduction; merged, the reductions read the vectors (25 MiB of
+    # temporaries over f32[2048,1024] -> 48 KiB; 4.4 -> 1.7 ms).
+    def ln(v, g, b):
+        m = v.mean(-1, keepdims=True)
+        s = ((v - m) ** 2).mean(-1, keepdims=True)
+        return (v - m) * jax.lax.rsqrt(s + 1e-5) * g + b
+
+    grad = jax.grad(lambda v, g, b: ln(v, g, b).sum(), argnums=(0, 1, 2))
+    r = np.random.default_rng(15)
+    args = [r.standard_normal(s).astype(np.float32) for s in ((256, 512), (512,), (512,))]
+    f = xj.jit(grad)
+    for got, want in zip(f(*args), jax.jit(grad)(*args)):
+        want = np.asarray(want)  # sums of 256 terms: an error of the largest's size
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4,
+                                   atol=1e-5 * np.abs(want).max())
+    merged = [d.name for d in f.decisions() if d.reason.startswith("merged into ")]
+    assert {"wrapped_broadcast", "bitcast_broadcast_fusion"} <= set(merged), f.fusion_report()
+    assert all(d.ours for d in f.decisions()), f.fusion_report()
+    stats = f._last.executable.executable.get_compiled_memory_stats()
+    assert stats.temp_size_in_bytes < 256 * 512 * 4
+
+
 def test_jit_keeps_the_values_of_closed_over_arrays():
     # Closed-over arrays are constants of XLA's optimized module, which
     # `Compiled.as_text()` prints as `{...}`: read back, a masked softmax's

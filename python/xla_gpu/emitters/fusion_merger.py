@@ -30,25 +30,55 @@ __all__ = ["is_elementwise_producer", "merge_producer", "reads_each_element_once
 
 def is_elementwise_producer(fusion: HloInstruction) -> bool:
     """A fusion of one array result computed elementwise from operands of
-    its dimensions (and scalar constants): merged into a consumer that
-    reads each of its elements once, it is computed once an element."""
+    its dimensions, scalar constants and broadcasts (of smaller operands,
+    through bitcasts and reshapes): merged into a consumer that reads each
+    of its elements once, it is computed once an element, each element of
+    a broadcast operand read again from the cache where the materialized
+    array was written to memory and read back. An op before a broadcast
+    runs again for each element the broadcast makes, so it is no costly
+    one (COSTLY_OPS: an exp, a divide). XLA:CPU materializes broadcasts
+    for its library fusions (YNNPACK takes arrays): a layer norm's
+    gradient wrote and read three f32[2048,1024] broadcasts (of the scale,
+    of rsqrt(var), of their product) that its reductions read once."""
+    from .tree_reduction import COSTLY_OPS
     comp = fusion.fused_computation
     if comp is None or not fusion.shape.is_array:
         return False
     dims = fusion.shape.dims
     for inst in comp.instructions:
         if inst.opcode == "parameter":
-            if inst.shape.dims != dims:
-                return False
-        elif inst.opcode == "constant":
+            continue
+        if inst.opcode == "constant":
             if inst.shape.dims:
                 return False
-        elif inst.opcode == "broadcast":
-            if inst.operands[0].opcode != "constant" or inst.shape.dims != dims:
+        elif inst.opcode in ("broadcast", "bitcast", "reshape"):
+            if not inst.shape.is_array:
                 return False
-        elif inst.opcode not in ELEMENTWISE or inst.shape.dims != dims:
+        elif inst.opcode not in ELEMENTWISE or not inst.shape.is_array:
             return False
-    return comp.root.opcode != "parameter"
+        elif inst.shape.dims != dims and inst.opcode in COSTLY_OPS:
+            return False
+    # Every value of the result's dimensions is of its elements, one for
+    # one: no broadcast to them from values of its dimensions.
+    return comp.root.opcode not in ("parameter", "bitcast", "reshape") and all(
+        _elementwise_to_root(comp, p, dims) for p in comp.parameters if p.shape.dims == dims)
+
+
+def _elementwise_to_root(comp, inst: HloInstruction, dims) -> bool:
+    """Whether every path from `inst` (of the result's dimensions `dims`)
+    to `comp`'s root is elementwise ops of those dimensions: each element
+    it has read once an element of the result."""
+    seen, todo = set(), [inst]
+    while todo:
+        inst = todo.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        if inst.opcode != "parameter" and (inst.opcode not in ELEMENTWISE or
+                                           inst.shape.dims != dims):
+            return False
+        todo.extend(inst.users)
+    return True
 
 
 def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:

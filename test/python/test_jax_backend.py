@@ -824,6 +824,34 @@ def test_jit_takes_the_fusions_of_loops_and_branches():
     assert any(d.ours and d.reason.startswith("as ") for d in in_loops), f.fusion_report()
 
 
+def test_jit_writes_a_loop_state_over_its_last_value():
+    # A fori_loop's step tanh(v) * 1.1: its kernel writes the next state
+    # over the last (output_to_operand_aliasing), as XLA's fusion does;
+    # it wrote a temporary a step that XLA then copied into the state
+    # (0.97 against 1.63 ms over f32[1024,1024]). Where a step makes
+    # another element of the state (the two swapped), none is shared.
+    def step(x):
+        return jax.lax.fori_loop(0, 4, lambda i, v: jnp.tanh(v) * 1.1, x)
+
+    def swap(x):
+        return jax.lax.fori_loop(0, 3, lambda i, c: (jnp.tanh(c[1]) * 1.1, jnp.cos(c[0])),
+                                 (x, x * 2))
+
+    x = np.random.default_rng(18).standard_normal((256, 512)).astype(np.float32)
+    for fn, shared in ((step, 1), (swap, 0)):
+        f = xj.jit(fn)
+        for a, b in zip(jax.tree_util.tree_leaves(f(x)),
+                        jax.tree_util.tree_leaves(jax.jit(fn)(x))):
+            close(np.asarray(a), np.asarray(b), 1e-6)
+        assert all(d.ours for d in f.decisions(x) if "tanh" in d.name or "multiply" in d.name)
+        text = f._last.call.runtime_executable().hlo_modules()[0].to_string()
+        aliased = [line for line in text.splitlines()
+                   if "custom-call(" in line and "output_to_operand_aliasing" in line]
+        assert len(aliased) == shared, text
+        temp = f._last.executable.executable.get_compiled_memory_stats().temp_size_in_bytes
+        assert (temp < x.nbytes) == bool(shared), temp
+
+
 @pytest.mark.parametrize("fn, shape, parts", [
     (lambda x: x.sum(), (1024, 1024), 2),                     # a million, one thread before
     (lambda x: jnp.max(jnp.exp(x)), (1000003,), 2),           # padded with -inf

@@ -1027,8 +1027,143 @@ bool sameValue(Value a, Value b, int depth = 4) {
 // 1040]: 10x the time of f32[4096,1024]). The same for a guarded loop that
 // only writes (no results: a transpose's rows of exp, which
 // xla-gpu-optimize-loops keeps a loop for the CPU target).
+// Whether `op` may run where its guard would have skipped it: a pure op,
+// or a load of a kernel buffer's first element (the scalar a reduction
+// starts from), which every kernel buffer has.
+bool runsUnguarded(mlir::func::FuncOp f, mlir::Operation* op) {
+  if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op)) {
+    auto arg = llvm::dyn_cast<mlir::BlockArgument>(load.getAddr());
+    return load.getInvariant() && arg && arg.getOwner() == &f.getBody().front();
+  }
+  return mlir::isPure(op) && op->getNumRegions() == 0;
+}
+
+// Whether `op` may run again at each step of a loop of its guard: a pure
+// op, or a load of an input (invariant: nothing in the kernel writes it).
+bool recomputable(mlir::Operation* op) {
+  if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op)) return load.getInvariant();
+  return mlir::isPure(op) && op->getNumRegions() == 0;
+}
+
+// A guard without results around an accumulation, what it reads before
+// the loop, and the stores of its results after --
+//
+//   scf.if %in_bounds { %m = load %mean[%col]
+//                       %r = scf.for ... iter_args(%a = %init) {... %m ...}
+//                       store %r, %out[%col] }
+//
+// (the loop emitter's thread a column of a column reduction, the last
+// block partial) -- becomes a guard with the loop's results, which
+// sinkGuardsIntoThreadLoops sinks into the loop, and a guard of the
+// stores after it:
+//
+//   %r = scf.if %in_bounds { %l = scf.for ... {%m = load ...; ...}
+//                            scf.yield %l } else { scf.yield %init }
+//   scf.if %in_bounds { store %r, %out[%col] }
+//
+// What the loop reads before is read again at each step (pure ops, loads
+// of inputs); its starting values are read before the guard (pure ops, a
+// buffer's first element). Before, such a guard kept each thread's whole
+// walk down its column in a loop over the threads, scalar: a variance
+// over the columns of f32[700,300] (300 columns, blocks of 128 threads)
+// took 0.20 ms where its mean's sum took 0.07.
+void splitGuardAtThreadLoop(mlir::func::FuncOp f, mlir::scf::IfOp guard) {
+  if (guard.getNumResults() != 0 ||
+      (guard.elseBlock() && !guard.elseBlock()->without_terminator().empty())) {
+    return;
+  }
+  mlir::Block* then = guard.thenBlock();
+  mlir::scf::ForOp loop;
+  for (mlir::Operation& op : then->without_terminator()) {
+    if (auto candidate = llvm::dyn_cast<mlir::scf::ForOp>(op)) {
+      if (loop) return;  // one loop only
+      loop = candidate;
+    }
+  }
+  if (!loop || loop.getNumResults() == 0 || !isInterchangeable(loop)) return;
+  // What comes before the loop: recomputable; the starting values, or
+  // what they are computed from, may also run unguarded.
+  llvm::SetVector<mlir::Operation*> hoisted;
+  std::function<bool(Value)> hoist = [&](Value v) -> bool {
+    mlir::Operation* def = v.getDefiningOp();
+    if (!def || !guard->isAncestor(def)) return true;  // from outside the guard
+    if (!runsUnguarded(f, def)) return false;
+    for (Value operand : def->getOperands()) {
+      if (!hoist(operand)) return false;
+    }
+    hoisted.insert(def);
+    return true;
+  };
+  for (mlir::Operation* op = &then->front(); op != loop; op = op->getNextNode()) {
+    if (!recomputable(op)) return;
+  }
+  for (Value init : loop.getInitArgs()) {
+    if (!hoist(init)) return;
+  }
+  // The loop body's and the stores' uses of what came before are clones.
+  auto before = [&](mlir::Operation* op) {
+    return op->getBlock() == then && op->isBeforeInBlock(loop);
+  };
+  auto cloneBefore = [&](mlir::OpBuilder& at, mlir::Operation* user, mlir::IRMapping& mapping) {
+    // The ops before the loop that `user` (and what it holds) reads,
+    // cloned at `at` in their order.
+    llvm::SetVector<mlir::Operation*> needed;
+    std::function<void(Value)> need = [&](Value v) {
+      mlir::Operation* def = v.getDefiningOp();
+      if (!def || !before(def) || needed.contains(def) || mapping.contains(v)) return;
+      for (Value operand : def->getOperands()) need(operand);
+      needed.insert(def);
+    };
+    user->walk([&](mlir::Operation* inner) {
+      for (Value operand : inner->getOperands()) need(operand);
+    });
+    for (mlir::Operation* op : needed) {
+      if (!mapping.contains(op->getResult(0))) at.clone(*op, mapping);
+    }
+  };
+  mlir::OpBuilder b(guard);
+  mlir::IRMapping outside;
+  for (mlir::Operation* op : hoisted) b.clone(*op, outside);
+  mlir::Location loc = guard.getLoc();
+  auto inits = llvm::map_to_vector(loop.getInitArgs(),
+                                   [&](Value v) { return outside.lookupOrDefault(v); });
+  auto results = b.create<mlir::scf::IfOp>(
+      loc, guard.getCondition(),
+      [&](mlir::OpBuilder& tb, mlir::Location) {
+        mlir::IRMapping mapping;
+        for (auto [old, init] : llvm::zip(loop.getInitArgs(), inits)) mapping.map(old, init);
+        auto copy = tb.create<mlir::scf::ForOp>(
+            loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(), loop.getStep(), inits,
+            [&](mlir::OpBuilder& lb, mlir::Location, Value iv, mlir::ValueRange carried) {
+              mlir::IRMapping inner = outside;
+              inner.map(loop.getInductionVar(), iv);
+              inner.map(loop.getRegionIterArgs(), carried);
+              for (mlir::Operation& op : loop.getBody()->getOperations()) {
+                cloneBefore(lb, &op, inner);
+                lb.clone(op, inner);
+              }
+            });
+        copy->setAttrs(loop->getAttrs());
+        tb.create<mlir::scf::YieldOp>(loc, copy.getResults());
+      },
+      [&](mlir::OpBuilder& eb, mlir::Location) { eb.create<mlir::scf::YieldOp>(loc, inits); });
+  auto stores = b.create<mlir::scf::IfOp>(loc, guard.getCondition(), /*withElseRegion=*/false);
+  mlir::OpBuilder sb = mlir::OpBuilder::atBlockTerminator(stores.thenBlock());
+  mlir::IRMapping after = outside;
+  for (auto [old, now] : llvm::zip(loop.getResults(), results.getResults())) after.map(old, now);
+  for (mlir::Operation* op = loop->getNextNode(); op != then->getTerminator();
+       op = op->getNextNode()) {
+    cloneBefore(sb, op, after);
+    sb.clone(*op, after);
+  }
+  guard.erase();
+}
+
 void sinkGuardsIntoThreadLoops(mlir::func::FuncOp f) {
   mlir::Block& body = f.getBody().front();
+  for (mlir::Operation& op : llvm::make_early_inc_range(body.without_terminator())) {
+    if (auto guard = llvm::dyn_cast<mlir::scf::IfOp>(op)) splitGuardAtThreadLoop(f, guard);
+  }
   for (mlir::Operation& op : llvm::make_early_inc_range(body.without_terminator())) {
     auto guard = llvm::dyn_cast<mlir::scf::IfOp>(op);
     if (!guard) continue;

@@ -965,6 +965,96 @@ func.func @guarded_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// The loop emitter's thread a column (the last block partial): its bounds
+// check guards what it reads before the walk (the column's mean), the walk
+// and the store of its result. The guard splits: the walk's runs
+// interchanged as @guarded_accumulate's, the mean read again at each step
+// (a lane loop's vector), the reduction's starting value read before it;
+// the store behind the same check after it. Each thread's walk had stayed
+// whole, scalar, in a loop over the threads.
+// CHECK-LABEL: func.func @guarded_column_walk
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step
+// CHECK:         scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step
+// CHECK:           scf.if %true
+// CHECK:             llvm.getelementptr inbounds %arg2[
+// CHECK:             arith.subf
+// CHECK:       } {loop_annotation
+// CHECK:       scf.for
+// CHECK:         scf.if %true
+// CHECK:           llvm.getelementptr inbounds %arg3[
+// CHECK:           llvm.store
+func.func @guarded_column_walk(%in: !llvm.ptr, %init: !llvm.ptr, %mean: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c50 = arith.constant 50 : index
+  %c49 = arith.constant 49 : index
+  %inside = arith.cmpi sle, %tid, %c49 : index
+  scf.if %inside {
+    %start = llvm.load %init invariant : !llvm.ptr -> f32
+    %t = arith.index_castui %tid : index to i64
+    %mp = llvm.getelementptr inbounds %mean[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %m = llvm.load %mp invariant : !llvm.ptr -> f32
+    %s = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %start) -> (f32) {
+      %row = arith.muli %k, %c50 : index
+      %e = arith.addi %row, %tid : index
+      %i = arith.index_castui %e : index to i64
+      %p = llvm.getelementptr inbounds %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %x = llvm.load %p invariant : !llvm.ptr -> f32
+      %d = arith.subf %x, %m : f32
+      %sq = arith.mulf %d, %d : f32
+      %next = arith.addf %acc, %sq : f32
+      scf.yield %next : f32
+    }
+    %o = llvm.getelementptr inbounds %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %s, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
+// A starting value of the thread's own (its element of a buffer, behind
+// the check) cannot be read before the guard: the walk stays whole in the
+// loop over the threads.
+// CHECK-LABEL: func.func @guarded_walk_from_its_own_start
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %{{.*}} step
+// CHECK-NEXT:    arith.index_castui
+// CHECK:         scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} step
+func.func @guarded_walk_from_its_own_start(%in: !llvm.ptr, %init: !llvm.ptr, %mean: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c50 = arith.constant 50 : index
+  %c49 = arith.constant 49 : index
+  %inside = arith.cmpi sle, %tid, %c49 : index
+  scf.if %inside {
+    %t = arith.index_castui %tid : index to i64
+    %sp = llvm.getelementptr inbounds %init[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %start = llvm.load %sp invariant : !llvm.ptr -> f32
+    %mp = llvm.getelementptr inbounds %mean[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %m = llvm.load %mp invariant : !llvm.ptr -> f32
+    %s = scf.for %k = %c0 to %c16 step %c1 iter_args(%acc = %start) -> (f32) {
+      %row = arith.muli %k, %c50 : index
+      %e = arith.addi %row, %tid : index
+      %i = arith.index_castui %e : index to i64
+      %p = llvm.getelementptr inbounds %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %x = llvm.load %p invariant : !llvm.ptr -> f32
+      %d = arith.subf %x, %m : f32
+      %sq = arith.mulf %d, %d : f32
+      %next = arith.addf %acc, %sq : f32
+      scf.yield %next : f32
+    }
+    %o = llvm.getelementptr inbounds %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %s, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
 // Carried values whose slots pass half an L1 (4 x 1024 threads x 4 bytes
 // = 16 KiB) are loaded once every 8 steps: the steps loop goes by 8, and
 // in each lane an inner loop of 8 steps, for LLVM to unroll whole, carries

@@ -1041,6 +1041,26 @@ def test_jit_merges_broadcasts_into_the_reductions_they_feed():
     assert stats.temp_size_in_bytes < 256 * 512 * 4
 
 
+def test_jit_splits_a_group_norms_reductions_over_dimensions_apart():
+    # A group norm over NHWC: its statistics reduce H, W and C/G of
+    # [N, H, W, G, C/G] -- neither reduced nor kept dimensions contiguous,
+    # which the loop emitter alone took (a thread an output: 64 threads
+    # over f32[8,32,32,128], each walking 16384 elements). Split as
+    # XLA:GPU's reduction-splitter splits it: H and W first, then C/G.
+    def group_norm(x, groups=8):
+        n, h, w, c = x.shape
+        g = x.reshape(n, h, w, groups, c // groups)
+        m = g.mean((1, 2, 4), keepdims=True)
+        v = g.var((1, 2, 4), keepdims=True)
+        return ((g - m) * jax.lax.rsqrt(v + 1e-5)).reshape(x.shape)
+
+    x = np.random.default_rng(19).standard_normal((4, 16, 16, 128)).astype(np.float32)
+    f = xj.jit(group_norm)
+    close(np.asarray(f(x)), np.asarray(jax.jit(group_norm)(x)), 1e-5)
+    assert all(d.ours for d in f.decisions(x)), f.fusion_report()
+    assert any(d.reason.startswith("as ") for d in f.decisions(x)), f.fusion_report()
+
+
 def test_jit_keeps_the_values_of_closed_over_arrays():
     # Closed-over arrays are constants of XLA's optimized module, which
     # `Compiled.as_text()` prints as `{...}`: read back, a masked softmax's

@@ -1055,6 +1055,49 @@ func.func @guarded_walk_from_its_own_start(%in: !llvm.ptr, %init: !llvm.ptr, %me
 
 // -----
 
+// A thread's walk of two nested loops, the inner one all the outer does (the
+// loop emitter's thread a column over two reduced dimensions), is one loop
+// of 4 x 32 steps, the outer step the quotient of the step by 32, the inner
+// its remainder: then interchanged as one loop, each step a lane loop. The
+// inner loop had stayed inside each lane, a scalar walk down its column.
+// CHECK-LABEL: func.func @walk_of_two_loops
+// CHECK:       scf.for %[[K:.*]] = %c0{{.*}} to %c128{{.*}} step
+// CHECK-DAG:     arith.divui %[[K]], %c32
+// CHECK-DAG:     arith.remui %[[K]], %c32
+// CHECK:         scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step
+// CHECK-NOT:       scf.for
+// CHECK:           arith.addf
+func.func @walk_of_two_loops(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %c2048 = arith.constant 2048 : index
+  %zero = arith.constant 0.0 : f32
+  %s = scf.for %h = %c0 to %c4 step %c1 iter_args(%a = %zero) -> (f32) {
+    %t = scf.for %w = %c0 to %c32 step %c1 iter_args(%b = %a) -> (f32) {
+      %row = arith.muli %h, %c2048 : index
+      %col = arith.muli %w, %c64 : index
+      %rc = arith.addi %row, %col : index
+      %e = arith.addi %rc, %tid : index
+      %i = arith.index_castui %e : index to i64
+      %p = llvm.getelementptr inbounds %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %x = llvm.load %p invariant : !llvm.ptr -> f32
+      %next = arith.addf %b, %x : f32
+      scf.yield %next : f32
+    }
+    scf.yield %t : f32
+  }
+  %j = arith.index_castui %tid : index to i64
+  %o = llvm.getelementptr inbounds %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %s, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // Carried values whose slots pass half an L1 (4 x 1024 threads x 4 bytes
 // = 16 KiB) are loaded once every 8 steps: the steps loop goes by 8, and
 // in each lane an inner loop of 8 steps, for LLVM to unroll whole, carries

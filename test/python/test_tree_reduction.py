@@ -679,7 +679,10 @@ def _random_split_case(seed: int) -> str:
         # The result broadcast back (a softmax's shape): taken out.
         kept_dims = [i for i in range(len(shape)) if i not in dims]
         body.append(f"  b = {t}{full} broadcast(s), dimensions={{{','.join(map(str, kept_dims))}}}")
-        body.append(f"  ROOT o = {t}{full} subtract(x, b)")
+        # Unsigned: xor, not subtract, which XLA:CPU's YNNPACK fusion
+        # saturates (u8 x - max(x) over u8[40,500] is all zeros through
+        # jax.jit; HLO's subtract wraps).
+        body.append(f"  ROOT o = {t}{full} {'xor' if t[0] == 'u' else 'subtract'}(x, b)")
         root = f"{t}{full}"
     elif r.random() < 0.3 and math.prod(shape) > 16384:
         # A second reduce, the two combined: the loop emitter's fusion, each
@@ -709,7 +712,7 @@ def test_random_split_matches_xla(seed):
     of those before it, gives XLA:CPU's result of the whole fusion, bit for
     bit."""
     import numpy as np
-    from xla_gpu.reference import XlaCpuExecutable
+    from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import random_input, reference_text
     text = _random_split_case(seed)
     fusion = parse_hlo(text).fusions()[0]
@@ -718,11 +721,7 @@ def test_random_split_matches_xla(seed):
     assert parts, text
     rng = np.random.RandomState(seed)
     inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
-    # XLA's own code for the fusion, not its library's: YNNPACK's u8
-    # subtract saturates (u8 x - max(x) is all zeros through jax.jit over
-    # u8[40,500], where HLO's wraps).
-    (want,) = XlaCpuExecutable(reference_text(fusion.fused_computation),
-                               library_fusions=False).run(inputs)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), inputs)
     np.testing.assert_array_equal(_run_parts(fusion, parts, inputs), want,
                                   err_msg=f"seed {seed}\n{text}")
 

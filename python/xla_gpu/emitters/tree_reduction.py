@@ -532,27 +532,10 @@ def _split_noncontiguous(fusion: HloInstruction) -> list[HloInstruction] | None:
     etype = x.shape.element_type
     to_apply = root.attributes["to_apply"].text
     name = root.name
-    needed = _before([x, init])
-    first_lines = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
-                   if i.opcode == "parameter" or id(i) in needed]
-    first_lines.append(f"ROOT %{name} = {_shape(etype, middle)} reduce(%{x.name}, "
-                       f"%{init.name}), dimensions={{{','.join(map(str, inner))}}}, "
-                       f"to_apply={to_apply}")
-    partial = f"%{name}.pre"
-    after = {id(i) for i in _after(comp, root)}
-    needed = _before([init] + [o for i in comp.instructions if id(i) in after and i is not root
-                               for o in i.operands], stop=[root])
-    params = comp.parameters
-    last_lines = [i.to_text().removeprefix("ROOT ") for i in params]
-    last_lines.append(f"{partial} = {_shape(etype, middle)} parameter({len(params)})")
-    for inst in comp.instructions:
-        if inst is root:
-            last_lines.append(("ROOT " if inst is comp.root else "") +
-                              f"%{name} = {root.shape.to_text(layout=False)} reduce({partial}, "
-                              f"%{init.name}), dimensions={{{','.join(map(str, outer))}}}, "
-                              f"to_apply={to_apply}")
-        elif inst.opcode != "parameter" and (id(inst) in after or id(inst) in needed):
-            last_lines.append(inst.to_text())
+    first_lines = _first_lines(comp, root) + [
+        f"ROOT %{name} = {_shape(etype, middle)} reduce(%{x.name}, %{init.name}), "
+        f"dimensions={{{','.join(map(str, inner))}}}, to_apply={to_apply}"]
+    last_lines = _last_lines(comp, root, f"%{name}.pre", middle, outer)
     return _parse_parts(fusion, first_lines, last_lines, [Shape(etype, middle)], "pre",
                         "final", ("kInput", "kInput"))
 
@@ -602,7 +585,6 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
     x, init = root.operands
     etype = x.shape.element_type
     to_apply = root.attributes["to_apply"].text
-    params = comp.parameters
     # The new instructions' names: the reduce's, with a suffix no
     # instruction of the computation has in any of them (a part split
     # again keeps those of its first split: the last part of a split holds
@@ -615,9 +597,7 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
     name, suffix = root.name, str(depth or "")
     # The first: the reduce's operand and what it reads, the reduce over
     # n / k only.
-    needed = _before([x, init])
-    lines = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
-             if i.opcode == "parameter" or id(i) in needed]
+    lines = _first_lines(comp, root)
     value = f"%{x.name}"
     if pad is not None:
         dim, size = pad
@@ -634,21 +614,39 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
                  f"to_apply={to_apply}")
     first_lines = lines
     # The last: k reduced, then what the computation did after the reduce.
-    partial = f"%{name}.partial{suffix}"
-    after = {id(i) for i in _after(comp, root)}
-    needed = _before([init] + [o for i in comp.instructions if id(i) in after and i is not root
-                               for o in i.operands], stop=[root])
-    lines = [i.to_text().removeprefix("ROOT ") for i in params]
-    lines.append(f"{partial} = {_shape(etype, middle)} parameter({len(params)})")
-    for inst in comp.instructions:
-        if inst is root:
-            lines.append(("ROOT " if inst is comp.root else "") +
-                         f"%{name} = {root.shape.to_text(layout=False)} reduce({partial}, "
-                         f"%{init.name}), dimensions={{{outer_reduced}}}, to_apply={to_apply}")
-        elif inst.opcode != "parameter" and (id(inst) in after or id(inst) in needed):
-            lines.append(inst.to_text())
+    lines = _last_lines(comp, root, f"%{name}.partial{suffix}", middle, [outer_reduced])
     return _parse_parts(fusion, first_lines, lines, [Shape(etype, tuple(middle))], "tree",
                         "outer", ("kInput", "kInput"))
+
+
+def _first_lines(comp, reduce: HloInstruction) -> list[str]:
+    """The first part's computation but its root: `comp`'s parameters and
+    what `reduce`'s operands read (ROOT dropped)."""
+    needed = _before(reduce.operands)
+    return [i.to_text().removeprefix("ROOT ") for i in comp.instructions
+            if i.opcode == "parameter" or id(i) in needed]
+
+
+def _last_lines(comp, reduce: HloInstruction, partial: str, middle, dims: list[int]) -> list[str]:
+    """The last part's computation: `comp`'s parameters, then `partial`
+    (the first part's result, of dimensions `middle`) as its last, `reduce`
+    over `dims` of it, and what `comp` computes after `reduce`."""
+    x, init = reduce.operands
+    after = {id(i) for i in _after(comp, reduce)}
+    needed = _before([init] + [o for i in comp.instructions if id(i) in after and i is not reduce
+                               for o in i.operands], stop=[reduce])
+    params = comp.parameters
+    lines = [i.to_text().removeprefix("ROOT ") for i in params]
+    lines.append(f"{partial} = {_shape(x.shape.element_type, middle)} parameter({len(params)})")
+    for inst in comp.instructions:
+        if inst is reduce:
+            lines.append(("ROOT " if inst is comp.root else "") +
+                         f"%{reduce.name} = {reduce.shape.to_text(layout=False)} reduce("
+                         f"{partial}, %{init.name}), dimensions={{{','.join(map(str, dims))}}}, "
+                         f"to_apply={reduce.attributes['to_apply'].text}")
+        elif inst.opcode != "parameter" and (id(inst) in after or id(inst) in needed):
+            lines.append(inst.to_text())
+    return lines
 
 
 def _parse_parts(fusion, first: list[str], last: list[str], middles: list[Shape],

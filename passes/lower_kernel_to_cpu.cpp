@@ -1008,25 +1008,6 @@ bool sameValue(Value a, Value b, int depth = 4) {
       /*markEquivalent=*/nullptr, mlir::OperationEquivalence::IgnoreLocations);
 }
 
-// A per-thread accumulation behind a guard of the thread -- a partial
-// tile's threads past the edge skip their whole walk:
-//
-//   %r = scf.if %in_bounds { %l = scf.for ... iter_args(%a = %init) {...}
-//                            scf.yield %l } else { scf.yield %init }
-//
-// becomes the loop with the guard inside, the same for every thread:
-//
-//   %r = scf.for ... iter_args(%a = %init) {
-//     %n = scf.if %in_bounds { ...; scf.yield %next } else { scf.yield %a }
-//     scf.yield %n }
-//
-// so that it runs interchanged with the threads (isInterchangeable) like an
-// unguarded one, and the lane loop of each step is cut where the guard
-// flips (splitAtGuards). Without it such a kernel walked each thread's
-// rows one thread at a time (a column sum with a partial tile, f32[4096,
-// 1040]: 10x the time of f32[4096,1024]). The same for a guarded loop that
-// only writes (no results: a transpose's rows of exp, which
-// xla-gpu-optimize-loops keeps a loop for the CPU target).
 // The fewest steps of the inner loop of a nest that coalesceThreadLoopNests
 // makes one loop: XLA's vectors (2 or 4 elements a thread) stay inner
 // loops, which LLVM unrolls into the lane loop's body.
@@ -1215,8 +1196,6 @@ void splitGuardAtThreadLoop(mlir::func::FuncOp f, mlir::scf::IfOp guard) {
   auto results = b.create<mlir::scf::IfOp>(
       loc, guard.getCondition(),
       [&](mlir::OpBuilder& tb, mlir::Location) {
-        mlir::IRMapping mapping;
-        for (auto [old, init] : llvm::zip(loop.getInitArgs(), inits)) mapping.map(old, init);
         auto copy = tb.create<mlir::scf::ForOp>(
             loop.getLoc(), loop.getLowerBound(), loop.getUpperBound(), loop.getStep(), inits,
             [&](mlir::OpBuilder& lb, mlir::Location, Value iv, mlir::ValueRange carried) {
@@ -1244,8 +1223,29 @@ void splitGuardAtThreadLoop(mlir::func::FuncOp f, mlir::scf::IfOp guard) {
   guard.erase();
 }
 
+// A per-thread accumulation behind a guard of the thread -- a partial
+// tile's threads past the edge skip their whole walk:
+//
+//   %r = scf.if %in_bounds { %l = scf.for ... iter_args(%a = %init) {...}
+//                            scf.yield %l } else { scf.yield %init }
+//
+// becomes the loop with the guard inside, the same for every thread:
+//
+//   %r = scf.for ... iter_args(%a = %init) {
+//     %n = scf.if %in_bounds { ...; scf.yield %next } else { scf.yield %a }
+//     scf.yield %n }
+//
+// so that it runs interchanged with the threads (isInterchangeable) like an
+// unguarded one, and the lane loop of each step is cut where the guard
+// flips (splitAtGuards). Without it such a kernel walked each thread's
+// rows one thread at a time (a column sum with a partial tile, f32[4096,
+// 1040]: 10x the time of f32[4096,1024]). The same for a guarded loop that
+// only writes (no results: a transpose's rows of exp, which
+// xla-gpu-optimize-loops keeps a loop for the CPU target).
 void sinkGuardsIntoThreadLoops(mlir::func::FuncOp f) {
   mlir::Block& body = f.getBody().front();
+  // First a guard of what a walk reads before it and stores after it splits
+  // into one of the walk's results and one of the stores.
   for (mlir::Operation& op : llvm::make_early_inc_range(body.without_terminator())) {
     if (auto guard = llvm::dyn_cast<mlir::scf::IfOp>(op)) splitGuardAtThreadLoop(f, guard);
   }

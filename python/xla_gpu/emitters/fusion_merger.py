@@ -24,6 +24,7 @@ import dataclasses
 
 from ..hlo import HloInstruction, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
+from .tree_reduction import COSTLY_OPS
 
 __all__ = ["is_elementwise_producer", "merge_producer", "reads_each_element_once"]
 
@@ -40,7 +41,6 @@ def is_elementwise_producer(fusion: HloInstruction) -> bool:
     for its library fusions (YNNPACK takes arrays): a layer norm's
     gradient wrote and read three f32[2048,1024] broadcasts (of the scale,
     of rsqrt(var), of their product) that its reductions read once."""
-    from .tree_reduction import COSTLY_OPS
     comp = fusion.fused_computation
     if comp is None or not fusion.shape.is_array:
         return False

@@ -134,8 +134,9 @@ def _shared_operand(inst: HloInstruction) -> int | None:
     adds no copy for it -- not a parameter or constant, not the result of
     `inst`'s computation (the program's, a loop body's state), its other
     readers all before `inst`, and a buffer of its own
-    (our kernel or XLA's fusion, not written in place). None where none
-    is. A softmax's exp(x - max) kept 2 MiB of temporary memory the
+    (our kernel or XLA's fusion, not written in place); or the element of
+    a while loop body's state that `inst` makes next (_loop_state_of).
+    None where none is. A softmax's exp(x - max) kept 2 MiB of temporary memory the
     program's last fusion could have written over; XLA allocates its
     temporaries at every run, and fresh pages cost the kernels writing
     them a page fault each (0.2 -> 1.4 ms)."""

@@ -4051,8 +4051,12 @@ class KernelLowering {
     SmallVector<mlir::Operation*> divisions;
     lanes.getBody()->walk([&](mlir::Operation* op) {
       if (!llvm::isa<mlir::arith::DivUIOp, mlir::arith::RemUIOp>(op)) return;
+      // At most one step over the lanes: r0 + lane < 2 d for every
+      // remainder r0 < d of the start and lane < hi, i.e. d >= hi - 1 (the
+      // loop emitter's rows of 127 over blocks of 128 threads: a scalar
+      // loop of a division an element before).
       auto divisor = mlir::getConstantIntValue(op->getOperand(1));
-      if (!divisor || *divisor < *hi) return;
+      if (!divisor || *divisor < *hi - 1) return;
       std::optional<Offset> own = offsetOf(op->getOperand(0));
       if (!own) return;
       if (!offset) {

@@ -48,6 +48,62 @@ func.func @row_col(%in: !llvm.ptr, %out: !llvm.ptr) {
   return
 }
 
+// Rows of 127 over blocks of 128 threads: 128 lanes reach one step of the
+// quotient at most (r0 + lane < 2 * 127 for r0 < 127, lane < 128), so the
+// loop is cut as @row_col's. It had stayed a loop of a division a lane.
+// CHECK-LABEL: func.func @row_col_127
+// CHECK:       %[[FIRST:.*]] = arith.muli %{{.*}}, %c128
+// CHECK:       arith.divui %[[FIRST]], %c127
+// CHECK:       %[[CUT:.*]] = arith.maxsi
+// CHECK:       scf.for %{{.*}} = %c0 to %[[CUT]] step %c1
+// CHECK-NOT:     arith.divui
+// CHECK:       scf.for %{{.*}} = %[[CUT]] to %c128 step %c1
+// CHECK-NOT:     arith.divui
+// CHECK:       return
+func.func @row_col_127(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 99 : index]}
+  %c128 = arith.constant 128 : index
+  %cd = arith.constant 127 : index
+  %first = arith.muli %bid, %c128 : index
+  %e = arith.addi %first, %tid : index
+  %row = arith.divui %e, %cd : index
+  %col = arith.remui %e, %cd : index
+  %i = arith.index_cast %e : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %r = arith.muli %row, %c128 : index
+  %o = arith.addi %r, %col : index
+  %j = arith.index_cast %o : index to i64
+  %q = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  return
+}
+
+// Rows of 126: two steps may fall among 128 lanes; the divisions stay.
+// CHECK-LABEL: func.func @row_col_126
+// CHECK:       scf.for %{{.*}} = %c0 to %c128 step %c1
+// CHECK:         arith.divui %{{.*}}, %c126
+func.func @row_col_126(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 99 : index]}
+  %c128 = arith.constant 128 : index
+  %cd = arith.constant 126 : index
+  %first = arith.muli %bid, %c128 : index
+  %e = arith.addi %first, %tid : index
+  %row = arith.divui %e, %cd : index
+  %col = arith.remui %e, %cd : index
+  %i = arith.index_cast %e : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %r = arith.muli %row, %c128 : index
+  %o = arith.addi %r, %col : index
+  %j = arith.index_cast %o : index to i64
+  %q = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  return
+}
+
 // The same with long-latency arithmetic (an exp) in the body: the two
 // pieces are the iterations of one loop over k in [0, 2), lanes from
 // k ? cut : 0 to k ? 128 : cut, the row q0 + k and the column

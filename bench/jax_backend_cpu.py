@@ -30,9 +30,10 @@
     stop 63: 175x before), over rows of 1000 and of 64 (a warp a row,
     its parts merged without barriers of their own; stop 64: 27x
     before), a ViT's attention softmax over bf16 rows of 197 (odd rows:
-    a warp's last step taken by a few lanes), and a layer norm's gradient
+    a warp's last step taken by a few lanes), a layer norm's gradient
     (XLA:CPU's broadcasts for YNNPACK merged into the reductions reading
-    them). Its compile is jax's
+    them) and a rotary embedding's gradient (pads of interior padding,
+    two lanes a step). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -153,6 +154,7 @@ def cases(runs: int) -> list[dict]:
     a = jnp.asarray(np.random.default_rng(13).standard_normal((4, 12, 197, 197), np.float32),
                     jnp.bfloat16)
     d = jnp.asarray(np.random.default_rng(16).standard_normal((2048, 1024), np.float32))
+    q = jnp.asarray(np.random.default_rng(17).standard_normal((8, 16, 256, 64), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -226,7 +228,14 @@ def cases(runs: int) -> list[dict]:
                     # that read them (stop 69: 1.2-1.3x jax.jit's time
                     # before, 8 MiB written and read back a broadcast).
                     ("layer norm gradient f32[2048,1024]", _layer_norm_grad,
-                     lambda k: functools.partial(_layer_norm_grad, scale=1.0 + k), d)]]
+                     lambda k: functools.partial(_layer_norm_grad, scale=1.0 + k), d),
+                    # An LLM's rotary embedding, its gradient: XLA:CPU
+                    # interleaves the halves with pads of interior padding,
+                    # which the CPU target runs two lanes a step (stop 69:
+                    # 1.15x jax.jit's time before, every lane computing
+                    # both pads' sin and cos).
+                    ("RoPE gradient f32[8,16,256,64]", _rope_grad,
+                     lambda k: functools.partial(_rope_grad, base=10000.0 + k), q)]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -244,6 +253,21 @@ def _layer_norm_grad(x, scale=1.0):
     """d/dx of sum(layer_norm(x) * g), g a scale along the rows."""
     g = jnp.linspace(0.5, 1.5, x.shape[-1], dtype=x.dtype) * scale
     return jax.grad(lambda v: (_layer_norm(v) * g).sum())(x)
+
+
+def _rope(x, base=10000.0):
+    """Rotary position embedding over x[..., T, D]: pairs (x[2i], x[2i+1])
+    rotated by t / base^(2i/D)."""
+    t, d = x.shape[-2], x.shape[-1]
+    inv = 1.0 / (base ** (jnp.arange(0, d, 2) / d))
+    angle = jnp.arange(t)[:, None] * inv[None, :]
+    c, s = jnp.cos(angle), jnp.sin(angle)
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    return jnp.stack([x1 * c - x2 * s, x1 * s + x2 * c], -1).reshape(x.shape)
+
+
+def _rope_grad(x, base=10000.0):
+    return jax.grad(lambda v: (_rope(v, base) ** 2).sum())(x)
 
 
 def _column_sum(x):

@@ -546,6 +546,105 @@ std::optional<int64_t> foldedConstant(Value v, int depth = 0) {
   return folded->getSExtValue();
 }
 
+// The constant c of `v` = `lane` + c or `lane` - c (or `lane` itself).
+std::optional<int64_t> offsetFromLane(Value v, Value lane) {
+  if (v == lane) return 0;
+  if (auto add = v.getDefiningOp<mlir::arith::AddIOp>()) {
+    for (int i = 0; i < 2; ++i) {
+      auto c = mlir::getConstantIntValue(add->getOperand(1 - i));
+      if (add->getOperand(i) == lane && c) return c;
+    }
+  }
+  if (auto sub = v.getDefiningOp<mlir::arith::SubIOp>()) {
+    auto c = mlir::getConstantIntValue(sub.getRhs());
+    if (sub.getLhs() == lane && c) return -*c;
+  }
+  return std::nullopt;
+}
+
+// The parities of the lane that `body` computes for `lane`, with their
+// constants c: remainders by 2 of x = lane + c, as remui(x, 2) or as
+// x - floordivsi(x, 2) * 2 (an index map's (d - 1) mod 2).
+SmallVector<std::pair<mlir::Operation*, int64_t>> laneParities(mlir::Block* body, Value lane) {
+  SmallVector<std::pair<mlir::Operation*, int64_t>> found;
+  auto two = [](Value v) { return mlir::getConstantIntValue(v) == 2; };
+  body->walk([&](mlir::Operation* op) {
+    if (auto rem = llvm::dyn_cast<mlir::arith::RemUIOp>(op)) {
+      auto c = offsetFromLane(rem.getLhs(), lane);
+      if (c && two(rem.getRhs())) found.push_back({op, *c});
+    } else if (auto sub = llvm::dyn_cast<mlir::arith::SubIOp>(op)) {
+      auto mul = sub.getRhs().getDefiningOp<mlir::arith::MulIOp>();
+      auto div = mul ? mul.getLhs().getDefiningOp<mlir::arith::FloorDivSIOp>() : nullptr;
+      auto c = offsetFromLane(sub.getLhs(), lane);
+      if (c && div && two(mul.getRhs()) && div.getLhs() == sub.getLhs() && two(div.getRhs())) {
+        found.push_back({op, *c});
+      }
+    }
+  });
+  return found;
+}
+
+// A lane loop that computes the lane's parity (a pad's interior padding:
+// every other element is the padding, or another pad's; an interleave
+// of two arrays) runs two lanes a step, each with its parity a constant,
+// so that each lane's guards fold and it computes only its own branch;
+// the last lane of an odd count runs on its own after. The loop's first
+// lane must be a constant. LLVM vectorizes each branch over every other
+// lane; the loop of one lane a step ran both branches on every lane
+// (masked): a RoPE gradient's interleaving pads computed both pads' sin
+// and cos for every element (10.2 ms over f32[8,16,256,64], XLA:CPU's
+// branches 4.6).
+void unrollAtLaneParity(mlir::scf::ForOp loop) {
+  auto step = mlir::getConstantIntValue(loop.getStep());
+  auto lo = foldedConstant(loop.getLowerBound());
+  if (!step || *step != 1 || !lo || loop.getNumRegionIterArgs() != 0 ||
+      laneParities(loop.getBody(), loop.getInductionVar()).empty()) {
+    return;
+  }
+  mlir::Location loc = loop.getLoc();
+  mlir::OpBuilder b(loop);
+  auto index = [&](mlir::OpBuilder& at, int64_t v) -> Value {
+    return at.create<mlir::arith::ConstantIndexOp>(loc, v);
+  };
+  Value lower = loop.getLowerBound(), upper = loop.getUpperBound();
+  // The end of the whole pairs: lower + (upper - lower) / 2 * 2 (no pair
+  // where upper <= lower + 1).
+  Value count = b.create<mlir::arith::SubIOp>(loc, upper, lower);
+  Value pairs = b.create<mlir::arith::MaxSIOp>(
+      loc, index(b, 0), b.create<mlir::arith::DivSIOp>(loc, count, index(b, 2)));
+  Value end = b.create<mlir::arith::AddIOp>(
+      loc, lower, b.create<mlir::arith::MulIOp>(loc, pairs, index(b, 2)));
+  auto twice = b.create<mlir::scf::ForOp>(loc, lower, end, index(b, 2));
+  twice->setAttrs(loop->getAttrs());
+  mlir::OpBuilder tb = mlir::OpBuilder::atBlockBegin(twice.getBody());
+  for (int64_t i = 0; i < 2; ++i) {
+    Value lane = i == 0 ? twice.getInductionVar()
+                        : tb.create<mlir::arith::AddIOp>(loc, twice.getInductionVar(),
+                                                         index(tb, 1)).getResult();
+    mlir::IRMapping mapping;
+    mapping.map(loop.getInductionVar(), lane);
+    for (mlir::Operation& op : loop.getBody()->without_terminator()) tb.clone(op, mapping);
+  }
+  // Each copy's parities: constants, its lanes being lower + 2k + i.
+  SmallVector<Value> lanes = {twice.getInductionVar()};
+  twice.getBody()->walk([&](mlir::arith::AddIOp add) {
+    if (add.getLhs() == twice.getInductionVar() && mlir::getConstantIntValue(add.getRhs()) == 1 &&
+        add->getBlock() == twice.getBody() && lanes.size() == 1) {
+      lanes.push_back(add.getResult());
+    }
+  });
+  for (int64_t i = 0; i < 2; ++i) {
+    for (auto [op, c] : laneParities(twice.getBody(), lanes[i])) {
+      mlir::OpBuilder at(op);
+      int64_t parity = ((*lo + i + c) % 2 + 2) % 2;
+      op->getResult(0).replaceAllUsesWith(index(at, parity));
+      op->erase();
+    }
+  }
+  // The last lane of an odd count: the loop itself, from the pairs' end.
+  loop.getLowerBoundMutable().assign(end);
+}
+
 // Whether lane loop `loop` may run again at any of its lanes, and in any
 // order with `others`, leaving memory as one run in order would: it
 // writes only slots of its own lane (stores into stack arrays at an index
@@ -1788,7 +1887,10 @@ class KernelLowering {
     f_.walk([&](mlir::scf::ForOp loop) {
       if (loop->hasAttr(kLaneLoop)) laneLoops.push_back(loop);
     });
-    for (mlir::scf::ForOp loop : laneLoops) versionInvariantGuards(loop);
+    for (mlir::scf::ForOp loop : laneLoops) {
+      versionInvariantGuards(loop);
+      unrollAtLaneParity(loop);
+    }
     overlapTails(f_);
     f_.walk([&](mlir::scf::ForOp loop) { sinkStores(f_, loop.getBody()); });
     f_.walk([&](mlir::scf::ForOp loop) {

@@ -350,3 +350,46 @@ func.func @last_step_reads_what_the_lanes_write(%in: !llvm.ptr, %out: !llvm.ptr)
   llvm.store %total, %r : f32, !llvm.ptr
   return
 }
+
+// A pad with interior padding (XLA:CPU's interleave of a RoPE gradient's
+// halves): every other lane takes the operand, the others the padding, by
+// the lane's parity ((lane - 1) mod 2 as an index map writes it). The lane
+// loop runs two lanes a step, each parity a constant: one lane computes
+// the sin, the other stores the padding, no branch left; the last lane of
+// the odd count after. One lane a step, the vectorized loop ran the sin on
+// every lane (masked).
+// CHECK-LABEL: func.func @interior_pad
+// CHECK:       scf.for %{{.*}} = %c1 to %c63 step %c2
+// CHECK-NOT:     scf.if
+// CHECK:         math.sin
+// CHECK:         llvm.store
+// CHECK:         llvm.store %cst
+// CHECK:       } {loop_annotation
+func.func @interior_pad(%a: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c-1 = arith.constant -1 : index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %pad = arith.constant 0.0 : f32
+  %x = arith.addi %tid, %c-1 : index
+  %q = arith.floordivsi %x, %c2 : index
+  %m = arith.muli %q, %c2 : index
+  %r = arith.subi %x, %m : index
+  %on = arith.cmpi sle, %r, %c0 : index
+  %in = arith.cmpi sge, %tid, %c1 : index
+  %take = arith.andi %in, %on : i1
+  %v = scf.if %take -> (f32) {
+    %h = arith.index_castui %q : index to i64
+    %p = llvm.getelementptr inbounds %a[%h] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %y = llvm.load %p invariant : !llvm.ptr -> f32
+    %s = math.sin %y : f32
+    scf.yield %s : f32
+  } else {
+    scf.yield %pad : f32
+  }
+  %t = arith.index_castui %tid : index to i64
+  %o = llvm.getelementptr inbounds %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}

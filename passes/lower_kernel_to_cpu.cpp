@@ -617,22 +617,17 @@ void unrollAtLaneParity(mlir::scf::ForOp loop) {
   auto twice = b.create<mlir::scf::ForOp>(loc, lower, end, index(b, 2));
   twice->setAttrs(loop->getAttrs());
   mlir::OpBuilder tb = mlir::OpBuilder::atBlockBegin(twice.getBody());
+  SmallVector<Value> lanes;
   for (int64_t i = 0; i < 2; ++i) {
-    Value lane = i == 0 ? twice.getInductionVar()
-                        : tb.create<mlir::arith::AddIOp>(loc, twice.getInductionVar(),
-                                                         index(tb, 1)).getResult();
+    lanes.push_back(i == 0 ? twice.getInductionVar()
+                           : tb.create<mlir::arith::AddIOp>(loc, twice.getInductionVar(),
+                                                            index(tb, 1)).getResult());
     mlir::IRMapping mapping;
-    mapping.map(loop.getInductionVar(), lane);
+    mapping.map(loop.getInductionVar(), lanes.back());
     for (mlir::Operation& op : loop.getBody()->without_terminator()) tb.clone(op, mapping);
   }
-  // Each copy's parities: constants, its lanes being lower + 2k + i.
-  SmallVector<Value> lanes = {twice.getInductionVar()};
-  twice.getBody()->walk([&](mlir::arith::AddIOp add) {
-    if (add.getLhs() == twice.getInductionVar() && mlir::getConstantIntValue(add.getRhs()) == 1 &&
-        add->getBlock() == twice.getBody() && lanes.size() == 1) {
-      lanes.push_back(add.getResult());
-    }
-  });
+  // Each copy's parities: constants, its lanes being lower + 2k + i (a
+  // parity of lanes[i] + c, wherever it is computed, is (lo + i + c) mod 2).
   for (int64_t i = 0; i < 2; ++i) {
     for (auto [op, c] : laneParities(twice.getBody(), lanes[i])) {
       mlir::OpBuilder at(op);

@@ -4032,14 +4032,8 @@ class KernelLowering {
     SmallVector<mlir::Operation*> divisions;
     // The constant c >= 0 of `v` = tid + c (a shuffle's source lane).
     auto pastTid = [&](Value v) -> std::optional<int64_t> {
-      if (v == lanes_.tid) return 0;
-      auto add = v.getDefiningOp<mlir::arith::AddIOp>();
-      if (!add) return std::nullopt;
-      for (int i = 0; i < 2; ++i) {
-        auto c = mlir::getConstantIntValue(add->getOperand(1 - i));
-        if (add->getOperand(i) == lanes_.tid && c && *c >= 0) return c;
-      }
-      return std::nullopt;
+      auto c = offsetFromLane(v, lanes_.tid);
+      return c && *c >= 0 ? c : std::nullopt;
     };
     lanes_.loop.getBody()->walk([&](mlir::Operation* op) {
       if (llvm::isa<mlir::arith::DivUIOp, mlir::arith::RemUIOp>(op) &&

@@ -588,16 +588,17 @@ SmallVector<std::pair<mlir::Operation*, int64_t>> laneParities(mlir::Block* body
 // every other element is the padding, or another pad's; an interleave
 // of two arrays) runs two lanes a step, each with its parity a constant,
 // so that each lane's guards fold and it computes only its own branch;
-// the last lane of an odd count runs on its own after. The loop's first
-// lane must be a constant. LLVM vectorizes each branch over every other
-// lane; the loop of one lane a step ran both branches on every lane
-// (masked): a RoPE gradient's interleaving pads computed both pads' sin
-// and cos for every element (10.2 ms over f32[8,16,256,64], XLA:CPU's
-// branches 4.6).
+// the last lane of an odd count runs on its own after. Where the loop's
+// first lane is not a constant (a guard's bound: a row's first element
+// the padding in every other block), the pairs start at the first even
+// lane, an odd first lane running on its own before them. LLVM vectorizes
+// each branch over every other lane; the loop of one lane a step ran both
+// branches on every lane (masked): a RoPE gradient's interleaving pads
+// computed both pads' sin and cos for every element (10.2 ms over
+// f32[8,16,256,64], XLA:CPU's branches 4.6).
 void unrollAtLaneParity(mlir::scf::ForOp loop) {
   auto step = mlir::getConstantIntValue(loop.getStep());
-  auto lo = foldedConstant(loop.getLowerBound());
-  if (!step || *step != 1 || !lo || loop.getNumRegionIterArgs() != 0 ||
+  if (!step || *step != 1 || loop.getNumRegionIterArgs() != 0 ||
       laneParities(loop.getBody(), loop.getInductionVar()).empty()) {
     return;
   }
@@ -607,6 +608,20 @@ void unrollAtLaneParity(mlir::scf::ForOp loop) {
     return at.create<mlir::arith::ConstantIndexOp>(loc, v);
   };
   Value lower = loop.getLowerBound(), upper = loop.getUpperBound();
+  std::optional<int64_t> lo = foldedConstant(lower);
+  if (!lo) {
+    // The first even lane, (lower + 1) floordiv 2 * 2; the lane before
+    // it, where the loop starts there, in a copy of the loop.
+    Value even = b.create<mlir::arith::MulIOp>(
+        loc, b.create<mlir::arith::FloorDivSIOp>(
+                 loc, b.create<mlir::arith::AddIOp>(loc, lower, index(b, 1)), index(b, 2)),
+        index(b, 2));
+    Value firstEnd = b.create<mlir::arith::MinSIOp>(loc, even, upper);
+    auto first = llvm::cast<mlir::scf::ForOp>(b.clone(*loop));
+    first.getUpperBoundMutable().assign(firstEnd);
+    lower = even;
+    lo = 0;
+  }
   // The end of the whole pairs: lower + (upper - lower) / 2 * 2 (no pair
   // where upper <= lower + 1).
   Value count = b.create<mlir::arith::SubIOp>(loc, upper, lower);

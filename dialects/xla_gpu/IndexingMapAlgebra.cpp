@@ -306,7 +306,8 @@ class IndexingMapSimplifier {
   // Merges the digits of a mixed-radix number, q = y floordiv a:
   //   (q mod c) * k + (q floordiv c) * (c * k)             ->  q * k
   //   (q mod c) * k + ((q floordiv c) mod m) * (c * k)     ->  (q mod (c * m)) * k
-  // until no pair is left. Both hold for every integer q. The higher digit is
+  //   (q mod c) * k + ((q floordiv c + S) mod m) * (c * k) ->  ((q + S * c) mod (c * m)) * k
+  // until no pair is left. All hold for every integer q (and sum S). The higher digit is
   // recognized in its simplified form, so a delinearized index
   //   (d0 floordiv 294) * 150528 + (((d0 * 128 + d1 floordiv 4) floordiv 168) mod 224) * 672
   //     + (((d0 * 512 + d1) floordiv 3) mod 224) * 3 + (d0 * 512 + d1) mod 3
@@ -337,11 +338,10 @@ class IndexingMapSimplifier {
           } else if (other.getKind() == AffineExprKind::Mod) {
             auto otherMod = llvm::cast<mlir::AffineBinaryOpExpr>(other);
             auto radix = constantOf(otherMod.getRHS());
-            if (otherMod.getLHS() != high || !radix || *radix <= 0 ||
-                satMul(*c, *radix) == kMax) {
-              continue;
-            }
-            merged = simplify(q % satMul(*c, *radix));
+            if (!radix || *radix <= 0 || satMul(*c, *radix) == kMax) continue;
+            std::optional<AffineExpr> number = withHigherTerms(q, high, otherMod.getLHS(), *c);
+            if (!number) continue;
+            merged = simplify(*number % satMul(*c, *radix));
           } else {
             continue;
           }
@@ -356,6 +356,32 @@ class IndexingMapSimplifier {
       }
       if (!changed) return;
     }
+  }
+
+  // The number whose digits mergeDigits merges, where the higher digit
+  // reads `number` = high + S (S a sum of other terms, or none) and the
+  // lower one q mod c, high = q floordiv c: q + S * c, whose floordiv c is
+  // high + S and whose mod c is q mod c. The loop emitter's index folded
+  // into threads, ((d1 * 128 + d0 floordiv 4) mod 502) * 4 + d0 mod 4
+  // (d0 a thread of 4 elements), is (d1 * 512 + d0) mod 2008. None where
+  // `high` is not a term of `number` or the sum could overflow.
+  std::optional<AffineExpr> withHigherTerms(AffineExpr q, AffineExpr high, AffineExpr number,
+                                            int64_t c) {
+    if (number == high) return q;
+    Sum rest = Sum::of(number);
+    auto it = llvm::find_if(rest.terms, [&](const auto& t) { return t.first == high; });
+    if (it == rest.terms.end() || it->second != 1) return std::nullopt;
+    rest.terms.erase(it);
+    Sum whole;
+    for (const auto& [b, m] : rest.terms) whole.add(b, satMul(m, c));
+    whole.constant = satMul(rest.constant, c);
+    Sum low = Sum::of(q);
+    for (const auto& [b, m] : low.terms) whole.add(b, m);
+    whole.constant = satAdd(whole.constant, low.constant);
+    AffineExpr result = whole.build(q.getContext());
+    Interval r = map_.getRange(result);
+    if (r.lower == kMin || r.upper == kMax) return std::nullopt;
+    return result;
   }
 
   AffineExpr simplifySum(AffineExpr expr) {

@@ -80,6 +80,16 @@ def simplified(text):
      "mod 224) * 672 + (((d0 * 512 + d1) floordiv 3) mod 224) * 3 + (d0 * 512 + d1) mod 3), "
      "domain: d0 in [0, 2351], d1 in [0, 511]",
      "(d0, d1) -> (d0 * 512 + d1), domain: d0 in [0, 2351], d1 in [0, 511]"),
+    # The loop emitter's column over rows of 2008 (4 elements a thread, the
+    # unroll folded into the thread id d0): the digits merge with the
+    # block's own term, (d1 * 128 + d0 floordiv 4) being (d1 * 512 + d0)
+    # floordiv 4.
+    ("(d0, d1) -> (((d1 * 128 + d0 floordiv 4) mod 502) * 4 + d0 mod 4), "
+     "domain: d0 in [0, 511], d1 in [0, 7875]",
+     "(d0, d1) -> ((d1 * 512 + d0) mod 2008), domain: d0 in [0, 511], d1 in [0, 7875]"),
+    ("(d0, d1) -> (((d1 * 3 + d0 floordiv 4 + 5) mod 7) * 8 + (d0 mod 4) * 2), "
+     "domain: d0 in [0, 63], d1 in [0, 99]",
+     "(d0, d1) -> (((d1 * 12 + d0 + 20) mod 28) * 2), domain: d0 in [0, 63], d1 in [0, 99]"),
     # One constraint per expression: the intersection.
     ("(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [0, 2], d0 mod 4 in [1, 3]",
      "(d0) -> (d0), domain: d0 in [0, 99], d0 mod 4 in [1, 2]"),

@@ -692,6 +692,60 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows)
 
 
+_TAKE_COLUMNS = """HloModule m
+fused {
+  x = f32[64,300]{1,0} parameter(0)
+  i = s32[40]{0} parameter(1)
+  zero = s32[] constant(0)
+  zeros = s32[40]{0} broadcast(zero), dimensions={}
+  negative = pred[40]{0} compare(i, zeros), direction=LT
+  width = s32[] constant(300)
+  widths = s32[40]{0} broadcast(width), dimensions={}
+  wrapped = s32[40]{0} add(i, widths)
+  index = s32[40]{0} select(negative, wrapped, i)
+  starts = s32[40,1]{1,0} bitcast(index)
+  columns = f32[40,64,1]{2,1,0} gather(x, starts), offset_dims={1,2}, collapsed_slice_dims={},
+    start_index_map={1}, index_vector_dim=1, slice_sizes={64,1}
+  rows = f32[40,64]{1,0} bitcast(columns)
+  t = f32[64,40]{0,1} transpose(rows), dimensions={1,0}
+  ROOT c = f32[64,40]{1,0} copy(t)
+}
+ENTRY e {
+  x = f32[64,300]{1,0} parameter(0)
+  i = s32[40]{0} parameter(1)
+  ROOT f = f32[64,40]{1,0} fusion(x, i), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_the_host_takes_columns_with_the_loop_emitter(ctx):
+    """emit_kernel(host=True) makes a transpose of gathered columns (XLA's
+    jnp.take(x, i, axis=1): gather, then transpose back) a loop kernel, a
+    thread reading along its output row; without `host` it is XLA:GPU's
+    transpose emitter's, and a transpose of no gather stays the transpose
+    emitter's on the host too. The kernel takes the columns bit for bit."""
+    from xla_gpu.emitters import host_prefers_loop
+    fusion = find_fusion(parse_hlo(_TAKE_COLUMNS))
+    assert isinstance(make_emitter(fusion), TransposeEmitter)
+    assert isinstance(make_emitter(fusion, host=True), LoopEmitter)
+    assert host_prefers_loop(analyze_fusion(fusion))
+    plain = find_fusion(parse_hlo(
+        "HloModule m\nfused {\n  x = f32[40,64]{1,0} parameter(0)\n"
+        "  n = f32[40,64]{1,0} negate(x)\n"
+        "  t = f32[64,40]{0,1} transpose(n), dimensions={1,0}\n"
+        "  ROOT c = f32[64,40]{1,0} copy(t)\n}\n"
+        "ENTRY e {\n  x = f32[40,64]{1,0} parameter(0)\n"
+        "  ROOT f = f32[64,40]{1,0} fusion(x), kind=kLoop, calls=fused\n}\n"))
+    assert not host_prefers_loop(analyze_fusion(plain))
+    assert isinstance(make_emitter(plain, host=True), TransposeEmitter)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 300)).astype(np.float32)
+    i = rng.integers(-300, 300, 40).astype(np.int32)
+    out = np.zeros((64, 40), np.float32)
+    CpuKernel(emit_kernel(fusion, host=True))(x, i, out)
+    np.testing.assert_array_equal(out, x[:, i])
+
+
 @pytest.mark.parametrize("shape, ty, exp, rows_a_block, gpu_vector, host_vector", [
     ((5322, 197), "f32", False, 6, 1, 1),  # 5322 = 6 * 887: XLA's 8 a block leave 6 past the end
     ((1009, 100), "bf16", False, 1, 2, 1),  # a prime number of rows: a warp a block

@@ -42,11 +42,35 @@ __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "Emitte
 
 
 def host_prefers_loop(analysis: FusionAnalysis) -> bool:
-    """Whether a reduction fusion runs faster on the CPU target as a loop
-    kernel: one output, a column reduction host_prefers_loop_for takes."""
+    """Whether a fusion runs faster on the CPU target as a loop kernel: a
+    reduction of one output, a column reduction host_prefers_loop_for
+    takes; a transpose of what a gather reads (_transposes_a_gather)."""
+    if analysis.kind == EmitterKind.TRANSPOSE:
+        return _transposes_a_gather(analysis.deciding_hero)
     if analysis.kind != EmitterKind.REDUCTION or len(analysis.roots) != 1:
         return False
     return host_prefers_loop_for(reduction_dimensions(analysis.deciding_hero))
+
+
+def _transposes_a_gather(hero: HloInstruction) -> bool:
+    """Whether transpose `hero` reads, in its fusion, what a gather reads
+    (jnp.take(x, i, axis=1): XLA gathers the columns and transposes them
+    back). The transpose emitter's tiles then read gathered elements a row
+    apart, a cache line each, where a loop kernel's thread reads along its
+    output row, the gathered elements of one row of the operand: x[:, i]
+    over f32[512,4096] with 1024 random columns took 0.80 ms on the CPU
+    target (two threads), as a loop kernel 0.30 ms. A valid GPU kernel
+    either way (the loop emitter's)."""
+    todo, seen = list(hero.operands), set()
+    while todo:
+        inst = todo.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        if inst.opcode == "gather":
+            return True
+        todo.extend(inst.operands)
+    return False
 
 
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE,

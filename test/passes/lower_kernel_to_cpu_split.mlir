@@ -80,6 +80,52 @@ func.func @row_col_127(%in: !llvm.ptr, %out: !llvm.ptr) {
   return
 }
 
+// A batch of 5 rows of 200 (the loop emitter's index of a higher
+// dimension): its division by 1000, a multiple of the rows' 200, steps
+// only where the row's does, so in each piece it is the row quotient's
+// floordiv 5, its remainder by 1000 (q mod 5) * 200 plus the row's
+// remainder: no division a lane is left. It had stayed one, the
+// piece's lanes each dividing by 1000 (a pad's batch over its rows).
+// CHECK-LABEL: func.func @row_col_batch
+// CHECK:       %[[Q0:.*]] = arith.divui %{{.*}}, %c200
+// CHECK:       %[[Q1:.*]] = arith.addi %[[Q0]], %c1
+// CHECK:       scf.for
+// CHECK-DAG:     arith.divui %[[Q0]], %c5
+// CHECK-DAG:     arith.remui %[[Q0]], %c5
+// CHECK:       scf.for
+// CHECK-DAG:     arith.divui %[[Q1]], %c5
+// CHECK-DAG:     arith.remui %[[Q1]], %c5
+// CHECK-NOT:   arith.{{div|rem}}ui %{{.*}}, %c1000
+// CHECK:       return
+func.func @row_col_batch(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 99 : index]}
+  %c128 = arith.constant 128 : index
+  %c200 = arith.constant 200 : index
+  %c1000 = arith.constant 1000 : index
+  %c5 = arith.constant 5 : index
+  %c208 = arith.constant 208 : index
+  %c1248 = arith.constant 1248 : index
+  %first = arith.muli %bid, %c128 : index
+  %e = arith.addi %first, %tid : index
+  %batch = arith.divui %e, %c1000 : index
+  %rows = arith.divui %e, %c200 : index
+  %row = arith.remui %rows, %c5 : index
+  %col = arith.remui %e, %c200 : index
+  %inb = arith.remui %e, %c1000 : index
+  %i = arith.index_cast %inb : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %b = arith.muli %batch, %c1248 : index
+  %r = arith.muli %row, %c208 : index
+  %br = arith.addi %b, %r : index
+  %o = arith.addi %br, %col : index
+  %j = arith.index_cast %o : index to i64
+  %q = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %q : f32, !llvm.ptr
+  return
+}
+
 // Rows of 126: two steps may fall among 128 lanes; the divisions stay.
 // CHECK-LABEL: func.func @row_col_126
 // CHECK:       scf.for %{{.*}} = %c0 to %c128 step %c1

@@ -4109,13 +4109,21 @@ class KernelLowering {
   // the quotient steps up once, at a lane known before the loop. The lane
   // loop is cut there in two, in each of which quotient and remainder are
   // affine in the lane -- contiguous accesses, where one loop has a
-  // division per element and gathers. Divisions of the same by multiples
+  // division per element and gathers. Where d is less than the lanes (but
+  // kMinSegmentLanes at least) the quotient may step several times: the
+  // lanes run in a loop over their rows' segments, each a loop over one
+  // row's lanes (a pad of rows of 258 over blocks of 512: 1.10 -> 0.36
+  // ms). Divisions of the same by multiples
   // of d (the index's higher dimensions) step only where d's does: in each
   // piece they are constants too. A pad over f32[8,56,56,64] (its rows of
   // 3648 elements, its batch of 207936) kept a division by 207936 an
   // element: 0.68 -> 0.26 ms; a bf16 max pool's 4.4 -> 1.3 ms.
   // Returns the second loop (none when there is no such division, or when
   // the pieces are a loop's two iterations).
+  // The fewest lanes of a row that splitAtQuotientStep cuts a lane loop
+  // into segments of, where the rows are shorter than the loop.
+  static constexpr int64_t kMinSegmentLanes = 32;
+
   mlir::scf::ForOp splitAtQuotientStep() {
     mlir::scf::ForOp lanes = lanes_.loop;
     // The block's part of the index (the ids' arithmetic each phase
@@ -4202,7 +4210,7 @@ class KernelLowering {
       // loop emitter's rows of 127 over blocks of 128 threads: a scalar
       // loop of a division an element before).
       auto divisor = mlir::getConstantIntValue(op->getOperand(1));
-      if (!divisor || *divisor < *hi - 1) return;
+      if (!divisor || *divisor < std::min(*hi - 1, kMinSegmentLanes)) return;
       std::optional<Offset> own = offsetOf(op->getOperand(0));
       if (!own) return;
       if (!offset) offset = own;
@@ -4231,7 +4239,10 @@ class KernelLowering {
     Value divisor = index(d);
     Value q0 = b.create<mlir::arith::DivUIOp>(loc, start, divisor);
     Value r0 = b.create<mlir::arith::RemUIOp>(loc, start, divisor);
-    bool segmented = hasLongLatencyArithmetic(lanes);
+    // Several steps among the lanes (rows shorter than the block): a
+    // segment a row.
+    bool steps = d < *hi - 1;
+    bool segmented = steps || hasLongLatencyArithmetic(lanes);
     Value q1 = segmented ? Value() : b.create<mlir::arith::AddIOp>(loc, q0, index(1));
     Value lower = lanes.getLowerBound(), upper = lanes.getUpperBound();
     Value cut = b.create<mlir::arith::MaxSIOp>(
@@ -4271,15 +4282,36 @@ class KernelLowering {
       // same). Not for a body of copies (the 021 transposes' rotated rows
       // of 16 lanes on average): there the two loops' constant bounds are
       // worth more than the copy (f16 021 1.18-1.28x slower as segments).
-      auto segments = b.create<mlir::scf::ForOp>(loc, index(0), index(2), index(1));
+      // With several steps, segments k from the first lane's quotient
+      // step to the last's, lanes from max(lower, k * d - r0) to
+      // min(upper, (k + 1) * d - r0).
+      Value first = index(0), last = index(2);
+      if (steps) {
+        first = b.create<mlir::arith::DivUIOp>(
+            loc, b.create<mlir::arith::AddIOp>(loc, r0, lower), divisor);
+        last = b.create<mlir::arith::DivUIOp>(
+            loc,
+            b.create<mlir::arith::AddIOp>(loc, b.create<mlir::arith::AddIOp>(loc, r0, upper),
+                                          index(d - 1)),
+            divisor);
+      }
+      auto segments = b.create<mlir::scf::ForOp>(loc, first, last, index(1));
       segments->setAttr("loop_annotation", noUnroll(b.getContext()));
       Value k = segments.getInductionVar();
       mlir::OpBuilder sb = mlir::OpBuilder::atBlockBegin(segments.getBody());
       auto kTimes = [&](Value v) { return sb.create<mlir::arith::MulIOp>(loc, k, v); };
-      Value before = sb.create<mlir::arith::SubIOp>(loc, cut, lower);
-      Value after = sb.create<mlir::arith::SubIOp>(loc, upper, cut);
-      Value segLower = sb.create<mlir::arith::AddIOp>(loc, lower, kTimes(before));
-      Value segUpper = sb.create<mlir::arith::AddIOp>(loc, cut, kTimes(after));
+      Value segLower, segUpper;
+      if (steps) {
+        Value start = sb.create<mlir::arith::SubIOp>(loc, kTimes(divisor), r0);
+        segLower = sb.create<mlir::arith::MaxSIOp>(loc, lower, start);
+        segUpper = sb.create<mlir::arith::MinSIOp>(
+            loc, upper, sb.create<mlir::arith::AddIOp>(loc, start, divisor));
+      } else {
+        Value before = sb.create<mlir::arith::SubIOp>(loc, cut, lower);
+        Value after = sb.create<mlir::arith::SubIOp>(loc, upper, cut);
+        segLower = sb.create<mlir::arith::AddIOp>(loc, lower, kTimes(before));
+        segUpper = sb.create<mlir::arith::AddIOp>(loc, cut, kTimes(after));
+      }
       Value q = sb.create<mlir::arith::AddIOp>(loc, q0, k);
       Value back = sb.create<mlir::arith::SubIOp>(loc, r0, kTimes(divisor));
       lanes->moveBefore(segments.getBody()->getTerminator());

@@ -33,7 +33,9 @@
     a warp's last step taken by a few lanes), a layer norm's gradient
     (XLA:CPU's broadcasts for YNNPACK merged into the reductions reading
     them) and a rotary embedding's gradient (pads of interior padding,
-    two lanes a step). Its compile is jax's
+    two lanes a step), a NaN check (XLA:CPU's windows of 32 x 32 walked
+    along their rows) and a pad of H and W (the batch's division taken out
+    of the lanes). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -155,6 +157,8 @@ def cases(runs: int) -> list[dict]:
                     jnp.bfloat16)
     d = jnp.asarray(np.random.default_rng(16).standard_normal((2048, 1024), np.float32))
     q = jnp.asarray(np.random.default_rng(17).standard_normal((8, 16, 256, 64), np.float32))
+    n = jnp.asarray(np.random.default_rng(18).standard_normal((2048, 2048), np.float32))
+    h = jnp.asarray(np.random.default_rng(19).standard_normal((8, 56, 56, 64), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -235,7 +239,18 @@ def cases(runs: int) -> list[dict]:
                     # 1.15x jax.jit's time before, every lane computing
                     # both pads' sin and cos).
                     ("RoPE gradient f32[8,16,256,64]", _rope_grad,
-                     lambda k: functools.partial(_rope_grad, base=10000.0 + k), q)]]
+                     lambda k: functools.partial(_rope_grad, base=10000.0 + k), q),
+                    # A NaN check: XLA:CPU reduces 32 x 32 windows first
+                    # (reduce-windows), each thread's window walked along
+                    # its rows (stop 70: 1.4-1.5x jax.jit's time before,
+                    # its lanes a row apart).
+                    ("isnan(x).any() f32[2048,2048]", _any_nan,
+                     lambda k: lambda v: _any_nan(v * (1.0 + k)), n),
+                    # A pad of H and W: the loop emitter's index of the
+                    # batch divided by 207936 an element before (stop 70:
+                    # 2.0x jax.jit's time before).
+                    ("pad of H, W f32[8,56,56,64]", _pad_hw,
+                     lambda k: lambda v: _pad_hw(v * (1.0 + k)), h)]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -292,6 +307,14 @@ def _top_probability(x):
 
 def _softmax_loop(x):
     return jax.lax.fori_loop(0, 3, lambda i, v: jax.nn.softmax(v * 1.5 + i, -1), x)
+
+
+def _any_nan(x):
+    return jnp.isnan(x).any()
+
+
+def _pad_hw(x):
+    return jnp.pad(x, ((0, 0), (0, 1), (0, 1), (0, 0)))
 
 
 def _rms_norm(x, eps=1e-6):

@@ -4104,6 +4104,10 @@ class KernelLowering {
     }
   }
 
+  // The fewest lanes of a row that splitAtQuotientStep cuts a lane loop
+  // into segments of, where the rows are shorter than the loop.
+  static constexpr int64_t kMinSegmentLanes = 32;
+
   // Divisions of an invariant plus the thread id by a constant d no lane
   // reaches (the loop emitter's (bl * 128 + th) / columns): as the lanes run,
   // the quotient steps up once, at a lane known before the loop. The lane
@@ -4113,17 +4117,13 @@ class KernelLowering {
   // kMinSegmentLanes at least) the quotient may step several times: the
   // lanes run in a loop over their rows' segments, each a loop over one
   // row's lanes (a pad of rows of 258 over blocks of 512: 1.10 -> 0.36
-  // ms). Divisions of the same by multiples
-  // of d (the index's higher dimensions) step only where d's does: in each
-  // piece they are constants too. A pad over f32[8,56,56,64] (its rows of
-  // 3648 elements, its batch of 207936) kept a division by 207936 an
-  // element: 0.68 -> 0.26 ms; a bf16 max pool's 4.4 -> 1.3 ms.
+  // ms). Divisions of the same by multiples of d (the index's higher
+  // dimensions) step only where d's does: in each piece they are constants
+  // too (a pad over f32[8,56,56,64], its rows of 3648 elements and its
+  // batch of 207936, kept a division by 207936 an element: 0.68 -> 0.26
+  // ms; a bf16 max pool's 4.4 -> 1.3 ms).
   // Returns the second loop (none when there is no such division, or when
-  // the pieces are a loop's two iterations).
-  // The fewest lanes of a row that splitAtQuotientStep cuts a lane loop
-  // into segments of, where the rows are shorter than the loop.
-  static constexpr int64_t kMinSegmentLanes = 32;
-
+  // the pieces are a loop's two iterations or segments).
   mlir::scf::ForOp splitAtQuotientStep() {
     mlir::scf::ForOp lanes = lanes_.loop;
     // The block's part of the index (the ids' arithmetic each phase
@@ -4208,7 +4208,8 @@ class KernelLowering {
       // At most one step over the lanes: r0 + lane < 2 d for every
       // remainder r0 < d of the start and lane < hi, i.e. d >= hi - 1 (the
       // loop emitter's rows of 127 over blocks of 128 threads: a scalar
-      // loop of a division an element before).
+      // loop of a division an element before); more steps, rows of
+      // kMinSegmentLanes at least, as segments.
       auto divisor = mlir::getConstantIntValue(op->getOperand(1));
       if (!divisor || *divisor < std::min(*hi - 1, kMinSegmentLanes)) return;
       std::optional<Offset> own = offsetOf(op->getOperand(0));
@@ -4245,10 +4246,11 @@ class KernelLowering {
     bool segmented = steps || hasLongLatencyArithmetic(lanes);
     Value q1 = segmented ? Value() : b.create<mlir::arith::AddIOp>(loc, q0, index(1));
     Value lower = lanes.getLowerBound(), upper = lanes.getUpperBound();
-    Value cut = b.create<mlir::arith::MaxSIOp>(
-        loc, lower,
-        b.create<mlir::arith::MinSIOp>(loc, upper,
-                                       b.create<mlir::arith::SubIOp>(loc, divisor, r0)));
+    Value cut = steps ? Value()
+                      : b.create<mlir::arith::MaxSIOp>(
+                            loc, lower,
+                            b.create<mlir::arith::MinSIOp>(
+                                loc, upper, b.create<mlir::arith::SubIOp>(loc, divisor, r0)));
     // In a loop over `lane`: the quotient by d is `q`, the remainder
     // `r + lane`, less the divisor past the step (`stepped`); by m * d,
     // q floordiv m and (q mod m) * d + that remainder.

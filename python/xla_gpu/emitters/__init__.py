@@ -77,8 +77,9 @@ def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEV
                  host: bool = False):
     """The emitter for a checked fusion: the fusion analysis picks its kind
     and is handed to it; launch dimensions are chosen for `device`. With
-    `host` (a kernel for the CPU target alone) a reduction the loop emitter
-    runs faster there is the loop emitter's (host_prefers_loop). Raises
+    `host` (a kernel for the CPU target alone) a fusion the loop emitter
+    runs faster there (a short column reduction, a transpose of gathered
+    columns) is the loop emitter's (host_prefers_loop). Raises
     EmitterError on a malformed fusion, EmitterNotBuiltError when its kind's
     emitter does not exist yet."""
     verify_fusion_instruction(fusion)

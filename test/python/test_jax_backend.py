@@ -1061,6 +1061,19 @@ def test_jit_splits_a_group_norms_reductions_over_dimensions_apart():
     assert any(d.reason.startswith("as ") for d in f.decisions(x)), f.fusion_report()
 
 
+def test_jit_splits_short_runs_apart_where_the_minor_dimension_is_reduced():
+    # A sum over dimensions 1 and 3 of [16, 64, 32, 64]: runs of 64, under
+    # XLA's 128, which XLA:GPU leaves to the loop emitter; for the CPU
+    # target it is split (dimension 1, then 3), each part the reduction
+    # emitter's. Within f32's rounding of an f64 sum, as jax.jit's is.
+    x = np.random.default_rng(23).standard_normal((16, 64, 32, 64)).astype(np.float32)
+    f = xj.jit(lambda v: v.sum((1, 3)))
+    want = x.astype(np.float64).sum((1, 3))
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=0, atol=2e-4)
+    assert [d.reason for d in f.decisions(x)] == ["as 2 kernels (its reductions split or "
+                                                  "taken out)"], f.fusion_report()
+
+
 def test_jit_keeps_the_values_of_closed_over_arrays():
     # Closed-over arrays are constants of XLA's optimized module, which
     # `Compiled.as_text()` prints as `{...}`: read back, a masked softmax's

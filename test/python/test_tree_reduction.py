@@ -210,6 +210,23 @@ def test_a_reduction_over_dimensions_apart_reduces_their_largest_run_first():
     assert split_reduction(_fusion("f32[8,100,8,16]", "f32[8,8]", "1,3")) is None
 
 
+def test_the_host_splits_shorter_runs_where_the_minor_dimension_is_reduced():
+    # For the CPU target a run of 16 elements or more is split off where
+    # the minor dimension is reduced (whole, each lane walks its own row in
+    # order, scalar code for a float sum): the largest run first.
+    parts = split_reduction(_fusion("f32[16,64,32,64]", "f32[16,32]", "1,3"), host=True)
+    inner, outer = _reduces(parts)
+    assert inner.dimensions == [1] and inner.shape.dims == (16, 32, 64)
+    assert outer.dimensions == [2] and outer.shape.dims == (16, 32)
+    assert all(analyze_fusion(p).kind == EmitterKind.REDUCTION for p in parts)
+    # XLA:GPU's split (no `host`) leaves it whole, and so does the host
+    # where the minor dimension is kept (its lanes read adjacent elements)
+    # or the runs are shorter than 16.
+    assert split_reduction(_fusion("f32[16,64,32,64]", "f32[16,32]", "1,3")) is None
+    assert split_reduction(_fusion("f32[16,256,64,64]", "f32[256,64]", "0,2"), host=True) is None
+    assert split_reduction(_fusion("f32[256,8,512,8]", "f32[256,512]", "1,3"), host=True) is None
+
+
 def test_a_fusion_whose_root_is_not_a_reduce_is_left_alone():
     text = """HloModule m
 

@@ -30,6 +30,7 @@ from .input_slices import InputSlicesEmitter
 from .reduction import ReductionEmitter
 from .scatter import ScatterEmitter
 from .transpose import TransposeEmitter
+from .tree_reduction import _before
 
 __all__ = ["DEFAULT_DEVICE", "DEVICES", "DeviceDescription", "EMITTERS", "EmittedKernel",
            "ConcatenateEmitter", "EmitterError", "EmitterNotBuiltError", "EmitterKind", "FusionAnalysis",
@@ -46,14 +47,14 @@ def host_prefers_loop(analysis: FusionAnalysis) -> bool:
     reduction of one output, a column reduction host_prefers_loop_for
     takes; a transpose of what a gather reads (_transposes_a_gather)."""
     if analysis.kind == EmitterKind.TRANSPOSE:
-        return _transposes_a_gather(analysis.deciding_hero)
+        return _transposes_a_gather(analysis)
     if analysis.kind != EmitterKind.REDUCTION or len(analysis.roots) != 1:
         return False
     return host_prefers_loop_for(reduction_dimensions(analysis.deciding_hero))
 
 
-def _transposes_a_gather(hero: HloInstruction) -> bool:
-    """Whether transpose `hero` reads, in its fusion, what a gather reads
+def _transposes_a_gather(analysis: FusionAnalysis) -> bool:
+    """Whether the transpose hero reads, in its fusion, what a gather reads
     (jnp.take(x, i, axis=1): XLA gathers the columns and transposes them
     back). The transpose emitter's tiles then read gathered elements a row
     apart, a cache line each, where a loop kernel's thread reads along its
@@ -61,16 +62,8 @@ def _transposes_a_gather(hero: HloInstruction) -> bool:
     over f32[512,4096] with 1024 random columns took 0.80 ms on the CPU
     target (two threads), as a loop kernel 0.30 ms. A valid GPU kernel
     either way (the loop emitter's)."""
-    todo, seen = list(hero.operands), set()
-    while todo:
-        inst = todo.pop()
-        if id(inst) in seen:
-            continue
-        seen.add(id(inst))
-        if inst.opcode == "gather":
-            return True
-        todo.extend(inst.operands)
-    return False
+    read = _before(analysis.deciding_hero.operands)
+    return any(i.opcode == "gather" and id(i) in read for i in analysis.computation.instructions)
 
 
 def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEVICE,

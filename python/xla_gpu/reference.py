@@ -14,8 +14,8 @@ import numpy as np
 from .hlo.module import Attribute, HloComputation, HloInstruction
 from .hlo.shape import Shape
 
-__all__ = ["XlaCpuExecutable", "as_xla_takes_it", "division_xla_cannot_fold", "kernel_row_major",
-           "row_major", "run_with_xla"]
+__all__ = ["XlaCpuExecutable", "as_xla_takes_it", "division_xla_cannot_fold",
+           "excess_precision_allowed", "kernel_row_major", "row_major", "run_with_xla"]
 
 
 def _all_row_major(shapes) -> bool:
@@ -143,6 +143,58 @@ def _round_as_the_hlo_says() -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_allow_excess_precision" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_allow_excess_precision=false".strip()
+
+
+def _proto_fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
+    """(field number, value) of each field of a serialized protobuf
+    message: an int for a varint, the bytes of any other wire type."""
+    at = 0
+
+    def varint() -> int:
+        nonlocal at
+        value = shift = 0
+        while True:
+            byte = data[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    while at < len(data):
+        key = varint()
+        wire = key & 7
+        if wire == 0:
+            yield key >> 3, varint()
+            continue
+        size = {1: 8, 5: 4}.get(wire) or varint()
+        yield key >> 3, data[at:at + size]
+        at += size
+
+
+def _proto_field(data: bytes, number: int):
+    return next((v for f, v in _proto_fields(data) if f == number), None)
+
+
+# CompileOptionsProto.executable_build_options (3) ->
+# ExecutableBuildOptionsProto.debug_options (3) ->
+# DebugOptions.xla_allow_excess_precision (122).
+_EXCESS_PRECISION_PATH = (3, 3, 122)
+
+
+def excess_precision_allowed() -> bool:
+    """Whether this process's XLA allows excess precision
+    (`--xla_allow_excess_precision`, true unless XLA_FLAGS says false).
+    XLA reads XLA_FLAGS once, at its first compile (or here, where nothing
+    has compiled yet): the value every compile of the process uses, jax's
+    included, whatever XLA_FLAGS says later. jaxlib's DebugOptions does not
+    expose the field; the default CompileOptions' serialized proto holds it."""
+    from jax._src.lib import xla_client as xc
+
+    message = xc.CompileOptions().SerializeAsString()
+    for number in _EXCESS_PRECISION_PATH:
+        message = _proto_field(message, number) if isinstance(message, bytes) else None
+    return message != 0  # absent: the default, true
 
 
 _PARSE_WITH_XLA = ("import sys\n"

@@ -269,3 +269,58 @@ ENTRY e {
     text = "HloModule m\n" + one_line
     assert parse_hlo(text).to_text() == parse_hlo(lines).to_text()
     assert _xla_text(text) == _xla_text(lines)
+
+
+def _fused(body: str, result: str):
+    module = parse_hlo(f"""HloModule m
+fused {{
+  p = f32[8] parameter(0)
+{body}
+}}
+ENTRY e {{
+  a = f32[8] parameter(0)
+  ROOT f = {result} fusion(a), kind=kLoop, calls=fused
+}}""")
+    return module.computation("fused")
+
+
+def _ops(comp) -> list[str]:
+    return [f"{i.name}={i.shape.element_type}:{i.opcode}({','.join(o.name for o in i.operands)})"
+            for i in comp.topological_order()]
+
+
+def test_simplify_fp_conversions_drops_round_trips_and_joins_chains():
+    from xla_gpu.hlo.simplify_fp_conversions import simplify_fp_conversions
+
+    # f32 -> bf16 -> f32: the exp reads p unrounded; -> bf16 -> f16: one
+    # convert from f32; the root's chain ends in the root's own type.
+    comp = _fused("""  b = bf16[8] convert(p)
+  c = f32[8] convert(b)
+  e = f32[8] exponential(c)
+  h = bf16[8] convert(e)
+  g = f16[8] convert(h)
+  d = f32[8] convert(g)
+  ROOT r = f32[8] add(d, e)""", "f32[8]")
+    assert simplify_fp_conversions(comp)
+    assert _ops(comp) == ["p=f32:parameter()", "e=f32:exponential(p)", "r=f32:add(e,e)"]
+    assert [u.name for u in comp.instruction("e").users] == ["r"]
+    comp = _fused("""  b = bf16[8] convert(p)
+  ROOT g = f16[8] convert(b)""", "f16[8]")
+    assert simplify_fp_conversions(comp)
+    assert _ops(comp) == ["p=f32:parameter()", "g=f16:convert(p)"]
+    assert comp.root is comp.instruction("g")
+
+
+def test_simplify_fp_conversions_keeps_single_and_integer_converts():
+    from xla_gpu.hlo.simplify_fp_conversions import simplify_fp_conversions
+
+    # A convert alone, and a round trip through s32 (not a floating-point
+    # type), stay: the latter truncates.
+    comp = _fused("""  s = s32[8] convert(p)
+  c = f32[8] convert(s)
+  b = bf16[8] convert(p)
+  e = f32[8] exponential(c)
+  ROOT t = (f32[8], bf16[8]) tuple(e, b)""", "(f32[8], bf16[8])")
+    before = _ops(comp)
+    assert not simplify_fp_conversions(comp)
+    assert _ops(comp) == before

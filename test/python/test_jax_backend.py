@@ -954,9 +954,12 @@ def test_jit_keeps_a_bf16_softmaxs_rounded_exp_for_its_last_kernel(monkeypatch):
     # it again (tree_reduction._side_value): bf16[8,8,256,256] 2.26 ->
     # 1.48-1.57 ms, jax.jit's 1.44-1.46. The same bits as with the exp
     # recomputed. The max and the sum run as one kernel (_merge_row_parts),
-    # whose results are the max, the sum and the exp.
+    # whose results are the max, the sum and the exp. Without excess
+    # precision: with it, the exp is read unrounded (f32), as YNNPACK reads
+    # it, and computed again.
     import xla_gpu.jax.whole_program as whole_program
     monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)  # each program compiled
+    monkeypatch.setattr(whole_program, "excess_precision_allowed", lambda: False)
     x = jnp.asarray(np.random.default_rng(9).standard_normal((4096, 256), np.float32),
                     jnp.bfloat16)
     f = xj.jit(jax.nn.softmax)
@@ -1279,14 +1282,18 @@ def test_calls_wait_for_their_background_compiles():
         np.testing.assert_array_equal(out, x * n)
 
 
-def test_jit_rounds_a_bf16_logsumexp_as_its_hlo_says():
+def test_jit_rounds_a_bf16_logsumexp_as_its_hlo_says(monkeypatch):
     """logsumexp(x) - max(x) over bf16[16384,4]: XLA:CPU's optimized module
     rounds to bf16 after the row max, x - max, the sum, its log and
-    log + max. Ours is that, bit for bit: numpy doing each step in f32 and
-    rounding where the module converts. (jax.jit's YNNPACK fusion skips
-    some of those roundings: 14277 of the 16384 results differ from it, by
-    up to 0.033 -- where log + max rounds back to max, ours is 0.)"""
+    log + max. Where XLA allows no excess precision, ours is that, bit for
+    bit: numpy doing each step in f32 and rounding where the module
+    converts. (jax.jit's YNNPACK fusion skips some of those roundings:
+    14277 of the 16384 results differ from it, by up to 0.033 -- where
+    log + max rounds back to max, ours is 0. With excess precision, ours
+    skips them too: test_jit_computes_ynnpacks_fusions_as_xla_cpu_does.)"""
     import ml_dtypes
+    import xla_gpu.jax.whole_program as whole_program
+    monkeypatch.setattr(whole_program, "excess_precision_allowed", lambda: False)
 
     def bf16(v):
         return v.astype(ml_dtypes.bfloat16).astype(np.float32)
@@ -1308,3 +1315,40 @@ def test_jit_rounds_a_bf16_logsumexp_as_its_hlo_says():
     log = bf16(np.log(bf16(np.abs(total))))
     want = bf16(bf16(log + m) - m)
     np.testing.assert_array_equal(ours.view(np.uint32), want.view(np.uint32))
+
+
+def test_jit_computes_ynnpacks_fusions_as_xla_cpu_does():
+    """Where XLA allows excess precision (its default; XLA reads XLA_FLAGS
+    once a process, hence a fresh one each way), a fusion XLA:CPU hands to
+    YNNPACK is computed as YNNPACK does, without the f32 -> bf16 -> f32
+    round trips of its module (simplify-fp-conversions): bf16
+    softmax(x).max(-1) is jax.jit's bit for bit (1066 of 4096 rows differed,
+    each exp rounded), a bf16 logsumexp(x) - max(x) all but a few of 16384
+    (14277 differed). With --xla_allow_excess_precision=false, the module
+    is computed as it says (test_jit_rounds_a_bf16_logsumexp_as_its_hlo_says)."""
+    code = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np
+        import xla_gpu.jax as xj
+        from xla_gpu.reference import excess_precision_allowed
+        print("allowed", excess_precision_allowed())
+        rng = np.random.default_rng(0)
+        for name, fn, shape in [
+                ("top", lambda v: jax.nn.softmax(v).max(-1), (4096, 1000)),
+                ("logsumexp", lambda v: jax.nn.logsumexp(v, -1) - v.max(-1), (16384, 4))]:
+            x = jnp.asarray(rng.standard_normal(shape) * 3, jnp.bfloat16)
+            ours = np.asarray(xj.jit(fn)(x), np.float32)
+            theirs = np.asarray(jax.jit(fn)(x), np.float32)
+            print(name, int((ours != theirs).sum()))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=dict(env, JAX_PLATFORMS="cpu"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = dict(line.split() for line in r.stdout.splitlines())
+    assert lines["allowed"] == "True" and lines["top"] == "0", r.stdout
+    assert int(lines["logsumexp"]) < 16384 // 100, r.stdout
+    r = subprocess.run([sys.executable, "-c", "from xla_gpu.reference import "
+                        "excess_precision_allowed as a; print(a())"], capture_output=True,
+                       text=True, timeout=300,
+                       env=dict(env, XLA_FLAGS="--xla_allow_excess_precision=false"))
+    assert r.stdout.split() == ["False"], r.stderr[-3000:]

@@ -46,7 +46,9 @@ from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.parser import HloParseError
 from ..hlo.module import Attribute
-from ..reference import XlaCpuExecutable, as_xla_takes_it, kernel_row_major
+from ..hlo.simplify_fp_conversions import simplify_fp_conversions
+from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_allowed,
+                         kernel_row_major)
 from ..emitters.fusion_merger import (is_elementwise_producer, merge_producer,
                                       reads_each_element_once)
 from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
@@ -563,8 +565,30 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
         return _replace_fusions_in_context(module, device)
 
 
+def _computed_by_ynnpack(inst: HloInstruction) -> bool:
+    config = inst.attributes.get("backend_config")
+    return inst.fusion_kind == "kCustom" and config is not None and \
+        '"__ynn_fusion"' in config.text
+
+
+def _as_xla_cpu_computes(module: HloModule) -> None:
+    """The fusions XLA:CPU hands to YNNPACK, as it computes them: where
+    XLA allows excess precision (its default), YNNPACK drops the f32 ->
+    bf16 -> f32 round trips that XLA:CPU's bf16 normalization put in them
+    (a bf16 softmax's exp, rounded to bf16 and read back as f32, is read
+    unrounded), as XLA:GPU's simplify-fp-conversions does before its
+    fusions form. XLA:CPU's own fusions keep them: it rounds each one."""
+    if not excess_precision_allowed():
+        return
+    for comp in (module.entry, *_control_flow_computations(module)):
+        for inst in comp.instructions:
+            if inst.opcode == "fusion" and _computed_by_ynnpack(inst):
+                simplify_fp_conversions(inst.fused_computation)
+
+
 def _replace_fusions_in_context(module: HloModule,
                                 device: DeviceDescription) -> list[FusionDecision]:
+    _as_xla_cpu_computes(module)
     decisions = []
     emitted = []
     merged: list[tuple[int, HloInstruction]] = []  # a decision, the fusion it went into
@@ -707,8 +731,11 @@ def _code_fingerprint() -> str:
     from ..reference import _round_as_the_hlo_says
     from ..runtime.host_code import fingerprint
     _round_as_the_hlo_says()  # XLA_FLAGS as the compile of the program has them
+    # And excess precision as XLA read it (_as_xla_cpu_computes): XLA_FLAGS
+    # may have changed since.
     digest = hashlib.sha256(f"{jax.__version__}\0{jaxlib.__version__}\0"
-                            f"{os.environ.get('XLA_FLAGS', '')}\0{fingerprint()}".encode())
+                            f"{os.environ.get('XLA_FLAGS', '')}\0{fingerprint()}\0"
+                            f"{excess_precision_allowed()}".encode())
     package = Path(__file__).resolve().parent.parent
     for source in sorted(package.rglob("*.py")):
         digest.update(source.read_bytes())

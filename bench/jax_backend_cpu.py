@@ -18,8 +18,9 @@
     kernel writes over the exp before it), a bf16 RMS norm (XLA:CPU's
     convert to f32 merged into the reduction), a bf16 column sum (a
     long column, split for the CPU target), a bf16 softmax (XLA:CPU
-    fuses it whole for YNNPACK; ours: its max, its exp+sum writing the
-    bf16 exp, the rest reading it), and three XLA:CPU fuses whole for
+    fuses it whole for YNNPACK; ours: its max and exp+sum, the rest
+    computing the exp again: with excess precision, XLA's default, the
+    exp is read unrounded, as YNNPACK reads it), and three XLA:CPU fuses whole for
     YNNPACK with a reduce that a later reduce or a combining op reads: a
     cross-entropy -log_softmax(x).mean() (max, sum with its log, the sum
     of x - max - log(sum) as a tree), a logsumexp and max(x) - min(x)
@@ -172,8 +173,9 @@ def cases(runs: int) -> list[dict]:
                     # XLA:CPU's convert to f32 merged into the reduction.
                     ("RMS norm bf16[1024,1024]", _rms_norm,
                      lambda k: lambda v: _rms_norm(v, 1e-6 * k), x.astype(jnp.bfloat16)),
-                    # XLA:CPU's one fusion for YNNPACK: three kernels,
-                    # the rounded exp written once.
+                    # XLA:CPU's one fusion for YNNPACK: its max and
+                    # exp+sum one kernel, the rest another (stop 71: the
+                    # exp unrounded, as YNNPACK computes it).
                     ("softmax bf16[8,8,256,256]", jax.nn.softmax,
                      lambda k: lambda v: jax.nn.softmax(v * (1.0 + k)), b),
                     # A long column, split for the CPU target (2 rows of

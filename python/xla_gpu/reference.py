@@ -182,16 +182,22 @@ def _proto_field(data: bytes, number: int):
 _EXCESS_PRECISION_PATH = (3, 3, 122)
 
 
-def excess_precision_allowed() -> bool:
-    """Whether this process's XLA allows excess precision
-    (`--xla_allow_excess_precision`, true unless XLA_FLAGS says false).
-    XLA reads XLA_FLAGS once, at its first compile (or here, where nothing
-    has compiled yet): the value every compile of the process uses, jax's
-    included, whatever XLA_FLAGS says later. jaxlib's DebugOptions does not
-    expose the field; the default CompileOptions' serialized proto holds it."""
+def xla_options_in_effect() -> bytes:
+    """XLA's default compile options, serialized: its DebugOptions as it
+    parsed them from XLA_FLAGS. XLA reads XLA_FLAGS once, at its first
+    compile (or here, where nothing has compiled yet): what every compile
+    of the process uses, jax's included, whatever XLA_FLAGS says later."""
     from jax._src.lib import xla_client as xc
 
-    message = xc.CompileOptions().SerializeAsString()
+    return xc.CompileOptions().SerializeAsString()
+
+
+def excess_precision_allowed() -> bool:
+    """Whether this process's XLA allows excess precision
+    (`--xla_allow_excess_precision`, true unless XLA_FLAGS said false when
+    XLA read it). jaxlib's DebugOptions does not expose the field; the
+    serialized options hold it."""
+    message = xla_options_in_effect()
     for number in _EXCESS_PRECISION_PATH:
         message = _proto_field(message, number) if isinstance(message, bytes) else None
     return message != 0  # absent: the default, true

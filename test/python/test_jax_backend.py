@@ -23,6 +23,7 @@ from xla_gpu.jax.decorator import KernelError, kernel
 from xla_gpu.jax import whole_program
 from xla_gpu.jax.kernel_call import _array
 from xla_gpu.jax.whole_program import _optimized_text
+from xla_gpu.reference import excess_precision_allowed
 from mlir import ir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -322,7 +323,11 @@ def test_jit_disk_cache_skips_xlas_first_compile_and_emission(tmp_path, monkeypa
         assert np.array_equal(np.asarray(f(x)), np.load({str(tmp_path / 'want.npy')!r}))
         print(f.fusion_report())
     """)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    # XLA's flags as this process's XLA read them (the program's key): a
+    # test before may have turned excess precision off.
+    allowed = "true" if excess_precision_allowed() else "false"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, XLA_FLAGS=f"--xla_allow_excess_precision={allowed}"))
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip() == first.fusion_report()
     assert sorted((tmp_path / "cpu").glob("*.o")) == objects

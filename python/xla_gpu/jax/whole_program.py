@@ -724,18 +724,18 @@ def _with_executable(compiled: jax.stages.Compiled,
 @functools.cache
 def _code_fingerprint() -> str:
     """What a compiled program depends on besides its lowered module: jax's
-    and jaxlib's versions (XLA's serialization), XLA_FLAGS, the host and
-    the plugin library (runtime.host_code.fingerprint) and xla_gpu's own
-    Python, whose decisions and kernels the program holds."""
+    and jaxlib's versions (XLA's serialization), XLA's flags as XLA read
+    them (XLA_FLAGS may have changed since; excess precision changes our
+    decisions, _as_xla_cpu_computes), the host and the plugin library
+    (runtime.host_code.fingerprint) and xla_gpu's own Python, whose
+    decisions and kernels the program holds."""
     import jaxlib
-    from ..reference import _round_as_the_hlo_says
+    from ..reference import _round_as_the_hlo_says, xla_options_in_effect
     from ..runtime.host_code import fingerprint
     _round_as_the_hlo_says()  # XLA_FLAGS as the compile of the program has them
-    # And excess precision as XLA read it (_as_xla_cpu_computes): XLA_FLAGS
-    # may have changed since.
     digest = hashlib.sha256(f"{jax.__version__}\0{jaxlib.__version__}\0"
-                            f"{os.environ.get('XLA_FLAGS', '')}\0{fingerprint()}\0"
-                            f"{excess_precision_allowed()}".encode())
+                            f"{fingerprint()}\0".encode())
+    digest.update(xla_options_in_effect())
     package = Path(__file__).resolve().parent.parent
     for source in sorted(package.rglob("*.py")):
         digest.update(source.read_bytes())

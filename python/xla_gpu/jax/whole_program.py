@@ -577,12 +577,14 @@ def _as_xla_cpu_computes(module: HloModule) -> None:
     bf16 -> f32 round trips that XLA:CPU's bf16 normalization put in them
     (a bf16 softmax's exp, rounded to bf16 and read back as f32, is read
     unrounded), as XLA:GPU's simplify-fp-conversions does before its
-    fusions form. XLA:CPU's own fusions keep them: it rounds each one."""
+    fusions form. XLA:CPU's own fusions keep them: it rounds each one. A
+    fusion with a library op (a dot) stays XLA's, as it is."""
     if not excess_precision_allowed():
         return
     for comp in (module.entry, *_control_flow_computations(module)):
         for inst in comp.instructions:
-            if inst.opcode == "fusion" and _computed_by_ynnpack(inst):
+            if inst.opcode == "fusion" and _computed_by_ynnpack(inst) and not _LIBRARY_OPS & {
+                    i.opcode for i in inst.fused_computation.instructions}:
                 simplify_fp_conversions(inst.fused_computation)
 
 

@@ -227,6 +227,11 @@ int64_t idAt(int64_t linear, const std::array<int64_t, 3>& counts, int d) {
 constexpr int64_t kMaxGridDim = int64_t{1} << 31;
 // The storage a call of the lowered kernel needs (see KernelLowering::run).
 constexpr uint64_t kMaxStackStorageBytes = uint64_t{1} << 20;
+// A result argument's attribute: the bytes of it each block writes and
+// reads back, at [block * bytes, (block + 1) * bytes), and nothing else
+// reads (a row program's side value). The CPU target keeps them per block
+// in its storage instead of the argument's memory.
+constexpr llvm::StringLiteral kBlockLocalAttr = "xla.block_local_bytes";
 constexpr uint64_t kMaxStorageBytes = uint64_t{1} << 30;
 // Blocks run phase by phase in batches of at most kMaxBatch, whose slots and
 // shared memory stay within kBatchStorageBytes (a core's L2 holds them) for
@@ -1788,6 +1793,16 @@ class KernelLowering {
     uint64_t storage = 0;
     for (Value v : spilled_) storage += slotBytes(v);
     for (auto global : shared) storage += bytesOf(global.getType(), 1);
+    // Results a block writes and reads back only at its own elements, the
+    // blocks one after the other (kBlockLocalAttr): per block in the
+    // storage, not in memory.
+    SmallVector<std::pair<unsigned, int64_t>> blockLocal;
+    for (unsigned i = 0; i < f_.getNumArguments(); ++i) {
+      if (auto bytes = f_.getArgAttrOfType<mlir::IntegerAttr>(i, kBlockLocalAttr)) {
+        blockLocal.push_back({i, bytes.getInt()});
+        storage += bytesOf(b.getI8Type(), bytes.getInt());
+      }
+    }
     if (storage > kMaxStorageBytes) {
       return f_.emitOpError() << "needs " << storage << " bytes of per-thread and shared "
                               << "storage on the CPU target, more than " << kMaxStorageBytes;
@@ -1866,12 +1881,27 @@ class KernelLowering {
       sharedSlots_[global.getSymName()] = slot(global.getType(), batch_, count(batch_));
       sharedTypes_[global.getSymName()] = global.getType();
     }
+    SmallVector<Value> blockLocalSlots;
+    for (auto [arg, bytes] : blockLocal) {
+      blockLocalSlots.push_back(slot(b.getI8Type(), bytes * batch_, count(bytes * batch_)));
+    }
     auto blockLoop = b.create<mlir::scf::ForOp>(
         loc, first, last, b.create<mlir::arith::ConstantIndexOp>(loc, batch_));
     blockLoop->setAttr("loop_annotation", noUnroll(ctx));
     b.setInsertionPointToStart(blockLoop.getBody());
     batchFirst_ = blockLoop.getInductionVar();
     batchLast_ = last;
+    // Each block-local result's address, moved so that the batch's first
+    // block's elements fall on its slot (a GEP without inbounds: the moved
+    // address is no object's).
+    SmallVector<Value> blockLocalBases;
+    for (auto [local, slotPtr] : llvm::zip(blockLocal, blockLocalSlots)) {
+      Value first64 = b.create<mlir::arith::IndexCastOp>(loc, b.getI64Type(), batchFirst_);
+      Value back = b.create<mlir::LLVM::MulOp>(
+          loc, first64, b.create<mlir::LLVM::ConstantOp>(loc, b.getI64Type(), -local.second));
+      blockLocalBases.push_back(b.create<mlir::LLVM::GEPOp>(loc, ptrType, b.getI8Type(), slotPtr,
+                                                            mlir::ValueRange{back}));
+    }
     // A phase matchDirectWrite emitted with the one before it.
     std::optional<size_t> fused;
     for (auto [p, phase, shape] : llvm::enumerate(phases, shapes)) {
@@ -1915,6 +1945,24 @@ class KernelLowering {
         if (mlir::failed(emitOp(tb, op, mapping, tid, bid_))) return mlir::failure();
       }
       simplifyLaneLoop(/*parts=*/true);
+    }
+    for (auto [local, base] : llvm::zip(blockLocal, blockLocalBases)) {
+      Value arg = newBody->getArgument(local.first);
+      arg.replaceUsesWithIf(base, [&](mlir::OpOperand& use) {
+        return blockLoop->isProperAncestor(use.getOwner());
+      });
+      // Its element addresses: offsets from the moved address, no longer
+      // in bounds of an object where they start.
+      SmallVector<Value> work{base};
+      while (!work.empty()) {
+        Value from = work.pop_back_val();
+        for (mlir::Operation* user : from.getUsers()) {
+          auto gep = llvm::dyn_cast<mlir::LLVM::GEPOp>(user);
+          if (!gep || gep.getBase() != from) continue;
+          gep.setNoWrapFlags(mlir::LLVM::GEPNoWrapFlags::none);
+          work.push_back(gep.getResult());
+        }
+      }
     }
     b.setInsertionPointToEnd(newBody);
     if (heap) b.create<mlir::LLVM::CallOp>(loc, freeFn, mlir::ValueRange{heap});

@@ -166,15 +166,39 @@ def _jit(fn, x):
 def test_jit_runs_the_parts_over_the_same_rows_as_one_kernel():
     """softmax(x).max(-1) through xla_gpu.jax.jit: its max, exp + sum and
     max of the probabilities, taken apart, run as one custom call (a tuple
-    of the three row values), whose result is jax.jit's. (Over fewer rows
-    XLA:CPU fuses the program otherwise.)"""
+    of the three row values and the exp the last reads), whose result is
+    jax.jit's. (Over fewer rows XLA:CPU fuses the program otherwise.)"""
     import jax
     fn = lambda v: jax.nn.softmax(v).max(-1)  # noqa: E731
     x = np.random.default_rng(1).standard_normal((4096, 1000)).astype(np.float32)
     out, decision, calls = _jit(fn, x)
     assert decision.ours and decision.reason.startswith("as 1 kernel "), decision
-    assert len(calls) == 1 and "(f32[4096]{0}, f32[4096]{0}, f32[4096]{0}) custom-call" in calls[0]
+    assert len(calls) == 1 and ("(f32[4096]{0}, f32[4096]{0}, f32[4096,1000]{1,0}, f32[4096]{0}) "
+                                "custom-call") in calls[0]
     np.testing.assert_allclose(out, np.asarray(jax.jit(fn)(x)), rtol=2e-6)
+
+
+def test_jit_keeps_a_merged_row_programs_f32_exp_in_its_blocks(monkeypatch):
+    """The exp + sum part of softmax(x).max(-1) also writes the f32 exp,
+    which the last part reads instead of computing it again: in one kernel
+    with it, each block's 4 rows of 1000 (16000 bytes) are the block's own
+    (xla.block_local_bytes), kept in the CPU target's storage, not written
+    to memory. A/B in one process: f32[4096,1000] 1.16 -> 0.97x jax.jit's
+    time, bf16 1.38 -> 0.83x. The bits are those of the exp computed again
+    (16-bit side values only, as through memory)."""
+    import jax
+    from xla_gpu.jax import whole_program
+    fn = lambda v: jax.nn.softmax(v).max(-1)  # noqa: E731
+    # Rows of 197 (a ViT's), 5322 of them: 6 rows a block (887 blocks).
+    for shape, rows_a_block in (((4096, 1000), 4), ((5322, 197), 6)):
+        x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+        out, _, calls = _jit(fn, x)
+        assert f"xla.block_local_bytes = {rows_a_block * shape[1] * 4} : i64" in calls[-1]
+        with monkeypatch.context() as m:
+            m.setattr(whole_program, "BLOCK_SIDE_BITS", whole_program.NARROW_SIDE_BITS)
+            again, _, calls = _jit(fn, x)
+        assert "block_local" not in calls[-1]
+        np.testing.assert_array_equal(out.view(np.uint32), again.view(np.uint32))
 
 
 def test_jit_merges_a_part_that_writes_a_side_value(monkeypatch):

@@ -98,7 +98,8 @@ MIN_TAKEN_OUT, MIN_TAKEN_OUT_INPUT = 32, kMinThreadsXRowReduction * kRowReductio
 
 
 def split_reduction(fusion: HloInstruction, warp_size: int = 32, host: bool = False,
-                    side_outputs: bool = False) -> list[HloInstruction] | None:
+                    side_outputs: bool = False,
+                    side_bits: int = 16) -> list[HloInstruction] | None:
     """`fusion` as fusions run one after the other, the last of `fusion`'s
     shape (and name), each reading `fusion`'s operands and the results of
     parts before it; None when it has no reduction to split or take out.
@@ -106,9 +107,9 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32, host: bool = Fa
     the CPU target, which splits a column reduction where it runs fastest
     there (_host_column_split), not where XLA:GPU does. `side_outputs`: a
     reduce taken out may also write a narrow value the rest would
-    recompute (_side_value); its part is then a tuple, followed in the
-    list by its get-tuple-elements."""
-    parts = _parts(fusion, warp_size, 0, host, side_outputs)
+    recompute (_side_value), of `side_bits` or less; its part is then a
+    tuple, followed in the list by its get-tuple-elements."""
+    parts = _parts(fusion, warp_size, 0, host, side_outputs and side_bits)
     kernels = sum(part.opcode == "fusion" for part in parts)  # not get-tuple-elements
     if kernels == 1 or kernels > _MAX_PARTS:
         return None
@@ -120,9 +121,10 @@ def split_reduction(fusion: HloInstruction, warp_size: int = 32, host: bool = Fa
 
 
 def _parts(fusion: HloInstruction, warp_size: int, depth: int, host: bool = False,
-           side_outputs: bool = False) -> list[HloInstruction]:
+           side_outputs: int = 0) -> list[HloInstruction]:
     """`fusion` split (or a reduce taken out) until no part can be, each
-    part once: [fusion] where it cannot be."""
+    part once: [fusion] where it cannot be. `side_outputs`: the most bits
+    of a side value (0: none)."""
     halves = None
     if depth <= _MAX_PARTS:
         halves = (_fission_once(fusion, warp_size, side_outputs=side_outputs) or
@@ -233,7 +235,7 @@ def _serial_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | N
 
 
 def _fission_once(fusion: HloInstruction, warp_size: int, serial: bool = False,
-                  side_outputs: bool = False) -> list[HloInstruction] | None:
+                  side_outputs: int = 0) -> list[HloInstruction] | None:
     """A reduce `fusion` recomputes (recomputed_reduce), or with `serial`
     one it reduces on a thread an output (_serial_reduce), as a fusion of
     its own, whose result the rest reads: [the reduce's, the rest]; with
@@ -253,7 +255,7 @@ def _fission_once(fusion: HloInstruction, warp_size: int, serial: bool = False,
     value = _epilogue_end(comp, reduce, outputs)
     cone = _before([value])
     rest = _before(outputs, stop=[value])
-    side = (_side_value(comp, reduce, cone, rest, warp_size)
+    side = (_side_value(comp, reduce, cone, rest, warp_size, side_outputs)
             if side_outputs and not serial and value is reduce else None)
     # What the first part hands the rest: the value, and the side value.
     taken = [value] if side is None else [value, side]
@@ -345,17 +347,18 @@ COSTLY_OPS = frozenset({"exponential", "exponential-minus-one", "log", "log-plus
 
 
 def _side_value(comp, reduce: HloInstruction, cone: set[int], rest: set[int],
-                warp_size: int) -> HloInstruction | None:
+                warp_size: int, bits: int = 16) -> HloInstruction | None:
     """A value of the reduce's operand's shape that the rest of the fusion
     reads (in `rest`, not computed from the reduce) and the reduce's part
     computes all the costly ops (COSTLY_OPS) of, at least one, on the way
-    (in `cone`), of 16 bits or less: the last such in the computation's
+    (in `cone`), of `bits` or less: the last such in the computation's
     order, or None. The reduce's part then writes it too, and the rest
     reads it: a bf16 softmax's round(exp(x - max)) (the exp+sum kernel
     0.80 -> 0.93 ms, the last kernel, which recomputed it, 1.17 -> 0.33,
     bf16[8,8,256,256]); in f32 the reads and writes cost more than the
-    exps (1.05 -> 1.24 ms). None where the reduce's part would be split
-    again (a tuple is not)."""
+    exps (1.05 -> 1.24 ms), unless each block keeps its rows' values
+    itself (the JAX backend's merged kernels: 32 bits there). None where
+    the reduce's part would be split again (a tuple is not)."""
     if not (is_reduction_from_or_to_contiguous(reduce, warp_size) and
             reduction_is_race_free(reduction_dimensions(reduce), warp_size)):
         return None
@@ -363,7 +366,7 @@ def _side_value(comp, reduce: HloInstruction, cone: set[int], rest: set[int],
     found = None
     for inst in comp.topological_order():
         if (id(inst) not in rest or inst is reduce or not inst.shape.is_array or
-                inst.shape.dims != dims or inst.shape.element_type.bits > 16):
+                inst.shape.dims != dims or inst.shape.element_type.bits > bits):
             continue
         made_of = _before([inst])
         costly = [id(i) for i in comp.instructions

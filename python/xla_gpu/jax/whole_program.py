@@ -29,8 +29,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
 import pickle
+import re
 import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -200,6 +202,101 @@ def _loop_state_of(inst: HloInstruction, operand: HloInstruction) -> list | None
             if g.opcode == "get-tuple-element" and g.attr("index") == index]
 
 
+# The most bits of a side value (tree_reduction._side_value) a split
+# writes for the parts after it: 16 where it goes through memory (an f32
+# exp written and read back cost more than computing it again), 32 where
+# the parts that read it run with its writer as one kernel, whose blocks
+# keep their rows' values themselves (_keep_sides_in_blocks).
+NARROW_SIDE_BITS, BLOCK_SIDE_BITS = 16, 32
+
+
+def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: int):
+    """split_reduction's parts of `inst` (side values of `side_bits` or
+    less), its fusions and their kernels; None where it has none or a part
+    is not ours."""
+    parts = split_reduction(inst, device.threads_per_warp, host=True, side_outputs=True,
+                            side_bits=side_bits)
+    if not parts:
+        return None
+    fusions = [part for part in parts if part.opcode == "fusion"]  # not get-tuple-elements
+    try:
+        return parts, fusions, [emit_kernel(part, device, host=True) for part in fusions]
+    except EmitterError:
+        return None
+
+
+def _sides_stay_in_blocks(parts, fusions, kernels) -> bool:
+    """Whether each side value wider than NARROW_SIDE_BITS is written by a
+    part whose kernel runs the same row blocks as every kernel after it
+    (merged_kernel.same_row_blocks): merged with them, it stays in its
+    blocks (_keep_sides_in_blocks)."""
+    for w, part in enumerate(fusions):
+        wide = part.shape.is_tuple and any(
+            leaf.element_type.bits > NARROW_SIDE_BITS for leaf in part.shape.tuple_shapes[1:])
+        if wide and not all(same_row_blocks(kernels[w], k) for k in kernels[w + 1:]):
+            return False
+    return True
+
+
+def _block_bytes(kernel, side: Shape, rows: Shape) -> int | None:
+    """The bytes of side value `side` (a row reduction's operand's shape,
+    the reduce's `rows`) that each block of `kernel` writes, where each
+    block reduces consecutive rows: its row map is bl_x * k + th_x floordiv
+    w over k * w threads, k rows a block. None otherwise."""
+    found = re.search(r"\(th_x, bl_x\)\[[^\]]*\] -> \([^)]*\bbl_x \* (\d+) \+ th_x floordiv (\d+)\b",
+                      kernel.text)
+    blocks = math.prod(kernel.launch.block_counts)
+    threads = math.prod(kernel.launch.thread_counts_per_block)
+    if found is None or math.prod(kernel.launch.block_counts[1:]) != 1:
+        return None
+    k, w = int(found.group(1)), int(found.group(2))
+    row_count, elements = math.prod(rows.dims), math.prod(side.dims)
+    if k * w != threads or blocks * k != row_count or elements % row_count:
+        return None
+    return k * (elements // row_count) * side.element_type.bits // 8
+
+
+def _keep_sides_in_blocks(group: list[tuple[HloInstruction, object]], merged,
+                          outputs: dict[int, int]) -> None:
+    """Marks each side value of the merged kernel's parts that only later
+    parts of it read, and that each block writes at its own rows
+    (_block_bytes), as the block's own (the entry's result argument's
+    xla.block_local_bytes): the CPU target keeps a block's values in its
+    storage, the L1, not in memory (a softmax's f32 exp, written once and
+    read back, instead of computed again; through memory, 16 MiB written
+    back a call, it cost more than the exps)."""
+    members = {id(p) for p, _ in group} | {id(_ROW_MAPPED_FROM[p]) for p, _ in group
+                                            if p in _ROW_MAPPED_FROM}
+    entry = None
+    for part, _ in group:
+        if not part.shape.is_tuple or part in _ROW_MAPPED_FROM:
+            continue
+        for g in part.users:
+            if (g.opcode != "get-tuple-element" or g.attr("index") == 0 or
+                    id(g) not in outputs or not g.users or
+                    any(id(u) not in members for u in g.users)):
+                continue
+            size = _block_bytes(merged, g.shape, part.shape.tuple_shapes[0])
+            if size is None:
+                continue
+            with merged.module.context:
+                if entry is None:
+                    entry = next(op for op in merged.module.body.operations
+                                 if ir.StringAttr(op.attributes["sym_name"]).value ==
+                                 merged.entry)
+                attrs = list(ir.ArrayAttr(entry.attributes["arg_attrs"]))
+                at = len(merged.parameters) + outputs[id(g)]
+                values = {a.name: a.attr for a in ir.DictAttr(attrs[at])}
+                values[BLOCK_LOCAL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), size)
+                attrs[at] = ir.DictAttr.get(values)
+                entry.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+# A result argument's attribute (-xla-gpu-lower-kernel-to-cpu): the bytes
+# of it each block writes and reads back alone, at its own offset.
+BLOCK_LOCAL_ATTR = "xla.block_local_bytes"
+
+
 def _split_reduction(inst: HloInstruction,
                      device: DeviceDescription) -> list[tuple[HloInstruction, object]]:
     """Where `inst` is a reduction no block can do alone (XLA:GPU's
@@ -209,14 +306,12 @@ def _split_reduction(inst: HloInstruction,
     parts' kernels (tree_reduction.split_reduction), the parts put in
     `inst`'s computation before it, and it becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
-    parts = split_reduction(inst, device.threads_per_warp, host=True, side_outputs=True)
-    if not parts:
+    got = _emitted_parts(inst, device, BLOCK_SIDE_BITS)
+    if got is None or not _sides_stay_in_blocks(*got):
+        got = _emitted_parts(inst, device, NARROW_SIDE_BITS)
+    if got is None:
         return []
-    fusions = [part for part in parts if part.opcode == "fusion"]  # not get-tuple-elements
-    try:
-        kernels = [emit_kernel(part, device, host=True) for part in fusions]
-    except EmitterError:
-        return []
+    parts, fusions, kernels = got
     comp = inst.parent
     *first, last = parts
     for o in inst.operands:  # the module's instructions the parts read
@@ -289,6 +384,7 @@ def _merge_row_parts(parts: list[tuple[HloInstruction, object]],
 
     def flush():
         if len(group) > 1:
+            _keep_sides_in_blocks(group, merged, outputs)
             out.append((_as_tuple_of([p for p, _ in group], inputs), merged))
         else:
             out.extend(group)

@@ -482,7 +482,12 @@ def LowerKernelToCpuPass : Pass<"xla-gpu-lower-kernel-to-cpu", "mlir::ModuleOp">
        segment -- exactly `shfl.down` (two contiguous loads and a select;
        the slots are padded by the offset).
     4. Shared memory (address-space-3 globals) becomes one buffer per call
-       and block of a batch, reused by the batches the call runs.
+       and block of a batch, reused by the batches the call runs. So does
+       a result argument marked `xla.block_local_bytes = N`: each block
+       writes and reads back only its N bytes at `block * N` and nothing
+       else reads them (a row program's side value); its address is moved
+       by the batch's first block onto the buffer (GEPs on it lose
+       `inbounds`), and the argument's memory is not touched.
     5. Each phase runs only the threads that matter, computed backwards from
        the last phase: those for which it writes memory (a top-level
        `scf.if` whose condition is a function of the thread ids is

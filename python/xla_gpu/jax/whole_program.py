@@ -208,6 +208,9 @@ def _loop_state_of(inst: HloInstruction, operand: HloInstruction) -> list | None
 # the parts that read it run with its writer as one kernel, whose blocks
 # keep their rows' values themselves (_keep_sides_in_blocks).
 NARROW_SIDE_BITS, BLOCK_SIDE_BITS = 16, 32
+# A result argument's attribute (-xla-gpu-lower-kernel-to-cpu): the bytes
+# of it each block writes and reads back alone, at its own offset.
+BLOCK_LOCAL_ATTR = "xla.block_local_bytes"
 
 
 def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: int):
@@ -245,10 +248,10 @@ def _block_bytes(kernel, side: Shape, rows: Shape) -> int | None:
     w over k * w threads, k rows a block. None otherwise."""
     found = re.search(r"\(th_x, bl_x\)\[[^\]]*\] -> \([^)]*\bbl_x \* (\d+) \+ th_x floordiv (\d+)\b",
                       kernel.text)
-    blocks = math.prod(kernel.launch.block_counts)
-    threads = math.prod(kernel.launch.thread_counts_per_block)
     if found is None or math.prod(kernel.launch.block_counts[1:]) != 1:
         return None
+    blocks = math.prod(kernel.launch.block_counts)
+    threads = math.prod(kernel.launch.thread_counts_per_block)
     k, w = int(found.group(1)), int(found.group(2))
     row_count, elements = math.prod(rows.dims), math.prod(side.dims)
     if k * w != threads or blocks * k != row_count or elements % row_count:
@@ -290,11 +293,6 @@ def _keep_sides_in_blocks(group: list[tuple[HloInstruction, object]], merged,
                 values[BLOCK_LOCAL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), size)
                 attrs[at] = ir.DictAttr.get(values)
                 entry.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
-
-
-# A result argument's attribute (-xla-gpu-lower-kernel-to-cpu): the bytes
-# of it each block writes and reads back alone, at its own offset.
-BLOCK_LOCAL_ATTR = "xla.block_local_bytes"
 
 
 def _split_reduction(inst: HloInstruction,

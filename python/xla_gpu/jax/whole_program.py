@@ -231,30 +231,41 @@ def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: i
 def _sides_stay_in_blocks(parts, fusions, kernels) -> bool:
     """Whether each side value wider than NARROW_SIDE_BITS is written by a
     part whose kernel runs the same row blocks as every kernel after it
-    (merged_kernel.same_row_blocks): merged with them, it stays in its
-    blocks (_keep_sides_in_blocks)."""
+    (merged_kernel.same_row_blocks), each block its own rows
+    (_block_bytes): merged with them, it stays in its blocks
+    (_keep_sides_in_blocks)."""
     for w, part in enumerate(fusions):
-        wide = part.shape.is_tuple and any(
-            leaf.element_type.bits > NARROW_SIDE_BITS for leaf in part.shape.tuple_shapes[1:])
-        if wide and not all(same_row_blocks(kernels[w], k) for k in kernels[w + 1:]):
-            return False
+        rows, *sides = part.shape.tuple_shapes if part.shape.is_tuple else (part.shape,)
+        for side in sides:
+            if side.element_type.bits > NARROW_SIDE_BITS and (
+                    _block_bytes(kernels[w], side, rows) is None or
+                    not all(same_row_blocks(kernels[w], k) for k in kernels[w + 1:])):
+                return False
     return True
+
+
+# A row reduction's map of its input over the threads and blocks, and a
+# row index of it that gives each block k consecutive rows: bl_x (k = 1),
+# or bl_x * k + th_x floordiv w over k * w threads.
+_ROWS_MAP = re.compile(r'#xla_gpu\.indexing_map<"\(th_x, bl_x\)\[[^\]]*\] -> \(([^)]*)\)')
+_BLOCK_ROWS = re.compile(r"bl_x(?: \* (\d+) \+ th_x floordiv (\d+))?")
 
 
 def _block_bytes(kernel, side: Shape, rows: Shape) -> int | None:
     """The bytes of side value `side` (a row reduction's operand's shape,
     the reduce's `rows`) that each block of `kernel` writes, where each
-    block reduces consecutive rows: its row map is bl_x * k + th_x floordiv
-    w over k * w threads, k rows a block. None otherwise."""
-    found = re.search(r"\(th_x, bl_x\)\[[^\]]*\] -> \([^)]*\bbl_x \* (\d+) \+ th_x floordiv (\d+)\b",
-                      kernel.text)
-    if found is None or math.prod(kernel.launch.block_counts[1:]) != 1:
+    block reduces consecutive rows (_BLOCK_ROWS); None otherwise."""
+    maps = set(_ROWS_MAP.findall(kernel.text))
+    if len(maps) != 1 or math.prod(kernel.launch.block_counts[1:]) != 1:
         return None
-    blocks = math.prod(kernel.launch.block_counts)
+    found = [m for m in map(_BLOCK_ROWS.fullmatch, maps.pop().split(", ")) if m]
+    if len(found) != 1:
+        return None
+    k, w = (int(found[0].group(1)), int(found[0].group(2))) if found[0].group(1) else (1, 0)
     threads = math.prod(kernel.launch.thread_counts_per_block)
-    k, w = int(found.group(1)), int(found.group(2))
     row_count, elements = math.prod(rows.dims), math.prod(side.dims)
-    if k * w != threads or blocks * k != row_count or elements % row_count:
+    if (k > 1 and k * w != threads) or math.prod(kernel.launch.block_counts) * k != row_count \
+            or elements % row_count:
         return None
     return k * (elements // row_count) * side.element_type.bits // 8
 

@@ -227,12 +227,12 @@ int64_t idAt(int64_t linear, const std::array<int64_t, 3>& counts, int d) {
 constexpr int64_t kMaxGridDim = int64_t{1} << 31;
 // The storage a call of the lowered kernel needs (see KernelLowering::run).
 constexpr uint64_t kMaxStackStorageBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxStorageBytes = uint64_t{1} << 30;
 // A result argument's attribute: the bytes of it each block writes and
 // reads back, at [block * bytes, (block + 1) * bytes), and nothing else
 // reads (a row program's side value). The CPU target keeps them per block
 // in its storage instead of the argument's memory.
 constexpr llvm::StringLiteral kBlockLocalAttr = "xla.block_local_bytes";
-constexpr uint64_t kMaxStorageBytes = uint64_t{1} << 30;
 // Blocks run phase by phase in batches of at most kMaxBatch, whose slots and
 // shared memory stay within kBatchStorageBytes (a core's L2 holds them) for
 // an accumulation, kBatchL1Bytes (half a core's L1) otherwise: a batch of
@@ -1756,6 +1756,21 @@ class KernelLowering {
         });
       }
     }
+    // Results a block writes and reads back only at its own elements, the
+    // blocks one after the other (kBlockLocalAttr): per block in the
+    // storage, not in memory.
+    SmallVector<std::pair<unsigned, int64_t>> blockLocal;
+    for (unsigned i = 0; i < f_.getNumArguments(); ++i) {
+      mlir::Attribute attr = f_.getArgAttr(i, kBlockLocalAttr);
+      if (!attr) continue;
+      auto bytes = llvm::dyn_cast<mlir::IntegerAttr>(attr);
+      if (!bytes || bytes.getInt() <= 0 ||
+          !llvm::isa<mlir::LLVM::LLVMPointerType>(f_.getArgument(i).getType())) {
+        return f_.emitOpError() << "argument " << i << ": " << kBlockLocalAttr
+                                << " must be a positive integer on a pointer argument";
+      }
+      blockLocal.push_back({i, bytes.getInt()});
+    }
     // 4. The new body: allocations, the loop over blocks, one loop (nest)
     //    over the threads per phase.
     mlir::MLIRContext* ctx = f_.getContext();
@@ -1793,16 +1808,7 @@ class KernelLowering {
     uint64_t storage = 0;
     for (Value v : spilled_) storage += slotBytes(v);
     for (auto global : shared) storage += bytesOf(global.getType(), 1);
-    // Results a block writes and reads back only at its own elements, the
-    // blocks one after the other (kBlockLocalAttr): per block in the
-    // storage, not in memory.
-    SmallVector<std::pair<unsigned, int64_t>> blockLocal;
-    for (unsigned i = 0; i < f_.getNumArguments(); ++i) {
-      if (auto bytes = f_.getArgAttrOfType<mlir::IntegerAttr>(i, kBlockLocalAttr)) {
-        blockLocal.push_back({i, bytes.getInt()});
-        storage += bytesOf(b.getI8Type(), bytes.getInt());
-      }
-    }
+    for (auto [arg, bytes] : blockLocal) storage += bytesOf(b.getI8Type(), bytes);
     if (storage > kMaxStorageBytes) {
       return f_.emitOpError() << "needs " << storage << " bytes of per-thread and shared "
                               << "storage on the CPU target, more than " << kMaxStorageBytes;

@@ -1,4 +1,4 @@
-// RUN: xla-gpu-opt %s -xla-gpu-lower-kernel-to-cpu | FileCheck %s
+// RUN: xla-gpu-opt %s -split-input-file -xla-gpu-lower-kernel-to-cpu -verify-diagnostics | FileCheck %s
 
 // A result each block writes and reads back only at its own 256 bytes
 // (xla.block_local_bytes: a row program's side value, the exp its last
@@ -44,5 +44,29 @@ func.func @block_local(%in: !llvm.ptr, %tmp: !llvm.ptr {xla.block_local_bytes = 
   %w = llvm.load %s : !llvm.ptr -> f32
   %o = llvm.getelementptr inbounds %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %w, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// Not a byte count, or not on a pointer: an error at the function.
+// expected-error @+1 {{argument 0: xla.block_local_bytes must be a positive integer on a pointer argument}}
+func.func @not_bytes(%tmp: !llvm.ptr {xla.block_local_bytes = 0 : i64}) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %t = arith.index_cast %tid : index to i64
+  %f = arith.constant 1.0 : f32
+  %q = llvm.getelementptr inbounds %tmp[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %f, %q : f32, !llvm.ptr
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument 0: xla.block_local_bytes must be a positive integer on a pointer argument}}
+func.func @not_a_pointer(%n: i64 {xla.block_local_bytes = 64 : i64}, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %t = arith.index_cast %tid : index to i64
+  %q = llvm.getelementptr inbounds %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+  llvm.store %n, %q : i64, !llvm.ptr
   return
 }

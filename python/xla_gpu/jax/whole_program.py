@@ -54,7 +54,7 @@ from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_all
 from ..emitters.fusion_merger import (is_elementwise_producer, merge_producer,
                                       reads_each_element_once)
 from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
-from ..emitters.merged_kernel import merge_kernels, same_row_blocks
+from ..emitters.merged_kernel import _function, merge_kernels, same_row_blocks
 from ..emitters.tree_reduction import COSTLY_OPS, split_reduction
 from ..hlo.opcodes import ELEMENTWISE
 from ..hlo.shape import Shape
@@ -228,7 +228,7 @@ def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: i
         return None
 
 
-def _sides_stay_in_blocks(parts, fusions, kernels) -> bool:
+def _sides_stay_in_blocks(fusions, kernels) -> bool:
     """Whether each side value wider than NARROW_SIDE_BITS is written by a
     part whose kernel runs the same row blocks as every kernel after it
     (merged_kernel.same_row_blocks), each block its own rows
@@ -281,8 +281,8 @@ def _keep_sides_in_blocks(group: list[tuple[HloInstruction, object]], merged,
     back a call, it cost more than the exps)."""
     members = {id(p) for p, _ in group} | {id(_ROW_MAPPED_FROM[p]) for p, _ in group
                                             if p in _ROW_MAPPED_FROM}
-    entry = None
-    for part, _ in group:
+    entry = _function(merged.module.body, merged.entry)
+    for part, kernel in group:
         if not part.shape.is_tuple or part in _ROW_MAPPED_FROM:
             continue
         for g in part.users:
@@ -290,14 +290,12 @@ def _keep_sides_in_blocks(group: list[tuple[HloInstruction, object]], merged,
                     id(g) not in outputs or not g.users or
                     any(id(u) not in members for u in g.users)):
                 continue
-            size = _block_bytes(merged, g.shape, part.shape.tuple_shapes[0])
+            # The writer's own kernel: the merged one's row map and grid
+            # (same_row_blocks), a smaller text.
+            size = _block_bytes(kernel, g.shape, part.shape.tuple_shapes[0])
             if size is None:
                 continue
             with merged.module.context:
-                if entry is None:
-                    entry = next(op for op in merged.module.body.operations
-                                 if ir.StringAttr(op.attributes["sym_name"]).value ==
-                                 merged.entry)
                 attrs = list(ir.ArrayAttr(entry.attributes["arg_attrs"]))
                 at = len(merged.parameters) + outputs[id(g)]
                 values = {a.name: a.attr for a in ir.DictAttr(attrs[at])}
@@ -316,7 +314,7 @@ def _split_reduction(inst: HloInstruction,
     `inst`'s computation before it, and it becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
     got = _emitted_parts(inst, device, BLOCK_SIDE_BITS)
-    if got is None or not _sides_stay_in_blocks(*got):
+    if got is None or not _sides_stay_in_blocks(*got[1:]):
         got = _emitted_parts(inst, device, NARROW_SIDE_BITS)
     if got is None:
         return []

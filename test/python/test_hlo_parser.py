@@ -11,6 +11,7 @@ import pytest
 from jax._src.lib import xla_client
 
 from xla_gpu.hlo import HloParseError, element_type, parse_hlo, parse_shape
+from xla_gpu.hlo import parser as parser_module
 
 HLO_DIR = Path(__file__).resolve().parents[1] / "hlo"
 VALID = sorted(HLO_DIR.glob("*.hlo"))
@@ -132,6 +133,70 @@ def test_constants(text, dtype, expected):
             assert math.isnan(float(got))
         else:
             assert got == want
+
+
+# Literals the bulk reader (numpy's) takes and ones it leaves to the
+# value-at-a-time reader: both must read the same values, or give the same
+# error at the same place.
+_LITERALS = [
+    ("f32", "2,3", "{ { 1, -2.5, inf }, { -inf, nan, -nan } }"),
+    ("bf16", "4", "{1e-5, -0, 3.25e+2, +7}"),
+    ("f64", "3", "{1.5, .5, 5.}"),
+    ("f32", "2", "{nan(0x7fffff), 1}"),
+    ("f32", "0", "{}"),
+    ("f32", "", "3.5"),
+    ("f32", "2,2", "{1, 2, 3, 4}"),
+    ("s8", "3", "{-128, 127, 0}"),
+    ("s4", "3", "{-8, 7, 0}"),
+    ("u8", "2", "{255, 0}"),
+    ("u64", "2", "{18446744073709551615, 0}"),
+    ("s64", "2", "{-9223372036854775808, 9223372036854775807}"),
+    ("pred", "4", "{true, false, 1, 0}"),
+    ("c64", "1", "{(1, 2)}"),
+    # Errors.
+    ("s8", "3", "{-129, 127, 0}"),
+    ("s64", "1", "{99999999999999999999}"),
+    ("u64", "1", "{-1}"),
+    ("pred", "2", "{2, 0}"),
+    ("f32", "3", "{1 2, 3}"),
+    ("f32", "3", "{1,, 2}"),
+    ("f32", "3", "{1, 2}"),
+    ("f32", "2", "{1, fan}"),
+]
+
+
+def _constant_or_error(element, dims, literal):
+    try:
+        module = parse_hlo(f"HloModule m\nENTRY e {{\n  ROOT c = {element}[{dims}] "
+                           f"constant({literal})\n}}\n")
+    except HloParseError as e:
+        return str(e)
+    return module.entry.root.literal.value
+
+
+@pytest.mark.parametrize("element, dims, literal", _LITERALS)
+def test_literals_read_in_bulk_as_one_at_a_time(element, dims, literal, monkeypatch):
+    bulk = _constant_or_error(element, dims, literal)
+    monkeypatch.setattr(parser_module, "_bulk_values", lambda *args: None)
+    one_at_a_time = _constant_or_error(element, dims, literal)
+    if isinstance(one_at_a_time, str):
+        assert bulk == one_at_a_time
+        return
+    assert isinstance(bulk, np.ndarray)
+    assert (bulk.dtype, bulk.shape) == (one_at_a_time.dtype, one_at_a_time.shape)
+    assert bulk.tobytes() == one_at_a_time.tobytes()  # NaN signs included
+
+
+def test_a_large_literal_is_read_in_bulk(monkeypatch):
+    """XLA prints a program's closed-over arrays whole: 8M values took ~20 s
+    one at a time. Here the one-at-a-time reader refuses to run."""
+    def refuse(*args):
+        raise AssertionError("read one value at a time")
+    monkeypatch.setattr(parser_module._Parser, "literal_values", refuse)
+    values = np.random.default_rng(0).standard_normal((500, 64)).astype(np.float32)
+    rows = ", ".join("{" + ", ".join(repr(float(v)) for v in row) + "}" for row in values)
+    module = parse_hlo(f"HloModule m\nENTRY e {{\n  ROOT c = f32[500,64] constant({{{rows}}})\n}}\n")
+    np.testing.assert_array_equal(module.entry.root.literal.value, values)
 
 
 def test_elided_constant_has_no_value():

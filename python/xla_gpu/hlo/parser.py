@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -737,8 +738,11 @@ class _Parser:
             return None
         if re.fullmatch(r"\{\s*\.\.\.\s*\}", text):
             return None  # elided by the printer
-        p = self.sub(text, pos)
         etype = shape.element_type
+        bulk = _bulk_values(text, etype, shape.num_elements)
+        if bulk is not None:
+            return bulk.reshape(shape.dims)
+        p = self.sub(text, pos)
         values: list = []
         p.literal_values(values, etype)
         p.end("the literal")
@@ -813,6 +817,55 @@ class _Parser:
         if body.startswith("nan"):
             return math.copysign(math.nan, sign)
         return float(text)
+
+
+# A literal's values read in bulk (numpy's text reader) where its text is
+# only numbers, braces, commas and spaces: XLA prints a program's
+# closed-over arrays whole (print_large_constants), an embedding table of
+# 8M floats as ~100 MB, which the parser's value-at-a-time reading took
+# ~20 s over. Anything else, and a count or value the shape does not take,
+# is read by literal_values, whose error names the place.
+_BULK_FLOAT = re.compile(r"[\s{},0-9.eE+infa-]*")  # inf, nan; numpy refuses other words
+_BULK_INT = re.compile(r"[\s{},0-9-]*")
+# Wider than any int64 (strtoll would saturate it).
+_WIDE_INT = re.compile(r"[0-9]{19}")
+_BRACES_TO_SPACES = str.maketrans("{}", "  ")
+
+
+def _bulk_values(text: str, etype, count: int) -> np.ndarray | None:
+    """The literal's values as an array of its element type, or None where
+    the bulk reader does not take the text (see _BULK_FLOAT)."""
+    if etype.is_complex or etype.dtype is None:
+        return None
+    if etype.is_pred:
+        text = text.replace("true", "1").replace("false", "0")
+    if not (_BULK_FLOAT if etype.is_float else _BULK_INT).fullmatch(text):
+        return None
+    if "-nan" in text:  # numpy's reader drops a NaN's sign
+        return None
+    if not etype.is_float and _WIDE_INT.search(text):
+        return None
+    unsigned_64 = not etype.is_float and not etype.is_signed and etype.bits == 64
+    if unsigned_64 and "-" in text:
+        return None
+    dtype = np.float64 if etype.is_float else np.uint64 if unsigned_64 else np.int64
+    with warnings.catch_warnings():
+        # numpy warns where the text stops matching (a missing comma).
+        warnings.simplefilter("error")
+        try:
+            values = np.fromstring(text.translate(_BRACES_TO_SPACES), dtype=dtype, sep=",")
+        except (ValueError, DeprecationWarning):
+            return None
+    if values.size != count:
+        return None
+    if etype.is_pred:
+        return values.astype(np.bool_) if np.all((values == 0) | (values == 1)) else None
+    if not etype.is_float and not unsigned_64:
+        lo = -(1 << (etype.bits - 1)) if etype.is_signed else 0
+        hi = (1 << (etype.bits - 1)) - 1 if etype.is_signed else (1 << etype.bits) - 1
+        if values.size and (values.min() < lo or values.max() > hi):
+            return None
+    return values.astype(etype.dtype)
 
 
 def _module_name(source: str | None) -> str:

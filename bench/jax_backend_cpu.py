@@ -160,6 +160,8 @@ def cases(runs: int) -> list[dict]:
     q = jnp.asarray(np.random.default_rng(17).standard_normal((8, 16, 256, 64), np.float32))
     n = jnp.asarray(np.random.default_rng(18).standard_normal((2048, 2048), np.float32))
     h = jnp.asarray(np.random.default_rng(19).standard_normal((8, 56, 56, 64), np.float32))
+    table = jnp.asarray(np.random.default_rng(20).standard_normal((32000, 64), np.float32))
+    ids = jnp.asarray(np.random.default_rng(21).integers(0, 32000, 4096), jnp.int32)
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -252,8 +254,19 @@ def cases(runs: int) -> list[dict]:
                     # batch divided by 207936 an element before (stop 70:
                     # 2.0x jax.jit's time before).
                     ("pad of H, W f32[8,56,56,64]", _pad_hw,
-                     lambda k: lambda v: _pad_hw(v * (1.0 + k)), h)]]
+                     lambda k: lambda v: _pad_hw(v * (1.0 + k)), h),
+                    # A lookup in a closed-over table: XLA prints the table
+                    # (2M values) into the module we parse and give back
+                    # (stop 72: its compile took ~5 s before the literal
+                    # was read in bulk).
+                    ("embedding lookup in a closed-over f32[32000,64]", _lookup(table),
+                     lambda k: _lookup(table * (1.0 + k)), ids)]]
     return [overhead, gelu, loss, *programs]
+
+
+def _lookup(table):
+    """The rows of `table` (closed over: a constant of the module) at ids."""
+    return lambda ids: table[ids]
 
 
 def _attention_softmax(scores, scale=8.0):

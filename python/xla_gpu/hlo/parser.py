@@ -518,6 +518,7 @@ class _Parser:
             inst.parameter_number = self.integer("a parameter number")
             self.expect(")", "after the parameter number")
         elif opcode == "constant":
+            self.skip_inline()  # where the literal's text starts (balanced strips it)
             lit_pos = self.pos
             text = self.balanced(")")
             self.expect(")", "to close the constant's literal")
@@ -830,6 +831,26 @@ _BULK_INT = re.compile(r"[\s{},0-9-]*")
 # Wider than any int64 (strtoll would saturate it).
 _WIDE_INT = re.compile(r"[0-9]{19}")
 _BRACES_TO_SPACES = str.maketrans("{}", "  ")
+_EMPTY_ITEM = re.compile(r",\s*,")
+_BAD_MINUS = re.compile(r"-(?![0-9])|[0-9-]-")
+_BRACE = re.compile(r"[{}]")
+_TWO_DIGITS = re.compile(r"[0-9]{2}")
+# A list and a value beside it without a comma (`{1} 2`, `1 {2}`).
+_UNSEPARATED_LIST = re.compile(r"\}\s*[^\s,}]|[^\s,{]\s*\{")
+
+
+def _one_outer_list(text: str) -> bool:
+    """Whether `text` is a scalar or one brace list, the first brace
+    closed by the last (`{1}, {2}` is two: an error)."""
+    braces = _BRACE.findall(text)
+    if not braces:
+        return "," not in text
+    text = text.strip()
+    if text[0] != "{" or text[-1] != "}":
+        return False
+    depth = np.cumsum(np.where(np.frombuffer("".join(braces).encode(), np.uint8) == ord("{"),
+                               1, -1))
+    return bool(depth[-1] == 0 and (depth[:-1] > 0).all())
 
 
 def _bulk_values(text: str, etype, count: int) -> np.ndarray | None:
@@ -838,10 +859,26 @@ def _bulk_values(text: str, etype, count: int) -> np.ndarray | None:
     if etype.is_complex or etype.dtype is None:
         return None
     if etype.is_pred:
+        if "-" in text:
+            return None
         text = text.replace("true", "1").replace("false", "0")
+        if _TWO_DIGITS.search(text):  # `01`, `0false`: a pred is one word
+            return None
     if not (_BULK_FLOAT if etype.is_float else _BULK_INT).fullmatch(text):
         return None
     if "-nan" in text:  # numpy's reader drops a NaN's sign
+        return None
+    body = text.translate(_BRACES_TO_SPACES).strip()
+    # numpy's reader fills an empty item (`1, , 2`) and, for integers, a
+    # lone `-` with a made-up value; the value-at-a-time reader refuses
+    # both. Other malformed items numpy refuses itself.
+    if not body or body[0] == "," or body[-1] == "," or _EMPTY_ITEM.search(body):
+        return None
+    if not etype.is_float and _BAD_MINUS.search(body):
+        return None
+    if _UNSEPARATED_LIST.search(text):
+        return None
+    if not _one_outer_list(text):
         return None
     if not etype.is_float and _WIDE_INT.search(text):
         return None
@@ -853,7 +890,7 @@ def _bulk_values(text: str, etype, count: int) -> np.ndarray | None:
         # numpy warns where the text stops matching (a missing comma).
         warnings.simplefilter("error")
         try:
-            values = np.fromstring(text.translate(_BRACES_TO_SPACES), dtype=dtype, sep=",")
+            values = np.fromstring(body, dtype=dtype, sep=",")
         except (ValueError, DeprecationWarning):
             return None
     if values.size != count:

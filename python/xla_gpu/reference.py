@@ -12,6 +12,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from .hlo.module import Attribute, HloComputation, HloInstruction
+from .hlo.proto import proto_field
 from .hlo.shape import Shape
 
 __all__ = ["XlaCpuExecutable", "as_xla_takes_it", "division_xla_cannot_fold",
@@ -145,37 +146,6 @@ def _round_as_the_hlo_says() -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_allow_excess_precision=false".strip()
 
 
-def _proto_fields(data: bytes) -> Iterator[tuple[int, int | bytes]]:
-    """(field number, value) of each field of a serialized protobuf
-    message: an int for a varint, the bytes of any other wire type."""
-    at = 0
-
-    def varint() -> int:
-        nonlocal at
-        value = shift = 0
-        while True:
-            byte = data[at]
-            at += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-
-    while at < len(data):
-        key = varint()
-        wire = key & 7
-        if wire == 0:
-            yield key >> 3, varint()
-            continue
-        size = {1: 8, 5: 4}.get(wire) or varint()
-        yield key >> 3, data[at:at + size]
-        at += size
-
-
-def _proto_field(data: bytes, number: int):
-    return next((v for f, v in _proto_fields(data) if f == number), None)
-
-
 # CompileOptionsProto.executable_build_options (3) ->
 # ExecutableBuildOptionsProto.debug_options (3) ->
 # DebugOptions.xla_allow_excess_precision (122).
@@ -199,7 +169,7 @@ def excess_precision_allowed() -> bool:
     serialized options hold it."""
     message = xla_options_in_effect()
     for number in _EXCESS_PRECISION_PATH:
-        message = _proto_field(message, number) if isinstance(message, bytes) else None
+        message = proto_field(message, number) if isinstance(message, bytes) else None
     return message != 0  # absent: the default, true
 
 

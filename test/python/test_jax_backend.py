@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -337,6 +338,47 @@ def test_jit_disk_cache_skips_xlas_first_compile_and_emission(tmp_path, monkeypa
     np.testing.assert_array_equal(np.asarray(again(x)), want)
     assert program.stat().st_size > 1000
 
+
+def test_jit_disk_cache_keeps_a_programs_closed_over_arrays(tmp_path, monkeypatch):
+    """A program that takes its closed-over arrays as arguments
+    (_hoist_constants): jax serializes no such arguments, so the file
+    keeps their bytes after the executable; a fresh process loads it,
+    compiling nothing. A file cut short is compiled anew."""
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", str(tmp_path))
+    lookup, ids = _closed_over_tables(jnp.bfloat16)
+    first = xj.jit(lookup)
+    want = [np.asarray(v) for v in first(ids)]
+    (program,) = (tmp_path / "jit").glob("*.bin")
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import jax, jax.stages, numpy as np
+        import xla_gpu.jax as xj
+        import xla_gpu.jax.whole_program as wp
+        from test_jax_backend import _closed_over_tables
+
+        def refused(*args, **kwargs):
+            raise AssertionError("compiled or emitted although the disk cache has it")
+
+        jax.stages.Lowered.compile = refused
+        wp.emit_kernel = refused
+        lookup, ids = _closed_over_tables(jax.numpy.bfloat16)
+        for v in xj.jit(lookup)(ids):
+            print(np.asarray(v, np.float32).tobytes().hex())
+    """)
+    allowed = "true" if excess_precision_allowed() else "false"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, XLA_FLAGS=f"--xla_allow_excess_precision={allowed}"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == [w.astype(np.float32).tobytes().hex() for w in want]
+    program.write_bytes(program.read_bytes()[:-7])
+    again = xj.jit(lookup)
+    for got, w in zip(again(ids), want):
+        np.testing.assert_array_equal(np.asarray(got), w)
+    # Written again, whole: loaded without a compile.
+    monkeypatch.setattr(jax.stages.Lowered, "compile", None)
+    for got, w in zip(xj.jit(lookup)(ids), want):
+        np.testing.assert_array_equal(np.asarray(got), w)
 
 
 def _count_lowerings(monkeypatch) -> tuple[list, list]:
@@ -1099,6 +1141,58 @@ def test_jit_keeps_the_values_of_closed_over_arrays():
     assert all(d.ours for d in f.decisions()), f.fusion_report()
     np.testing.assert_array_equal(got == 0, want == 0)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def _closed_over_tables(dtype=jnp.float32):
+    r = np.random.default_rng(15)
+    table = jnp.asarray(r.standard_normal((300, 7)), dtype)
+    offsets = jnp.asarray(r.integers(-1000, 1000, 300), jnp.int32)
+    mask = jnp.asarray(r.random(7) > 0.5)
+
+    def lookup(ids):
+        rows = table[ids]
+        return jnp.where(mask, rows, 0) * 2, offsets[ids] + 1
+
+    return lookup, jnp.asarray(r.integers(0, 300, 50), jnp.int32)
+
+
+def test_jit_reads_closed_over_arrays_from_xlas_serialized_module():
+    # XLA prints a closed-over array whole into the module's text (an
+    # f32[32000,256] table: 8M values, ~100 MB, 21.7 s to compile through
+    # xj.jit in stop 72). Their values are read from the serialized module
+    # instead, and the entry's become parameters that jax passes (the
+    # table and the offsets: two more than the ids; the mask, of 7 values,
+    # is printed).
+    lookup, ids = _closed_over_tables()
+    compiled = jax.jit(lookup).lower(ids).compile(
+        compiler_options={"xla_backend_optimization_level": 0})
+    read = whole_program._optimized_module(compiled, source="<lookup>")
+    printed = parse_hlo(_optimized_text(compiled))
+    read_values = {(c.name, i.name): i.literal for c in read.computations
+                   for i in c.instructions if i.opcode == "constant"}
+    from_proto = 0
+    for c in printed.computations:
+        for i in c.instructions:
+            if i.opcode == "constant":
+                literal = read_values[(c.name, i.name)]
+                assert literal.value.tobytes() == i.literal.value.tobytes(), i.name
+                from_proto += literal.from_value
+    assert from_proto == 2
+    f = xj.jit(lookup)
+    got, want = f(ids), jax.jit(lookup)(ids)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    ours = parse_hlo(f._last.call.runtime_executable().hlo_modules()[0].to_string())
+    assert [p.shape.dims for p in ours.entry.parameters] == [(300, 7), (300,), (50,)]
+
+
+def test_jit_reads_a_closed_over_array_it_cannot_take_from_the_text():
+    # A complex table: the serialized module's reader takes no complex
+    # literal, so the module is read from its whole text, as before.
+    lookup, ids = _closed_over_tables(jnp.complex64)
+    got, want = xj.jit(lookup)(ids), jax.jit(lookup)(ids)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def test_jit_of_a_sort_whose_comparator_bitcasts_its_keys():

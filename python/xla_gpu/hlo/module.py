@@ -37,6 +37,55 @@ class Literal:
     text: str
     value: np.ndarray | None
 
+    @classmethod
+    def of(cls, value: np.ndarray) -> "Literal":
+        """The literal of `value`, its text made when something prints it
+        (a table of 8M values would take seconds to print, and a constant
+        hoisted out of the module is never printed)."""
+        literal = _ValueLiteral.__new__(_ValueLiteral)
+        literal.value, literal._text = value, None
+        return literal
+
+    @property
+    def from_value(self) -> bool:
+        """Whether the literal was made from its values (Literal.of)."""
+        return False
+
+
+class _ValueLiteral(Literal):
+    from_value = True
+
+    @property
+    def text(self) -> str:  # noqa: D102  (Literal.text)
+        if self._text is None:
+            self._text = literal_text(self.value)
+        return self._text
+
+
+def _item_text(value: np.ndarray) -> list[str]:
+    flat = value.reshape(-1)
+    if flat.dtype == np.bool_:
+        return ["true" if v else "false" for v in flat.tolist()]
+    if flat.dtype.kind in "iu":
+        return [str(v) for v in flat.tolist()]
+    wide = flat.astype(np.float64)
+    # repr is the shortest text that reads back as the same double, which
+    # holds the narrower value exactly; NaNs keep their sign.
+    return ["-nan" if v != v and negative else repr(v)
+            for v, negative in zip(wide.tolist(), np.signbit(wide).tolist())]
+
+
+def literal_text(value: np.ndarray) -> str:
+    """XLA's text of an array literal (`{{1, 2}, {3, 4}}`; a scalar bare)
+    of a numeric or pred array (complex ones are not made here)."""
+    items = _item_text(value)
+    if value.ndim == 0:
+        return items[0]
+    for n in reversed(value.shape):
+        items = ["{" + ", ".join(items[k:k + n]) + "}" for k in range(0, len(items), n)] \
+            if n else ["{}" for _ in range(len(items) or 1)]
+    return items[0] if items else "{}"
+
 
 @dataclass(eq=False)
 class HloInstruction:

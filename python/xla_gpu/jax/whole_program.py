@@ -47,7 +47,8 @@ from ..emitters import EmitterError, emit_kernel, shareable_operands
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.parser import HloParseError
-from ..hlo.module import Attribute
+from ..hlo.module import Attribute, Literal
+from ..hlo.proto import constant_values
 from ..hlo.simplify_fp_conversions import simplify_fp_conversions
 from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_allowed,
                          kernel_row_major)
@@ -808,8 +809,8 @@ class _Compiled:
         return XlaCpuExecutable.of(self.call.runtime_executable())
 
 
-def _with_executable(compiled: jax.stages.Compiled,
-                     executable: XlaCpuExecutable) -> jax.stages.Compiled:
+def _with_executable(compiled: jax.stages.Compiled, executable: XlaCpuExecutable,
+                     constants: list[np.ndarray] = ()) -> jax.stages.Compiled:
     """jax's `compiled` (the O0 compile whose module gave the decisions)
     running `executable` instead, XLA's compile of our module: the same
     parameters and results, their layouts and shardings (the entry
@@ -818,12 +819,54 @@ def _with_executable(compiled: jax.stages.Compiled,
     kernel took 4.7 us against 9.6 us through `execute_sharded` from
     Python, and arguments are taken as jax.jit takes them (Python scalars,
     float64 numpy arrays where x64 is off). jax builds its own deserialized
-    executables this way (jax.experimental.serialize_executable)."""
+    executables this way (jax.experimental.serialize_executable).
+
+    `constants` are the values of the module's first parameters
+    (_hoist_constants): jax passes them ahead of the arguments, as it
+    passes the constants it hoists itself (its `const_args`)."""
     unloaded = replace(compiled._executable._unloaded_executable,
                        xla_executable=executable.executable)
     params = compiled._params
-    return jax.stages.Compiled(unloaded.load(), list(params.const_args), compiled.args_info,
+    const_args = list(params.const_args)
+    if constants:
+        unloaded = _with_leading_constants(unloaded, len(const_args), constants)
+        const_args[len(params.const_args):] = [jax.device_put(c, unloaded.device_list[0])
+                                               for c in constants]
+    return jax.stages.Compiled(unloaded.load(), const_args, compiled.args_info,
                                compiled.out_tree, no_kwargs=params.no_kwargs)
+
+
+def _with_leading_constants(unloaded, at: int, constants: list[np.ndarray]):
+    """jax's unloaded executable with parameters for `constants` inserted
+    at `at` (after jax's own constants): their avals, shardings (the
+    executable's device) and row-major layouts, and every index past them
+    moved up."""
+    from jax._src import core
+    from jax._src.layout import Layout
+    k = len(constants)
+    avals = [core.ShapedArray(c.shape, c.dtype) for c in constants]
+    sharding = jax.sharding.SingleDeviceSharding(unloaded.device_list[0])
+
+    def spliced(values, new):
+        values = list(values)
+        return values[:at] + list(new) + values[at:]
+
+    layouts = [Layout(major_to_minor=tuple(range(c.ndim)), tiling=()) for c in constants]
+    info = unloaded.all_args_info
+    if info is not None:
+        names = info.debug_info.arg_names
+        info = info._replace(
+            in_avals=spliced(info.in_avals, avals),
+            debug_info=info.debug_info._replace(
+                arg_names=None if names is None else tuple(spliced(names, [""] * k))))
+    return replace(
+        unloaded, input_avals=spliced(unloaded.input_avals, avals),
+        input_shardings=spliced(unloaded.input_shardings, [sharding] * k),
+        kept_var_idx={i if i < at else i + k for i in unloaded.kept_var_idx} |
+        set(range(at, at + k)),
+        xla_in_layouts=spliced(unloaded.xla_in_layouts, layouts),
+        dispatch_in_layouts=spliced(unloaded.dispatch_in_layouts, [None] * k),
+        all_args_info=info)
 
 
 @functools.cache
@@ -866,9 +909,23 @@ def _load(path: Path, lowered, tree) -> _Compiled | None:
     load (a damaged file: compiled anew)."""
     try:
         head, _, body = path.read_bytes().partition(b"\n")
-        decisions = [FusionDecision(*d) for d in json.loads(head)["decisions"]]
-        call = serialize_executable.deserialize_and_load(body, lowered.in_tree,
+        meta = json.loads(head)
+        decisions = [FusionDecision(*d) for d in meta["decisions"]]
+        payload = body[:meta["payload_bytes"]]
+        constants, at = [], meta["payload_bytes"]
+        for dtype, shape, size in meta["constants"]:
+            constants.append(np.frombuffer(body[at:at + size], np.dtype(dtype)).reshape(shape))
+            at += size
+        if at != len(body):
+            return None
+        call = serialize_executable.deserialize_and_load(payload, lowered.in_tree,
                                                          lowered.out_tree, backend="cpu")
+        if constants:
+            device = call._executable._unloaded_executable.device_list[0]
+            call = jax.stages.Compiled(call._executable,
+                                       [jax.device_put(c, device) for c in constants],
+                                       call.args_info, call.out_tree,
+                                       no_kwargs=call._params.no_kwargs)
         return _Compiled(call, decisions, tree)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, pickle.UnpicklingError,
             EOFError):
@@ -877,29 +934,89 @@ def _load(path: Path, lowered, tree) -> _Compiled | None:
 
 def _store(path: Path, compiled: _Compiled) -> None:
     """Writes the program (the decisions, a line of JSON, then jax's
-    serialization of the executable) to a temporary name and renames it:
-    readers see a whole file or none. A program jax does not serialize
-    (closed-over constants passed as arguments) is not kept."""
+    serialization of the executable, then the bytes of the constants it
+    takes ahead of its arguments: jax does not serialize those) to a
+    temporary name and renames it: readers see a whole file or none. A
+    program jax does not serialize is not kept."""
+    call = compiled.call
+    constants = [np.asarray(c) for c in call._params.const_args]
     try:
-        payload, _, _ = serialize_executable.serialize(compiled.call)
+        payload, _, _ = serialize_executable.serialize(jax.stages.Compiled(
+            call._executable, [], call.args_info, call.out_tree,
+            no_kwargs=call._params.no_kwargs))
     except (NotImplementedError, ValueError):
         return
-    meta = {"decisions": [[d.name, d.kind, d.ours, d.reason] for d in compiled.decisions]}
+    meta = {"decisions": [[d.name, d.kind, d.ours, d.reason] for d in compiled.decisions],
+            "payload_bytes": len(payload),
+            "constants": [[c.dtype.name, list(c.shape), c.nbytes] for c in constants]}
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_bytes(json.dumps(meta).encode() + b"\n" + payload)
+    with partial.open("wb") as out:
+        out.write(json.dumps(meta).encode() + b"\n" + payload)
+        for c in constants:
+            out.write(np.ascontiguousarray(c).tobytes())
     partial.replace(path)
 
 
-def _optimized_text(compiled) -> str:
-    """XLA's optimized module as text, every constant's literal whole:
-    `Compiled.as_text()` prints an array constant as `{...}`, which parses
-    back as another value (a jnp.where over a closed-over mask kept the
-    elements of another mask)."""
+def _optimized_text(compiled, large_constants: bool = True) -> str:
+    """XLA's optimized module as text, every constant's literal whole (or,
+    without `large_constants`, those of more than 10 values as `{...}`,
+    which parses back as no value: `Compiled.as_text()` prints them so,
+    and a jnp.where over a closed-over mask once kept the elements of
+    another mask)."""
     from jax._src.lib import xla_client as xc
     options = xc.hlo.HloPrintOptions()
-    options.print_large_constants = True
+    options.print_large_constants = large_constants
     return compiled.runtime_executable().hlo_modules()[0].to_string(options)
+
+
+def _optimized_module(compiled, source: str) -> HloModule:
+    """XLA's optimized module, its large constants' values read from its
+    serialized form (hlo/proto.py) rather than printed and parsed: an
+    embedding table of 8M floats is ~100 MB of text, 1.5 s for XLA to
+    print and 1.4 s for us to read. Where one is not read so (a type or
+    layout it does not take), the module is read from its whole text."""
+    module = parse_hlo(_optimized_text(compiled, large_constants=False), source=source)
+    elided = {(comp.name, inst.name): inst for comp in module.computations
+              for inst in comp.instructions
+              if inst.opcode == "constant" and inst.literal is not None
+              and inst.literal.value is None}
+    if not elided:
+        return module
+    if all(inst.shape.is_array for inst in elided.values()):
+        proto = compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
+        values = constant_values(proto, {key: (inst.shape.element_type, tuple(inst.shape.dims))
+                                         for key, inst in elided.items()})
+        if len(values) == len(elided):
+            for key, inst in elided.items():
+                inst.literal = Literal.of(values[key])
+            return module
+    return parse_hlo(_optimized_text(compiled), source=source)
+
+
+def _hoist_constants(module: HloModule) -> list[np.ndarray]:
+    """The entry computation's constants read from XLA's serialized module
+    (_optimized_module) become its first parameters, the others numbered
+    after them; their values, in order. XLA then reads no text of them,
+    and jax passes them to each call (_with_executable)."""
+    entry = module.entry
+    hoisted = [i for i in entry.instructions
+               if i.opcode == "constant" and i.literal is not None and i.literal.from_value]
+    if not hoisted:
+        return []
+    for inst in entry.parameters:
+        inst.parameter_number += len(hoisted)
+    values = []
+    for number, inst in enumerate(hoisted):
+        values.append(inst.literal.value)
+        inst.opcode, inst.parameter_number, inst.literal = "parameter", number, None
+    layout = next((a for a in module.attributes if a.name == "entry_computation_layout"), None)
+    if layout is not None:
+        shapes = ", ".join(i.shape.to_text() for i in hoisted)
+        head, rest = layout.text.split("(", 1)
+        layout.text = f"{head}({shapes}{', ' if not rest.startswith(')') else ''}{rest}"
+        layout.value = None
+    return values
 
 
 class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
@@ -942,12 +1059,17 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 # layer norm's whole compile took 129 ms instead of 140.
                 optimized = lowered.compile(
                     compiler_options={"xla_backend_optimization_level": 0})
-                module = parse_hlo(_optimized_text(optimized), source=f"<{self._name}>")
+                module = _optimized_module(optimized, source=f"<{self._name}>")
                 decisions = _replace_fusions(module, self.device)
+                # (Not where jax tracks arguments the program mutates: their
+                # indices would move too. The constants are printed then.)
+                constants = (_hoist_constants(module)
+                             if optimized._executable._unloaded_executable.mut is None else [])
                 with as_xla_takes_it(module.computations):
                     text = module.to_text()
                 self._compiled[key] = _Compiled(
-                    _with_executable(optimized, XlaCpuExecutable(text)), decisions, tree)
+                    _with_executable(optimized, XlaCpuExecutable(text), constants),
+                    decisions, tree)
                 if disk is not None:
                     _store(disk, self._compiled[key])
         self._last = self._compiled[key]

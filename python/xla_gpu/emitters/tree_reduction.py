@@ -59,7 +59,8 @@ from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, EmitterKind, _consecutive,
                               kMinThreadsXRowReduction, kRowReductionTileX,
                               reduction_dimensions, reduction_is_race_free)
 
-__all__ = ["COSTLY_OPS", "MOST_REREADS", "recomputed_reduce", "split_reduction"]
+__all__ = ["COSTLY_OPS", "MOST_REREADS", "needs_tree_split", "recomputed_reduce",
+           "split_reduction"]
 
 # The first part of a column reduction split for the CPU target
 # (_host_column_split) has at least this many blocks (two cores' pool
@@ -437,14 +438,21 @@ def _host_column_split(n: int, bound: int, tiles: int, columns: int) -> tuple[in
     return best
 
 
+def needs_tree_split(fusion: HloInstruction, warp_size: int = 32) -> bool:
+    """Whether `fusion`'s reduction is one XLA:GPU's tree-reduction-rewriter
+    splits before fusion (a contiguous reduction no block can do alone):
+    what _split_once splits."""
+    root = _the_reduce(fusion)
+    return (root is not None and is_reduction_from_or_to_contiguous(root, warp_size) and
+            not reduction_is_race_free(reduction_dimensions(root), warp_size))
+
+
 def _split_once(fusion: HloInstruction, warp_size: int,
                 host: bool = False) -> list[HloInstruction] | None:
+    if not needs_tree_split(fusion, warp_size):
+        return None
     root = _the_reduce(fusion)
-    if root is None or not is_reduction_from_or_to_contiguous(root, warp_size):
-        return None
     rd: ReductionDimensions = reduction_dimensions(root)
-    if reduction_is_race_free(rd, warp_size):
-        return None
     d0, d1, d2 = rd.dimensions
     out = root.shape.dims
     pad = None  # (dimension of the normalized (d0, d1, d2), padded size)

@@ -126,20 +126,30 @@ def constant_values(module_proto: bytes,
     instruction name) -> (element type, dimensions) -- of a serialized
     HloModuleProto: those it holds in a form _literal_value reads."""
     found: dict[tuple[str, str], np.ndarray] = {}
+    computations = {computation for computation, _ in wanted}
     # HloModuleProto.computations (3) -> HloComputationProto: name (1),
-    # instructions (2) -> HloInstructionProto: name (1), literal (8).
+    # instructions (2) -> HloInstructionProto: name (1), literal (8). Only
+    # the instructions of the computations wanted are read further than
+    # their name (a training step's module: 3000 instructions).
     for number, computation in proto_fields(module_proto):
         if number != 3 or not isinstance(computation, bytes):
             continue
         fields = list(proto_fields(computation))
         name = next((v.decode() for f, v in fields if f == 1 and isinstance(v, bytes)), None)
+        if name not in computations:
+            continue
         for field, value in fields:
-            if field != 2 or name is None or not isinstance(value, bytes):
+            if field != 2 or not isinstance(value, bytes):
                 continue
-            inst = {f: v for f, v in proto_fields(value) if f in (1, 8)}
-            key = (name, inst.get(1, b"").decode())
-            if key in wanted and isinstance(inst.get(8), bytes):
-                array = _literal_value(inst[8], *wanted[key])
+            inst = proto_fields(value)
+            first = next(inst, None)
+            if first is None or first[0] != 1 or not isinstance(first[1], bytes) or \
+                    (name, first[1].decode()) not in wanted:
+                continue
+            key = (name, first[1].decode())
+            literal = next((v for f, v in inst if f == 8), None)
+            if isinstance(literal, bytes):
+                array = _literal_value(literal, *wanted[key])
                 if array is not None:
                     found[key] = array
     return found

@@ -110,34 +110,6 @@ def FoldLoopsIntoThreadsPass
   let dependentDialects = ["::xla::gpu::XlaGpuDialect"];
 }
 
-def PermuteWarpLanesPass : Pass<"xla-gpu-permute-warp-lanes", "mlir::ModuleOp"> {
-  let summary = "Deals a warp's vectors of a reduction out across its lanes (the CPU target).";
-  let description = [{
-    For the CPU target, where a warp's lanes are the lanes of one vector. A
-    row reduction's thread reads a vector of v consecutive elements a step
-    (XLA's, one wide load on a GPU), which across the lanes is an
-    interleave group: LLVM loads v * lanes elements and takes them apart
-    with permutes. An `xla_gpu.loop` of the thread id whose last range
-    variable is that vector (v dividing the warp) gets a map in which lane
-    l's element j of a step is the warp's element j * warp + l: a plain
-    vector load across the lanes.
-
-    Only where the warp's result is the same bits: each value the loop
-    carries besides tensors (only written) is accumulated with a combiner
-    exact in any order (maximumf, minimumf, integer min, max, add, mul and
-    bitwise ops) and read only by full-warp `xla_gpu.shuffle_reduce`s of
-    that combiner, whose results only lane 0 reads (a predicated_insert or
-    a loop whose condition or map holds at lane 0 alone); the body reads
-    the elements through the map's results alone, and nothing it reads
-    from outside depends on the thread. A row max over f16[2048,2048] (4
-    elements a thread): 0.204 -> 0.163 ms on one thread.
-  }];
-  let options = [
-    Option<"warp_size", "warp-size", "int64_t", /*default=*/"32", "Lanes of a warp.">,
-  ];
-  let dependentDialects = ["::xla::gpu::XlaGpuDialect"];
-}
-
 def UnswitchLoopsPass : Pass<"xla-gpu-unswitch-loops", "mlir::func::FuncOp"> {
   let summary = "Hoists a loop-invariant scf.if out of the scf.for it is the body of.";
   let description = [{

@@ -335,8 +335,6 @@ class IndexingMapSimplifier {
           AffineExpr merged;
           if (other == high) {
             merged = q;
-          } else if (auto within = withinDigit(other, q, *c)) {
-            merged = *within;
           } else if (other.getKind() == AffineExprKind::Mod) {
             auto otherMod = llvm::cast<mlir::AffineBinaryOpExpr>(other);
             auto radix = constantOf(otherMod.getRHS());
@@ -358,23 +356,6 @@ class IndexingMapSimplifier {
       }
       if (!changed) return;
     }
-  }
-
-  // q mod M where `other` is the digit above q mod c of a number of M
-  // (`(q mod M) floordiv c`, c dividing M):
-  //   (q mod c) * k + ((q mod M) floordiv c) * (c * k) -> (q mod M) * k.
-  // A warp's lane, lane floordiv 4 and lane mod 4 (a thread's vector of 4
-  // permuted across the lanes on the CPU target).
-  std::optional<AffineExpr> withinDigit(AffineExpr other, AffineExpr q, int64_t c) {
-    if (other.getKind() != AffineExprKind::FloorDiv) return std::nullopt;
-    auto div = llvm::cast<mlir::AffineBinaryOpExpr>(other);
-    if (constantOf(div.getRHS()) != c || div.getLHS().getKind() != AffineExprKind::Mod) {
-      return std::nullopt;
-    }
-    auto inner = llvm::cast<mlir::AffineBinaryOpExpr>(div.getLHS());
-    auto m = constantOf(inner.getRHS());
-    if (inner.getLHS() != q || !m || *m <= 0 || *m % c != 0) return std::nullopt;
-    return simplify(div.getLHS());
   }
 
   // The number whose digits mergeDigits merges, where the higher digit

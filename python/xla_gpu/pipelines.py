@@ -112,11 +112,6 @@ class PipelineOptions:
     # (xla-gpu-fold-loops-into-threads), one copy of the body for LLVM to
     # vectorize instead of K strided ones. No GPU kernel wants it.
     fold_loops_into_threads: bool = False
-    # The CPU target's: a row reduction's vector of v elements a thread
-    # dealt out across the warp's lanes, where the warp's result stays the
-    # same bits (xla-gpu-permute-warp-lanes): a vector load across the
-    # lanes instead of an interleave group. No GPU kernel wants it.
-    permute_warp_lanes: bool = False
     # The CPU target's: a transpose's tile written from shared memory in
     # squares of 512-bit vectors (-xla-gpu-lower-kernel-to-cpu's
     # transposing-writes). Where the host's vectors are narrower each is
@@ -193,8 +188,6 @@ def add_optimization_stage(passes: list[str], opts: PipelineOptions) -> None:
         "xla-erase-dead-functions",
         "cse",
         _CANONICALIZE,
-        *([f"xla-gpu-permute-warp-lanes{{warp-size={opts.warp_size}}}"]
-          if opts.permute_warp_lanes else []),
         f"func.func(xla-gpu-lower-xla-gpu-to-scf{{warp_size={opts.warp_size}}})",
         # A vector a loop builds and the next one reads back (XLA's place),
         # then the combiners the shuffles call are inlined.

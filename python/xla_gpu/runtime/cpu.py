@@ -107,8 +107,7 @@ CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
     vectorize=False, pipeline_loads=False, unroll_accumulations=False, unroll_math_loops=False,
     partial_unroll=False, max_unrolled_ops=128, index_bitwidth=64, peel_innermost=False,
     peel_accumulations_only=True, bound_innermost=True,
-    fold_loops_into_threads=True, permute_warp_lanes=True, transposing_writes=_WIDE_VECTORS,
-    ldexp_scaling=_WIDE_VECTORS)
+    fold_loops_into_threads=True, transposing_writes=_WIDE_VECTORS, ldexp_scaling=_WIDE_VECTORS)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

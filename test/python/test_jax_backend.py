@@ -17,7 +17,7 @@ import pytest
 from jax import export
 
 import xla_gpu.jax as xj
-from xla_gpu.emitters import emit_kernel, find_fusion
+from xla_gpu.emitters import DEFAULT_DEVICE, emit_kernel, find_fusion
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.jax import _ffi
 from xla_gpu.jax.decorator import KernelError, kernel
@@ -1363,6 +1363,43 @@ def test_background_compile_error_is_the_first_calls_error():
         with pytest.raises(Exception, match=rf"kernel {later.kernel_hash[:12]}.*does not "
                                             r"compile: .*cannot resolve xla_gpu_no_such_helper"):
             jax.block_until_ready(later(x))
+
+
+def test_kernels_that_differ_in_names_alone_are_one_kernel():
+    """A model's layers make fusions alike but for their names: prepare
+    names a kernel's functions k0, k1, ... in order, so that they share one
+    text, hash and compile (a 2-layer transformer's training step: 199
+    kernels, 82 different; its compile 3.4 -> 2.1 s). A declaration keeps
+    its name, the host symbol the JIT resolves (see
+    test_background_compile_error_is_the_first_calls_error)."""
+    from xla_gpu.jax.kernel_call import canonical_names
+
+    def fusion(name: str, computation: str):
+        text = (f"HloModule m\n\n%{computation} {{\n  p = f32[64,33] parameter(0)\n"
+                "  e = f32[64,33] exponential(p)\n  ROOT r = f32[64,33] multiply(e, p)\n}\n\n"
+                f"ENTRY e {{\n  p0 = f32[64,33] parameter(0)\n  ROOT %{name} = f32[64,33] "
+                f"fusion(p0), kind=kLoop, calls=%{computation}\n}}\n")
+        return find_fusion(parse_hlo(text))
+
+    with ir.Context():
+        first = emit_kernel(fusion("layer0.fusion", "fused_computation.12"), DEFAULT_DEVICE)
+        second = emit_kernel(fusion("layer1.fusion", "fused_computation.45"), DEFAULT_DEVICE)
+        assert first.text != second.text
+        (a, entry_a), (b, entry_b) = canonical_names(first), canonical_names(second)
+        assert a == b and entry_a == entry_b
+        assert "layer0" not in a and "fused_computation" not in a
+        calls = [xj.prepare(k, "cpu") for k in (first, second)]
+    assert calls[0].kernel_hash == calls[1].kernel_hash
+    x = np.random.default_rng(3).standard_normal((64, 33)).astype(np.float32)
+    for call in calls:
+        np.testing.assert_allclose(np.asarray(call(x)[0]), np.exp(x) * x, rtol=1e-6)
+    from conftest import UNRESOLVED_HELPER_KERNEL
+    from xla_gpu.jax.kernel_call import kernel_from_mlir
+    with ir.Context():
+        text, entry = canonical_names(kernel_from_mlir(UNRESOLVED_HELPER_KERNEL))
+    assert entry == "k0" and "@main" not in text
+    assert "func.func private @xla_gpu_no_such_helper(f32)" in text
+    assert "call @xla_gpu_no_such_helper(" in text
 
 
 def test_calls_wait_for_their_background_compiles():

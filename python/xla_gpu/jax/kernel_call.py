@@ -13,6 +13,7 @@ against; so a serialized program runs in another process.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import jax
@@ -201,12 +202,12 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
                           for s in kernel.results)
     aliases = {num_inputs + k: v for k, v in kernel.aliases.items()}
     if platform == "cpu":
-        text = kernel.text
+        text, entry = canonical_names(kernel)
         key = _ffi.content_hash(text)
         if background:
-            _ffi.compile_cpu_kernel_soon(key, text, kernel.entry)
+            _ffi.compile_cpu_kernel_soon(key, text, entry)
         else:
-            _ffi.register_cpu_kernel(key, CpuKernel(text, entry=kernel.entry))
+            _ffi.register_cpu_kernel(key, CpuKernel(text, entry=entry))
         # The handler checks both against the compiled kernel's.
         attributes = {"kernel_hash": key, "kernel": text, "launch": _launch(kernel),
                       "target": np.int32(Target.CPU)}
@@ -228,6 +229,30 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
     if any(k in io_aliases.values() for k in scratch):
         raise ValueError("a scratch result cannot be written in place into an input")
     return KernelCall(target, attributes, result_shapes, io_aliases, key, tuple(scratch))
+
+
+# A symbol reference's name ends before any other character (MLIR's
+# bare identifiers: letters, digits, `_$.-`).
+_NAME_END = r"(?![\w$.-])"
+
+
+def canonical_names(kernel: EmittedKernel) -> tuple[str, str]:
+    """The kernel's text with its functions named k0, k1, ... in the order
+    they are defined, and its entry's new name: kernels that differ only in the
+    names of their fusions (a model's layers, one after the other) are
+    then one text, one hash and one compile. A 2-layer transformer's
+    training step through xla_gpu.jax.jit emitted 199 kernels, 82 of them
+    different."""
+    text = kernel.text
+    # Definitions only: a declaration's name is what the JIT resolves it by
+    # (a helper of the host's).
+    names = re.findall(r"^\s*func\.func (?:private )?@([\w$.-]+)\(.*\{$", text, re.MULTILINE)
+    if not names or kernel.entry not in names:
+        return text, kernel.entry
+    renamed = {name: f"k{i}" for i, name in enumerate(names)}
+    pattern = re.compile("@(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+                         + ")" + _NAME_END)
+    return pattern.sub(lambda m: "@" + renamed[m.group(1)], text), renamed[kernel.entry]
 
 
 def call(kernel: EmittedKernel, *arrays, scratch: tuple[int, ...] = ()):

@@ -1186,10 +1186,20 @@ def test_jit_reads_closed_over_arrays_from_xlas_serialized_module():
     assert [p.shape.dims for p in ours.entry.parameters] == [(300, 7), (300,), (50,)]
 
 
-def test_jit_reads_a_closed_over_array_it_cannot_take_from_the_text():
+def test_jit_reads_a_closed_over_array_it_cannot_take_from_the_text(monkeypatch):
     # A complex table: the serialized module's reader takes no complex
-    # literal, so the module is read from its whole text, as before.
+    # literal, so the module is read from its whole text, as before; and
+    # so it is where the reader misreads the message.
     lookup, ids = _closed_over_tables(jnp.complex64)
+    got, want = xj.jit(lookup)(ids), jax.jit(lookup)(ids)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    def misread(*args):
+        raise ValueError("a packed varint runs past its field")
+
+    monkeypatch.setattr(whole_program, "constant_values", misread)
+    lookup, ids = _closed_over_tables()
     got, want = xj.jit(lookup)(ids), jax.jit(lookup)(ids)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

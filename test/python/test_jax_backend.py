@@ -1186,6 +1186,24 @@ def test_jit_reads_closed_over_arrays_from_xlas_serialized_module():
     assert [p.shape.dims for p in ours.entry.parameters] == [(300, 7), (300,), (50,)]
 
 
+def test_hoisted_constants_follow_jaxs_own():
+    # jax passes the constants it hoists itself (its const_args) first:
+    # ours go in after them, in the parameters and the entry's layout.
+    from xla_gpu.hlo import Literal
+    module = parse_hlo(
+        "HloModule m, entry_computation_layout={(f32[2]{0}, s32[3]{0})->f32[2]{0}}\n\n"
+        "ENTRY e {\n  jaxs = f32[2] parameter(0)\n  arg = s32[3] parameter(1)\n"
+        "  c = f32[2] constant({1, 2})\n  ROOT r = f32[2] add(jaxs, c)\n}\n")
+    c = next(i for i in module.entry.instructions if i.opcode == "constant")
+    c.literal = Literal.of(np.array([1, 2], np.float32))
+    values = whole_program._hoist_constants(module, 1)
+    assert [v.tolist() for v in values] == [[1.0, 2.0]]
+    numbers = {i.name: i.parameter_number for i in module.entry.parameters}
+    assert numbers == {"jaxs": 0, "c": 1, "arg": 2}
+    layout = next(a for a in module.attributes if a.name == "entry_computation_layout")
+    assert layout.text == "{(f32[2]{0}, f32[2]{0}, s32[3]{0})->f32[2]{0}}"
+
+
 def test_jit_reads_a_closed_over_array_it_cannot_take_from_the_text(monkeypatch):
     # A complex table: the serialized module's reader takes no complex
     # literal, so the module is read from its whole text, as before; and

@@ -998,9 +998,10 @@ def _optimized_module(compiled, source: str) -> HloModule:
     return parse_hlo(_optimized_text(compiled), source=source)
 
 
-def _hoist_constants(module: HloModule) -> list[np.ndarray]:
+def _hoist_constants(module: HloModule, at: int) -> list[np.ndarray]:
     """The entry computation's constants read from XLA's serialized module
-    (_optimized_module) become its first parameters, the others numbered
+    (_optimized_module) become its parameters `at`, `at` + 1, ... (after
+    the constants jax passes itself), the parameters from `at` on numbered
     after them; their values, in order. XLA then reads no text of them,
     and jax passes them to each call (_with_executable)."""
     entry = module.entry
@@ -1009,18 +1010,41 @@ def _hoist_constants(module: HloModule) -> list[np.ndarray]:
     if not hoisted:
         return []
     for inst in entry.parameters:
-        inst.parameter_number += len(hoisted)
+        if inst.parameter_number >= at:
+            inst.parameter_number += len(hoisted)
     values = []
-    for number, inst in enumerate(hoisted):
+    for number, inst in enumerate(hoisted, start=at):
         values.append(inst.literal.value)
         inst.opcode, inst.parameter_number, inst.literal = "parameter", number, None
     layout = next((a for a in module.attributes if a.name == "entry_computation_layout"), None)
     if layout is not None:
-        shapes = ", ".join(i.shape.to_text() for i in hoisted)
+        # {(p0, p1, ...)->result}: the hoisted shapes go in at `at`.
         head, rest = layout.text.split("(", 1)
-        layout.text = f"{head}({shapes}{', ' if not rest.startswith(')') else ''}{rest}"
+        params, tail = _split_top_level(rest)
+        params[at:at] = [  # row-major, as _optimized_module read them
+            i.shape.to_text(layout=False) +
+            "{" + ",".join(map(str, range(i.shape.rank - 1, -1, -1))) + "}" for i in hoisted]
+        layout.text = f"{head}({', '.join(params)}{tail}"
         layout.value = None
     return values
+
+
+def _split_top_level(text: str) -> tuple[list[str], str]:
+    """The comma-separated items of `text` up to its first unmatched `)`
+    (brackets inside items kept whole), and the rest from that `)` on."""
+    items, depth, start = [], 0, 0
+    for k, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                last = text[start:k].strip()
+                return items + ([last] if last else []), text[k:]
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(text[start:k].strip())
+            start = k + 1
+    raise ValueError(f"no closing ')' in {text!r}")
 
 
 class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
@@ -1067,7 +1091,7 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 decisions = _replace_fusions(module, self.device)
                 # (Not where jax tracks arguments the program mutates: their
                 # indices would move too. The constants are printed then.)
-                constants = (_hoist_constants(module)
+                constants = (_hoist_constants(module, len(optimized._params.const_args))
                              if optimized._executable._unloaded_executable.mut is None else [])
                 with as_xla_takes_it(module.computations):
                     text = module.to_text()

@@ -434,3 +434,22 @@ def test_simplify_fp_conversions_keeps_single_and_integer_converts():
     before = _ops(comp)
     assert not simplify_fp_conversions(comp)
     assert _ops(comp) == before
+
+
+@pytest.mark.parametrize("name, values", [
+    ("f32", np.array([[1.5, -0.0, np.inf], [-np.inf, np.nan, -np.nan]], np.float32)),
+    ("bf16", np.array([0.1, -3e38, 1e-40], ml_dtypes.bfloat16)),
+    ("s32", np.array([[-(1 << 31), 7], [0, (1 << 31) - 1]], np.int32)),
+    ("pred", np.array([True, False, True])),
+    ("f64", np.array(2.5e-300)),
+])
+def test_a_literal_made_from_values_reads_back_the_same(name, values):
+    # Literal.of: the text of a constant read from XLA's serialized module,
+    # made when something prints it (xla_gpu.jax.jit's modules).
+    from xla_gpu.hlo import Literal
+    etype = element_type(name)
+    text = Literal.of(values, etype).text
+    dims = ",".join(map(str, values.shape))
+    back = parse_hlo(f"HloModule m\nENTRY e {{\n  ROOT c = {name}[{dims}] constant({text})\n}}\n")
+    value = back.entry.root.literal.value
+    assert value.shape == values.shape and value.tobytes() == values.astype(etype.dtype).tobytes()

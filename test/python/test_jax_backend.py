@@ -1195,7 +1195,7 @@ def test_hoisted_constants_follow_jaxs_own():
         "ENTRY e {\n  jaxs = f32[2] parameter(0)\n  arg = s32[3] parameter(1)\n"
         "  c = f32[2] constant({1, 2})\n  ROOT r = f32[2] add(jaxs, c)\n}\n")
     c = next(i for i in module.entry.instructions if i.opcode == "constant")
-    c.literal = Literal.of(np.array([1, 2], np.float32))
+    c.literal = Literal.of(np.array([1, 2], np.float32), c.shape.element_type)
     values = whole_program._hoist_constants(module, 1)
     assert [v.tolist() for v in values] == [[1.0, 2.0]]
     numbers = {i.name: i.parameter_number for i in module.entry.parameters}

@@ -442,16 +442,23 @@ def needs_tree_split(fusion: HloInstruction, warp_size: int = 32) -> bool:
     """Whether `fusion`'s reduction is one XLA:GPU's tree-reduction-rewriter
     splits before fusion (a contiguous reduction no block can do alone):
     what _split_once splits."""
+    return _tree_split_reduce(fusion, warp_size) is not None
+
+
+def _tree_split_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | None:
+    """The reduce of `fusion` that needs_tree_split, or None."""
     root = _the_reduce(fusion)
-    return (root is not None and is_reduction_from_or_to_contiguous(root, warp_size) and
-            not reduction_is_race_free(reduction_dimensions(root), warp_size))
+    if (root is None or not is_reduction_from_or_to_contiguous(root, warp_size) or
+            reduction_is_race_free(reduction_dimensions(root), warp_size)):
+        return None
+    return root
 
 
 def _split_once(fusion: HloInstruction, warp_size: int,
                 host: bool = False) -> list[HloInstruction] | None:
-    if not needs_tree_split(fusion, warp_size):
+    root = _tree_split_reduce(fusion, warp_size)
+    if root is None:
         return None
-    root = _the_reduce(fusion)
     rd: ReductionDimensions = reduction_dimensions(root)
     d0, d1, d2 = rd.dimensions
     out = root.shape.dims

@@ -8,12 +8,14 @@ dimension numbers, ...).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import numpy as np
 
 from .shape import Shape
+from .types import ElementType
 
 __all__ = ["Attribute", "HloComputation", "HloInstruction", "HloModule", "Literal",
            "computations_called_by"]
@@ -38,12 +40,13 @@ class Literal:
     value: np.ndarray | None
 
     @classmethod
-    def of(cls, value: np.ndarray) -> "Literal":
-        """The literal of `value`, its text made when something prints it
-        (a table of 8M values would take seconds to print, and a constant
-        hoisted out of the module is never printed)."""
+    def of(cls, value: np.ndarray, etype: ElementType) -> "Literal":
+        """The literal of `value` (of element type `etype`), its text made
+        when something prints it (a table of 8M values would take seconds
+        to print, and a constant hoisted out of the module is never
+        printed)."""
         literal = _ValueLiteral.__new__(_ValueLiteral)
-        literal.value, literal._text = value, None
+        literal.value, literal._etype, literal._text = value, etype, None
         return literal
 
     @property
@@ -58,27 +61,29 @@ class _ValueLiteral(Literal):
     @property
     def text(self) -> str:  # noqa: D102  (Literal.text)
         if self._text is None:
-            self._text = literal_text(self.value)
+            self._text = literal_text(self.value, self._etype)
         return self._text
 
 
-def _item_text(value: np.ndarray) -> list[str]:
-    flat = value.reshape(-1)
-    if flat.dtype == np.bool_:
-        return ["true" if v else "false" for v in flat.tolist()]
-    if flat.dtype.kind in "iu":
-        return [str(v) for v in flat.tolist()]
-    wide = flat.astype(np.float64)
-    # repr is the shortest text that reads back as the same double, which
-    # holds the narrower value exactly; NaNs keep their sign.
-    return ["-nan" if v != v and negative else repr(v)
-            for v, negative in zip(wide.tolist(), np.signbit(wide).tolist())]
+def value_text(value, etype: ElementType) -> str:
+    """One value as HLO writes it (a float's shortest repr is exact: the
+    double it denotes is the value itself; a NaN keeps its sign)."""
+    if etype.is_pred:
+        return "true" if value else "false"
+    if etype.is_float:
+        v = float(value)
+        if math.isnan(v):
+            return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    return str(int(value))
 
 
-def literal_text(value: np.ndarray) -> str:
+def literal_text(value: np.ndarray, etype: ElementType) -> str:
     """XLA's text of an array literal (`{{1, 2}, {3, 4}}`; a scalar bare)
     of a numeric or pred array (complex ones are not made here)."""
-    items = _item_text(value)
+    items = [value_text(v, etype) for v in value.reshape(-1).tolist()]
     if value.ndim == 0:
         return items[0]
     for n in reversed(value.shape):

@@ -33,6 +33,7 @@ import math
 import numpy as np
 from jax.extend import core as jax_core
 
+from ..hlo.module import value_text
 from ..hlo.types import ELEMENT_TYPES
 
 __all__ = ["hlo_from_jaxpr"]
@@ -123,21 +124,6 @@ def _is_numpy(dtype) -> bool:
         return False
 
 
-def _scalar_text(value, etype: str) -> str:
-    """One value as HLO writes it (a float's shortest repr is exact: the
-    double it denotes is the value itself)."""
-    if etype == "pred":
-        return "true" if value else "false"
-    if ELEMENT_TYPES[etype].is_float:
-        v = float(value)
-        if math.isnan(v):
-            return "-nan" if math.copysign(1.0, v) < 0 else "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return repr(v)
-    return str(int(value))
-
-
 def _identity(kind, etype: str):
     if not isinstance(kind, str):
         return kind
@@ -177,7 +163,7 @@ class _Writer:
         return value
 
     def constant(self, value, etype: str) -> _Value:
-        out = self.leaf(etype, (), "constant", _scalar_text(value, etype))
+        out = self.leaf(etype, (), "constant", value_text(value, ELEMENT_TYPES[etype]))
         out.splat = value
         return out
 
@@ -537,7 +523,7 @@ def _constant(w: _Writer, value) -> _Value:
     if not array.shape:
         return w.constant(array.item(), etype)
     flat = array.reshape(-1)
-    values = ", ".join(_scalar_text(v, etype) for v in flat.tolist())
+    values = ", ".join(value_text(v, ELEMENT_TYPES[etype]) for v in flat.tolist())
     out = w.leaf(etype, array.shape, "constant", "{" + values + "}")
     # A splat (bit for bit: StableHLO's zero matches take 0.0 and -0.0, but
     # not a mix).

@@ -832,8 +832,16 @@ def _with_executable(compiled: jax.stages.Compiled, executable: XlaCpuExecutable
         unloaded = _with_leading_constants(unloaded, len(const_args), constants)
         const_args[len(params.const_args):] = [jax.device_put(c, unloaded.device_list[0])
                                                for c in constants]
-    return jax.stages.Compiled(unloaded.load(), const_args, compiled.args_info,
-                               compiled.out_tree, no_kwargs=params.no_kwargs)
+    return _compiled_like(compiled, unloaded.load(), const_args)
+
+
+def _compiled_like(compiled: jax.stages.Compiled, executable,
+                   const_args: list) -> jax.stages.Compiled:
+    """A jax.stages.Compiled of `executable` (a loaded one) taking
+    `const_args` ahead of the arguments, its arguments and results as
+    `compiled`'s."""
+    return jax.stages.Compiled(executable, const_args, compiled.args_info, compiled.out_tree,
+                               no_kwargs=compiled._params.no_kwargs)
 
 
 def _with_leading_constants(unloaded, at: int, constants: list[np.ndarray]):
@@ -922,10 +930,8 @@ def _load(path: Path, lowered, tree) -> _Compiled | None:
                                                          lowered.out_tree, backend="cpu")
         if constants:
             device = call._executable._unloaded_executable.device_list[0]
-            call = jax.stages.Compiled(call._executable,
-                                       [jax.device_put(c, device) for c in constants],
-                                       call.args_info, call.out_tree,
-                                       no_kwargs=call._params.no_kwargs)
+            call = _compiled_like(call, call._executable,
+                                  [jax.device_put(c, device) for c in constants])
         return _Compiled(call, decisions, tree)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, pickle.UnpicklingError,
             EOFError):
@@ -941,9 +947,7 @@ def _store(path: Path, compiled: _Compiled) -> None:
     call = compiled.call
     constants = [np.asarray(c) for c in call._params.const_args]
     try:
-        payload, _, _ = serialize_executable.serialize(jax.stages.Compiled(
-            call._executable, [], call.args_info, call.out_tree,
-            no_kwargs=call._params.no_kwargs))
+        payload, _, _ = serialize_executable.serialize(_compiled_like(call, call._executable, []))
     except (NotImplementedError, ValueError):
         return
     meta = {"decisions": [[d.name, d.kind, d.ours, d.reason] for d in compiled.decisions],
@@ -993,7 +997,7 @@ def _optimized_module(compiled, source: str) -> HloModule:
             values = {}
         if len(values) == len(elided):
             for key, inst in elided.items():
-                inst.literal = Literal.of(values[key])
+                inst.literal = Literal.of(values[key], inst.shape.element_type)
             return module
     return parse_hlo(_optimized_text(compiled), source=source)
 

@@ -741,6 +741,156 @@ def test_jit_of_a_training_step_with_parameters_as_a_pytree():
     assert sum(d.ours for d in decisions) >= 10, f.fusion_report()
 
 
+_KEYED = """HloModule m
+
+%add.1 (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%add.2 (c: f32[], d: f32[]) -> f32[] {
+  %c = f32[] parameter(0)
+  %d = f32[] parameter(1)
+  ROOT %t = f32[] add(%c, %d)
+}
+
+%max.3 (e: f32[], f: f32[]) -> f32[] {
+  %e = f32[] parameter(0)
+  %f = f32[] parameter(1)
+  ROOT %u = f32[] maximum(%e, %f)
+}
+
+%layer0 (p0: f32[64,32], p1: f32[64,32]) -> f32[64] {
+  %p0 = f32[64,32]{1,0} parameter(0)
+  %p1 = f32[64,32]{1,0} parameter(1)
+  %two = f32[] constant(2)
+  %b = f32[64,32]{1,0} broadcast(%two), dimensions={}
+  %m = f32[64,32]{1,0} multiply(%p0, %b), metadata={op_name="layer0/mul"}
+  %x = f32[64,32]{1,0} add(%m, %p1)
+  %z = f32[] constant(0)
+  ROOT %r = f32[64]{0} reduce(%x, %z), dimensions={1}, to_apply=%add.1
+}
+
+%layer1 (q0: f32[64,32], q1: f32[64,32]) -> f32[64] {
+  %q0 = f32[64,32]{1,0} parameter(0)
+  %q1 = f32[64,32]{1,0} parameter(1)
+  %c2 = f32[] constant(2)
+  %bc = f32[64,32]{1,0} broadcast(%c2), dimensions={}
+  %mul = f32[64,32]{1,0} multiply(%q0, %bc), metadata={op_name="layer1/mul"}
+  %sum = f32[64,32]{1,0} add(%mul, %q1)
+  %init = f32[] constant(0)
+  ROOT %red = f32[64]{0} reduce(%sum, %init), dimensions={1}, to_apply=%add.2
+}
+
+%three (p0: f32[64,32], p1: f32[64,32]) -> f32[64] {
+  %p0 = f32[64,32]{1,0} parameter(0)
+  %p1 = f32[64,32]{1,0} parameter(1)
+  %two = f32[] constant(3)
+  %b = f32[64,32]{1,0} broadcast(%two), dimensions={}
+  %m = f32[64,32]{1,0} multiply(%p0, %b)
+  %x = f32[64,32]{1,0} add(%m, %p1)
+  %z = f32[] constant(0)
+  ROOT %r = f32[64]{0} reduce(%x, %z), dimensions={1}, to_apply=%add.1
+}
+
+%maximum (p0: f32[64,32], p1: f32[64,32]) -> f32[64] {
+  %p0 = f32[64,32]{1,0} parameter(0)
+  %p1 = f32[64,32]{1,0} parameter(1)
+  %two = f32[] constant(2)
+  %b = f32[64,32]{1,0} broadcast(%two), dimensions={}
+  %m = f32[64,32]{1,0} multiply(%p0, %b)
+  %x = f32[64,32]{1,0} add(%m, %p1)
+  %z = f32[] constant(0)
+  ROOT %r = f32[64]{0} reduce(%x, %z), dimensions={1}, to_apply=%max.3
+}
+
+%swapped (p0: f32[64,32], p1: f32[64,32]) -> f32[64] {
+  %p0 = f32[64,32]{1,0} parameter(0)
+  %p1 = f32[64,32]{1,0} parameter(1)
+  %two = f32[] constant(2)
+  %b = f32[64,32]{1,0} broadcast(%two), dimensions={}
+  %m = f32[64,32]{1,0} multiply(%p1, %b)
+  %x = f32[64,32]{1,0} add(%m, %p0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[64]{0} reduce(%x, %z), dimensions={1}, to_apply=%add.1
+}
+
+%elided (p0: f32[64,32]) -> f32[64,32] {
+  %p0 = f32[64,32]{1,0} parameter(0)
+  %k = f32[64,32]{1,0} constant({...})
+  ROOT %x = f32[64,32]{1,0} add(%p0, %k)
+}
+
+ENTRY %main (a0: f32[64,32], a1: f32[64,32], a2: f32[64,32]) -> f32[64] {
+  %a0 = f32[64,32]{1,0} parameter(0)
+  %a1 = f32[64,32]{1,0} parameter(1)
+  %a2 = f32[64,32]{0,1} parameter(2)
+  %f0 = f32[64]{0} fusion(%a0, %a1), kind=kInput, calls=%layer0
+  %f1 = f32[64]{0} fusion(%a1, %a0), kind=kInput, calls=%layer1
+  %g = f32[64]{0} fusion(%a0, %a1), kind=kInput, calls=%three
+  %h = f32[64]{0} fusion(%a0, %a1), kind=kInput, calls=%maximum
+  %i = f32[64]{0} fusion(%a0, %a1), kind=kInput, calls=%swapped
+  %j = f32[64]{0} fusion(%a0, %a0), kind=kInput, calls=%layer0
+  %k = f32[64]{0} fusion(%a0, %a2), kind=kInput, calls=%layer0
+  %l = f32[64,32]{1,0} fusion(%a0), kind=kLoop, calls=%elided
+  %n = f32[64,32]{1,0} fusion(%a0), kind=kLoop, calls=%elided
+  ROOT %o = f32[64]{0} add(%f0, %f1)
+}
+"""
+
+
+def test_jit_emits_fusions_alike_but_for_names_once():
+    """_fusion_key: fusions that differ only in names and metadata (two
+    layers of a model) have one key, one kernel; a constant, a reducer,
+    the order of the operands, an operand read twice, an operand's layout
+    or an elided literal each make another."""
+    from xla_gpu.jax.whole_program import _fusion_key
+    module = parse_hlo(_KEYED)
+    key = {i.name: _fusion_key(i) for i in module.entry.instructions if i.opcode == "fusion"}
+    assert key["f0"] == key["f1"]
+    others = ["g", "h", "i", "j", "k", "l"]
+    assert len({key[n] for n in ["f0", *others]}) == 1 + len(others)
+    assert key["l"] != key["n"]  # elided values: each its own
+
+
+def test_jit_shares_the_kernel_of_a_models_layers(monkeypatch):
+    """Four layers alike (a layer norm and a softmax each) and a fifth
+    whose constant differs: each distinct fusion emitted once, the
+    results jax.jit's."""
+    emitted = []
+    real = whole_program.emit_kernel
+
+    def counting(fusion, *args, **kwargs):
+        emitted.append(fusion.name)
+        return real(fusion, *args, **kwargs)
+
+    monkeypatch.setattr(whole_program, "emit_kernel", counting)
+
+    def layer(x, w, eps):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        h = (x - m) * jax.lax.rsqrt(v + eps) * w
+        return x + jax.nn.softmax(h, -1)
+
+    def model(x, ws):
+        for k, w in enumerate(ws):
+            x = layer(x, w, 1e-5 if k < 4 else 1e-2)
+        return x
+
+    r = np.random.default_rng(11)
+    x = r.standard_normal((256, 128), np.float32)
+    ws = [r.standard_normal(128, np.float32) for _ in range(5)]
+    f = xj.jit(model)
+    out, want = f(x, ws), jax.jit(model)(x, ws)
+    close(np.asarray(out), np.asarray(want), 1e-5)
+    ours = sum(d.ours for d in f.decisions())
+    assert ours >= 10, f.fusion_report()
+    # The first layer's fusions and the fifth's (its constant), emitted;
+    # the second to fourth layers', the first's kernels.
+    assert 0 < len(emitted) <= 2 * (ours // 5) + 2, (emitted, f.fusion_report())
+
+
 def test_jit_takes_arguments_as_jax_jit_does_and_compiles_once_a_signature(monkeypatch):
     # Python scalars and float64 numpy arrays (x64 off) are converted as
     # jax.jit converts them (through jax's dispatch: before, a Python

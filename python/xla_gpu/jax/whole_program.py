@@ -33,6 +33,7 @@ import math
 import os
 import pickle
 import re
+import threading
 import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,6 +46,7 @@ from mlir import ir
 from ..context import new_context
 from ..emitters import EmitterError, emit_kernel, shareable_operands
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
+from ..emitters.kernel import EmittedKernel
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.parser import HloParseError
 from ..hlo.module import Attribute, Literal
@@ -106,6 +108,71 @@ def _hlo_string(text: str) -> str:
 # What a library (kCustom) fusion keeps XLA's: XLA:CPU's YNNPACK fusions
 # also hold plain reductions and elementwise ops, which are ours to take.
 _LIBRARY_OPS = {"dot", "convolution", "custom-call", "fft", "cholesky", "triangular-solve"}
+
+
+# The kernels _replace_fusions has emitted, by _fusion_key (on the thread
+# that runs it; None elsewhere).
+_emitted = threading.local()
+
+# An instruction's name where an attribute refers to one (to_apply=%add,
+# calls=%fused_computation): its callee is in the key by position.
+_NAME_REFERENCE = re.compile(r"%[\w.\-]+")
+
+
+def _fusion_key(fusion: HloInstruction) -> tuple:
+    """What the kernel of `fusion` is made from, without names: its shape,
+    its operands' (and which are the same), its attributes, and each
+    instruction of its computations (opcode, shape with layout, operands
+    and callees by position, literal, attributes; metadata left out). Two
+    fusions of one key have one kernel but for its functions' names: a
+    model's layers, one after the other."""
+    comps = [fusion.fused_computation, *fusion.fused_computation.callees()]
+    position = {id(c): k for k, c in enumerate(comps)}
+
+    def attributes(inst):
+        return tuple((a.name, _NAME_REFERENCE.sub("%", a.text)) for a in inst.attributes.values()
+                     if a.name != "metadata")
+
+    def literal(inst):
+        lit = inst.literal
+        if lit is None:
+            return None
+        if lit.value is None:  # elided: its values unknown, the key its own
+            return object()
+        if lit.from_value:  # its text not made (a large table's takes seconds)
+            return (lit.value.dtype.str, lit.value.shape,
+                    hashlib.sha256(np.ascontiguousarray(lit.value).tobytes()).digest())
+        return lit.text
+
+    first = {}
+    key = [(fusion.shape, tuple(o.shape for o in fusion.operands),
+            tuple(first.setdefault(id(o), k) for k, o in enumerate(fusion.operands)),
+            attributes(fusion))]
+    for comp in comps:
+        index = {id(i): k for k, i in enumerate(comp.instructions)}
+        key.append(tuple(
+            (i.opcode, i.shape, i.parameter_number, literal(i), i is comp.root,
+             tuple(index[id(o)] for o in i.operands),
+             tuple(position[id(c)] for c in i.called_computations), attributes(i))
+            for i in comp.instructions))
+    return tuple(key)
+
+
+def _emit(fusion: HloInstruction, device: DeviceDescription,
+          shared_operand: int | None = None) -> EmittedKernel:
+    """emit_kernel(fusion, device, shared_operand, host=True), emitted once
+    for all the fusions of one key (_fusion_key) in one _replace_fusions:
+    the kernel is shared, never changed (a merge makes a new one). A
+    12-layer transformer's forward pass emitted 185 kernels of 27 keys
+    (an error is not kept: its message names its fusion)."""
+    memo = getattr(_emitted, "kernels", None)
+    if memo is None:
+        return emit_kernel(fusion, device, shared_operand, host=True)
+    key = (_fusion_key(fusion), device, shared_operand)
+    kernel = memo.get(key)
+    if kernel is None:
+        kernel = memo[key] = emit_kernel(fusion, device, shared_operand, host=True)
+    return kernel
 
 
 def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
@@ -224,7 +291,7 @@ def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: i
         return None
     fusions = [part for part in parts if part.opcode == "fusion"]  # not get-tuple-elements
     try:
-        return parts, fusions, [emit_kernel(part, device, host=True) for part in fusions]
+        return parts, fusions, [_emit(part, device) for part in fusions]
     except EmitterError:
         return None
 
@@ -335,7 +402,7 @@ def _split_reduction(inst: HloInstruction,
     for o in inst.operands:  # `last` is `inst` from now on
         o.users = [inst if u is last else u for u in o.users]
     if (shared := _shared_operand(inst)) is not None:
-        kernels[-1] = emit_kernel(inst, device, shared, host=True)
+        kernels[-1] = _emit(inst, device, shared)
     return _merge_row_parts([*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
 
 
@@ -502,7 +569,7 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
     try:
         mapped = parse_hlo(text, source=f"<{name}>").entry.root
         mapped.operands = list(part.operands)
-        kernel = emit_kernel(mapped, device, host=True)
+        kernel = _emit(mapped, device)
     except (EmitterError, HloParseError):
         return None
     _ROW_MAPPED_FROM[mapped] = part
@@ -666,7 +733,11 @@ def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[Fusio
     One context for all of the module's kernels: a context a kernel cost
     ~1 ms each, twice (the emission, the custom call's attribute)."""
     with new_context(), host_short_rows():
-        return _replace_fusions_in_context(module, device)
+        _emitted.kernels = {}
+        try:
+            return _replace_fusions_in_context(module, device)
+        finally:
+            _emitted.kernels = None
 
 
 def _computed_by_ynnpack(inst: HloInstruction) -> bool:
@@ -731,8 +802,7 @@ def _replace_fusions_in_context(module: HloModule,
                 "reductions split or taken out)"))
             continue
         try:
-            emitted.append((inst, emit_kernel(inst, device, _shared_operand(inst),
-                                              host=True)))
+            emitted.append((inst, _emit(inst, device, _shared_operand(inst))))
         except EmitterError as e:
             decisions.append(FusionDecision(inst.name, kind, False, str(e)))
             continue
@@ -746,8 +816,12 @@ def _replace_fusions_in_context(module: HloModule,
         decisions[i] = FusionDecision(d.name, d.kind, ours[d.name], d.reason)
     # Compiled on the plugin's threads while XLA compiles the module around
     # them.
+    # A kernel emitted for several fusions (_emit), prepared once.
+    calls: dict[int, KernelCall] = {}
     for inst, kernel in emitted:
-        _as_custom_call(inst, prepare(kernel, "cpu", device, background=True))
+        if id(kernel) not in calls:
+            calls[id(kernel)] = prepare(kernel, "cpu", device, background=True)
+        _as_custom_call(inst, calls[id(kernel)])
     # Computations nothing calls any more (the replaced fusions' bodies).
     called = {id(c) for i in module.instructions() for c in i.called_computations}
     module.computations = [c for c in module.computations

@@ -89,6 +89,20 @@ CASES = {
         _module("  ROOT r = s32[4096,32] reduce-window(a0, a1), window={size=1x32 stride=1x32 "
                 "pad=0_0x12_12}, to_apply=add_s32", ["s32[4096,1000]", "s32[]"],
                 "s32[4096,32]").removeprefix("HloModule bench\n\n"),
+    # jnp.pad(x[::-1, ::2], ((1, 2), (3, 0)))[:, 1:-1] (stop 73, found
+    # running jax programs through xla_gpu.jax.jit): rows of 257 over
+    # blocks of 128, each row's segment cut at the pad's first column and
+    # at the kernel's last element, so that the strided loads vectorize
+    # (cut at the last element only: a scalar loop of conditional loads;
+    # a CpuKernel call 41 -> 21 us; XLA:CPU 15-31 us in make bench). The
+    # strided loads are still an element at a time: LLVM's vectorizer
+    # drops their interleave group, its address "may wrap".
+    "pad of a reversed strided slice f32[515,257]": _module(
+        "  s = f32[512,256] slice(a0), slice={[0:512:1], [0:512:2]}\n"
+        "  r = f32[512,256] reverse(s), dimensions={0}\n  z = f32[] constant(0)\n"
+        "  p = f32[515,259] pad(r, z), padding=1_2x3_0\n"
+        "  ROOT o = f32[515,257] slice(p), slice={[0:515], [1:258]}",
+        ["f32[512,512]"], "f32[515,257]"),
 }
 
 

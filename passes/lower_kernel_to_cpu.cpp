@@ -3958,8 +3958,15 @@ class KernelLowering {
   // constant: the branches leave the loop body, which LLVM then
   // vectorizes. At most kMaxGuardCuts cuts (the body is copied per piece).
   static constexpr int kMaxGuardCuts = 3;
+  // Guards of another offset than the first one's (a pad's column beside
+  // the kernel's last element: (block * 128 + lane) <= 132354 and
+  // (r0 + lane) + 1 >= 3) cut each piece again, at most this many rounds:
+  // one round left the pad's guard in its loop, whose conditional load
+  // kept it scalar (a pad of a reversed strided slice, f32[515,257]: 3x
+  // XLA:CPU's time).
+  static constexpr int kMaxGuardRounds = 2;
 
-  void splitAtGuards(mlir::scf::ForOp loop) {
+  void splitAtGuards(mlir::scf::ForOp loop, int round = 1) {
     auto step = mlir::getConstantIntValue(loop.getStep());
     if (!step || *step != 1 || loop.getNumRegionIterArgs() != 0) return;
     Value iv = loop.getInductionVar();
@@ -4022,6 +4029,7 @@ class KernelLowering {
     };
     int64_t stride = 1;
     bool chosen = false;
+    bool otherOffsets = false;
     loop.getBody()->walk([&](mlir::arith::CmpIOp cmp) {
       if (!cmp.getLhs().getType().isIndex()) return;
       auto pred = cmp.getPredicate();
@@ -4047,7 +4055,10 @@ class KernelLowering {
         stride = a->m;
         chosen = true;
       }
-      if (!sameSum(a->base, base) || a->m != stride) return;
+      if (!sameSum(a->base, base) || a->m != stride) {
+        otherOffsets = true;
+        return;
+      }
       switch (pred) {
         case P::slt: guards.push_back({cmp, *k - a->c, true}); break;
         case P::sle: guards.push_back({cmp, *k - a->c + 1, true}); break;
@@ -4128,6 +4139,10 @@ class KernelLowering {
         fold(copy, (p <= rank) == g.below);
       }
       fold(g.cmp, g.below);
+    }
+    if (otherOffsets && round < kMaxGuardRounds) {
+      splitAtGuards(loop, round + 1);
+      for (auto& piece : pieces) splitAtGuards(piece.first, round + 1);
     }
   }
 

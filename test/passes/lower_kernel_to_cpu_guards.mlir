@@ -258,3 +258,81 @@ func.func @exp_beside_a_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %v, %q : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// A pad of a reversed strided slice (jnp.pad(x[::-1, ::2], ...)[:, 1:-1],
+// f32[515,257] over blocks of 128): two guards of different offsets, the
+// kernel's last element (block * 128 + lane <= 132354) and the pad's
+// column (r0 + lane + 1 >= 3, r0 the block's first column). The first
+// cut folds the first; each piece is cut again at the second (a second
+// round), so that no guard of the lane is left in a loop: each row's
+// segment stores the pad's zeros in a loop of its own, then loads in a
+// loop whose only branch is the row's (invariant: LLVM unswitches it).
+// Cut once, the conditional load kept the loop scalar (3x XLA:CPU's time).
+// CHECK-LABEL: func.func @pad_of_a_strided_slice
+// CHECK:     %[[R0:.*]] = arith.remui %{{.*}}, %c257
+// CHECK:     %[[CUT:.*]] = arith.subi %c2, %[[R0]]
+// CHECK:     %[[ZEROS:.*]] = arith.maxsi %{{.*}}, %c0
+// CHECK:     scf.for %{{.*}} = %c0 to %[[ZEROS]] step %c1 {
+// CHECK-NOT:   llvm.load
+// CHECK:       llvm.store %cst,
+// CHECK-NEXT: }
+// CHECK:     scf.for %{{.*}} = %[[ZEROS]] to
+// CHECK-NOT:   arith.cmpi sge, %{{.*}}, %c3
+// CHECK:       llvm.load
+// CHECK:     }
+// CHECK:     %[[CUT2:.*]] = arith.subi %c259, %[[R0]]
+// CHECK:     scf.for
+// CHECK-NOT:   llvm.load
+// CHECK:       llvm.store %cst,
+// CHECK-NEXT: }
+// CHECK:     scf.for
+// CHECK-NOT:   arith.cmpi sge, %{{.*}}, %c3
+// CHECK:       llvm.load
+// CHECK:     }
+// CHECK-NOT: scf.for
+// CHECK:     return
+func.func @pad_of_a_strided_slice(%in: !llvm.ptr, %out: !llvm.ptr) attributes {xla.launch_dims = {block_counts = array<i64: 1035, 1, 1>, thread_counts_per_block = array<i64: 128, 1, 1>}} {
+  %c262140 = arith.constant 262140 : index
+  %c2 = arith.constant 2 : index
+  %c-512 = arith.constant -512 : index
+  %c257 = arith.constant 257 : index
+  %c128 = arith.constant 128 : index
+  %c132354 = arith.constant 132354 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %c3 = arith.constant 3 : index
+  %c512 = arith.constant 512 : index
+  %c1 = arith.constant 1 : index
+  %tid = gpu.thread_id  x {xla.range = [0 : index, 127 : index]}
+  %bid = gpu.block_id  x {xla.range = [0 : index, 1034 : index]}
+  %0 = arith.muli %bid, %c128 : index
+  %1 = arith.addi %0, %tid : index
+  %2 = arith.cmpi sle, %1, %c132354 : index
+  scf.if %2 {
+    %3 = arith.divui %1, %c257 : index
+    %4 = arith.remui %1, %c257 : index
+    %5 = arith.addi %4, %c1 : index
+    %6 = arith.cmpi sge, %3, %c1 : index
+    %7 = arith.cmpi sle, %3, %c512 : index
+    %8 = arith.andi %6, %7 : i1
+    %9 = arith.cmpi sge, %5, %c3 : index
+    %10 = arith.andi %8, %9 : i1
+    %11 = scf.if %10 -> (f32) {
+      %14 = arith.muli %3, %c-512 : index
+      %15 = arith.muli %4, %c2 : index
+      %16 = arith.addi %14, %15 : index
+      %17 = arith.addi %16, %c262140 : index
+      %18 = arith.index_castui %17 : index to i64
+      %19 = llvm.getelementptr inbounds %in[%18] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %20 = llvm.load %19 invariant : !llvm.ptr -> f32
+      scf.yield %20 : f32
+    } else {
+      scf.yield %cst : f32
+    }
+    %12 = arith.index_castui %1 : index to i64
+    %13 = llvm.getelementptr inbounds %out[%12] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %11, %13 : f32, !llvm.ptr
+  }
+  return
+}

@@ -103,6 +103,16 @@ CASES = {
         "  p = f32[515,259] pad(r, z), padding=1_2x3_0\n"
         "  ROOT o = f32[515,257] slice(p), slice={[0:515], [1:258]}",
         ["f32[512,512]"], "f32[515,257]"),
+    # x.sum((0, 2)) over f32[8,16,32,24] (stop 73, through
+    # xla_gpu.jax.jit): no reduction hero, the loop emitter's thread an
+    # output over 256 steps, its lanes rows of 24 -- cut into segments in
+    # each step, where each lane divided by 24 every step (a CpuKernel
+    # call 66 -> 17 us).
+    "sum over dimensions 0 and 2 of f32[8,16,32,24]":
+        "HloModule bench\n\nadd_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT c = f32[] add(a, b)\n}\n\n" +
+        _module("  ROOT r = f32[16,24] reduce(a0, a1), dimensions={0,2}, to_apply=add_f32",
+                ["f32[8,16,32,24]", "f32[]"], "f32[16,24]").removeprefix("HloModule bench\n\n"),
 }
 
 

@@ -525,3 +525,62 @@ func.func @interior_pad_from_a_block_bound(%a: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %v, %o : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// A sum over dimensions 0 and 2 of f32[8,16,32,24] (the loop emitter's
+// thread an output): the lanes' division by 24 (rows of 24 over blocks of
+// 128) is in the loop of the 256 steps, which would divide every lane
+// again each step. Rows of 16 lanes or more run as segments there (where
+// each lane divides once, from 32 on, as @row_col_20): in each step, a
+// loop over the rows' segments, each a loop over its lanes, no division
+// in it.
+// CHECK-LABEL: func.func @rows_of_24_in_steps
+// CHECK:       scf.for %{{.*}} = %c0 to %c256 step %c1 {
+// CHECK:         scf.for
+// CHECK:           scf.for %[[SEG:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK:             arith.muli %[[SEG]], %c24
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c1 {
+// CHECK-NOT:           arith.divui
+// CHECK-NOT:           arith.remui
+// CHECK:               arith.addf
+// CHECK:             }
+func.func @rows_of_24_in_steps(%arg0: !llvm.ptr {llvm.noalias, xla.slice_index = 0 : i32}, %arg1: !llvm.ptr {llvm.noalias, xla.slice_index = 1 : i32}, %arg2: !llvm.ptr {llvm.noalias, xla.slice_index = 2 : i32}) attributes {xla.launch_dims = {block_counts = array<i64: 3, 1, 1>, thread_counts_per_block = array<i64: 128, 1, 1>}} {
+  %c768 = arith.constant 768 : index
+  %c24 = arith.constant 24 : index
+  %c128 = arith.constant 128 : index
+  %c12288 = arith.constant 12288 : index
+  %c32 = arith.constant 32 : index
+  %c8 = arith.constant 8 : index
+  %c1 = arith.constant 1 : index
+  %c0 = arith.constant 0 : index
+  %thread_id_x = gpu.thread_id  x {xla.range = [0 : index, 127 : index]}
+  %block_id_x = gpu.block_id  x {xla.range = [0 : index, 2 : index]}
+  %0 = llvm.load %arg1 invariant : !llvm.ptr -> f32
+  %1 = scf.for %arg3 = %c0 to %c8 step %c1 iter_args(%arg4 = %0) -> (f32) {
+    %6 = scf.for %arg5 = %c0 to %c32 step %c1 iter_args(%arg6 = %arg4) -> (f32) {
+      %7 = arith.muli %arg3, %c12288 : index
+      %8 = arith.muli %block_id_x, %c128 : index
+      %9 = arith.addi %8, %thread_id_x : index
+      %10 = arith.divui %9, %c24 : index
+      %11 = arith.muli %10, %c768 : index
+      %12 = arith.addi %7, %11 : index
+      %13 = arith.muli %arg5, %c24 : index
+      %14 = arith.addi %12, %13 : index
+      %15 = arith.remui %9, %c24 : index
+      %16 = arith.addi %14, %15 : index
+      %17 = arith.index_castui %16 : index to i64
+      %18 = llvm.getelementptr inbounds %arg0[%17] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %19 = llvm.load %18 invariant : !llvm.ptr -> f32
+      %20 = arith.addf %arg6, %19 : f32
+      scf.yield %20 : f32
+    }
+    scf.yield %6 : f32
+  }
+  %2 = arith.muli %block_id_x, %c128 : index
+  %3 = arith.addi %2, %thread_id_x : index
+  %4 = arith.index_castui %3 : index to i64
+  %5 = llvm.getelementptr inbounds %arg2[%4] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %1, %5 : f32, !llvm.ptr
+  return
+}

@@ -2006,7 +2006,7 @@ class KernelLowering {
           laneInterleave_ && hasLongLatencyArithmetic(loop) && !shorterThanAWarp ? laneInterleave_ : 0;
       if (isStridedCopy(loop)) {
         loop->setAttr("loop_annotation", scalarLoop(ctx));
-      } else if (foldsTail(loop)) {
+      } else if (grid_.numThreads() <= kMaxFoldedTailLanes && foldsTail(loop)) {
         loop->setAttr("loop_annotation", noUnroll(ctx, interleave, /*foldTail=*/true));
       } else if (interleave != laneInterleave_) {
         loop->setAttr("loop_annotation", noUnroll(ctx, interleave));
@@ -2016,6 +2016,17 @@ class KernelLowering {
   }
 
  private:
+  // The most threads a block may have for foldsTail's masked vector loop:
+  // each iteration of it pays the mask, so it pays off on short pieces (a
+  // concatenate's operand in a block of 128) and not on long ones. The
+  // loop emitter's blocks of 128 threads of 4 elements (512 lanes here)
+  // cut at its rows of 998 (x[:, :-2] +
+  // 2 * x[:, 1:-1] + x[:, 2:] over f32[4096,1000]) ran 0.75-0.86 ms a
+  // call masked, 0.34-0.38 ms with LLVM's epilogue (XLA:CPU 0.37-0.58);
+  // no kernel of `make bench` has more than 128 threads and a cut lane
+  // loop (their objects the same either way).
+  static constexpr int64_t kMaxFoldedTailLanes = 128;
+
   // `llvm.loop.unroll.disable` for the loops over the blocks (or batches of
   // them), a batch's blocks, warps and lanes, and for the steps of an
   // interchanged accumulation (emitInterchanged).

@@ -1883,6 +1883,35 @@ func.func @contiguous_lanes(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// The same in blocks of 512 threads (the loop emitter's, four elements a
+// thread): pieces of up to 512 lanes, where a mask every iteration costs
+// more than LLVM's epilogue (kMaxFoldedTailLanes). The tail stays LLVM's.
+// CHECK:       // -----
+// CHECK-NOT:   predicateEnable
+// CHECK-LABEL: func.func @contiguous_lanes_of_a_large_block
+// CHECK:         %[[CUT:.*]] = arith.maxsi
+// CHECK:         scf.for %{{.*}} = %c0{{.*}} to %[[CUT]]
+// CHECK-NOT:   predicateEnable
+func.func @contiguous_lanes_of_a_large_block(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 511 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3 : index]}
+  %c512 = arith.constant 512 : index
+  %c1200 = arith.constant 1200 : index
+  %base = arith.muli %bid, %c512 : index
+  %e = arith.addi %base, %tid : index
+  %ok = arith.cmpi slt, %e, %c1200 : index
+  scf.if %ok {
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    llvm.store %v, %o : f32, !llvm.ptr
+  }
+  return
+}
+
+// -----
+
 // The same with a strided store (a transpose tile's column): masked, it
 // would be a scatter, so the tail stays LLVM's.
 // CHECK:       // -----

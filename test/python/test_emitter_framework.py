@@ -841,6 +841,54 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     np.testing.assert_array_equal(out.view(np.uint32), same.view(np.uint32))
 
 
+@pytest.mark.parametrize("body, out, params, row_launch", [
+    # A pad of a reversed strided slice (jnp.pad(x[::-1, ::2], ...)[:, 1:-1]).
+    ("  s = f32[512,256] slice(p0), slice={[0:512:1], [0:512:2]}\n"
+     "  r = f32[512,256] reverse(s), dimensions={0}\n  z = f32[] constant(0)\n"
+     "  p = f32[515,259] pad(r, z), padding=1_2x3_0\n"
+     "  ROOT o = f32[515,257] slice(p), slice={[0:515], [1:258]}",
+     (515, 257), ["f32[512,512]"], True),
+    ("  ROOT r = f32[300,100] reverse(p0), dimensions={1}", (300, 100), ["f32[300,100]"], True),
+    ("  z = f32[] constant(1)\n  ROOT p = f32[300,100] pad(p0, z), padding=0_0x3_1",
+     (300, 100), ["f32[300,96]"], True),
+    # Along the major dimension only, or elementwise: XLA's launch.
+    ("  z = f32[] constant(1)\n  ROOT p = f32[300,100] pad(p0, z), padding=3_1x0_0",
+     (300, 100), ["f32[296,100]"], False),
+    ("  s = f32[300,100] slice(p0), slice={[1:301], [0:100]}\n"
+     "  ROOT e = f32[300,100] exponential(s)", (300, 100), ["f32[302,100]"], False),
+    ("  ROOT e = f32[300,100] exponential(p0)", (300, 100), ["f32[300,100]"], False),
+])
+def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, params,
+                                                             row_launch):
+    """emit_kernel(host=True) on a loop fusion that pads, slices or
+    reverses along the minor dimension (loop._shifts_minor; a concatenate
+    hero is the concatenate emitter's):
+    a block a row, whose lanes are the row's elements -- XLA's blocks of 512
+    elements cut every row's end into a loop of its own, a pad's edge a
+    guard in each. Along the major dimension, or elementwise, XLA's launch.
+    The bits are those of XLA:GPU's launch."""
+    entry = "\n".join(f"  p{i} = {t} parameter({i})" for i, t in enumerate(params))
+    fused = "\n".join(f"  p{i} = {t} parameter({i})" for i, t in enumerate(params))
+    shape = f"f32[{out[0]},{out[1]}]"
+    text = (f"HloModule m\n\nfused {{\n{fused}\n{body}\n}}\n\nENTRY e {{\n{entry}\n"
+            f"  ROOT f = {shape} fusion({', '.join(f'p{i}' for i in range(len(params)))}), "
+            "kind=kLoop, calls=fused\n}\n")
+    fusion = find_fusion(parse_hlo(text))
+    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
+    if not row_launch:
+        assert host.launch == gpu.launch
+        return
+    assert host.launch.dims.block_counts == (out[0], 1, 1)
+    assert host.launch.dims.thread_counts_per_block == (out[1], 1, 1)
+    rng = np.random.RandomState(6)
+    from xla_gpu.tools.test_correctness import random_input
+    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
+    got, same = np.zeros(out, np.float32), np.zeros(out, np.float32)
+    CpuKernel(emit_kernel(fusion, host=True))(*inputs, got)
+    CpuKernel(emit_kernel(fusion))(*inputs, same)
+    np.testing.assert_array_equal(got.view(np.uint32), same.view(np.uint32))
+
+
 def test_the_host_reduces_rows_shorter_than_a_warp_a_warp_a_row(ctx):
     """Within host_short_rows() (xla_gpu.jax.jit's kernels), a row
     reduction of 17 to 31 elements is the reduction emitter's, a warp a

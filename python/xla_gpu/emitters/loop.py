@@ -97,6 +97,33 @@ def _grid(blocks: int, threads: int, device: DeviceDescription) -> LaunchDimensi
     return LaunchDimensions((blocks_x, blocks_y, 1), (threads, 1, 1))
 
 
+def _shifts_minor(comp: HloComputation, dims: tuple[int, ...]) -> bool:
+    """Whether `comp` pads, slices, concatenates or reverses along the minor
+    dimension of an array of the output's rank (an operand of `dims`'
+    rows read at an offset, a stride or backwards): its index a row's
+    start plus the lane, which XLA's blocks of 512 elements cut at every
+    row's end -- each piece a loop of its own on the CPU target, and a
+    pad's edge a guard in each. A block a row: a pad of a reversed strided
+    slice into f32[515,257] ran 32-38 -> 16 us a kernel call."""
+    rank, minor = len(dims), len(dims) - 1
+    for i in comp.instructions:
+        if i.shape.rank != rank:
+            continue
+        op = i.operands[0].shape if i.operands else None
+        if i.opcode == "pad":
+            config = i.attr("padding")  # (low, high, interior) a dimension
+            if isinstance(config, list) and len(config) == rank and any(config[minor]):
+                return True
+        elif i.opcode == "slice" and op is not None and op.rank == rank:
+            if i.shape.dims[minor] != op.dims[minor]:
+                return True
+        elif i.opcode == "concatenate" and i.attr("dimensions") == [minor]:
+            return True
+        elif i.opcode == "reverse" and minor in (i.attr("dimensions") or []):
+            return True
+    return False
+
+
 def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
                     device: DeviceDescription = DEFAULT_DEVICE) -> LoopLaunch | None:
     """For the CPU target alone: a block a row of the output's minor
@@ -126,7 +153,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
         threads = 32
     if not 32 <= threads <= 1024:
         return None
-    if not broadcasts_along(comp, dims, len(dims) - 1):
+    if not (broadcasts_along(comp, dims, len(dims) - 1) or _shifts_minor(comp, dims)):
         return None
     # A row of more elements than a block has threads: the CPU pipeline's
     # -xla-gpu-fold-loops-into-threads, which makes a thread's unrolled

@@ -35,8 +35,8 @@
     (XLA:CPU's broadcasts for YNNPACK merged into the reductions reading
     them) and a rotary embedding's gradient (pads of interior padding,
     two lanes a step), a NaN check (XLA:CPU's windows of 32 x 32 walked
-    along their rows) and a pad of H and W (the batch's division taken out
-    of the lanes). Its compile is jax's
+    along their rows), a pad of H and W (the batch's division taken out
+    of the lanes) and a pad of a reversed strided slice (a block a row). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -261,7 +261,14 @@ def cases(runs: int) -> list[dict]:
                     # parsed and printed again, 1 s with the literal read
                     # in bulk, 0.14 s now).
                     ("embedding lookup in a closed-over f32[32000,64]", _lookup(table),
-                     lambda k: _lookup(table * (1.0 + k)), ids)]]
+                     lambda k: _lookup(table * (1.0 + k)), ids),
+                    # jnp.pad(x[::-1, ::2], ...)[:, 1:-1] (stop 73): a block
+                    # a row of 257 (loop._shifts_minor), each cut once at the
+                    # pad's column, where XLA's blocks of 512 elements cut
+                    # the rows and kept the pad's guard in their loops (2-3x
+                    # jax.jit's time before).
+                    ("pad of a reversed strided slice f32[512,512]", _pad_reversed,
+                     lambda k: lambda v: _pad_reversed(v * (1.0 + k)), n[:512, :512])]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -327,6 +334,10 @@ def _softmax_loop(x):
 
 def _any_nan(x):
     return jnp.isnan(x).any()
+
+
+def _pad_reversed(x):
+    return jnp.pad(x[::-1, ::2], ((1, 2), (3, 0)))[:, 1:-1]
 
 
 def _pad_hw(x):

@@ -851,7 +851,13 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     ("  ROOT r = f32[300,100] reverse(p0), dimensions={1}", (300, 100), ["f32[300,100]"], True),
     ("  z = f32[] constant(1)\n  ROOT p = f32[300,100] pad(p0, z), padding=0_0x3_1",
      (300, 100), ["f32[300,96]"], True),
-    # Along the major dimension only, or elementwise: XLA's launch.
+    # Along the major dimension only, interior padding (a pad every other
+    # lane), rows shorter than a warp, or elementwise: XLA's launch.
+    ("  z = f32[] constant(0)\n  ROOT p = f32[300,99] pad(p0, z), padding=0_0x0_0_1",
+     (300, 99), ["f32[300,50]"], False),
+    # Rows shorter than a warp (a warp a row would leave lanes idle).
+    ("  z = f32[] constant(0)\n  ROOT p = f32[300,16] pad(p0, z), padding=0_0x1_0",
+     (300, 16), ["f32[300,15]"], False),
     ("  z = f32[] constant(1)\n  ROOT p = f32[300,100] pad(p0, z), padding=3_1x0_0",
      (300, 100), ["f32[296,100]"], False),
     ("  s = f32[300,100] slice(p0), slice={[1:301], [0:100]}\n"

@@ -741,82 +741,42 @@ def test_jit_of_a_training_step_with_parameters_as_a_pytree():
     assert sum(d.ours for d in decisions) >= 10, f.fusion_report()
 
 
-_KEYED = """HloModule m
+def _keyed_layer(name: str, prefix: str = "", two: str = "2", reducer: str = "%add.1",
+                 swapped: bool = False, metadata: str = "") -> str:
+    """A fusion computation of _KEYED: x * c + y reduced over rows, its
+    instructions' names starting with `prefix`."""
+    x, y = (f"%{prefix}p1", f"%{prefix}p0") if swapped else (f"%{prefix}p0", f"%{prefix}p1")
+    n = lambda s: f"%{prefix}{s}"  # noqa: E731
+    return (f"%{name} ({prefix}p0: f32[64,32], {prefix}p1: f32[64,32]) -> f32[64] {{\n"
+            f"  {n('p0')} = f32[64,32]{{1,0}} parameter(0)\n"
+            f"  {n('p1')} = f32[64,32]{{1,0}} parameter(1)\n"
+            f"  {n('two')} = f32[] constant({two})\n"
+            f"  {n('b')} = f32[64,32]{{1,0}} broadcast({n('two')}), dimensions={{}}\n"
+            f"  {n('m')} = f32[64,32]{{1,0}} multiply({x}, {n('b')}){metadata}\n"
+            f"  {n('x')} = f32[64,32]{{1,0}} add({n('m')}, {y})\n"
+            f"  {n('z')} = f32[] constant(0)\n"
+            f"  ROOT {n('r')} = f32[64]{{0}} reduce({n('x')}, {n('z')}), dimensions={{1}}, "
+            f"to_apply={reducer}\n}}\n")
 
-%add.1 (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
 
-%add.2 (c: f32[], d: f32[]) -> f32[] {
-  %c = f32[] parameter(0)
-  %d = f32[] parameter(1)
-  ROOT %t = f32[] add(%c, %d)
-}
+def _keyed_reducer(name: str, op: str) -> str:
+    return (f"%{name} (a: f32[], b: f32[]) -> f32[] {{\n  %a = f32[] parameter(0)\n"
+            f"  %b = f32[] parameter(1)\n  ROOT %s = f32[] {op}(%a, %b)\n}}\n")
 
-%max.3 (e: f32[], f: f32[]) -> f32[] {
-  %e = f32[] parameter(0)
-  %f = f32[] parameter(1)
-  ROOT %u = f32[] maximum(%e, %f)
-}
 
-%layer0 (p0: f32[64,32], p1: f32[64,32]) -> f32[64] {
-  %p0 = f32[64,32]{1,0} parameter(0)
-  %p1 = f32[64,32]{1,0} parameter(1)
-  %two = f32[] constant(2)
-  %b = f32[64,32]{1,0} broadcast(%two), dimensions={}
-  %m = f32[64,32]{1,0} multiply(%p0, %b), metadata={op_name="layer0/mul"}
-  %x = f32[64,32]{1,0} add(%m, %p1)
-  %z = f32[] constant(0)
-  ROOT %r = f32[64]{0} reduce(%x, %z), dimensions={1}, to_apply=%add.1
-}
-
-%layer1 (q0: f32[64,32], q1: f32[64,32]) -> f32[64] {
-  %q0 = f32[64,32]{1,0} parameter(0)
-  %q1 = f32[64,32]{1,0} parameter(1)
-  %c2 = f32[] constant(2)
-  %bc = f32[64,32]{1,0} broadcast(%c2), dimensions={}
-  %mul = f32[64,32]{1,0} multiply(%q0, %bc), metadata={op_name="layer1/mul"}
-  %sum = f32[64,32]{1,0} add(%mul, %q1)
-  %init = f32[] constant(0)
-  ROOT %red = f32[64]{0} reduce(%sum, %init), dimensions={1}, to_apply=%add.2
-}
-
-%three (p0: f32[64,32], p1: f32[64,32]) -> f32[64] {
-  %p0 = f32[64,32]{1,0} parameter(0)
-  %p1 = f32[64,32]{1,0} parameter(1)
-  %two = f32[] constant(3)
-  %b = f32[64,32]{1,0} broadcast(%two), dimensions={}
-  %m = f32[64,32]{1,0} multiply(%p0, %b)
-  %x = f32[64,32]{1,0} add(%m, %p1)
-  %z = f32[] constant(0)
-  ROOT %r = f32[64]{0} reduce(%x, %z), dimensions={1}, to_apply=%add.1
-}
-
-%maximum (p0: f32[64,32], p1: f32[64,32]) -> f32[64] {
-  %p0 = f32[64,32]{1,0} parameter(0)
-  %p1 = f32[64,32]{1,0} parameter(1)
-  %two = f32[] constant(2)
-  %b = f32[64,32]{1,0} broadcast(%two), dimensions={}
-  %m = f32[64,32]{1,0} multiply(%p0, %b)
-  %x = f32[64,32]{1,0} add(%m, %p1)
-  %z = f32[] constant(0)
-  ROOT %r = f32[64]{0} reduce(%x, %z), dimensions={1}, to_apply=%max.3
-}
-
-%swapped (p0: f32[64,32], p1: f32[64,32]) -> f32[64] {
-  %p0 = f32[64,32]{1,0} parameter(0)
-  %p1 = f32[64,32]{1,0} parameter(1)
-  %two = f32[] constant(2)
-  %b = f32[64,32]{1,0} broadcast(%two), dimensions={}
-  %m = f32[64,32]{1,0} multiply(%p1, %b)
-  %x = f32[64,32]{1,0} add(%m, %p0)
-  %z = f32[] constant(0)
-  ROOT %r = f32[64]{0} reduce(%x, %z), dimensions={1}, to_apply=%add.1
-}
-
-%elided (p0: f32[64,32]) -> f32[64,32] {
+# Fusions alike but for names (layer0, layer1: other instruction, parameter
+# and reducer names, other metadata) and fusions that differ in one thing
+# each (_fusion_key's cases).
+_KEYED = "\n".join([
+    "HloModule m\n",
+    _keyed_reducer("add.1", "add"), _keyed_reducer("add.2", "add"),
+    _keyed_reducer("max.3", "maximum"),
+    _keyed_layer("layer0", metadata=', metadata={op_name="layer0/mul"}'),
+    _keyed_layer("layer1", prefix="q", reducer="%add.2",
+                 metadata=', metadata={op_name="layer1/mul"}'),
+    _keyed_layer("three", two="3"), _keyed_layer("maximum", reducer="%max.3"),
+    _keyed_layer("swapped", swapped=True),
+    """%elided (p0: f32[64,32]) -> f32[64,32] {
   %p0 = f32[64,32]{1,0} parameter(0)
   %k = f32[64,32]{1,0} constant({...})
   ROOT %x = f32[64,32]{1,0} add(%p0, %k)
@@ -837,7 +797,7 @@ ENTRY %main (a0: f32[64,32], a1: f32[64,32], a2: f32[64,32]) -> f32[64] {
   %n = f32[64,32]{1,0} fusion(%a0), kind=kLoop, calls=%elided
   ROOT %o = f32[64]{0} add(%f0, %f1)
 }
-"""
+"""])
 
 
 def test_jit_emits_fusions_alike_but_for_names_once():

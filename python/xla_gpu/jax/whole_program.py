@@ -163,8 +163,8 @@ def _emit(fusion: HloInstruction, device: DeviceDescription,
     """emit_kernel(fusion, device, shared_operand, host=True), emitted once
     for all the fusions of one key (_fusion_key) in one _replace_fusions:
     the kernel is shared, never changed (a merge makes a new one). A
-    12-layer transformer's forward pass emitted 185 kernels of 27 keys
-    (an error is not kept: its message names its fusion)."""
+    12-layer transformer's forward pass asks for 223 kernels, 19 of them
+    different (an error is not kept: its message names its fusion)."""
     memo = getattr(_emitted, "kernels", None)
     if memo is None:
         return emit_kernel(fusion, device, shared_operand, host=True)

@@ -1989,6 +1989,9 @@ class KernelLowering {
       versionInvariantGuards(loop);
       unrollAtLaneParity(loop);
     }
+    f_.walk([&](mlir::scf::ForOp loop) {
+      if (loop->hasAttr(kLaneLoop)) splitStridedAddresses(loop);
+    });
     overlapTails(f_);
     f_.walk([&](mlir::scf::ForOp loop) { sinkStores(f_, loop.getBody()); });
     f_.walk([&](mlir::scf::ForOp loop) {
@@ -2090,6 +2093,113 @@ class KernelLowering {
   // ms (best of 5); no other bench kernel changed. Only where every step
   // with an effect is behind such a guard: a step outside them would run
   // scalar in the edge tiles' version.
+  // A lane loop's load of element m * lane + b (m from 2 to kMaxSplitStride,
+  // b invariant: a strided slice's column, a pad of one) addressed as the
+  // piece's first element, before the loop, plus m * (lane - lower bound),
+  // an offset that neither wraps nor is negative (`nusw nuw`: the address
+  // of any lane, loaded or not, is the buffer's plus less than 2^40; the
+  // first address is not claimed in bounds, a guarded first lane may load
+  // nothing): LLVM's loop vectorizer then loads the lanes as whole vectors
+  // and a shuffle (an interleave group). Addressed as one index whose
+  // terms subtract, InstCombine's reassociation dropped the GEP's inbounds,
+  // the vectorizer found that the address "may wrap" and loaded each lane
+  // on its own (a pad of a reversed strided slice, f32[515,257]: a kernel
+  // call 21.6 -> 18.3 us).
+  static constexpr int64_t kMaxSplitStride = 8;
+
+  void splitStridedAddresses(mlir::scf::ForOp loop) {
+    auto step = mlir::getConstantIntValue(loop.getStep());
+    if (!step || *step != 1) return;
+    Value iv = loop.getInductionVar();
+    auto inside = [&](Value v) { return loop.getRegion().isAncestor(v.getParentRegion()); };
+    // The coefficient of the lane in index `v` (affine in it through adds,
+    // subtractions and multiplications by constants), or none.
+    std::function<std::optional<int64_t>(Value, int)> slope =
+        [&](Value v, int depth) -> std::optional<int64_t> {
+      if (v == iv) return 1;
+      if (!inside(v)) return 0;
+      if (depth == 0) return std::nullopt;
+      mlir::Operation* def = v.getDefiningOp();
+      if (!def) return std::nullopt;
+      if (llvm::isa<mlir::arith::AddIOp, mlir::arith::SubIOp>(def)) {
+        auto x = slope(def->getOperand(0), depth - 1), y = slope(def->getOperand(1), depth - 1);
+        if (!x || !y) return std::nullopt;
+        return llvm::isa<mlir::arith::AddIOp>(def) ? *x + *y : *x - *y;
+      }
+      if (llvm::isa<mlir::arith::MulIOp>(def)) {
+        auto x = slope(def->getOperand(0), depth - 1), y = slope(def->getOperand(1), depth - 1);
+        if (!x || !y) return std::nullopt;
+        if (*x == 0 && *y == 0) return 0;
+        for (int i = 0; i < 2; ++i) {
+          auto k = mlir::getConstantIntValue(def->getOperand(1 - i));
+          int64_t product;
+          if (k && !__builtin_mul_overflow(i == 0 ? *x : *y, *k, &product)) return product;
+        }
+        return std::nullopt;
+      }
+      if (mlir::getConstantIntValue(v)) return 0;
+      return std::nullopt;
+    };
+    // Whether index `v` subtracts a term inside the loop (a negative
+    // constant, a subtraction): only there did LLVM drop the GEP's inbounds
+    // (a row reduction's m * lane + k, all added, kept it, and its lanes
+    // loaded as vectors already; split, its row max ran up to 1.2x slower).
+    std::function<bool(Value, int)> subtracts = [&](Value v, int depth) -> bool {
+      if (auto k = mlir::getConstantIntValue(v)) return *k < 0;
+      if (!inside(v) || depth == 0) return false;
+      mlir::Operation* def = v.getDefiningOp();
+      if (!def || !llvm::isa<mlir::arith::AddIOp, mlir::arith::SubIOp, mlir::arith::MulIOp>(def)) {
+        return false;
+      }
+      if (llvm::isa<mlir::arith::SubIOp>(def)) return true;
+      return llvm::any_of(def->getOperands(), [&](Value x) { return subtracts(x, depth - 1); });
+    };
+    SmallVector<mlir::LLVM::LoadOp> loads;
+    loop.getBody()->walk([&](mlir::LLVM::LoadOp load) { loads.push_back(load); });
+    for (mlir::LLVM::LoadOp load : loads) {
+      auto gep = load.getAddr().getDefiningOp<mlir::LLVM::GEPOp>();
+      if (!gep || gep.getNoWrapFlags() != mlir::LLVM::GEPNoWrapFlags::inbounds ||
+          inside(gep.getBase()) || gep.getDynamicIndices().size() != 1 ||
+          gep.getRawConstantIndices().size() != 1) {
+        continue;
+      }
+      auto cast = gep.getDynamicIndices()[0].getDefiningOp<mlir::arith::IndexCastUIOp>();
+      if (!cast) continue;
+      Value index = cast.getIn();
+      auto m = slope(index, 8);
+      if (!m || *m < 2 || *m > kMaxSplitStride || !subtracts(index, 8)) continue;
+      // The index at the loop's lower bound, computed before the loop: its
+      // ops cloned, the lane replaced by the bound.
+      mlir::OpBuilder before(loop);
+      mlir::IRMapping at;
+      at.map(iv, loop.getLowerBound());
+      std::function<Value(Value)> start = [&](Value v) -> Value {
+        if (at.contains(v) || !inside(v)) return at.lookupOrDefault(v);
+        mlir::Operation* def = v.getDefiningOp();
+        for (Value operand : def->getOperands()) start(operand);
+        return before.clone(*def, at)->getResult(0);
+      };
+      Value first = start(index);
+      mlir::Location loc = gep.getLoc();
+      auto i64 = before.getI64Type();
+      Value firstPtr = before.create<mlir::LLVM::GEPOp>(
+          loc, gep.getType(), gep.getElemType(), gep.getBase(),
+          mlir::ValueRange{before.create<mlir::arith::IndexCastOp>(loc, i64, first)},
+          mlir::LLVM::GEPNoWrapFlags::none);
+      mlir::OpBuilder b(gep);
+      auto noWrap = mlir::arith::IntegerOverflowFlags::nsw | mlir::arith::IntegerOverflowFlags::nuw;
+      Value lane = b.create<mlir::arith::SubIOp>(loc, iv, loop.getLowerBound(), noWrap);
+      Value offset = b.create<mlir::arith::MulIOp>(
+          loc, lane, b.create<mlir::arith::ConstantIndexOp>(loc, *m), noWrap);
+      Value address = b.create<mlir::LLVM::GEPOp>(
+          loc, gep.getType(), gep.getElemType(), firstPtr,
+          mlir::ValueRange{b.create<mlir::arith::IndexCastUIOp>(loc, i64, offset)},
+          mlir::LLVM::GEPNoWrapFlags::nusw | mlir::LLVM::GEPNoWrapFlags::nuw);
+      load.getAddrMutable().assign(address);
+      if (gep->use_empty()) gep->erase();
+    }
+  }
+
   void versionInvariantGuards(mlir::scf::ForOp loop) {
     auto asGuard = [](mlir::Operation& op) -> mlir::scf::IfOp {
       auto guard = llvm::dyn_cast<mlir::scf::IfOp>(op);

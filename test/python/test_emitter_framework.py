@@ -895,6 +895,52 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
     np.testing.assert_array_equal(got.view(np.uint32), same.view(np.uint32))
 
 
+@pytest.mark.parametrize("ty, operand, window, out, row_launch", [
+    # XLA:CPU's integer column sum: 32x1 windows, then a reduce.
+    ("s32", (1024, 33), "size=32x1 stride=32x1", (32, 33), True),
+    # A max pool over NHWC: windows over H and W, one channel each.
+    ("f32", (2, 16, 16, 64), "size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0",
+     (2, 8, 8, 64), True),
+    # Windows along the minor dimension (1x32: XLA:CPU's integer row sum),
+    # padded or strided there, or rows shorter than a warp: XLA's launch.
+    ("s32", (64, 1024), "size=1x32 stride=1x32", (64, 32), False),
+    ("f32", (300, 100), "size=2x1 pad=0_0x1_1", (299, 102), False),
+    ("f32", (300, 100), "size=2x1 stride=1x2", (299, 50), False),
+    ("s32", (1024, 16), "size=32x1 stride=32x1", (32, 16), False),
+])
+def test_the_host_gives_windows_across_rows_a_block_a_row(ctx, ty, operand, window, out,
+                                                          row_launch):
+    """emit_kernel(host=True) on a reduce-window whose windows lie across
+    rows (one element wide along the minor dimension, stride 1, unpadded:
+    loop._windows_across_rows): a block a row, its lanes reading rows of
+    the operand side by side at each step of the window. The bits are
+    those of XLA:GPU's launch."""
+    dims = lambda d: ",".join(map(str, d))
+    init = "0" if ty == "s32" else "-inf"
+    op = "add" if ty == "s32" else "maximum"
+    text = (f"HloModule m\n\nr {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n"
+            f"  ROOT c = {ty}[] {op}(a, b)\n}}\n\nfused {{\n"
+            f"  p0 = {ty}[{dims(operand)}] parameter(0)\n  z = {ty}[] constant({init})\n"
+            f"  ROOT w = {ty}[{dims(out)}] reduce-window(p0, z), window={{{window}}}, "
+            f"to_apply=r\n}}\n\nENTRY e {{\n  p0 = {ty}[{dims(operand)}] parameter(0)\n"
+            f"  ROOT f = {ty}[{dims(out)}] fusion(p0), kind=kLoop, calls=fused\n}}\n")
+    fusion = find_fusion(parse_hlo(text))
+    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
+    if not row_launch:
+        assert host.launch == gpu.launch
+        return
+    assert host.launch.dims.block_counts == (int(np.prod(out[:-1])), 1, 1)
+    assert host.launch.dims.thread_counts_per_block == (out[-1], 1, 1)
+    rng = np.random.RandomState(7)
+    from xla_gpu.tools.test_correctness import random_input
+    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
+    dtype = np.int32 if ty == "s32" else np.float32
+    got, same = np.zeros(out, dtype), np.zeros(out, dtype)
+    CpuKernel(emit_kernel(fusion, host=True))(*inputs, got)
+    CpuKernel(emit_kernel(fusion))(*inputs, same)
+    np.testing.assert_array_equal(got.view(np.uint32), same.view(np.uint32))
+
+
 def test_the_host_reduces_rows_shorter_than_a_warp_a_warp_a_row(ctx):
     """Within host_short_rows() (xla_gpu.jax.jit's kernels), a row
     reduction of 17 to 31 elements is the reduction emitter's, a warp a

@@ -172,6 +172,21 @@ _SCALE_TIMES_RSQRT = """  bg = f32[64,300] broadcast(g), dimensions={1}
   ROOT o = f32[64,300] multiply(bg, bv)"""
 
 
+# A histogram's bin edges made in the fusion (an iota scaled, a constant
+# after it, a slice), each row's value compared with them.
+_BIN_EDGES = """  i = f32[299] iota(), iota_dimension=0
+  k = f32[] constant(0.01)
+  bk = f32[299] broadcast(k), dimensions={}
+  e = f32[299] multiply(i, bk)
+  last = f32[2] constant({3, 4})
+  l = f32[1] slice(last), slice={[1:2]}
+  c = f32[300] concatenate(e, l), dimensions={0}
+  bc = f32[64,300] broadcast(c), dimensions={1}
+  bv = f32[64,300] broadcast(v), dimensions={0}
+  gt = pred[64,300] compare(bv, bc), direction=GT
+  ROOT o = f32[64,300] convert(gt)"""
+
+
 @pytest.mark.parametrize("body, producer", [
     (_SCALE_TIMES_RSQRT, True),
     # A broadcast alone.
@@ -185,16 +200,35 @@ _SCALE_TIMES_RSQRT = """  bg = f32[64,300] broadcast(g), dimensions={1}
     # A slice is no elementwise op.
     ("""  bg = f32[64,301] broadcast(v), dimensions={0}
   ROOT o = f32[64,300] slice(bg), slice={[0:64], [1:301]}""", False),
+    # Values made in the fusion before their broadcast (a histogram's bin
+    # edges), compared with the rows: run again for each element, cheaply.
+    (_BIN_EDGES, True),
+    # An iota of the result's dimensions: a one-hot's columns.
+    ("""  i = s32[64,300] iota(), iota_dimension=1
+  n = s32[64] convert(v)
+  bn = s32[64,300] broadcast(n), dimensions={0}
+  eq = pred[64,300] compare(i, bn), direction=EQ
+  ROOT o = f32[64,300] convert(eq)""", True),
+    # A constant of more than MAX_BROADCAST_CONSTANT values (a weight, not
+    # a table of edges) stays in the producer's kernel.
+    ("""  t = f32[1025] constant({%s})
+  u = f32[300] slice(t), slice={[0:300]}
+  ROOT bu = f32[64,300] broadcast(u), dimensions={1}""" % ", ".join(["1"] * 1025), False),
+    # A concatenate of the result's dimensions is no elementwise op.
+    ("""  a = f32[64,150] broadcast(v), dimensions={0}
+  ROOT o = f32[64,300] concatenate(a, a), dimensions={1}""", False),
 ])
 def test_broadcasts_of_smaller_operands_make_an_elementwise_producer(body, producer):
     module = parse_hlo(_BROADCASTS.format(body=body))
     assert is_elementwise_producer(module.entry.instruction("w")) is producer
 
 
-def test_merged_broadcasts_give_the_two_kernels_bits(ctx):
+@pytest.mark.parametrize("body", [_SCALE_TIMES_RSQRT, _BIN_EDGES])
+def test_merged_broadcasts_give_the_two_kernels_bits(ctx, body):
     """The reduction reading the scale and rsqrt(var) themselves, not their
-    broadcast product: the same bits as the product written and read back."""
-    module = parse_hlo(_BROADCASTS.format(body=_SCALE_TIMES_RSQRT))
+    broadcast product (or the bin edges, made again for each element): the
+    same bits as the product written and read back."""
+    module = parse_hlo(_BROADCASTS.format(body=body))
     producer, consumer = module.entry.instruction("w"), module.entry.instruction("r")
     assert is_elementwise_producer(producer) and reads_each_element_once(consumer, 0)
     merged = merge_producer(consumer, 0)

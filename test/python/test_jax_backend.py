@@ -1176,6 +1176,24 @@ def test_jit_merges_a_mask_into_its_sums():
     merged = [d for d in f.decisions() if d.reason.startswith("merged into ")]
     assert len(merged) == 2 and all(d.ours for d in f.decisions()), f.fusion_report()
 
+def test_jit_merges_bin_edges_into_the_counts():
+    # A histogram by comparisons: XLA:CPU writes x compared with each bin
+    # edge (made from an iota and a constant) as s32[16384,33] for the
+    # reduce-window of 32x1 windows its integer column sum becomes; merged,
+    # the windows compare as they sum, and nothing of that size is written.
+    def hist(x):
+        edges = jnp.linspace(-3, 3, 33)
+        return (x[:, None] > edges[None, :]).sum(0)
+
+    x = np.random.default_rng(17).standard_normal(16384).astype(np.float32)
+    f = xj.jit(hist)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(jax.jit(hist)(x)))
+    merged = [d for d in f.decisions() if d.reason.startswith("merged into ")]
+    assert len(merged) == 1 and all(d.ours for d in f.decisions()), f.fusion_report()
+    stats = f._last.executable.executable.get_compiled_memory_stats()
+    assert stats.temp_size_in_bytes < 16384 * 33 * 4 // 8
+
+
 def test_jit_merges_broadcasts_into_the_reductions_they_feed():
     # A layer norm's gradient: XLA:CPU writes the scale, rsqrt(var) and
     # their product broadcast to the rows' shape, each read once by a

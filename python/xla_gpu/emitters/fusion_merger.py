@@ -29,6 +29,13 @@ from .tree_reduction import COSTLY_OPS
 __all__ = ["is_elementwise_producer", "merge_producer", "reads_each_element_once"]
 
 
+# The most elements of an array constant in an elementwise producer (a
+# value to broadcast: a table of bin edges, not a closed-over weight).
+MAX_BROADCAST_CONSTANT = 1024
+# The most pieces of a concatenate there.
+MAX_CONCATENATED = 4
+
+
 def is_elementwise_producer(fusion: HloInstruction) -> bool:
     """A fusion of one array result computed elementwise from operands of
     its dimensions, scalar constants and broadcasts (of smaller operands,
@@ -40,7 +47,12 @@ def is_elementwise_producer(fusion: HloInstruction) -> bool:
     one (COSTLY_OPS: an exp, a divide). XLA:CPU materializes broadcasts
     for its library fusions (YNNPACK takes arrays): a layer norm's
     gradient wrote and read three f32[2048,1024] broadcasts (of the scale,
-    of rsqrt(var), of their product) that its reductions read once."""
+    of rsqrt(var), of their product) that its reductions read once. The
+    values broadcast may be made in the fusion too, from iotas, small
+    constants, slices and concatenates of them (a histogram's bin edges,
+    `linspace`: (x[:, None] > edges).sum(0) over f32[1048576] into 33
+    bins wrote and read back s32[1048576,33], 138 MB), and an iota may be
+    of the result's dimensions (a one-hot's columns)."""
     comp = fusion.fused_computation
     if comp is None or not fusion.shape.is_array:
         return False
@@ -49,10 +61,17 @@ def is_elementwise_producer(fusion: HloInstruction) -> bool:
         if inst.opcode == "parameter":
             continue
         if inst.opcode == "constant":
-            if inst.shape.dims:
+            if inst.shape.dims and (inst.shape.dims == dims or
+                                    inst.shape.num_elements > MAX_BROADCAST_CONSTANT):
                 return False
-        elif inst.opcode in ("broadcast", "bitcast", "reshape"):
+        elif inst.opcode in ("broadcast", "bitcast", "reshape", "iota"):
             if not inst.shape.is_array:
+                return False
+        elif inst.opcode in ("concatenate", "slice"):
+            # (A concatenate picks its piece by comparisons, again for
+            # each element: of a few pieces.)
+            if (not inst.shape.is_array or inst.shape.dims == dims or
+                    len(inst.operands) > MAX_CONCATENATED):
                 return False
         elif inst.opcode not in ELEMENTWISE or not inst.shape.is_array:
             return False

@@ -129,6 +129,30 @@ def _shifts_minor(comp: HloComputation, dims: tuple[int, ...]) -> bool:
     return False
 
 
+def _windows_across_rows(comp: HloComputation, dims: tuple[int, ...]) -> bool:
+    """Whether `comp` has a reduce-window of the output's rank whose windows
+    lie across rows, a lane's elements along the major dimensions: a
+    window of 1 along the minor dimension, stride 1, no padding nor
+    dilation there. A row's lanes then read rows of the operand, side by
+    side at each step of the window, where XLA's blocks of 512 elements
+    cut them at every row's end. XLA:CPU's integer column sums are such
+    reduce-windows (32x1 windows): over s32[1048576,33] 19.3 -> 4.6 ms a
+    kernel call."""
+    rank, minor = len(dims), len(dims) - 1
+    for i in comp.instructions:
+        if i.opcode != "reduce-window" or i.shape.rank != rank:
+            continue
+        window = i.attr("window", {})
+        size = window.get("size", [])
+        if len(size) != rank or size[minor] != 1 or all(n == 1 for n in size):
+            continue
+        along = {f: v[minor] for f, v in window.items() if len(v) == rank}
+        if (along.get("stride", 1) == 1 and along.get("pad", (0, 0)) in ((0, 0), 0) and
+                along.get("lhs_dilate", 1) == 1 and along.get("rhs_dilate", 1) == 1):
+            return True
+    return False
+
+
 def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
                     device: DeviceDescription = DEFAULT_DEVICE) -> LoopLaunch | None:
     """For the CPU target alone: a block a row of the output's minor
@@ -162,7 +186,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     # up: a row of 16 a warp, half its lanes idle, ran jax.lax.cummax over
     # f32[64,500] 1.3-1.5x slower.
     if not (broadcasts_along(comp, dims, len(dims) - 1) or
-            (not short and _shifts_minor(comp, dims))):
+            (not short and (_shifts_minor(comp, dims) or _windows_across_rows(comp, dims)))):
         return None
     # A row of more elements than a block has threads: the CPU pipeline's
     # -xla-gpu-fold-loops-into-threads, which makes a thread's unrolled

@@ -1085,10 +1085,10 @@ def test_jit_writes_an_elementwise_result_over_a_dead_operand():
 def test_jit_merges_a_softmax_xla_cuts_into_four_fusions(monkeypatch):
     # Over rows of 1024 XLA:CPU makes exp(x - max(x)) (a buffer written
     # once, read twice), its sum, the sum's reciprocal and the product:
-    # merged into one row program (_merge_row_programs), whose max and sum
-    # run as one kernel and whose last kernel computes the exp again --
-    # x read, the result written, no exp buffer between. 1024x4096: 3.2 ->
-    # 1.6 ms (jax.jit 1.9).
+    # merged into one row program (_merge_row_programs), whose max, sum
+    # and last part (row-mapped, computing the exp again) run as one
+    # kernel -- x read, the result written, no exp buffer between.
+    # 1024x4096: 3.2 -> 1.6 ms as two kernels (jax.jit 1.9), 1.0-1.2 as one.
     monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
     x = np.random.default_rng(8).standard_normal((512, 1024), np.float32)
     f = xj.jit(jax.nn.softmax)
@@ -1100,8 +1100,8 @@ def test_jit_merges_a_softmax_xla_cuts_into_four_fusions(monkeypatch):
                for d in decisions) == 2, f.fusion_report()
     lines = f._last.executable.executable.hlo_modules()[0].to_string().splitlines()
     calls = [line for line in lines if "xla_gpu_cpu_kernel" in line]
-    assert len(calls) == 2, calls
-    assert not re.search(r"= f32\[512,1024\]\{1,0\} custom-call", calls[0]), calls[0]
+    assert len(calls) == 1, calls
+    assert len(re.findall(r"f32\[512,1024\]", calls[0].split("custom-call")[0])) == 1, calls[0]
 
 
 def test_jit_keeps_a_bf16_softmaxs_rounded_exp_for_its_last_kernel(monkeypatch):

@@ -513,6 +513,11 @@ _ROW_MAPPED_FROM: "weakref.WeakKeyDictionary[HloInstruction, HloInstruction]" = 
     weakref.WeakKeyDictionary()
 
 
+# The longest rows (elements reduced) whose row-mapped part may not
+# compute a costly op an element (see _row_mapped).
+MAX_COSTLY_ROW = 64
+
+
 def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
                 device: DeviceDescription) -> tuple[HloInstruction, object] | None:
     """`part`, a loop fusion of one output of the shape of the rows that
@@ -527,10 +532,16 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
     memory, loaded and stored every step (a layer norm over f32[1024,1024]
     through xla_gpu.jax.jit 0.90x the time without, the cross-entropy over
     f32[2048,320] 0.92x; A/B in one process). None where
-    `part` is no such fusion, and where it writes other than 32-bit
-    elements or computes a costly op an element: row-mapped, a softmax's
-    exp an element ran 1.31x the time, and bf16 results 1.13-1.44x (the
-    emitter's lanes hold 2 or 4 elements each, apart)."""
+    `part` is no such fusion, where it writes other than 32-bit elements
+    (bf16 results ran 1.13-1.44x the time row-mapped: the emitter's lanes
+    hold 2 or 4 elements each, apart), and where it computes a costly op
+    an element over rows of up to 64 elements (MAX_COSTLY_ROW: a warp's
+    lanes 2 elements each, one step a row; a softmax's exp over
+    f32[65536,64] ran 2.1x the time). Over longer rows the costly op
+    costs the same either way and the rows are read again from the
+    core's caches: softmax over f32[1024,4096] 0.75x the time, the
+    cross-entropy's gradient over f32[4096,1000] 0.79-0.82x, rows of 72
+    to 4096 0.77-1.03x (A/B in one process, bits the same)."""
     reduces = [i for i in rows_part.fused_computation.instructions if i.opcode == "reduce"]
     if (part.opcode != "fusion" or part.shape.is_tuple or len(reduces) != 1 or
             analyze_fusion(part).kind != EmitterKind.LOOP):
@@ -543,7 +554,9 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
             not (ty.is_float or ty.is_integer)):
         return None
     comp = part.fused_computation
-    if any(i.opcode in COSTLY_OPS and i.shape.dims == rows.dims for i in comp.instructions):
+    row = math.prod(rows.dims[d] for d in reduce.dimensions)
+    if row <= MAX_COSTLY_ROW and any(i.opcode in COSTLY_OPS and i.shape.dims == rows.dims
+                                     for i in comp.instructions):
         return None
     kept = Shape(ty, tuple(n for d, n in enumerate(rows.dims)
                            if d not in reduce.dimensions)).to_text(layout=False)

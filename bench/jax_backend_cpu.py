@@ -36,7 +36,10 @@
     them) and a rotary embedding's gradient (pads of interior padding,
     two lanes a step), a NaN check (XLA:CPU's windows of 32 x 32 walked
     along their rows), a pad of H and W (the batch's division taken out
-    of the lanes) and a pad of a reversed strided slice (a block a row). Its compile is jax's
+    of the lanes), a pad of a reversed strided slice (a block a row), a
+    histogram by comparisons (the bin edges merged into XLA:CPU's integer
+    column sum) and a cross-entropy's gradient (its last part row-mapped,
+    an exp an element). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -162,6 +165,8 @@ def cases(runs: int) -> list[dict]:
     h = jnp.asarray(np.random.default_rng(19).standard_normal((8, 56, 56, 64), np.float32))
     table = jnp.asarray(np.random.default_rng(20).standard_normal((32000, 64), np.float32))
     ids = jnp.asarray(np.random.default_rng(21).integers(0, 32000, 4096), jnp.int32)
+    u = jnp.asarray(np.random.default_rng(22).standard_normal(1 << 20, np.float32))
+    labels = jnp.asarray(np.random.default_rng(23).integers(0, 1000, 4096), jnp.int32)
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -268,7 +273,21 @@ def cases(runs: int) -> list[dict]:
                     # the rows and kept the pad's guard in their loops (2-3x
                     # jax.jit's time before).
                     ("pad of a reversed strided slice f32[512,512]", _pad_reversed,
-                     lambda k: lambda v: _pad_reversed(v * (1.0 + k)), n[:512, :512])]]
+                     lambda k: lambda v: _pad_reversed(v * (1.0 + k)), n[:512, :512]),
+                    # A histogram by comparisons (stop 74): the bin edges
+                    # merged into XLA:CPU's integer column sum (a
+                    # reduce-window of 32x1 windows, a block a row), where
+                    # s32[1048576,33] was written and read back (1.6x
+                    # jax.jit's time before).
+                    ("histogram f32[1048576] into 33 bins", _histogram,
+                     lambda k: lambda v: _histogram(v * (1.0 + k)), u),
+                    # A cross-entropy's gradient by the logits, integer
+                    # labels (stop 74): its last part, an exp an element,
+                    # row-mapped into the kernel of its reductions (0.80-
+                    # 0.86x the time apart, A/B in one process).
+                    ("cross-entropy gradient f32[4096,1000]", _cross_entropy_grad,
+                     lambda k: functools.partial(_cross_entropy_grad, scale=1.0 + k),
+                     (e, labels))]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -334,6 +353,20 @@ def _softmax_loop(x):
 
 def _any_nan(x):
     return jnp.isnan(x).any()
+
+
+def _histogram(x):
+    edges = jnp.linspace(-3, 3, 33)
+    return (x[:, None] > edges[None, :]).sum(0)
+
+
+def _cross_entropy_grad(batch, scale=1.0):
+    """The gradient of a cross-entropy's sum by the logits, of a batch
+    (logits, integer labels)."""
+    def loss(logits, labels):
+        logp = jax.nn.log_softmax(logits * scale)
+        return -jnp.take_along_axis(logp, labels[:, None], axis=1).sum()
+    return jax.grad(loss)(*batch)
 
 
 def _pad_reversed(x):

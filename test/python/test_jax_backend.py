@@ -1104,6 +1104,29 @@ def test_jit_merges_a_softmax_xla_cuts_into_four_fusions(monkeypatch):
     assert len(re.findall(r"f32\[512,1024\]", calls[0].split("custom-call")[0])) == 1, calls[0]
 
 
+def test_jit_keeps_a_chain_of_costly_ops_in_its_own_fusion(monkeypatch):
+    # A Gumbel-softmax: XLA:CPU's exp(y - max(y)) for y = (l - log(-log(u)))
+    # * 2, written once and read twice, stays its own fusion: merged, its
+    # two logs and exp would run again for each read (0.80x the time
+    # apart over f32[1024,4096]). The softmax's exp alone merges (above).
+    monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
+
+    def gumbel_softmax(logits, u):
+        return jax.nn.softmax((logits - jnp.log(-jnp.log(u))) / 0.5, -1)
+
+    r = np.random.default_rng(24)
+    logits = r.standard_normal((512, 1024), np.float32)
+    u = (r.random((512, 1024)) * 0.98 + 0.01).astype(np.float32)
+    f = xj.jit(gumbel_softmax)
+    np.testing.assert_allclose(np.asarray(f(logits, u)),
+                               np.asarray(jax.jit(gumbel_softmax)(logits, u)),
+                               rtol=1e-5, atol=1e-9)
+    decisions = f.decisions()
+    assert all(d.ours for d in decisions), f.fusion_report()
+    merged = [d for d in decisions if d.reason.startswith("merged into ")]
+    assert len(merged) == 2 and len(decisions) == 4, f.fusion_report()
+
+
 def test_jit_keeps_a_bf16_softmaxs_rounded_exp_for_its_last_kernel(monkeypatch):
     # XLA:CPU fuses a bf16 softmax of 1M elements whole (one YNNPACK
     # fusion): its sum's kernel also writes the bf16 exp, which the last

@@ -25,6 +25,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "passes/Passes.h"
 #include "passes/ValueRanges.h"
 
@@ -1027,6 +1028,32 @@ void dropCarriedPointers(mlir::ModuleOp module) {
   }
 }
 
+// Whether `index` is computed from the induction variable of an scf.for
+// whose bounds are not constants: a bound the loop lowering made of an
+// indexing map's constraint (a padded window's last one over s32[1023],
+// d0 * 32 + s0 <= 1022, is the loop's s0 < min(32, 1023 - d0 * 32)), which
+// the index's range, d0's and s0's apart, cannot see.
+bool fromComputedLoopBound(mlir::Value index) {
+  llvm::SmallVector<mlir::Value> todo{index};
+  llvm::SmallPtrSet<mlir::Operation*, 16> seen;
+  while (!todo.empty()) {
+    mlir::Value v = todo.pop_back_val();
+    if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+      auto loop = llvm::dyn_cast<mlir::scf::ForOp>(arg.getOwner()->getParentOp());
+      if (loop && arg == loop.getInductionVar() &&
+          (!mlir::getConstantIntValue(loop.getLowerBound()) ||
+           !mlir::getConstantIntValue(loop.getUpperBound()))) {
+        return true;
+      }
+      continue;
+    }
+    mlir::Operation* def = v.getDefiningOp();
+    if (def == nullptr || !seen.insert(def).second) continue;
+    todo.append(def->operand_begin(), def->operand_end());
+  }
+  return false;
+}
+
 class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
  public:
   using LowerTensorsPassBase::LowerTensorsPassBase;
@@ -1070,7 +1097,9 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
     // An element access whose index is known to leave its dimension (e.g.
     // a thread id whose xla.range covers more elements than the tensor
     // holds) would read or write past the buffer. Accesses under an scf.if
-    // are left alone: the condition may be the guard the range cannot see.
+    // are left alone: the condition may be the guard the range cannot see;
+    // so are indices of a loop whose bounds are computed
+    // (fromComputedLoopBound).
     auto checkIndices = [&](mlir::Operation* op, mlir::Type tensorType, mlir::ValueRange indices) {
       auto type = llvm::dyn_cast<mlir::RankedTensorType>(tensorType);
       if (!type || op->getParentOfType<mlir::scf::IfOp>()) return;
@@ -1079,6 +1108,7 @@ class LowerTensorsPass : public impl::LowerTensorsPassBase<LowerTensorsPass> {
         std::optional<Interval> range = getValueRange(index);
         if (mlir::ShapedType::isDynamic(size) || !range) continue;
         if (range->lower >= 0 && range->upper < size) continue;
+        if (fromComputedLoopBound(index)) continue;
         op->emitOpError() << "index " << i << " takes values in [" << range->lower << ", "
                           << range->upper << "], outside the dimension's [0, " << size - 1
                           << "]: the access would run past its tensor";

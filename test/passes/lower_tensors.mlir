@@ -385,6 +385,59 @@ func.func @grid_past_the_tensor(%in: tensor<16xf32>, %out: tensor<16xf32>, %c: i
 
 // -----
 
+// A padded window's last one (a reduce-window over s32[1023], windows of
+// 32, pad=0_1): the loop lowering makes the constraint d0 * 32 + s0 <= 1022
+// the loop's bound, s0 < min(32, 1023 - d0 * 32), which the index's range
+// ([0, 1023]: d0's and s0's apart) cannot see. An index of a loop whose
+// bounds are computed is left alone.
+// CHECK-LABEL: func.func @window_cut_by_its_loop_bound(
+// CHECK: scf.for
+// CHECK: llvm.load
+func.func @window_cut_by_its_loop_bound(%in: tensor<1023xi32>, %out: tensor<32xi32>)
+    -> tensor<32xi32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c1023 = arith.constant 1023 : index
+  %zero = arith.constant 0 : i32
+  %t = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %base = arith.muli %t, %c32 : index
+  %left = arith.subi %c1023, %base : index
+  %end = arith.minsi %left, %c32 : index
+  %sum = scf.for %s = %c0 to %end step %c1 iter_args(%acc = %zero) -> (i32) {
+    %i = arith.addi %base, %s : index
+    %x = tensor.extract %in[%i] : tensor<1023xi32>
+    %a = arith.addi %acc, %x : i32
+    scf.yield %a : i32
+  }
+  %w = tensor.insert %sum into %out[%t] : tensor<32xi32>
+  return %w : tensor<32xi32>
+}
+
+// -----
+
+// The same window over constant bounds does run past the tensor.
+func.func @window_past_the_tensor(%in: tensor<1023xi32>, %out: tensor<32xi32>)
+    -> tensor<32xi32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %zero = arith.constant 0 : i32
+  %t = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %base = arith.muli %t, %c32 : index
+  %sum = scf.for %s = %c0 to %c32 step %c1 iter_args(%acc = %zero) -> (i32) {
+    %i = arith.addi %base, %s : index
+    // expected-error@+1 {{index 0 takes values in [0, 1023], outside the dimension's [0, 1022]: the access would run past its tensor}}
+    %x = tensor.extract %in[%i] : tensor<1023xi32>
+    %a = arith.addi %acc, %x : i32
+    scf.yield %a : i32
+  }
+  %w = tensor.insert %sum into %out[%t] : tensor<32xi32>
+  return %w : tensor<32xi32>
+}
+
+// -----
+
 func.func @insert_past_the_tensor(%out: tensor<16xf32>, %v: f32) -> tensor<16xf32> {
   %t = gpu.thread_id x {xla.range = [0 : index, 15 : index]}
   %c1 = arith.constant 1 : index

@@ -1217,6 +1217,21 @@ def test_jit_merges_bin_edges_into_the_counts():
     assert stats.temp_size_in_bytes < 16384 * 33 * 4 // 8
 
 
+def test_jit_sums_a_length_no_window_divides():
+    # (x[1:] != x[:-1]).sum() over s32[1048576]: XLA:CPU's integer sum of
+    # 1048575 elements starts with a reduce-window of 32s padded at the
+    # end, whose kernel was refused by a bounds check that could not see
+    # its last window's loop bound (stop 74).
+    x = np.random.default_rng(25).integers(0, 4, 1 << 20).astype(np.int32)
+
+    def changes(v):
+        return (v[1:] != v[:-1]).sum()
+
+    f = xj.jit(changes)
+    assert int(f(x)) == int(np.count_nonzero(x[1:] != x[:-1]))
+    assert all(d.ours for d in f.decisions()), f.fusion_report()
+
+
 def test_jit_merges_broadcasts_into_the_reductions_they_feed():
     # A layer norm's gradient: XLA:CPU writes the scale, rsqrt(var) and
     # their product broadcast to the rows' shape, each read once by a

@@ -1232,6 +1232,20 @@ def test_jit_sums_a_length_no_window_divides():
     assert all(d.ours for d in f.decisions()), f.fusion_report()
 
 
+def test_jit_splits_an_argmax_over_a_long_row():
+    # jnp.argmax over a vocabulary (greedy decoding, batch 1): XLA:CPU's
+    # loop fusion of a variadic reduce, one thread walking 128256 elements
+    # (0.56 ms); split as XLA:GPU's tree-reduction-rewriter splits a sum
+    # (0.06 ms). The first maximum's index, as jax.jit's (ties included).
+    r = np.random.default_rng(26)
+    for shape in ((128256,), (2, 128256)):
+        x = np.round(r.standard_normal(shape) * 4).astype(np.float32)
+        f = xj.jit(lambda v: jnp.argmax(v, -1))
+        np.testing.assert_array_equal(np.asarray(f(x)), np.argmax(x, -1))
+        assert [d.reason for d in f.decisions()] == [
+            "as 2 kernels (its reductions split or taken out)"], f.fusion_report()
+
+
 def test_jit_merges_broadcasts_into_the_reductions_they_feed():
     # A layer norm's gradient: XLA:CPU writes the scale, rsqrt(var) and
     # their product broadcast to the rows' shape, each read once by a

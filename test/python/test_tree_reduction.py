@@ -345,6 +345,74 @@ def _run_parts(fusion, parts, inputs):
     return values[id(parts[-1])]
 
 
+def _argmax(shape: tuple[int, ...]):
+    """jnp.argmax's fusion over the last dimension of f32[shape] (XLA:CPU
+    leaves it a loop fusion: a variadic reduce of the values and an iota,
+    whose comparator takes the lower index among equal values)."""
+    dims = ",".join(map(str, shape))
+    out = ",".join(map(str, shape[:-1]))
+    text = f"""HloModule m
+
+argmax {{
+  a = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  b = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  nan = pred[] compare(a, a), direction=NE
+  gt = pred[] compare(a, b), direction=GT
+  eq = pred[] compare(a, b), direction=EQ
+  lt = pred[] compare(ai, bi), direction=LT
+  keep = pred[] or(gt, nan)
+  tie = pred[] and(eq, lt)
+  v = f32[] select(keep, a, b)
+  first = pred[] or(keep, tie)
+  i = s32[] select(first, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, i)
+}}
+
+fused {{
+  p = f32[{dims}] parameter(0)
+  iota = s32[{dims}] iota(), iota_dimension={len(shape) - 1}
+  ninf = f32[] constant(-inf)
+  zero = s32[] constant(0)
+  ROOT r = (f32[{out}], s32[{out}]) reduce(p, iota, ninf, zero), dimensions={{{len(shape) - 1}}}, to_apply=argmax
+}}
+
+ENTRY main {{
+  p0 = f32[{dims}] parameter(0)
+  ROOT f = (f32[{out}], s32[{out}]) fusion(p0), kind=kLoop, calls=fused
+}}
+"""
+    return parse_hlo(text).fusions()[0]
+
+
+@pytest.mark.parametrize("shape, k", [((128000,), 500), ((100003,), 339), ((8, 128256), 501)])
+def test_an_argmax_is_split_as_its_values_and_indices(ctx, shape, k):
+    """A variadic reduce (jnp.argmax over a long row: XLA:CPU's loop fusion,
+    one thread walking the row) is split as a sum is: each input padded
+    with its init (-inf, index 0; 100003 padded to 339 x 295) and reshaped,
+    k partial values and indices a row, then their reduce -- each part the
+    reduction emitter's.
+    The values and indices are XLA:CPU's, ties (rounded values) and all."""
+    import numpy as np
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    fusion = _argmax(shape)
+    assert analyze_fusion(fusion).kind == EmitterKind.LOOP
+    parts = split_reduction(fusion, host=True)
+    first, *gets, last = parts
+    assert [g.opcode for g in gets] == ["get-tuple-element"] * 2
+    assert [leaf.dims for leaf in first.shape.leaves()] == [(*shape[:-1], k)] * 2
+    assert last.shape == fusion.shape
+    for part in (first, last):
+        assert analyze_fusion(part).kind == EmitterKind.REDUCTION
+    x = np.round(np.random.default_rng(3).standard_normal(shape) * 4).astype(np.float32)
+    want = run_with_xla(reference_text(fusion.fused_computation), [x])
+    got = _run_parts(fusion, parts, [x])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
 def _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol):
     """Each part holds one reduce (nothing recomputed), and the parts, run
     one after the other on the fusion's f32 input, give XLA:CPU's result of

@@ -12,7 +12,9 @@ row reduction of 1024 rows of 1024 and one of a row of 1024.
     fusions = split_reduction(fusion)   # None, or [first, ..., last]
 
 `fusion` must hold one reduce, of one operand, and after it (up to the
-root) only ops one to one on its result (a mean's scaling, a convert):
+root) only ops one to one on its result (a mean's scaling, a convert),
+or a variadic reduce that is its result (an argmax: the values and an
+iota, each padded with its own init value; since stop 74):
 the first part keeps what comes before the reduce, the last what comes
 after it. The reduced dimension n
 (of the normalized reduction, see fusion_analysis.reduction_dimensions)
@@ -303,22 +305,31 @@ def _epilogue_end(comp, reduce: HloInstruction, outputs) -> HloInstruction:
 
 
 def _the_reduce(fusion: HloInstruction) -> HloInstruction | None:
-    """The fusion's one reduce (of one operand, a scalar init that is a
-    constant or a parameter) when everything after it works on its
-    elements one to one (an epilogue: converts, scalings, reshapes) up to
-    the root; else None."""
+    """The fusion's one reduce (scalar inits that are constants or
+    parameters) when everything after it works on its elements one to one
+    (an epilogue: converts, scalings, reshapes) up to the root; else None.
+    A variadic reduce (an argmax: the values and an iota) only as the
+    fusion's results, in order, with no epilogue."""
     comp = fusion.fused_computation
-    if comp is None or not comp.root.shape.is_array:
+    if comp is None:
         return None
     reduces = [i for i in comp.instructions if i.opcode == "reduce"]
     if len(reduces) != 1:
         return None
     (reduce,) = reduces
-    if (len(reduce.operands) != 2 or not reduce.shape.is_array or
-            len(reduce.called_computations) != 1):
+    if len(reduce.called_computations) != 1:
         return None
-    init = reduce.operands[1]
-    if init.opcode not in ("constant", "parameter") or init.shape.rank != 0:
+    xs, inits = _inputs_and_inits(reduce)
+    if any(i.opcode not in ("constant", "parameter") or i.shape.rank != 0 for i in inits):
+        return None
+    if reduce.shape.is_tuple:
+        root = comp.root
+        whole = root is reduce or (
+            root.opcode == "tuple" and len(root.operands) == len(xs) and
+            all(o.opcode == "get-tuple-element" and o.operands[0] is reduce and
+                o.attr("index") == k for k, o in enumerate(root.operands)))
+        return reduce if whole and len(xs) > 1 else None
+    if not comp.root.shape.is_array:
         return None
     after = _after(comp, reduce)
     size = reduce.shape.num_elements
@@ -326,6 +337,32 @@ def _the_reduce(fusion: HloInstruction) -> HloInstruction | None:
                                      for i in after):
         return None
     return reduce
+
+
+def _inputs_and_inits(reduce: HloInstruction) -> tuple[list[HloInstruction],
+                                                       list[HloInstruction]]:
+    """A reduce's inputs and their init values (one each: an argmax's
+    values and iota)."""
+    n = len(reduce.operands) // 2
+    return reduce.operands[:n], reduce.operands[n:]
+
+
+def _result_dims(reduce: HloInstruction) -> tuple[int, ...]:
+    """The dimensions of a reduce's result (each of a variadic one's)."""
+    shape = reduce.shape.tuple_shapes[0] if reduce.shape.is_tuple else reduce.shape
+    return shape.dims
+
+
+def _reduce_text(name: str, inputs: list[str], inits: list[HloInstruction], etypes, dims,
+                 reduced, to_apply: str, root: bool = False) -> str:
+    """The line of a reduce named `name` of `inputs` (names), each of its
+    init and element type, into `dims` over `reduced`; a tuple of them
+    where there are several."""
+    shapes = [_shape(t, dims) for t in etypes]
+    shape = shapes[0] if len(shapes) == 1 else "(" + ", ".join(shapes) + ")"
+    operands = ", ".join([*inputs, *(f"%{i.name}" for i in inits)])
+    return (("ROOT " if root else "") + f"%{name} = {shape} reduce({operands}), "
+            f"dimensions={{{','.join(map(str, reduced))}}}, to_apply={to_apply}")
 
 
 def _after(comp, reduce) -> list[HloInstruction]:
@@ -461,7 +498,7 @@ def _split_once(fusion: HloInstruction, warp_size: int,
         return None
     rd: ReductionDimensions = reduction_dimensions(root)
     d0, d1, d2 = rd.dimensions
-    out = root.shape.dims
+    out = _result_dims(root)
     pad = None  # (dimension of the normalized (d0, d1, d2), padded size)
     if rd.is_row_reduction and d0 > kBatchedReductionRaceFreeBound:
         # The minor reduced dimension first, then the rows.
@@ -564,20 +601,20 @@ def _split_noncontiguous(fusion: HloInstruction,
     inner = _first_run(root, host) if root is not None else None
     if inner is None:
         return None
-    x, init = root.operands
-    dims = x.shape.dims
+    xs, inits = _inputs_and_inits(root)
+    dims = xs[0].shape.dims
     middle = tuple(n for d, n in enumerate(dims) if d not in inner)
     outer = [d - sum(i < d for i in inner) for d in sorted(root.dimensions) if d not in inner]
     comp = fusion.fused_computation
-    etype = x.shape.element_type
+    etypes = [x.shape.element_type for x in xs]
     to_apply = root.attributes["to_apply"].text
-    name = root.name
     first_lines = _first_lines(comp, root) + [
-        f"ROOT %{name} = {_shape(etype, middle)} reduce(%{x.name}, %{init.name}), "
-        f"dimensions={{{','.join(map(str, inner))}}}, to_apply={to_apply}"]
-    last_lines = _last_lines(comp, root, f"%{name}.pre", middle, outer)
-    return _parse_parts(fusion, first_lines, last_lines, [Shape(etype, middle)], "pre",
-                        "final", ("kInput", "kInput"))
+        _reduce_text(root.name, [f"%{x.name}" for x in xs], inits, etypes, middle, inner,
+                     to_apply, root=True)]
+    last_lines = _last_lines(comp, root, f"%{root.name}.pre", middle, outer)
+    return _parse_parts(fusion, first_lines, last_lines,
+                        [Shape(t, middle) for t in etypes], "pre", "final",
+                        ("kInput", "kInput"))
 
 
 # Rows of fewer than 32 elements, down to this many, are whole parts too
@@ -622,8 +659,8 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
     operands (each reads those it needs); the second also the first's
     result, as its last."""
     comp = fusion.fused_computation
-    x, init = root.operands
-    etype = x.shape.element_type
+    xs, inits = _inputs_and_inits(root)
+    etypes = [x.shape.element_type for x in xs]
     to_apply = root.attributes["to_apply"].text
     # The new instructions' names: the reduce's, with a suffix no
     # instruction of the computation has in any of them (a part split
@@ -631,32 +668,38 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
     # its `.partial` parameter, the first its `.split`).
     taken = {i.name for i in comp.instructions}
     depth = 0
-    while any(f"{root.name}.{kind}{depth or ''}" in taken
-              for kind in ("split", "partial", "normalized", "padded")):
+    while any(f"{root.name}.{kind}{depth or ''}{tag}" in taken
+              for kind in ("split", "partial", "normalized", "padded") for tag in ("", ".0")):
         depth += 1
     name, suffix = root.name, str(depth or "")
-    # The first: the reduce's operand and what it reads, the reduce over
-    # n / k only.
+    # The first: the reduce's operands and what they read, the reduce over
+    # n / k only (each operand of a variadic reduce padded with its init).
     lines = _first_lines(comp, root)
-    value = f"%{x.name}"
-    if pad is not None:
-        dim, size = pad
-        padded = list(normalized)
-        padded[dim] = size
-        config = "x".join(f"0_{size - normalized[d]}" if d == dim else "0_0" for d in range(3))
-        lines.append(f"%{name}.normalized{suffix} = {_shape(etype, normalized)} reshape({value})")
-        lines.append(f"%{name}.padded{suffix} = {_shape(etype, padded)} "
-                     f"pad(%{name}.normalized{suffix}, %{init.name}), padding={config}")
-        value = f"%{name}.padded{suffix}"
-    lines.append(f"%{name}.split{suffix} = {_shape(etype, operand_dims)} reshape({value})")
-    lines.append(f"ROOT %{name} = {_shape(etype, middle)} reduce(%{name}.split{suffix}, "
-                 f"%{init.name}), dimensions={{{','.join(map(str, inner_reduced))}}}, "
-                 f"to_apply={to_apply}")
+    splits = []
+    for j, (x, init, etype) in enumerate(zip(xs, inits, etypes)):
+        tag = f".{j}" if len(xs) > 1 else ""
+        value = f"%{x.name}"
+        if pad is not None:
+            dim, size = pad
+            padded = list(normalized)
+            padded[dim] = size
+            config = "x".join(f"0_{size - normalized[d]}" if d == dim else "0_0"
+                              for d in range(3))
+            lines.append(f"%{name}.normalized{suffix}{tag} = {_shape(etype, normalized)} "
+                         f"reshape({value})")
+            lines.append(f"%{name}.padded{suffix}{tag} = {_shape(etype, padded)} "
+                         f"pad(%{name}.normalized{suffix}{tag}, %{init.name}), padding={config}")
+            value = f"%{name}.padded{suffix}{tag}"
+        lines.append(f"%{name}.split{suffix}{tag} = {_shape(etype, operand_dims)} "
+                     f"reshape({value})")
+        splits.append(f"%{name}.split{suffix}{tag}")
+    lines.append(_reduce_text(name, splits, inits, etypes, middle, inner_reduced, to_apply,
+                              root=True))
     first_lines = lines
     # The last: k reduced, then what the computation did after the reduce.
     lines = _last_lines(comp, root, f"%{name}.partial{suffix}", middle, [outer_reduced])
-    return _parse_parts(fusion, first_lines, lines, [Shape(etype, tuple(middle))], "tree",
-                        "outer", ("kInput", "kInput"))
+    return _parse_parts(fusion, first_lines, lines, [Shape(t, tuple(middle)) for t in etypes],
+                        "tree", "outer", ("kInput", "kInput"))
 
 
 def _first_lines(comp, reduce: HloInstruction) -> list[str]:
@@ -671,19 +714,22 @@ def _last_lines(comp, reduce: HloInstruction, partial: str, middle, dims: list[i
     """The last part's computation: `comp`'s parameters, then `partial`
     (the first part's result, of dimensions `middle`) as its last, `reduce`
     over `dims` of it, and what `comp` computes after `reduce`."""
-    x, init = reduce.operands
+    xs, inits = _inputs_and_inits(reduce)
     after = {id(i) for i in _after(comp, reduce)}
-    needed = _before([init] + [o for i in comp.instructions if id(i) in after and i is not reduce
-                               for o in i.operands], stop=[reduce])
+    needed = _before([*inits] + [o for i in comp.instructions if id(i) in after and i is not reduce
+                                 for o in i.operands], stop=[reduce])
     params = comp.parameters
     lines = [i.to_text().removeprefix("ROOT ") for i in params]
-    lines.append(f"{partial} = {_shape(x.shape.element_type, middle)} parameter({len(params)})")
+    partials = [partial + (f".{j}" if len(xs) > 1 else "") for j in range(len(xs))]
+    for j, (x, name) in enumerate(zip(xs, partials)):
+        lines.append(f"{name} = {_shape(x.shape.element_type, middle)} "
+                     f"parameter({len(params) + j})")
     for inst in comp.instructions:
         if inst is reduce:
-            lines.append(("ROOT " if inst is comp.root else "") +
-                         f"%{reduce.name} = {reduce.shape.to_text(layout=False)} reduce("
-                         f"{partial}, %{init.name}), dimensions={{{','.join(map(str, dims))}}}, "
-                         f"to_apply={reduce.attributes['to_apply'].text}")
+            lines.append(_reduce_text(reduce.name, partials, inits,
+                                      [x.shape.element_type for x in xs], _result_dims(reduce),
+                                      dims, reduce.attributes["to_apply"].text,
+                                      root=inst is comp.root))
         elif inst.opcode != "parameter" and (id(inst) in after or id(inst) in needed):
             lines.append(inst.to_text())
     return lines

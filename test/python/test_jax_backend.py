@@ -1465,6 +1465,22 @@ def test_jit_shares_an_operands_buffer_only_where_it_is_dead(body, shared):
     assert _shared_operand(scale) == shared
 
 
+def test_jit_shares_no_buffer_of_another_element_type():
+    # The last fusion of softmax(x).astype(int32) converts a dead f32
+    # value of its shape: the kernel could write its i32 over it, but the
+    # custom call's output_operand_aliases takes one type, and XLA refused
+    # the module (found by random programs, stop 74).
+    x = np.random.default_rng(27).integers(-9, 9, (3, 1000)).astype(np.int32)
+
+    def probabilities(v):
+        return (jax.nn.softmax(jnp.where(v > 0, v, -v).astype(jnp.float32), -1)
+                * 1000).astype(jnp.int32)
+
+    f = xj.jit(probabilities)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(jax.jit(probabilities)(x)))
+    assert all(d.ours for d in f.decisions()), f.fusion_report()
+
+
 # --- the GPU check, prepared here ------------------------------------------
 
 def test_gpu_check_is_prepared_and_its_handler_builds_without_mlir(tmp_path):

@@ -211,7 +211,10 @@ def _shared_operand(inst: HloInstruction) -> int | None:
     None where none is. A softmax's exp(x - max) kept 2 MiB of temporary memory the
     program's last fusion could have written over; XLA allocates its
     temporaries at every run, and fresh pages cost the kernels writing
-    them a page fault each (0.2 -> 1.4 ms)."""
+    them a page fault each (0.2 -> 1.4 ms). The operand is of the result's
+    element type: the custom call's output_operand_aliases takes no other
+    (a kernel may write i32 over f32 of the same width, but XLA refused
+    the module of softmax(x).astype(int32), stop 74)."""
     comp = inst.parent
     live_out = {id(comp.root)}
     if comp.root.opcode == "tuple":
@@ -219,7 +222,8 @@ def _shared_operand(inst: HloInstruction) -> int | None:
     before = None  # what `inst` reads, directly or not
     for k in shareable_operands(inst):
         operand = inst.operands[k]
-        if id(operand) in live_out or "output_to_operand_aliasing" in operand.attributes:
+        if (id(operand) in live_out or "output_to_operand_aliasing" in operand.attributes or
+                operand.shape.element_type != inst.shape.element_type):
             continue
         # An element of a tuple fusion (a reduce's part with a side value,
         # split_reduction) is a buffer of its own as well.

@@ -283,3 +283,26 @@ def test_jit_merges_a_last_part_over_the_rows(monkeypatch):
                                   softmax.view(np.uint32))
     assert apart.decisions()[0].reason.startswith("as 2 kernels ")
     np.testing.assert_allclose(out, np.asarray(jax.jit(layer_norm)(x)), rtol=1e-4, atol=1e-5)
+
+
+def test_jit_joins_no_part_that_reads_other_rows():
+    """jnp.flip over the batch of a broadcast row sum (f32[3,32,100]): the
+    last part reads the sums through a reverse of the rows, so a block
+    would read rows another block reduces -- not yet, in one kernel
+    (the first batch's results were garbage, 1e24; found by random jax
+    programs in stop 74). It runs as two kernels, jax.jit's values."""
+    import jax
+    import jax.numpy as jnp
+
+    def flipped_sums(v):
+        v = jnp.where(v > 0, v, 0)
+        v = jnp.broadcast_to(v.sum(2, keepdims=True), v.shape)
+        return jnp.flip(jnp.broadcast_to(v.sum(2, keepdims=True), v.shape), 0)
+
+    import xla_gpu.jax as xj
+    x = np.random.default_rng(5).standard_normal((3, 32, 100)).astype(np.float32)
+    f = xj.jit(flipped_sums)
+    np.testing.assert_allclose(np.asarray(f(x)), np.asarray(jax.jit(flipped_sums)(x)),
+                               rtol=1e-5)
+    assert [d.reason for d in f.decisions() if not d.reason.startswith("merged")] == [
+        "as 2 kernels (its reductions split or taken out)"], f.fusion_report()

@@ -414,7 +414,11 @@ def _reads_by_row(part: HloInstruction, k: int) -> bool:
     """Whether reduction fusion `part` reads its operand `k` (a row value
     of an earlier part: a row's max) only at the rows it reduces: through
     broadcasts along its reduce's reduced dimensions, and elementwise ops
-    of the operand's shape (its epilogue's: the log of a row's sum)."""
+    of the operand's shape (its epilogue's: the log of a row's sum) and
+    of the rows' (what reads the broadcast, up to the reduce or the
+    outputs: a reverse of the rows there reads another block's rows --
+    jnp.flip of a broadcast row sum over f32[3,32,100] read rows the
+    kernel had not reduced yet, stop 74)."""
     comp = part.fused_computation
     reduces = [i for i in comp.instructions if i.opcode == "reduce"]
     if len(reduces) != 1:
@@ -428,16 +432,19 @@ def _reads_by_row(part: HloInstruction, k: int) -> bool:
         if id(value) in seen:
             continue
         seen.add(id(value))
+        # A value of the rows' shape (a broadcast row value, or a side
+        # value an earlier part wrote) is read where its thread wrote it,
+        # as the reduce and the outputs read it.
+        of_rows = value.shape.dims == rows.dims and value.opcode != "parameter" or (
+            value is param and param.shape.dims == rows.dims)
         for user in value.users:
-            if (user.opcode == "broadcast" and user.shape.dims == rows.dims and
-                    list(user.dimensions) == kept):
+            if of_rows and (user is reduces[0] or (user is comp.root and user.opcode == "tuple")):
                 continue
-            # A value of the rows' shape (a side value an earlier part
-            # wrote) is read where its thread wrote it, as the reduce and
-            # the outputs read it.
-            if param.shape.dims == rows.dims and (user is reduces[0] or user is comp.root):
+            if (value.shape.dims == param.shape.dims and user.opcode == "broadcast" and
+                    user.shape.dims == rows.dims and list(user.dimensions) == kept):
+                todo.append(user)
                 continue
-            if user.opcode not in ELEMENTWISE or user.shape.dims != param.shape.dims:
+            if user.opcode not in ELEMENTWISE or user.shape.dims != value.shape.dims:
                 return False
             todo.append(user)
     return True

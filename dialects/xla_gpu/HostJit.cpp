@@ -54,6 +54,8 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/DiagnosticHandler.h"
+#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
@@ -87,6 +89,22 @@
 namespace {
 
 using xla::gpu::writeMessage;
+
+// LLVM's diagnostics but errors are dropped: the loop vectorizer's "loop
+// not vectorized" analysis, which it prints whatever the remark filters
+// where a loop's vectorization was asked for (a warp's lane loop whose
+// value is read after it: every row reduction of a few elements), went
+// to the user's stderr from every tool and every xla_gpu.jax.jit compile.
+// Errors keep LLVM's handling.
+struct QuietDiagnostics : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo& info) override {
+    return info.getSeverity() != llvm::DS_Error;
+  }
+};
+
+void quietDiagnostics(llvm::LLVMContext& context) {
+  context.setDiagnosticHandler(std::make_unique<QuietDiagnostics>());
+}
 
 void initializeNativeTarget() {
   static std::once_flag once;
@@ -1587,6 +1605,7 @@ class PartCompiles {
  private:
   void compile(PartCompile& part) {
     llvm::LLVMContext context;
+    quietDiagnostics(context);
     auto module = llvm::parseBitcodeFile(
         llvm::MemoryBufferRef(llvm::StringRef(part.bitcode.data(), part.bitcode.size()), "part"),
         context);
@@ -1731,6 +1750,7 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
     return nullptr;
   }
   llvm::LLVMContext context;
+  quietDiagnostics(context);
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(op, context);
   if (!llvmModule) {
     writeMessage("the module does not translate to LLVM IR (is it all LLVM dialect?)", error,

@@ -103,7 +103,8 @@ fuzz: build
 	done; \
 	XLA_GPU_RANDOM_SEEDS=$(RANDOM_SEEDS) XLA_GPU_RANDOM_SEED_BASE=$(RANDOM_SEED_BASE) \
 	  $(PY) -m pytest -q -p no:cacheprovider test/python/test_random_fusions.py \
-	  test/python/test_random_heroes.py test/python/test_jax_from_jaxpr.py -k random || status=1; \
+	  test/python/test_random_heroes.py test/python/test_jax_from_jaxpr.py \
+	  test/python/test_random_programs.py -k random || status=1; \
 	exit $$status
 
 fuzz-long:

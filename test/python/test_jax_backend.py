@@ -1481,6 +1481,27 @@ def test_jit_shares_no_buffer_of_another_element_type():
     assert all(d.ours for d in f.decisions()), f.fusion_report()
 
 
+def test_jit_runs_an_in_place_update_whose_output_is_a_reshape():
+    # XLA's fusion of a dynamic-update-slice and a reshape of its result:
+    # our kernel updates its operand's buffer in place, but XLA aliases an
+    # input and a result of one shape only (it refused the module, f32[64,
+    # 100] against f32[3200,2]); the result gets a buffer of its own, which
+    # the handler fills with the operand first (found by random programs,
+    # stop 74).
+    def update(x, u, i):
+        v = jnp.maximum(x, 0) + jnp.minimum(x, 0) * 2
+        return jax.lax.dynamic_update_slice(v, u, (i, 0)).reshape(-1, 2)
+
+    r = np.random.default_rng(28)
+    x = r.standard_normal((64, 100)).astype(np.float32)
+    u = r.standard_normal((16, 100)).astype(np.float32)
+    f = xj.jit(update)
+    for i in (0, 7, 60):
+        np.testing.assert_array_equal(np.asarray(f(x, u, np.int32(i))),
+                                      np.asarray(jax.jit(update)(x, u, np.int32(i))))
+    assert all(d.ours for d in f.decisions(x, u, np.int32(0))), f.fusion_report()
+
+
 # --- the GPU check, prepared here ------------------------------------------
 
 def test_gpu_check_is_prepared_and_its_handler_builds_without_mlir(tmp_path):

@@ -225,7 +225,14 @@ def prepare(kernel: EmittedKernel, platform: str = "cpu",
     else:
         raise ValueError(f"platform must be 'cpu' or 'cuda', got {platform!r}")
     attributes["signature"] = _signature(params, len(kernel.results), aliases)
-    io_aliases = {v: k - num_inputs for k, v in aliases.items() if k >= num_inputs}
+    # XLA aliases an input and a result of one type only: a result in
+    # place of an input of another shape (an in-place dynamic-update-slice
+    # whose output is a bitcast of it) gets a buffer of its own, which the
+    # handler fills with the input's bytes before the kernel updates it
+    # (the signature still says they are one: PointerSlots' copy).
+    io_aliases = {v: k - num_inputs for k, v in aliases.items()
+                  if k >= num_inputs and params[k].dims == params[v].dims and
+                  params[k].element_type == params[v].element_type}
     if any(k in io_aliases.values() for k in scratch):
         raise ValueError("a scratch result cannot be written in place into an input")
     return KernelCall(target, attributes, result_shapes, io_aliases, key, tuple(scratch))

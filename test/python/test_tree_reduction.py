@@ -346,29 +346,15 @@ def _run_parts(fusion, parts, inputs):
 
 
 def _argmax(shape: tuple[int, ...]):
-    """jnp.argmax's fusion over the last dimension of f32[shape] (XLA:CPU
-    leaves it a loop fusion: a variadic reduce of the values and an iota,
-    whose comparator takes the lower index among equal values)."""
+    """An argmax's fusion over the last dimension of f32[shape] as XLA:CPU
+    leaves jnp.argmax's (a loop fusion: a variadic reduce of the values and
+    an iota, whose comparator takes the lower index among equal values)."""
+    from test_random_heroes import ARGMAX
     dims = ",".join(map(str, shape))
     out = ",".join(map(str, shape[:-1]))
     text = f"""HloModule m
 
-argmax {{
-  a = f32[] parameter(0)
-  ai = s32[] parameter(1)
-  b = f32[] parameter(2)
-  bi = s32[] parameter(3)
-  nan = pred[] compare(a, a), direction=NE
-  gt = pred[] compare(a, b), direction=GT
-  eq = pred[] compare(a, b), direction=EQ
-  lt = pred[] compare(ai, bi), direction=LT
-  keep = pred[] or(gt, nan)
-  tie = pred[] and(eq, lt)
-  v = f32[] select(keep, a, b)
-  first = pred[] or(keep, tie)
-  i = s32[] select(first, ai, bi)
-  ROOT t = (f32[], s32[]) tuple(v, i)
-}}
+{ARGMAX}
 
 fused {{
   p = f32[{dims}] parameter(0)

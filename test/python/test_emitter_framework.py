@@ -863,6 +863,15 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     ("  s = f32[300,100] slice(p0), slice={[1:301], [0:100]}\n"
      "  ROOT e = f32[300,100] exponential(s)", (300, 100), ["f32[302,100]"], False),
     ("  ROOT e = f32[300,100] exponential(p0)", (300, 100), ["f32[300,100]"], False),
+    # A slice of rows of a transposed array tiled along the rows: a block a
+    # row came out wrong on the CPU target (stop 74, cause not found yet):
+    # XLA's launch, whose bits are checked below all the same.
+    ("  t = f32[513,33]{0,1} transpose(p0), dimensions={1,0}\n"
+     "  c = f32[513,33] copy(t)\n"
+     "  b = f32[1,513,2,33] broadcast(c), dimensions={1,3}\n"
+     "  bc = f32[513,66] bitcast(b)\n"
+     "  ROOT s = f32[256,65] slice(bc), slice={[100:356], [1:66]}",
+     (256, 65), ["f32[33,513]"], False),
 ])
 def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, params,
                                                              row_launch):
@@ -883,9 +892,11 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
     host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
     if not row_launch:
         assert host.launch == gpu.launch
-        return
-    assert host.launch.dims.block_counts == (out[0], 1, 1)
-    assert host.launch.dims.thread_counts_per_block == (out[1], 1, 1)
+        if not any(i.opcode == "transpose" for i in fusion.fused_computation.instructions):
+            return
+    else:
+        assert host.launch.dims.block_counts == (out[0], 1, 1)
+        assert host.launch.dims.thread_counts_per_block == (out[1], 1, 1)
     rng = np.random.RandomState(6)
     from xla_gpu.tools.test_correctness import random_input
     inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]

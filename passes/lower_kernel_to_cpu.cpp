@@ -30,6 +30,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "passes/Passes.h"
+#include "passes/ValueRanges.h"
 
 namespace xla::gpu {
 
@@ -4439,6 +4440,19 @@ class KernelLowering {
     }
     if (offset->viaTid && lanes_.tid != lanes_.lane) {
       start = b.create<mlir::arith::AddIOp>(loc, start, lanes_.base);
+    }
+    // start + lane must not wrap: where start may be negative (lane - 2
+    // past a concatenate's first two columns) start / d and start % d are
+    // a wrapped value's, not x's -- the remainders by 33 came out 16 off
+    // for lanes >= 2 (2^64 mod 33 is 16; random programs, stop 74).
+    // (Ops made here that nothing uses are left to canonicalize.)
+    const bool negativeTerm = llvm::any_of(offset->terms, [](Value t) {
+      auto c = mlir::getConstantIntValue(t);
+      return c && *c < 0;
+    });
+    if (std::optional<Interval> range = getValueRange(start);
+        range ? range->lower < 0 : negativeTerm) {
+      return {};
     }
     Value divisor = index(d);
     Value q0 = b.create<mlir::arith::DivUIOp>(loc, start, divisor);

@@ -184,14 +184,9 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
         return None
     # Rows read at an offset (_shifts_minor) only from a warp's 32 elements
     # up: a row of 16 a warp, half its lanes idle, ran jax.lax.cummax over
-    # f32[64,500] 1.3-1.5x slower. Not where the fusion transposes: a
-    # slice of rows 100:356 of a transposed array tiled along the rows
-    # (jnp.tile(x.T, (1, 2)) rolled) came out wrong a block a row on the
-    # CPU target (random programs, stop 74; the cause is not found yet,
-    # test_emitter_framework's case keeps it).
+    # f32[64,500] 1.3-1.5x slower.
     if not (broadcasts_along(comp, dims, len(dims) - 1) or
-            (not short and (_shifts_minor(comp, dims) or _windows_across_rows(comp, dims)) and
-             not any(i.opcode == "transpose" for i in comp.instructions))):
+            (not short and (_shifts_minor(comp, dims) or _windows_across_rows(comp, dims)))):
         return None
     # A row of more elements than a block has threads: the CPU pipeline's
     # -xla-gpu-fold-loops-into-threads, which makes a thread's unrolled

@@ -2101,34 +2101,6 @@ class KernelLowering {
     if (!step || *step != 1) return;
     Value iv = loop.getInductionVar();
     auto inside = [&](Value v) { return loop.getRegion().isAncestor(v.getParentRegion()); };
-    // The coefficient of the lane in index `v` (affine in it through adds,
-    // subtractions and multiplications by constants), or none.
-    std::function<std::optional<int64_t>(Value, int)> slope =
-        [&](Value v, int depth) -> std::optional<int64_t> {
-      if (v == iv) return 1;
-      if (!inside(v)) return 0;
-      if (depth == 0) return std::nullopt;
-      mlir::Operation* def = v.getDefiningOp();
-      if (!def) return std::nullopt;
-      if (llvm::isa<mlir::arith::AddIOp, mlir::arith::SubIOp>(def)) {
-        auto x = slope(def->getOperand(0), depth - 1), y = slope(def->getOperand(1), depth - 1);
-        if (!x || !y) return std::nullopt;
-        return llvm::isa<mlir::arith::AddIOp>(def) ? *x + *y : *x - *y;
-      }
-      if (llvm::isa<mlir::arith::MulIOp>(def)) {
-        auto x = slope(def->getOperand(0), depth - 1), y = slope(def->getOperand(1), depth - 1);
-        if (!x || !y) return std::nullopt;
-        if (*x == 0 && *y == 0) return 0;
-        for (int i = 0; i < 2; ++i) {
-          auto k = mlir::getConstantIntValue(def->getOperand(1 - i));
-          int64_t product;
-          if (k && !__builtin_mul_overflow(i == 0 ? *x : *y, *k, &product)) return product;
-        }
-        return std::nullopt;
-      }
-      if (mlir::getConstantIntValue(v)) return 0;
-      return std::nullopt;
-    };
     // Whether index `v` subtracts a term inside the loop (a negative
     // constant, a subtraction): only there did LLVM drop the GEP's inbounds
     // (a row reduction's m * lane + k, all added, kept it, and its lanes
@@ -2143,6 +2115,8 @@ class KernelLowering {
       if (llvm::isa<mlir::arith::SubIOp>(def)) return true;
       return llvm::any_of(def->getOperands(), [&](Value x) { return subtracts(x, depth - 1); });
     };
+    // How each index moves with the lane (strideIn).
+    llvm::DenseMap<Value, std::optional<int64_t>> strides;
     SmallVector<mlir::LLVM::LoadOp> loads;
     loop.getBody()->walk([&](mlir::LLVM::LoadOp load) { loads.push_back(load); });
     for (mlir::LLVM::LoadOp load : loads) {
@@ -2155,20 +2129,30 @@ class KernelLowering {
       auto cast = gep.getDynamicIndices()[0].getDefiningOp<mlir::arith::IndexCastUIOp>();
       if (!cast) continue;
       Value index = cast.getIn();
-      auto m = slope(index, 8);
+      auto m = strideIn(loop, index, strides);
       if (!m || *m < 2 || *m > kMaxSplitStride || !subtracts(index, 8)) continue;
       // The index at the loop's lower bound, computed before the loop: its
-      // ops cloned, the lane replaced by the bound.
+      // ops cloned, the lane replaced by the bound; none where it reads a
+      // value made inside the loop by no op (a loop's induction variable
+      // within the lane's) or by one that may not run there (a load; the
+      // clones left are canonicalize's).
       mlir::OpBuilder before(loop);
       mlir::IRMapping at;
       at.map(iv, loop.getLowerBound());
       std::function<Value(Value)> start = [&](Value v) -> Value {
         if (at.contains(v) || !inside(v)) return at.lookupOrDefault(v);
         mlir::Operation* def = v.getDefiningOp();
-        for (Value operand : def->getOperands()) start(operand);
+        if (!def || def->getNumRegions() > 0 || !mlir::isMemoryEffectFree(def) ||
+            !mlir::isSpeculatable(def)) {
+          return {};
+        }
+        for (Value operand : def->getOperands()) {
+          if (!start(operand)) return {};
+        }
         return before.clone(*def, at)->getResult(0);
       };
       Value first = start(index);
+      if (!first) continue;
       mlir::Location loc = gep.getLoc();
       auto i64 = before.getI64Type();
       Value firstPtr = before.create<mlir::LLVM::GEPOp>(

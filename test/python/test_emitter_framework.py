@@ -800,6 +800,18 @@ def test_the_host_reads_rows_of_8_to_16_it_computes_with_an_element_a_lane(ctx, 
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+def _assert_host_bits_as_gpu_launch(fusion, shape, dtype=np.float32, seed=4):
+    """The host's kernel of `fusion` (emit_kernel(host=True): its own
+    launch) gives the bits of XLA:GPU's launch on random inputs."""
+    from xla_gpu.tools.test_correctness import random_input
+    rng = np.random.RandomState(seed)
+    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
+    got, same = np.zeros(shape, dtype), np.zeros(shape, dtype)
+    CpuKernel(emit_kernel(fusion, host=True))(*inputs, got)
+    CpuKernel(emit_kernel(fusion))(*inputs, same)
+    np.testing.assert_array_equal(got.view(np.uint32), same.view(np.uint32))
+
+
 @pytest.mark.parametrize("cols, threads, unroll, apart", [
     (100, 100, 1, False),     # XLA's 4 a thread: 25 threads, a partial warp
     (197, 197, 1, False),     # 4 does not divide a row
@@ -832,13 +844,7 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
         column = "th_x" if unroll == 1 else f"th_x + unroll_id * {threads}"
         assert f"(bl_x, {column})" in str(host.thread_to_output_map())
         assert (f"th_x in [0, {cols - 1}]" in str(host.thread_to_output_map())) == (cols < 32)
-    rng = np.random.RandomState(4)
-    from xla_gpu.tools.test_correctness import random_input
-    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
-    out, same = np.zeros((512, cols), np.float32), np.zeros((512, cols), np.float32)
-    CpuKernel(emit_kernel(fusion, host=True))(*inputs, out)
-    CpuKernel(emit_kernel(fusion))(*inputs, same)
-    np.testing.assert_array_equal(out.view(np.uint32), same.view(np.uint32))
+    _assert_host_bits_as_gpu_launch(fusion, (512, cols))
 
 
 @pytest.mark.parametrize("body, out, params, row_launch", [
@@ -900,13 +906,7 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
         return
     assert host.launch.dims.block_counts == (out[0], 1, 1)
     assert host.launch.dims.thread_counts_per_block == (out[1], 1, 1)
-    rng = np.random.RandomState(6)
-    from xla_gpu.tools.test_correctness import random_input
-    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
-    got, same = np.zeros(out, np.float32), np.zeros(out, np.float32)
-    CpuKernel(emit_kernel(fusion, host=True))(*inputs, got)
-    CpuKernel(emit_kernel(fusion))(*inputs, same)
-    np.testing.assert_array_equal(got.view(np.uint32), same.view(np.uint32))
+    _assert_host_bits_as_gpu_launch(fusion, out, seed=6)
 
 
 @pytest.mark.parametrize("ty, operand, window, out, row_launch", [
@@ -945,14 +945,8 @@ def test_the_host_gives_windows_across_rows_a_block_a_row(ctx, ty, operand, wind
         return
     assert host.launch.dims.block_counts == (int(np.prod(out[:-1])), 1, 1)
     assert host.launch.dims.thread_counts_per_block == (out[-1], 1, 1)
-    rng = np.random.RandomState(7)
-    from xla_gpu.tools.test_correctness import random_input
-    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
-    dtype = np.int32 if ty == "s32" else np.float32
-    got, same = np.zeros(out, dtype), np.zeros(out, dtype)
-    CpuKernel(emit_kernel(fusion, host=True))(*inputs, got)
-    CpuKernel(emit_kernel(fusion))(*inputs, same)
-    np.testing.assert_array_equal(got.view(np.uint32), same.view(np.uint32))
+    _assert_host_bits_as_gpu_launch(fusion, out, np.int32 if ty == "s32" else np.float32,
+                                    seed=7)
 
 
 def test_the_host_reduces_rows_shorter_than_a_warp_a_warp_a_row(ctx):

@@ -436,13 +436,16 @@ func.func @last_step_reads_what_the_lanes_write(%in: !llvm.ptr, %out: !llvm.ptr)
 // A pad with interior padding (XLA:CPU's interleave of a RoPE gradient's
 // halves): every other lane takes the operand, the others the padding, by
 // the lane's parity ((lane - 1) mod 2 as an index map writes it). The lane
-// loop runs two lanes a step, each parity a constant: one lane computes
-// the sin, the other stores the padding, no branch left; the last lane of
-// the odd count after. One lane a step, the vectorized loop ran the sin on
-// every lane (masked).
+// loop runs two lanes a step k, each parity a constant: one lane computes
+// the sin of element k (the quotient (lane - 1) / 2 stepping with k), the
+// other stores the padding, no branch left; the last lane of the odd count
+// after. One lane a step, the vectorized loop ran the sin on every lane
+// (masked).
 // CHECK-LABEL: func.func @interior_pad
-// CHECK:       scf.for %{{.*}} = %c1 to %c63 step %c2
+// CHECK:       scf.for %[[K:.*]] = %c0 to %c31 step %c1
 // CHECK-NOT:     scf.if
+// CHECK:         %[[AT:.*]] = arith.index_castui %[[K]]
+// CHECK-NEXT:    llvm.getelementptr inbounds %arg0[%[[AT]]]
 // CHECK:         math.sin
 // CHECK:         llvm.store
 // CHECK:         llvm.store %cst
@@ -488,8 +491,10 @@ func.func @interior_pad(%a: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK-NEXT:  %[[EVEN:.*]] = arith.muli %[[HALF]], %c2
 // CHECK:       scf.for {{.*}} to %{{.*}} step %c1 {
 // CHECK:         scf.if
-// CHECK:       scf.for %{{.*}} = %[[EVEN]] to %{{.*}} step %c2 {
+// CHECK:       %[[Q:.*]] = arith.divsi %[[EVEN]], %c2
+// CHECK:       scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1 {
 // CHECK-NOT:     scf.if
+// CHECK:         arith.addi %[[Q]], %[[K]]
 // CHECK:         math.sin
 // CHECK:       } {loop_annotation
 func.func @interior_pad_from_a_block_bound(%a: !llvm.ptr, %out: !llvm.ptr) {
@@ -523,6 +528,89 @@ func.func @interior_pad_from_a_block_bound(%a: !llvm.ptr, %out: !llvm.ptr) {
   %t = arith.index_castui %col : index to i64
   %o = llvm.getelementptr inbounds %out[%t] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %v, %o : f32, !llvm.ptr
+  return
+}
+
+// An image's normalization per channel over NHWC (u8[16,224,224,3] as
+// jax.jit's (x / 255 - mean) / std): the channel is the element mod 3, the
+// element the block's first (512 b, which 3 does not divide) plus the
+// lane. The lane loop runs 3 lanes a step k from the first lane whose
+// element 3 divides, each lane's channel a constant (its scale and shift
+// loaded once, before the loop, by LLVM); the lanes before it and after
+// the whole steps in loops of their own. One lane a step, the loop divided
+// every lane and gathered its channel's scale, scalar (0.87 ms a kernel
+// call, jax.jit 0.12).
+// CHECK-LABEL: func.func @channel_scale
+// CHECK:       %[[FIRST:.*]] = arith.muli %{{.*}}, %c3
+// CHECK:       scf.for
+// CHECK:         arith.remui
+// CHECK:       scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK-NOT:     arith.remui
+// CHECK-NOT:     arith.divui
+// CHECK:         llvm.load %arg1 invariant
+// CHECK:         llvm.getelementptr inbounds %arg1[1]
+// CHECK:         llvm.getelementptr inbounds %arg1[2]
+// CHECK:       } {loop_annotation
+// CHECK:       scf.for
+// CHECK:         arith.remui
+func.func @channel_scale(%in: !llvm.ptr, %scale: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 511 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 4703 : index]}
+  %c3 = arith.constant 3 : index
+  %c512 = arith.constant 512 : index
+  %row = arith.muli %bid, %c512 : index
+  %e = arith.addi %row, %tid : index
+  %ch = arith.remui %e, %c3 : index
+  %i = arith.index_castui %e : index to i64
+  %p = llvm.getelementptr inbounds %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+  %x = llvm.load %p invariant : !llvm.ptr -> i8
+  %xf = arith.uitofp %x : i8 to f32
+  %c = arith.index_castui %ch : index to i64
+  %sp = llvm.getelementptr inbounds %scale[%c] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %s = llvm.load %sp invariant : !llvm.ptr -> f32
+  %y = arith.mulf %xf, %s : f32
+  %o = llvm.getelementptr inbounds %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %y, %o : f32, !llvm.ptr
+  return
+}
+
+// A reverse of the channels (x[..., ::-1] over NHWC, C = 3): element e
+// reads 3 (e / 3) + 2 - e mod 3. With 3 lanes a step k from an element 3
+// divides, the quotient is the first step's plus k and the remainder a
+// constant: each lane's address is affine in k, 3 k past its first
+// (splitStridedAddresses; LLVM loads the steps' elements as whole vectors
+// and shuffles them), where one lane a step divided every lane and loaded
+// each element on its own (0.47 -> 0.12 ms a kernel call over
+// f32[16,224,224,3]).
+// CHECK-LABEL: func.func @reverse_channels
+// CHECK:       %[[START:.*]] = arith.muli %{{.*}}, %c3
+// CHECK:       arith.divsi %[[START]], %c3
+// CHECK:       scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK-NOT:     arith.remui
+// CHECK-NOT:     arith.divui
+// CHECK:         %[[OFFSET:.*]] = arith.muli %[[K]], %c3
+// CHECK:         %[[AT:.*]] = arith.index_castui %[[OFFSET]]
+// CHECK:         llvm.getelementptr nusw|nuw %{{.*}}[%[[AT]]]
+// CHECK:       } {loop_annotation
+func.func @reverse_channels(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 511 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 4703 : index]}
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c512 = arith.constant 512 : index
+  %row = arith.muli %bid, %c512 : index
+  %e = arith.addi %row, %tid : index
+  %r = arith.remui %e, %c3 : index
+  %q = arith.divui %e, %c3 : index
+  %q3 = arith.muli %q, %c3 : index
+  %a = arith.subi %q3, %r : index
+  %at = arith.addi %a, %c2 : index
+  %i = arith.index_castui %at : index to i64
+  %p = llvm.getelementptr inbounds %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x = llvm.load %p invariant : !llvm.ptr -> f32
+  %j = arith.index_castui %e : index to i64
+  %o = llvm.getelementptr inbounds %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x, %o : f32, !llvm.ptr
   return
 }
 

@@ -79,6 +79,26 @@ CASES = {
         "  m = f32[8,224,224,3] multiply(c, b)\n  h = f32[] constant(-0.5)\n"
         "  bh = f32[8,224,224,3] broadcast(h), dimensions={}\n"
         "  ROOT a = f32[8,224,224,3] add(m, bh)", ["u8[8,224,224,3]"], "f32[8,224,224,3]"),
+    # jax.jit's (x / 255 - mean) / std per channel of NHWC images (stop 75,
+    # through xla_gpu.jax.jit): the channel is the element mod 3, its mean
+    # and std gathered. The lane loop runs 3 lanes a step, each lane's
+    # channel a constant (-xla-gpu-lower-kernel-to-cpu's
+    # unrollAtLanePeriod): a CpuKernel call 0.87 -> 0.09 ms.
+    "u8 image normalization per channel [16,224,224,3]": _module(
+        "  c = f32[16,224,224,3] convert(a0)\n  k = f32[] constant(0.00392156886)\n"
+        "  b = f32[16,224,224,3] broadcast(k), dimensions={}\n"
+        "  m = f32[16,224,224,3] multiply(c, b)\n"
+        "  bm = f32[16,224,224,3] broadcast(a1), dimensions={3}\n"
+        "  s = f32[16,224,224,3] add(m, bm)\n"
+        "  bs = f32[16,224,224,3] broadcast(a2), dimensions={3}\n"
+        "  ROOT n = f32[16,224,224,3] multiply(s, bs)",
+        ["u8[16,224,224,3]", "f32[3]", "f32[3]"], "f32[16,224,224,3]"),
+    # A flip along W of NHWC images (stop 75, x[:, :, ::-1]): its 3 lanes a
+    # step load backwards from one address, an interleave group (a
+    # CpuKernel call 0.47 -> 0.16 ms).
+    "flip along W f32[16,224,224,3]": _module(
+        "  ROOT r = f32[16,224,224,3] reverse(a0), dimensions={2}",
+        ["f32[16,224,224,3]"], "f32[16,224,224,3]"),
     # XLA:CPU's integer row sum, x.sum(-1) over s32[4096,1000] (stop 63):
     # a reduce-window of 1x32 at a stride of 32, then a reduce over 32. A
     # thread's window is one contiguous walk, its padding the loop's

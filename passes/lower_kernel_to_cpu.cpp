@@ -813,8 +813,11 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
   auto step = mlir::getConstantIntValue(loop.getStep());
   if (!step || *step != 1 || loop.getNumRegionIterArgs() != 0) return {};
   SmallVector<LaneDivision> divisions = laneDivisions(loop);
-  const LaneDivision* ref = llvm::find_if(divisions, [](auto& d) { return !d.quotient; });
-  if (ref == divisions.end()) return {};
+  auto firstRemainder = llvm::find_if(divisions, [](auto& d) { return !d.quotient; });
+  if (firstRemainder == divisions.end()) return {};
+  // A copy: erase_if below moves the elements.
+  const LaneDivision reference = *firstRemainder;
+  const LaneDivision* ref = &reference;
   SmallVector<mlir::scf::ForOp, 2> fewLanes;
   int64_t u = 1;
   for (const LaneDivision& d : divisions) {

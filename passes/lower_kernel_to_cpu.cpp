@@ -839,9 +839,13 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
     return period <= kMaxLanePeriod ||
            (period <= kMaxSmallBodyLanePeriod && period * bodyOps <= kMaxLanePeriodOps);
   };
+  // Remainders' moduli first, then quotients' (a tile of 3 channels
+  // into 6 reads 3 (e / 6) + e mod 3: 6 lanes a step).
   int64_t u = 1;
-  for (const LaneDivision& d : divisions) {
-    if (d.quotient == quotientsOnly && allowed(std::lcm(u, d.m))) u = std::lcm(u, d.m);
+  for (bool quotients : {false, true}) {
+    for (const LaneDivision& d : divisions) {
+      if (d.quotient == quotients && allowed(std::lcm(u, d.m))) u = std::lcm(u, d.m);
+    }
   }
   if (u == 1) return {};
   llvm::erase_if(divisions, [&](const LaneDivision& d) { return u % d.m != 0; });

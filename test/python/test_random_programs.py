@@ -111,13 +111,19 @@ def program(seed: int):
     else:
         x = jnp.asarray(rng.standard_normal(dims).astype(np.float32), dtype)
 
+    return _chain(f"program_{seed}", steps, _op), x
+
+
+def _chain(name: str, steps, apply):
+    """The function applying `apply(v, op, a)` for each step (op, a) in
+    turn, named after its seed's `name` and its steps."""
     def fn(v):
-        for op, axis in steps:
-            v = _op(v, op, axis)
+        for op, a in steps:
+            v = apply(v, op, a)
         return v
 
-    fn.__name__ = f"program_{seed}_{'_'.join(f'{op}.{axis}' for op, axis in steps)}"
-    return fn, x
+    fn.__name__ = f"{name}_{'_'.join(f'{op}.{a}' for op, a in steps)}"
+    return fn
 
 
 @pytest.mark.parametrize("seed", random_seeds(24))
@@ -198,13 +204,8 @@ def small_minor_program(seed: int):
     x = jnp.asarray(rng.integers(0, 100, dims), dtype)
     column = jnp.asarray(rng.integers(1, 5, (64,)), jnp.int32)
 
-    def fn(v):
-        for op, a in steps:
-            v = _index_op(v, op, a, column)
-        return v
-
-    fn.__name__ = f"small_minor_{seed}_{'_'.join(f'{op}.{a}' for op, a in steps)}"
-    return fn, x
+    return _chain(f"small_minor_{seed}", steps,
+                  lambda v, op, a: _index_op(v, op, a, column)), x
 
 
 @pytest.mark.parametrize("seed", random_seeds(24))

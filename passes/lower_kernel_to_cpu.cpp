@@ -713,11 +713,11 @@ constexpr int64_t kMaxLanePeriod = 8;
 constexpr int64_t kMaxSmallBodyLanePeriod = 16;
 constexpr int64_t kMaxLanePeriodOps = 512;
 
-// A division by a constant m <= kMaxLanePeriod of x = lane + c + the sum
-// of `terms` (values from outside the loop, each added or subtracted: a
-// block's first element, a row's remainder), c a constant: its remainder,
-// remui(x, m) or x - floordivsi(x, m) * m (an index map's mod), or its
-// quotient, divui(x, m) or floordivsi(x, m).
+// A division by a constant m <= kMaxSmallBodyLanePeriod of x = lane + c +
+// the sum of `terms` (values from outside the loop, each added or
+// subtracted: a block's first element, a row's remainder), c a constant:
+// its remainder, remui(x, m) or x - floordivsi(x, m) * m (an index map's
+// mod), or its quotient, divui(x, m) or floordivsi(x, m).
 struct LaneDivision {
   mlir::Operation* op;
   Value x;

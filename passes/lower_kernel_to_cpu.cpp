@@ -720,7 +720,6 @@ constexpr int64_t kMaxLanePeriodOps = 512;
 // mod), or its quotient, divui(x, m) or floordivsi(x, m).
 struct LaneDivision {
   mlir::Operation* op;
-  Value x;
   SmallVector<std::pair<Value, bool>> terms;  // (term, subtracted), sorted
   int64_t c;
   int64_t m;
@@ -764,7 +763,7 @@ SmallVector<LaneDivision> laneDivisions(mlir::scf::ForOp loop) {
   };
   SmallVector<LaneDivision> found;
   auto add = [&](mlir::Operation* op, Value x, Value m, bool floor, bool quotient) {
-    LaneDivision d{op, x, {}, 0, 0, floor, quotient};
+    LaneDivision d{op, {}, 0, 0, floor, quotient};
     auto divisor = modulus(m);
     if (!divisor || !split(x, /*minus=*/false, d)) return;
     d.m = *divisor;
@@ -831,7 +830,6 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
   bool quotientsOnly = firstRemainder == divisions.end();
   // A copy: erase_if below moves the elements.
   const LaneDivision reference = quotientsOnly ? divisions.front() : *firstRemainder;
-  const LaneDivision* ref = &reference;
   SmallVector<mlir::scf::ForOp, 2> fewLanes;
   int64_t bodyOps = 0;
   loop.getBody()->walk([&](mlir::Operation*) { ++bodyOps; });
@@ -862,8 +860,8 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
     return t;
   };
   auto known = [&](const LaneDivision& d) {
-    if (d.terms.size() != ref->terms.size()) return false;
-    SmallVector<std::pair<Value, bool>> rest(ref->terms);
+    if (d.terms.size() != reference.terms.size()) return false;
+    SmallVector<std::pair<Value, bool>> rest(reference.terms);
     for (auto [term, subtracted] : d.terms) {
       auto it = llvm::find_if(rest, [&, term = term, subtracted = subtracted](auto& r) {
         return r.second == subtracted && modU(r.first) == modU(term);
@@ -878,14 +876,18 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
   auto index = [&](int64_t v) -> Value { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
   auto floorMod = [](int64_t x, int64_t m) { return (x % m + m) % m; };
   auto floorDiv = [&](int64_t x, int64_t m) { return (x - floorMod(x, m)) / m; };
+  // x plus and minus `terms`.
+  auto plusTerms = [&](Value x, llvm::ArrayRef<std::pair<Value, bool>> terms) {
+    for (auto [term, subtracted] : terms) {
+      x = subtracted ? b.createOrFold<mlir::arith::SubIOp>(loc, x, term)
+                     : b.createOrFold<mlir::arith::AddIOp>(loc, x, term);
+    }
+    return x;
+  };
   Value lower = loop.getLowerBound(), upper = loop.getUpperBound();
   // s = lower + the first remainder's terms: its x at the first lane but
   // for c.
-  Value s = lower;
-  for (auto [term, subtracted] : ref->terms) {
-    s = subtracted ? b.createOrFold<mlir::arith::SubIOp>(loc, s, term)
-                   : b.createOrFold<mlir::arith::AddIOp>(loc, s, term);
-  }
+  Value s = plusTerms(lower, reference.terms);
   // S, the steps' first x but for c, and S mod u.
   Value first = lower;
   Value start = s;
@@ -918,20 +920,10 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
   // remainder's terms: x = (S - S mod u) + u k + (S mod u + j + c), the
   // first two terms m divides, the remainder a constant. Else d's own x at
   // lane first + j, divided before the loop.
-  auto quotientOf = [&](Value x, const LaneDivision& d) -> Value {
-    return d.floor ? b.createOrFold<mlir::arith::FloorDivSIOp>(loc, x, index(d.m))
-                   : b.createOrFold<mlir::arith::DivUIOp>(loc, x, index(d.m));
-  };
   // d's x at the steps' first lane but for c, first + its terms (S for
   // the first remainder's terms).
   auto firstX = [&](const LaneDivision& d) -> Value {
-    if (d.terms == ref->terms) return start;
-    Value x = first;
-    for (auto [term, subtracted] : d.terms) {
-      x = subtracted ? b.createOrFold<mlir::arith::SubIOp>(loc, x, term)
-                     : b.createOrFold<mlir::arith::AddIOp>(loc, x, term);
-    }
-    return x;
+    return d.terms == reference.terms ? start : plusTerms(first, d.terms);
   };
   // (x - S mod u) / m at the first step, one value for each terms and m
   // (LLVM relates the copies' addresses only through the same values).
@@ -956,12 +948,10 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
                        : index(floorMod(rest, d.m)));
         continue;
       }
-      Value x = b.createOrFold<mlir::arith::AddIOp>(loc, first, index(j + d.c));
-      for (auto [term, subtracted] : d.terms) {
-        x = subtracted ? b.createOrFold<mlir::arith::SubIOp>(loc, x, term)
-                       : b.createOrFold<mlir::arith::AddIOp>(loc, x, term);
-      }
-      Value q = quotientOf(x, d);
+      Value x = plusTerms(b.createOrFold<mlir::arith::AddIOp>(loc, first, index(j + d.c)),
+                          d.terms);
+      Value q = d.floor ? b.createOrFold<mlir::arith::FloorDivSIOp>(loc, x, index(d.m))
+                        : b.createOrFold<mlir::arith::DivUIOp>(loc, x, index(d.m));
       atFirstStep[j].push_back(
           d.quotient ? q
                      : b.createOrFold<mlir::arith::SubIOp>(
@@ -2334,9 +2324,9 @@ class KernelLowering {
       versionInvariantGuards(loop);
       // A parity of the lane plus a constant: two lanes a step (the
       // RoPE gradient's pads: as unrollAtLanePeriod's steps, 2.2 -> 6.1
-      // ms). Else remainders by up to 4; its loops of fewer than the
-      // period's lanes scalar (vectorized with epilogues, a flip along
-      // W's kernel compiled in 27 ms, 22 so).
+      // ms). Else divisions by up to 16 (unrollAtLanePeriod); its loops
+      // of fewer than the period's lanes scalar (vectorized with
+      // epilogues, a flip along W's kernel compiled in 27 ms, 22 so).
       if (unrollAtLaneParity(loop)) continue;
       for (mlir::scf::ForOp few : unrollAtLanePeriod(loop)) {
         few->removeAttr(kLaneLoop);
@@ -2549,26 +2539,19 @@ class KernelLowering {
       mlir::OpBuilder b(gep);
       auto noWrap = mlir::arith::IntegerOverflowFlags::nsw | mlir::arith::IntegerOverflowFlags::nuw;
       Value lane = b.create<mlir::arith::SubIOp>(loc, iv, loop.getLowerBound(), noWrap);
-      Value address;
-      if (*m > 0) {
-        Value offset = b.create<mlir::arith::MulIOp>(
-            loc, lane, b.create<mlir::arith::ConstantIndexOp>(loc, *m), noWrap);
-        address = b.create<mlir::LLVM::GEPOp>(
-            loc, gep.getType(), gep.getElemType(), firstPtr,
-            mlir::ValueRange{b.create<mlir::arith::IndexCastUIOp>(loc, i64, offset)},
-            mlir::LLVM::GEPNoWrapFlags::nusw | mlir::LLVM::GEPNoWrapFlags::nuw);
-      } else {
-        // Backwards (a flip along W of an NHWC image's pixels, 3 channels
-        // each: -3 a lane step): a negative offset, that does not wrap as
-        // a signed value (`nusw`).
-        Value offset = b.create<mlir::arith::MulIOp>(
-            loc, lane, b.create<mlir::arith::ConstantIndexOp>(loc, *m),
-            mlir::arith::IntegerOverflowFlags::nsw);
-        address = b.create<mlir::LLVM::GEPOp>(
-            loc, gep.getType(), gep.getElemType(), firstPtr,
-            mlir::ValueRange{b.create<mlir::arith::IndexCastOp>(loc, i64, offset)},
-            mlir::LLVM::GEPNoWrapFlags::nusw);
-      }
+      // Backwards (a flip along W of an NHWC image's pixels, 3 channels
+      // each: -3 a lane step) the offset is negative, and does not wrap as
+      // a signed value only (`nusw`).
+      const bool forward = *m > 0;
+      Value offset = b.create<mlir::arith::MulIOp>(
+          loc, lane, b.create<mlir::arith::ConstantIndexOp>(loc, *m),
+          forward ? noWrap : mlir::arith::IntegerOverflowFlags::nsw);
+      Value offset64 = forward ? b.create<mlir::arith::IndexCastUIOp>(loc, i64, offset).getResult()
+                               : b.create<mlir::arith::IndexCastOp>(loc, i64, offset).getResult();
+      Value address = b.create<mlir::LLVM::GEPOp>(
+          loc, gep.getType(), gep.getElemType(), firstPtr, mlir::ValueRange{offset64},
+          forward ? mlir::LLVM::GEPNoWrapFlags::nusw | mlir::LLVM::GEPNoWrapFlags::nuw
+                  : mlir::LLVM::GEPNoWrapFlags::nusw);
       load.getAddrMutable().assign(address);
       if (gep->use_empty()) gep->erase();
     }
@@ -4792,12 +4775,12 @@ class KernelLowering {
     // image's (e / 3) mod 224 reads e mod 672 (the cut below makes it
     // affine in the lane), its quotient by 3 for the lane loop to step
     // (unrollAtLanePeriod): f32[16,224,224,3] 0.47 -> 0.16 ms a kernel call.
+    const int64_t least = std::min(*hi - 1, leastSegment);
     SmallVector<mlir::arith::RemUIOp> nested;
     lanes.getBody()->walk([&](mlir::arith::RemUIOp rem) {
       auto div = rem.getLhs().getDefiningOp<mlir::arith::DivUIOp>();
       auto a = div ? mlir::getConstantIntValue(div.getRhs()) : std::nullopt;
       auto m = mlir::getConstantIntValue(rem.getRhs());
-      const int64_t least = std::min(*hi - 1, leastSegment);
       if (a && m && *a <= kMaxSmallBodyLanePeriod && *a < least && *a * *m >= least &&
           offsetOf(div.getLhs())) {
         nested.push_back(rem);
@@ -4828,7 +4811,7 @@ class KernelLowering {
       // loop of a division an element before); more steps, rows of
       // kMinSegmentLanes at least, as segments.
       auto divisor = mlir::getConstantIntValue(op->getOperand(1));
-      if (!divisor || *divisor < std::min(*hi - 1, leastSegment)) return;
+      if (!divisor || *divisor < least) return;
       std::optional<Offset> own = offsetOf(op->getOperand(0));
       if (!own) return;
       if (!offset) offset = own;

@@ -2099,12 +2099,37 @@ func.func @strided_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// One load of stride 2 (every other element) is a group half of gaps:
+// scalar too.
+// CHECK:       // -----
+// CHECK:       #[[$NO_VEC:.*]] = #llvm.loop_vectorize<disable = true>
+// CHECK:       #[[$SCALAR_COPY:.*]] = #llvm.loop_annotation<vectorize = #[[$NO_VEC]], unroll = #{{.*}}>
+// CHECK-LABEL: func.func @every_other
+// CHECK:         } {loop_annotation = #[[$SCALAR_COPY]]}
+func.func @every_other(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %c2 = arith.constant 2 : index
+  %s = arith.muli %tid, %c2 : index
+  %i = arith.index_cast %s : index to i64
+  %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %p : !llvm.ptr -> f32
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %v, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // Stride 2 with two loads (a thread's vector of two) is an interleave group
-// LLVM loads whole; a strided read that is added to is no copy: both stay
-// LLVM's to vectorize.
+// LLVM loads whole, and so are 3 loads of stride 4 (an RGBA pixel's RGB,
+// one gap); a strided read that is added to is no copy: all stay LLVM's to
+// vectorize.
 // CHECK:       // -----
 // CHECK-NOT:   loop_vectorize<disable
 // CHECK-LABEL: func.func @pair_copy
+// CHECK-NOT:   loop_vectorize<disable
+// CHECK-LABEL: func.func @three_of_four
 // CHECK-NOT:   loop_vectorize<disable
 // CHECK-LABEL: func.func @strided_sum
 // CHECK-NOT:   loop_vectorize<disable
@@ -2124,6 +2149,39 @@ func.func @pair_copy(%in: !llvm.ptr, %out: !llvm.ptr) {
   %u = llvm.getelementptr %out[%k] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   llvm.store %v, %o : f32, !llvm.ptr
   llvm.store %w, %u : f32, !llvm.ptr
+  return
+}
+
+func.func @three_of_four(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 127 : index]}
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %s = arith.muli %tid, %c4 : index
+  %s1 = arith.addi %s, %c1 : index
+  %s2 = arith.addi %s, %c2 : index
+  %t = arith.muli %tid, %c3 : index
+  %t1 = arith.addi %t, %c1 : index
+  %t2 = arith.addi %t, %c2 : index
+  %i0 = arith.index_cast %s : index to i64
+  %i1 = arith.index_cast %s1 : index to i64
+  %i2 = arith.index_cast %s2 : index to i64
+  %j0 = arith.index_cast %t : index to i64
+  %j1 = arith.index_cast %t1 : index to i64
+  %j2 = arith.index_cast %t2 : index to i64
+  %p0 = llvm.getelementptr %in[%i0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+  %p1 = llvm.getelementptr %in[%i1] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+  %p2 = llvm.getelementptr %in[%i2] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+  %v0 = llvm.load %p0 : !llvm.ptr -> i8
+  %v1 = llvm.load %p1 : !llvm.ptr -> i8
+  %v2 = llvm.load %p2 : !llvm.ptr -> i8
+  %o0 = llvm.getelementptr %out[%j0] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+  %o1 = llvm.getelementptr %out[%j1] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+  %o2 = llvm.getelementptr %out[%j2] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+  llvm.store %v0, %o0 : i8, !llvm.ptr
+  llvm.store %v1, %o1 : i8, !llvm.ptr
+  llvm.store %v2, %o2 : i8, !llvm.ptr
   return
 }
 

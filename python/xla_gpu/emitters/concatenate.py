@@ -16,7 +16,7 @@ per-output-element select over the operands would.
 
 from __future__ import annotations
 
-from math import gcd
+from math import gcd, prod
 
 from mlir import ir
 from mlir.dialects import func, tensor
@@ -28,7 +28,9 @@ from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import EmitterError
 from .fusion_analysis import EmitterKind, FusionAnalysis
 from .kernel import LaunchDimensions
-from .loop import default_thread_map, loop_launch_dims, may_prevent_vectorization
+from ..indexing import delinearize
+from .loop import (LoopLaunch, default_thread_map, launch_grid, loop_launch_dims,
+                   may_prevent_vectorization)
 from .registry import register_emitter
 
 __all__ = ["ConcatenateEmitter"]
@@ -58,6 +60,32 @@ class ConcatenateEmitter(EmitterBase):
             self.unroll_factor = gcd(self.unroll_factor, op.shape.dims[self.dimension])
         self.epilogue = (Epilogue([self.concat], [self.root]) if self.root is not self.concat
                          else None)
+        # Where the largest operand's rows start (for_host): its block a
+        # row of the dimensions from this one on; None for XLA's map.
+        self.host_split: int | None = None
+
+    def for_host(self) -> None:
+        """A kernel for the CPU target alone: a block a row of the largest
+        operand, a thread an element -- its dimensions after the
+        concatenated one, or from it on where those make fewer than 32
+        elements -- where that row is 32 to 1024 elements. An operand's
+        elements are then the block's lanes below a bound (a cut of the
+        lane loop) or the blocks of some rows (a guard of the block alone),
+        at an offset in the output a block's row makes, where XLA's blocks
+        of 512 elements, a thread's two or four side by side, left each
+        operand's lanes a guard of their quotient by the row's minor
+        dimensions (a reflect pad of NHWC images along W: 2.35 -> 0.26 ms a
+        kernel call, f32[16,228,224,3] into [16,228,228,3])."""
+        dims = self.largest.dims
+        split = self.dimension + 1
+        if prod(dims[split:]) < 32:
+            split = self.dimension
+        row = prod(dims[split:])
+        if split == 0 or not 32 <= row <= self.device.threads_per_block_limit:
+            return
+        self.launch = LoopLaunch(launch_grid(prod(dims[:split]), row, self.device), 1)
+        self.unroll_factor = 1
+        self.host_split = split
 
     def launch_dims(self) -> LaunchDimensions:
         return self.launch.dims
@@ -73,7 +101,19 @@ class ConcatenateEmitter(EmitterBase):
     # -- maps ----------------------------------------------------------------------
 
     def _largest_map(self) -> IndexingMap:
-        return default_thread_map(self, self.launch.dims, self.unroll_factor, self.largest.dims)
+        split = self.host_split
+        if split is None:
+            return default_thread_map(self, self.launch.dims, self.unroll_factor,
+                                      self.largest.dims)
+        # A row of the largest operand a block (for_host).
+        dims = self.largest.dims
+        rows = prod(dims[:split])
+        d = [ir.AffineDimExpr.get(i) for i in range(6)]
+        block = d[4] * self.launch.dims.block_counts[0] + d[3]
+        constraints = [(block, (0, rows - 1))] if self.launch.blocks != rows else []
+        return self.kernel_map(delinearize(block, dims[:split]) + delinearize(d[0], dims[split:]),
+                               [("chunk_id", 0, 0), ("unroll_id", 0, 0)],
+                               constraints).simplify()
 
     def _operand_offset(self, k: int) -> int:
         return sum(op.shape.dims[self.dimension] for op in self.concat.operands[:k])

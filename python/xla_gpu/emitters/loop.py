@@ -21,7 +21,7 @@ from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion, broadc
 from .kernel import LaunchDimensions
 from .registry import register_emitter
 
-__all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "host_row_launch",
+__all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "host_row_launch", "launch_grid",
            "loop_launch_dims", "may_prevent_vectorization", "shareable_operands"]
 
 # XLA: a block is this many warps (warp scheduling granularity).
@@ -86,10 +86,10 @@ def loop_launch_dims(shape: Shape, device: DeviceDescription = DEFAULT_DEVICE,
     per_thread = -(-n // vector)
     threads = min(device.threads_per_warp * kWarpSchedulingGranularity, max(1, per_thread))
     blocks = max(1, -(-per_thread // threads))
-    return LoopLaunch(_grid(blocks, threads, device), vector)
+    return LoopLaunch(launch_grid(blocks, threads, device), vector)
 
 
-def _grid(blocks: int, threads: int, device: DeviceDescription) -> LaunchDimensions:
+def launch_grid(blocks: int, threads: int, device: DeviceDescription) -> LaunchDimensions:
     """`blocks` blocks of `threads` threads, those past the device's x limit
     along block y."""
     blocks_y = -(-blocks // device.block_dim_limit_x)
@@ -192,7 +192,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     # -xla-gpu-fold-loops-into-threads, which makes a thread's unrolled
     # elements neighbouring threads, cannot fold it (see unroll_apart_map).
     apart = threads * unroll > device.threads_per_block_limit or short
-    return LoopLaunch(_grid(shape.num_elements // dims[-1], threads, device), unroll,
+    return LoopLaunch(launch_grid(shape.num_elements // dims[-1], threads, device), unroll,
                       unroll_apart=apart)
 
 

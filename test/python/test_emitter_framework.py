@@ -754,6 +754,65 @@ def test_the_host_gives_a_concatenate_a_block_a_row(ctx, operands, dimension, ep
     np.testing.assert_array_equal(out, want)
 
 
+def _transpose_fusion(dims: tuple[int, ...], permutation: tuple[int, ...], ty: str = "f32",
+                      add: bool = False) -> str:
+    """A loop fusion transposing an input of `dims` by `permutation` (a
+    transpose and a copy to the default layout, as XLA:CPU fuses jnp's);
+    `add`: plus a second input of the output's dimensions."""
+    out = [dims[k] for k in permutation]
+    text = lambda d: f"{ty}[{','.join(map(str, d))}]"
+    layout = ",".join(str(permutation.index(k)) for k in reversed(range(len(dims))))
+    second = f"  q = {text(out)} parameter(1)\n" if add else ""
+    root = (f"  c = {text(out)} copy(t)\n  ROOT r = {text(out)} add(c, q)\n" if add
+            else f"  ROOT c = {text(out)} copy(t)\n")
+    params = f"  p = {text(dims)} parameter(0)\n" + second
+    order = ",".join(map(str, permutation))
+    operands = "p, q" if add else "p"
+    return (f"HloModule m\nfused {{\n{params}"
+            f"  t = {text(out)}{{{layout}}} transpose(p), dimensions={{{order}}}\n"
+            f"{root}}}\nENTRY e {{\n{params}  ROOT f = {text(out)} fusion({operands}), "
+            f"kind=kLoop, calls=fused\n}}\n")
+
+
+@pytest.mark.parametrize("dims, permutation, ty, add, walked_last", [
+    ((4096, 3), (1, 0), "f32", False, 0),               # points AoS -> SoA
+    ((4, 30, 30, 3), (0, 3, 1, 2), "f32", False, 1),    # NHWC -> NCHW
+    ((4, 30, 30, 3), (0, 3, 1, 2), "u8", False, 1),
+    ((2, 16, 16, 8), (0, 3, 1, 2), "bf16", False, 1),
+    ((4096, 4), (1, 0), "f32", True, 0),                # plus a row-major input
+    ((4096, 7), (1, 0), "f32", False, 0),               # 8 and more: transposed tiles
+    ((4, 3, 30, 30), (0, 2, 3, 1), "f32", False, None), # NCHW -> NHWC: rows already
+    ((64, 30, 3), (2, 1, 0), "f32", False, None),       # the output's minor not next
+])
+def test_the_host_walks_a_transposed_small_dimension_last(ctx, dims, permutation, ty, add,
+                                                          walked_last):
+    """emit_kernel(host=True): a loop fusion whose output has, as one of
+    its major dimensions of 2 to 8 elements, an input's minor dimension
+    (the output's minor one next to it) walks that dimension last: the
+    threads take the input's elements in its order, so that each lane's
+    elements are the input's next ones (one interleave group on the CPU
+    target) and the output's lanes apart along its rows (NHWC -> NCHW of
+    f32[16,224,224,3] 0.39 -> 0.14 ms a kernel call; u8 through
+    xla_gpu.jax.jit 5.4x -> 0.53x jax.jit's time). The launch stays
+    XLA:GPU's; every element XLA:CPU's."""
+    from xla_gpu.emitters.loop import host_transposed_dim
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import random_input, reference_text
+    fusion = find_fusion(parse_hlo(_transpose_fusion(dims, permutation, ty, add)))
+    host = make_emitter(fusion, host=True)
+    assert host.host_transposed == walked_last
+    assert host_transposed_dim(fusion.fused_computation, fusion.shape) == walked_last
+    assert host.launch == make_emitter(fusion).launch
+    assert make_emitter(fusion).host_transposed is None
+    rng = np.random.RandomState(4)
+    inputs = [random_input(p.shape, rng) for p in fusion.fused_computation.parameters]
+    kernel = emit_kernel(fusion, host=True)
+    out = np.zeros(fusion.shape.dims, kernel.results[0].element_type.dtype)
+    CpuKernel(kernel)(*inputs, out)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), inputs)
+    np.testing.assert_array_equal(out, want)
+
+
 _TAKE_COLUMNS = """HloModule m
 fused {
   x = f32[64,300]{1,0} parameter(0)

@@ -12,7 +12,7 @@ from mlir.dialects import func, tensor
 
 from ..hlo import HloComputation, HloInstruction, Shape
 from ..hlo.opcodes import ELEMENTWISE, PREVENTS_VECTORIZATION
-from ..indexing import delinearize, indexing_from, output_to_input_indexing
+from ..indexing import IndexingError, delinearize, indexing_from, output_to_input_indexing
 from ..indexing_map import IndexingMap
 from .base import CallTargets, EmitterBase, apply_map, bitcast_map
 from .device import DEFAULT_DEVICE, DeviceDescription
@@ -196,6 +196,47 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
                       unroll_apart=apart)
 
 
+# The sizes of a dimension host_transposed_dim walks last.
+HOST_TRANSPOSED_SIZES = range(2, 9)
+
+
+def host_transposed_dim(comp: HloComputation, shape: Shape) -> int | None:
+    """For the CPU target alone: a dimension j of the output (of 2 to 8
+    elements, not its minor one) that some input of the fusion has as its
+    minor dimension, the output's minor dimension next to it -- a
+    transpose of channels out of the minor end (NHWC -> NCHW, [n, 3] ->
+    [3, n]). Walked last, each lane's elements are the input's next ones
+    (j's 2 to 8 side by side) and the output's of one lane apart along
+    the rows of each j: the CPU target runs the lanes j's size a step
+    (unrollAtLanePeriod), loads them as one interleave group and stores
+    each j's contiguously, where row-major each lane read an element of
+    stride j's size on its own. None where there is none, and for a
+    fusion of several outputs."""
+    dims = shape.dims
+    rank = len(dims)
+    if rank < 2 or not shape.has_default_layout or comp.root.opcode == "tuple":
+        return None
+    try:
+        maps = indexing_from(comp, comp.root, dims)
+    except IndexingError:
+        return None
+    for p in comp.parameters:
+        if not p.shape.is_array or not p.shape.has_default_layout or p.shape.rank < 2:
+            continue
+        for m in maps.get(id(p), []):
+            minor, next_to = (_dim_position(e) for e in list(m.affine_map.results)[-2:][::-1])
+            if (minor is not None and minor < rank - 1 and next_to == rank - 1 and
+                    dims[minor] in HOST_TRANSPOSED_SIZES):
+                return minor
+    return None
+
+
+def _dim_position(expr: ir.AffineExpr) -> int | None:
+    """The position of a dimension expression (d3: 3); None for others."""
+    expr = expr.maybe_downcast()
+    return expr.position if isinstance(expr, ir.AffineDimExpr) else None
+
+
 def unroll_apart_map(emitter: EmitterBase, launch: LoopLaunch,
                      shape: tuple[int, ...]) -> IndexingMap:
     """The thread map of a host_row_launch of unroll_apart: block b takes
@@ -223,12 +264,14 @@ def unroll_apart_map(emitter: EmitterBase, launch: LoopLaunch,
 
 
 def default_thread_map(emitter: EmitterBase, dims: LaunchDimensions, unroll: int,
-                       shape: tuple[int, ...]) -> IndexingMap:
+                       shape: tuple[int, ...], last: int | None = None) -> IndexingMap:
     """XLA's GetDefaultThreadIdIndexingMap: (th_x, th_y, th_z, bl_x, bl_y,
     bl_z)[chunk_id, unroll_id] -> the element of `shape` a thread handles:
     element ((bl_y * blocks_x + bl_x) * threads + th_x) * unroll +
     unroll_id of chunk chunk_id, row-major; chunks cover what one pass of
-    the grid does not, and a constraint cuts a ragged tail."""
+    the grid does not, and a constraint cuts a ragged tail. `last`: the
+    elements in row-major order of `shape` with dimension `last` moved to
+    the minor end (host_transposed_dim)."""
     d = [ir.AffineDimExpr.get(i) for i in range(6)]
     chunk, unroll_id = ir.AffineSymbolExpr.get(0), ir.AffineSymbolExpr.get(1)
     threads, blocks_x = dims.thread_counts_per_block[0], dims.block_counts[0]
@@ -237,7 +280,12 @@ def default_thread_map(emitter: EmitterBase, dims: LaunchDimensions, unroll: int
     chunks = max(1, -(-n // per_chunk))
     linear = chunk * per_chunk + ((d[4] * blocks_x + d[3]) * threads + d[0]) * unroll + unroll_id
     constraints = [(linear, (0, n - 1))] if per_chunk * chunks != n else []
-    return emitter.kernel_map(delinearize(linear, shape),
+    index = delinearize(linear, shape)
+    if last is not None:
+        order = [k for k in range(len(shape)) if k != last] + [last]
+        walked = delinearize(linear, [shape[k] for k in order])
+        index = [walked[order.index(k)] for k in range(len(shape))]
+    return emitter.kernel_map(index,
                               [("chunk_id", 0, chunks - 1), ("unroll_id", 0, unroll - 1)],
                               constraints).simplify()
 
@@ -294,13 +342,20 @@ class LoopEmitter(EmitterBase):
         self.output_shape = shape
         self.launch = loop_launch_dims(shape, device,
                                        may_prevent_vectorization(self.computation))
+        # The output dimension the threads walk last (for_host), or None:
+        # row-major.
+        self.host_transposed: int | None = None
 
     def for_host(self) -> None:
         """A kernel for the CPU target alone: a block a row where that
-        keeps per-row values out of the lanes' gathers (host_row_launch)."""
+        keeps per-row values out of the lanes' gathers (host_row_launch);
+        else the elements in the order of an input the output transposes
+        a small dimension of (host_transposed_dim)."""
         rows = host_row_launch(self.computation, self.output_shape, self.launch, self.device)
         if rows is not None:
             self.launch = rows
+            return
+        self.host_transposed = host_transposed_dim(self.computation, self.output_shape)
 
     def launch_dims(self) -> LaunchDimensions:
         return self.launch.dims
@@ -312,7 +367,7 @@ class LoopEmitter(EmitterBase):
         if self.launch.unroll_apart:
             return unroll_apart_map(self, self.launch, root.shape.dims)
         return default_thread_map(self, self.launch.dims, self.launch.unroll_factor,
-                                  root.shape.dims)
+                                  root.shape.dims, last=self.host_transposed)
 
     def thread_to_input_map(self, root_index: int, hero_operand_index: int
                             ) -> IndexingMap | None:

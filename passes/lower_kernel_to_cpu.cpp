@@ -821,8 +821,10 @@ SmallVector<LaneDivision> laneDivisions(mlir::scf::ForOp loop) {
 // f32[1048576,3] 2.71 -> 0.23 ms a kernel call) take the first quotient's
 // x and u their moduli's least common multiple.
 // Returns the loops of fewer than u lanes it made (the lanes before the
-// steps, where there are, and after them), for the caller to leave scalar.
-SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
+// steps, where there are, and after them), for the caller to leave scalar;
+// `steps`, where given, is set to the loop of the steps.
+SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop,
+                                                    mlir::scf::ForOp* steps = nullptr) {
   auto step = mlir::getConstantIntValue(loop.getStep());
   if (!step || *step != 1 || loop.getNumRegionIterArgs() != 0) return {};
   SmallVector<LaneDivision> divisions = laneDivisions(loop);
@@ -913,12 +915,12 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
   }
   // The whole steps: (upper - first) / u of them (none where upper <
   // first + u), ending at `end`.
-  Value steps = b.create<mlir::arith::MaxSIOp>(
+  Value stepCount = b.create<mlir::arith::MaxSIOp>(
       loc, index(0),
       b.create<mlir::arith::DivSIOp>(loc, b.create<mlir::arith::SubIOp>(loc, upper, first),
                                      index(u)));
   Value end = b.create<mlir::arith::AddIOp>(
-      loc, first, b.create<mlir::arith::MulIOp>(loc, steps, index(u)));
+      loc, first, b.create<mlir::arith::MulIOp>(loc, stepCount, index(u)));
   // Copy j's division d at the first step, where its x has the first
   // remainder's terms: x = (S - S mod u) + u k + (S mod u + j + c), the
   // first two terms m divides, the remainder a constant. Else d's own x at
@@ -962,8 +964,9 @@ SmallVector<mlir::scf::ForOp, 2> unrollAtLanePeriod(mlir::scf::ForOp loop) {
     }
   }
   // The steps: k from 0, lane first + u k + j in copy j.
-  auto steady = b.create<mlir::scf::ForOp>(loc, index(0), steps, index(1));
+  auto steady = b.create<mlir::scf::ForOp>(loc, index(0), stepCount, index(1));
   steady->setAttrs(loop->getAttrs());
+  if (steps) *steps = steady;
   mlir::OpBuilder sb = mlir::OpBuilder::atBlockBegin(steady.getBody());
   auto noWrap = mlir::arith::IntegerOverflowFlags::nsw | mlir::arith::IntegerOverflowFlags::nuw;
   auto nsw = mlir::arith::IntegerOverflowFlags::nsw;
@@ -2331,10 +2334,14 @@ class KernelLowering {
       // of fewer than the period's lanes scalar (vectorized with
       // epilogues, a flip along W's kernel compiled in 27 ms, 22 so).
       if (unrollAtLaneParity(loop)) continue;
-      for (mlir::scf::ForOp few : unrollAtLanePeriod(loop)) {
+      mlir::scf::ForOp steps;
+      for (mlir::scf::ForOp few : unrollAtLanePeriod(loop, &steps)) {
         few->removeAttr(kLaneLoop);
         few->setAttr("loop_annotation", scalarLoop(few.getContext()));
       }
+      // Guards of the steps (a concatenate's operand in the first steps of
+      // its block's row: the step's quotient 1 or less) cut them.
+      if (steps) splitAtGuards(steps);
     }
     f_.walk([&](mlir::scf::ForOp loop) {
       if (loop->hasAttr(kLaneLoop)) splitStridedAddresses(loop);
@@ -2769,7 +2776,12 @@ class KernelLowering {
   // constant: splitDivision then makes each such quotient and remainder
   // affine in the lane. (With the largest, a packed transpose's tid / 64
   // left tid / 32 and tid mod 32 as divisions in a loop of 64 lanes.) 0
-  // for none.
+  // for none, and where the largest is kMaxUnrolledLanes or less: warps
+  // of so few lanes are unrolled, in a loop over the warps LLVM leaves
+  // scalar, where one loop over the lanes runs them a period a step
+  // (unrollAtLanePeriod; a concatenate's block a row of 224 pixels of 3
+  // channels, tid / 3 and tid mod 3: 0.25 -> 0.12 ms a kernel call, its
+  // guards cut in the steps).
   int64_t periodOf(llvm::ArrayRef<mlir::Operation*> phase) {
     int64_t n = grid_.numThreads();
     if (grid_.threads[1] * grid_.threads[2] > 1) return grid_.threads[0];
@@ -2799,7 +2811,8 @@ class KernelLowering {
       }
     };
     for (mlir::Operation* op : phase) op->walk([&](mlir::Operation* inner) { visit(inner); });
-    return wide >= kMinPeriod ? wide : largest;
+    if (wide >= kMinPeriod) return wide;
+    return largest > kMaxUnrolledLanes ? largest : 0;
   }
 
   // `shape`, an interval of whole periods, as warps of `period` lanes.

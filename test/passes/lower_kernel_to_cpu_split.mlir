@@ -1,5 +1,10 @@
 // RUN: xla-gpu-opt %s -xla-gpu-lower-kernel-to-cpu -canonicalize -cse | FileCheck %s
 
+// unrollAtLanePeriod's steps are vectorized 8 steps a vector
+// (kPeriodStepsWidth; see @upsample_pixels).
+// CHECK:       #[[$VEC8:.*]] = #llvm.loop_vectorize<width = 8 : i32>
+// CHECK:       #[[$STEPS:.*]] = #llvm.loop_annotation<vectorize = #[[$VEC8]], unroll = #{{.*}}>
+
 // A division of the block's first element plus the thread id by a constant
 // no lane reaches (the loop emitter's row and column of a linear index):
 // the quotient steps up once while the lanes run, at a lane known before
@@ -821,7 +826,7 @@ func.func @pixel_row_edge(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK-NOT:     arith.divui
 // CHECK-NOT:     arith.remui
 // CHECK-COUNT-6: llvm.store
-// CHECK:       } {loop_annotation
+// CHECK:       } {loop_annotation = #[[$STEPS]]}
 func.func @upsample_pixels(%in: !llvm.ptr, %out: !llvm.ptr) {
   %tid = gpu.thread_id x {xla.range = [0 : index, 511 : index]}
   %bid = gpu.block_id x {xla.range = [0 : index, 4703 : index]}

@@ -813,6 +813,65 @@ def test_the_host_walks_a_transposed_small_dimension_last(ctx, dims, permutation
     np.testing.assert_array_equal(out, want)
 
 
+def _histogram_scatter(bins: int, updates: int, unique: bool = False) -> str:
+    """A scatter-add of `updates` ones into `bins` bins at given indices."""
+    flag = ", unique_indices=true" if unique else ""
+    return f"""HloModule m
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}}
+fused {{
+  bins = f32[{bins}] parameter(0)
+  at = s32[{updates},1] parameter(1)
+  ones = f32[{updates},1] parameter(2)
+  ROOT s = f32[{bins}] scatter(bins, at, ones), update_window_dims={{1}},
+    inserted_window_dims={{}}, scatter_dims_to_operand_dims={{0}}, index_vector_dim=1,
+    to_apply=add{flag}
+}}
+ENTRY e {{
+  bins = f32[{bins}] parameter(0)
+  at = s32[{updates},1] parameter(1)
+  ones = f32[{updates},1] parameter(2)
+  ROOT f = f32[{bins}] fusion(bins, at, ones), kind=kLoop, calls=fused
+}}
+"""
+
+
+@pytest.mark.parametrize("bins, updates, unique, one_block", [
+    (8, 4096, False, True),      # 512 updates a bin
+    (64, 4096, False, True),     # 64: HOST_CONTENDED_UPDATES
+    (128, 4096, False, False),   # 32: left to XLA's grid
+    (8, 4096, True, False),      # unique indices: no atomics to fight over
+])
+def test_the_host_runs_a_contended_scatter_on_one_block(ctx, bins, updates, unique, one_block):
+    """emit_kernel(host=True): a scatter whose updates may collide and
+    outnumber the operand's elements HOST_CONTENDED_UPDATES times over (a
+    histogram's ones into its bins) is one block, which one thread of the
+    CPU runs: on two cores their atomic updates fought over the bins'
+    cache lines (jnp.histogram's 4M ones into 257 bins: 25 ms a kernel
+    call on two threads, 2.6 on one). Every bin XLA:CPU's (sums of ones:
+    exact in any order)."""
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    fusion = find_fusion(parse_hlo(_histogram_scatter(bins, updates, unique)))
+    gpu, host = make_emitter(fusion), make_emitter(fusion, host=True)
+    assert (host.launch_dims().block_counts == (1, 1, 1)) == one_block
+    assert gpu.launch_dims().block_counts != (1, 1, 1)
+    if not one_block:
+        assert host.launch == gpu.launch
+    rng = np.random.RandomState(5)
+    at = rng.randint(0, bins, (updates, 1)).astype(np.int32)
+    if unique:  # each bin once, the rest past the end (skipped, as XLA does)
+        at = np.minimum(np.arange(updates, dtype=np.int32), bins).reshape(updates, 1)
+    inputs = [np.zeros(bins, np.float32), at, np.ones((updates, 1), np.float32)]
+    out = np.full(bins, np.nan, np.float32)
+    CpuKernel(emit_kernel(fusion, host=True))(*inputs, out)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), inputs)
+    np.testing.assert_array_equal(out, want)
+
+
 _TAKE_COLUMNS = """HloModule m
 fused {
   x = f32[64,300]{1,0} parameter(0)

@@ -74,8 +74,9 @@ class ConcatenateEmitter(EmitterBase):
         at an offset in the output a block's row makes, where XLA's blocks
         of 512 elements, a thread's two or four side by side, left each
         operand's lanes a guard of their quotient by the row's minor
-        dimensions (a reflect pad of NHWC images along W: 2.35 -> 0.26 ms a
-        kernel call, f32[16,228,224,3] into [16,228,228,3])."""
+        dimensions (a reflect pad of NHWC images along W, f32[16,228,224,3]
+        into [16,228,228,3]: 2.35 -> 0.26 ms a kernel call, 0.12 with the
+        CPU target's lanes 3 a step, lower_kernel_to_cpu's periodOf)."""
         dims = self.largest.dims
         split = self.dimension + 1
         if prod(dims[split:]) < 32:

@@ -1304,6 +1304,30 @@ def test_jit_splits_short_runs_apart_where_the_minor_dimension_is_reduced():
                                                   "taken out)"], f.fusion_report()
 
 
+def test_jit_merges_a_bf16_layer_norms_mean_and_variance():
+    # A bf16 layer norm over rows of 768: XLA:CPU's one fusion, split into
+    # the mean (a sum of the inputs as they are: XLA's vectors of 4), the
+    # variance ((x - mean)^2: an element a load on the CPU target) and the
+    # normalized rows. Their thread maps differed, so the two reductions
+    # ran as kernels of their own, each reading the rows from memory; with
+    # XLA's vectors in both (reduction.host_xla_vectors) they are one
+    # kernel. Within bf16's rounding of jax.jit's result.
+    def layer_norm(v):
+        m = v.mean(-1, keepdims=True)
+        return ((v - m) * jax.lax.rsqrt(v.var(-1, keepdims=True) + 1e-5)).astype(jnp.bfloat16)
+
+    x = jnp.asarray(np.random.default_rng(29).standard_normal((4, 64, 768)), jnp.bfloat16)
+    f = xj.jit(layer_norm)
+    got = np.asarray(f(x), np.float32)
+    want = np.asarray(jax.jit(layer_norm)(x), np.float32)
+    np.testing.assert_allclose(got, want, rtol=2 ** -7, atol=2 ** -7)
+    # XLA:CPU's fusions merged into the last one (the rows' program), whose
+    # parts are two kernels: the reductions', and the normalized rows'.
+    *merged, last = f.decisions(x)
+    assert all(d.reason.startswith("merged into") for d in merged), f.fusion_report()
+    assert last.reason == "as 2 kernels (its reductions split or taken out)", f.fusion_report()
+
+
 def test_jit_keeps_the_values_of_closed_over_arrays():
     # Closed-over arrays are constants of XLA's optimized module, which
     # `Compiled.as_text()` prints as `{...}`: read back, a masked softmax's

@@ -30,6 +30,9 @@ one group per block y.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import itertools
 from dataclasses import dataclass
 from math import prod
@@ -583,6 +586,29 @@ HOST_MAX_UNVECTORIZED_ROW = 512
 # bf16[8192,600] 1.40x slower without XLA's vectors, over rows of 1000
 # 1.03x, a row sum 1.01-1.12x).
 HOST_MAX_UNVECTORIZED_COMPUTED_ROW = 1024
+# Set within host_xla_vectors().
+_HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=False)
+
+
+@contextlib.contextmanager
+def host_xla_vectors():
+    """Within it, rows of 16-bit inputs that the CPU target would read an
+    element a load (HOST_MAX_UNVECTORIZED_COMPUTED_ROW) keep XLA's vectors:
+    for the parts of one row program whose other parts keep them (a sum of
+    the inputs as they are), so that their thread maps match and the parts
+    merge into one kernel (xla_gpu.jax.jit's _emitted_parts)."""
+    token = _HOST_XLA_VECTORS.set(True)
+    try:
+        yield
+    finally:
+        _HOST_XLA_VECTORS.reset(token)
+
+
+def keeps_xla_vectors() -> bool:
+    """Whether this is within host_xla_vectors()."""
+    return _HOST_XLA_VECTORS.get()
+
+
 # The elementwise ops that compute nothing (see above).
 _NOT_COMPUTING = frozenset({"convert", "bitcast-convert", "copy"})
 
@@ -646,8 +672,10 @@ class RowReductionEmitter(ReductionEmitter):
     def _host_computed_16_bit_row(self) -> bool:
         """Whether a row of 16-bit inputs is short enough, and its fusion
         computes with them, so that the CPU target reads it an element a
-        load (see HOST_MAX_UNVECTORIZED_COMPUTED_ROW)."""
-        return (self.reduction.dimensions[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_COMPUTED_ROW
+        load (see HOST_MAX_UNVECTORIZED_COMPUTED_ROW); not within
+        host_xla_vectors()."""
+        return (not keeps_xla_vectors() and
+                self.reduction.dimensions[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_COMPUTED_ROW
                 and _smallest_input_bits(self.analysis) == 16
                 and _computes_with_inputs(self.analysis))
 

@@ -42,7 +42,8 @@
     an exp an element), an argmax over a vocabulary (a variadic reduce
     split), and NHWC images' reflect pad (a concatenate's block a row),
     NHWC -> NCHW (the channels walked last) and RGBA -> RGB (a step's
-    3 bytes of stride 4 vectorized). Its compile is jax's
+    3 bytes of stride 4 vectorized), and a bf16 layer norm (its mean and
+    variance one kernel). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -175,6 +176,8 @@ def cases(runs: int) -> list[dict]:
     image = jnp.asarray(np.random.default_rng(25).standard_normal((16, 224, 224, 3), np.float32))
     pixels = jnp.asarray(np.random.default_rng(26).integers(0, 256, (16, 224, 224, 4)),
                          jnp.uint8)
+    tokens = jnp.asarray(np.random.default_rng(27).standard_normal((32, 512, 768), np.float32),
+                         jnp.bfloat16)
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -317,7 +320,13 @@ def cases(runs: int) -> list[dict]:
                     # vectorized as one interleave group (4.9x jax.jit's
                     # time before, left scalar).
                     ("RGB of RGBA u8[16,224,224,4]", _rgb,
-                     lambda k: lambda v: _rgb(v + jnp.uint8(k)), pixels)]]
+                     lambda k: lambda v: _rgb(v + jnp.uint8(k)), pixels),
+                    # A bf16 layer norm (stop 76): its mean and variance
+                    # one kernel, both with XLA's vectors, where their
+                    # thread maps had differed (1.3-1.5x jax.jit's time
+                    # before, the rows read from memory twice).
+                    ("layer norm bf16[32,512,768]", _layer_norm_bf16,
+                     lambda k: lambda v: _layer_norm_bf16(v * (1.0 + k)), tokens)]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -405,6 +414,11 @@ def _cross_entropy_grad(batch, scale=1.0):
 
 def _pad_reversed(x):
     return jnp.pad(x[::-1, ::2], ((1, 2), (3, 0)))[:, 1:-1]
+
+
+def _layer_norm_bf16(x):
+    m = x.mean(-1, keepdims=True)
+    return ((x - m) * jax.lax.rsqrt(x.var(-1, keepdims=True) + 1e-5)).astype(jnp.bfloat16)
 
 
 def _reflect_pad(x):

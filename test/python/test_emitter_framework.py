@@ -872,6 +872,54 @@ def test_the_host_runs_a_contended_scatter_on_one_block(ctx, bins, updates, uniq
     np.testing.assert_array_equal(out, want)
 
 
+_COUNT_POSITIVE = """HloModule m
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] add(a, b)
+}
+fused {
+  p = f32[8,64,64] parameter(0)
+  z = f32[] constant(0)
+  zb = f32[8,64,64] broadcast(z), dimensions={}
+  g = pred[8,64,64] compare(p, zb), direction=GT
+  c = s32[8,64,64] convert(g)
+  i = s32[] constant(0)
+  ROOT r = s32[2,4,4] reduce-window(c, i), window={size=4x16x16 stride=4x16x16}, to_apply=add
+}
+ENTRY e {
+  p = f32[8,64,64] parameter(0)
+  ROOT f = s32[2,4,4] fusion(p), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_the_host_splits_a_loop_fusion_of_heavy_elements_into_blocks(ctx):
+    """emit_kernel(host=True): a loop fusion of one block whose elements
+    each read HOST_SPLIT_READS input elements or more (XLA:CPU's count of
+    (x > 0).sum(): a reduce-window of windows of 1024 elements) runs on
+    HOST_MIN_BLOCKS blocks, which the CPU target spreads over its threads:
+    over f32[64,256,256] into s32[2,8,8] 0.92 -> 0.33 ms a kernel call.
+    Every count XLA:CPU's; without `host`, or for light elements, the
+    launch is XLA:GPU's."""
+    from xla_gpu.emitters.loop import HOST_MIN_BLOCKS
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import random_input, reference_text
+    fusion = find_fusion(parse_hlo(_COUNT_POSITIVE))
+    gpu, host = make_emitter(fusion), make_emitter(fusion, host=True)
+    assert gpu.launch.dims.block_counts == (1, 1, 1)
+    assert host.launch.dims.block_counts == (HOST_MIN_BLOCKS, 1, 1)
+    assert host.launch.dims.thread_counts_per_block == (32 // HOST_MIN_BLOCKS, 1, 1)
+    light = find_fusion(parse_hlo(
+        "fused {\n  x = f32[32] parameter(0)\n  ROOT o = f32[32] add(x, x)\n}\n"))
+    assert make_emitter(light, host=True).launch == make_emitter(light).launch
+    x = random_input(fusion.fused_computation.parameters[0].shape, np.random.RandomState(6))
+    out = np.full((2, 4, 4), -1, np.int32)
+    CpuKernel(emit_kernel(fusion, host=True))(x, out)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    np.testing.assert_array_equal(out, want)
+
+
 _TAKE_COLUMNS = """HloModule m
 fused {
   x = f32[64,300]{1,0} parameter(0)

@@ -899,7 +899,8 @@ def test_the_host_splits_a_loop_fusion_of_heavy_elements_into_blocks(ctx):
     each read HOST_SPLIT_READS input elements or more (XLA:CPU's count of
     (x > 0).sum(): a reduce-window of windows of 1024 elements) runs on
     HOST_MIN_BLOCKS blocks, which the CPU target spreads over its threads:
-    over f32[64,256,256] into s32[2,8,8] 0.92 -> 0.33 ms a kernel call.
+    over f32[64,256,256] into s32[2,8,8] 0.92 -> 0.33 ms a kernel call;
+    and in blocks no wider than its output's rows (32 threads at least).
     Every count XLA:CPU's; without `host`, or for light elements, the
     launch is XLA:GPU's."""
     from xla_gpu.emitters.loop import HOST_MIN_BLOCKS
@@ -913,6 +914,11 @@ def test_the_host_splits_a_loop_fusion_of_heavy_elements_into_blocks(ctx):
     light = find_fusion(parse_hlo(
         "fused {\n  x = f32[32] parameter(0)\n  ROOT o = f32[32] add(x, x)\n}\n"))
     assert make_emitter(light, host=True).launch == make_emitter(light).launch
+    # A sum over rows of 16 columns (a loop kernel on the host): blocks of
+    # 32 threads, two rows of columns, not XLA's 128.
+    narrow = find_fusion(parse_hlo(_sum_over((64, 256, 16), (1,), "f32", False)))
+    assert make_emitter(narrow).launch_dims().thread_counts_per_block != (32, 1, 1)
+    assert make_emitter(narrow, host=True).launch.dims.thread_counts_per_block == (32, 1, 1)
     x = random_input(fusion.fused_computation.parameters[0].shape, np.random.RandomState(6))
     out = np.full((2, 4, 4), -1, np.int32)
     CpuKernel(emit_kernel(fusion, host=True))(x, out)

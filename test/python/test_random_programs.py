@@ -152,7 +152,9 @@ def test_random_program_gives_jax_jits_result(seed):
 # over the minor dimension, which the CPU target's lane loops step a
 # period at a time (-xla-gpu-lower-kernel-to-cpu's unrollAtLanePeriod,
 # stop 75): 600 seeds passed when it landed; with each lane's remainder
-# one off, 10 of 48 failed.
+# one off, 10 of 48 failed. Since stop 76 also reflect pads and
+# concatenates of reversed halves along any axis (XLA:CPU's concatenates,
+# which the host gives a block a row, ConcatenateEmitter.for_host).
 PERIOD_SIZES = (1, 2, 3, 5, 7, 16, 33, 64, 100, 224)
 PERIOD_MOST_ELEMENTS = 600_000
 
@@ -187,6 +189,13 @@ def _index_op(v, op: int, a: int, column):
         return jnp.roll(v, a % 3 + 1, axis)
     if op == 10:
         return jnp.concatenate([v, v[..., :1]], -1)
+    if op == 12:  # XLA:CPU's concatenates of reversed slices, any axis
+        return jnp.pad(v, [(1, a % 2) if d == axis else (0, 0) for d in range(v.ndim)],
+                       mode="reflect") if n > 1 else v
+    if op == 13:
+        return jnp.concatenate([v, jnp.flip(v, axis)[tuple(
+            slice(0, max(1, n // 2)) if d == axis else slice(None) for d in range(v.ndim))]],
+            axis)
     return jnp.where(jnp.arange(v.shape[-1]) % 3 == 0, v, v * 2)
 
 
@@ -198,7 +207,7 @@ def small_minor_program(seed: int):
     dims = [int(rng.choice(PERIOD_SIZES)) for _ in range(rank - 1)] + [minor]
     while np.prod(dims) > PERIOD_MOST_ELEMENTS:
         dims[int(np.argmax(dims[:-1]))] //= 2
-    steps = [(int(rng.integers(0, 12)), int(rng.integers(0, 8)))
+    steps = [(int(rng.integers(0, 14)), int(rng.integers(0, 8)))
              for _ in range(int(rng.integers(1, 5)))]
     dtype = [jnp.float32, jnp.int32, jnp.uint8, jnp.bfloat16][int(rng.integers(0, 4))]
     x = jnp.asarray(rng.integers(0, 100, dims), dtype)

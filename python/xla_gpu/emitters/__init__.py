@@ -82,8 +82,7 @@ def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEV
     if host and host_prefers_loop(analysis):
         analysis = dataclasses.replace(analysis, kind=EmitterKind.LOOP, deciding_hero=None)
     emitter = emitter_class(analysis, device)(analysis, device)
-    if host and isinstance(emitter, (LoopEmitter, ReductionEmitter, ConcatenateEmitter,
-                                     ScatterEmitter)):
+    if host:
         emitter.for_host()
     return emitter
 

@@ -209,6 +209,11 @@ class EmitterBase:
 
     # -- the hooks -----------------------------------------------------------
 
+    def for_host(self) -> None:
+        """Makes the kernel one for the CPU target alone (make_emitter's
+        `host`): the emitter's host choices, where it has any; a valid GPU
+        kernel either way. By default XLA:GPU's kernel as it is."""
+
     def launch_dims(self) -> LaunchDimensions:
         raise NotImplementedError
 

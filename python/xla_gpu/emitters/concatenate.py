@@ -22,14 +22,14 @@ from mlir import ir
 from mlir.dialects import func, tensor
 
 from ..hlo import HloInstruction
+from ..indexing import delinearize
 from ..indexing_map import IndexingMap
 from .base import CallTargets, EmitterBase, Epilogue, bitcast_map
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import EmitterError
 from .fusion_analysis import EmitterKind, FusionAnalysis
 from .kernel import LaunchDimensions
-from ..indexing import delinearize
-from .loop import (LoopLaunch, default_thread_map, launch_grid, loop_launch_dims,
+from .loop import (LoopLaunch, block_row, default_thread_map, launch_grid, loop_launch_dims,
                    may_prevent_vectorization)
 from .registry import register_emitter
 
@@ -108,11 +108,8 @@ class ConcatenateEmitter(EmitterBase):
                                       self.largest.dims)
         # A row of the largest operand a block (for_host).
         dims = self.largest.dims
-        rows = prod(dims[:split])
-        d = [ir.AffineDimExpr.get(i) for i in range(6)]
-        block = d[4] * self.launch.dims.block_counts[0] + d[3]
-        constraints = [(block, (0, rows - 1))] if self.launch.blocks != rows else []
-        return self.kernel_map(delinearize(block, dims[:split]) + delinearize(d[0], dims[split:]),
+        row, constraints = block_row(self.launch.dims, dims[:split])
+        return self.kernel_map(row + delinearize(ir.AffineDimExpr.get(0), dims[split:]),
                                [("chunk_id", 0, 0), ("unroll_id", 0, 0)],
                                constraints).simplify()
 

@@ -15,9 +15,9 @@ from ..hlo.opcodes import ELEMENTWISE
 
 __all__ = ["EmitterKind", "FusionAnalysis", "ReductionDimensions", "TransposeDescription",
            "analyze_fusion", "broadcasts_along", "find_consistent_transpose_hero", "find_hero",
-           "host_short_rows", "is_real_reduction_hero", "is_reduction_from_or_to_contiguous",
-           "normalized_transpose", "reduction_dimensions", "tiled_transpose_description",
-           "with_tuple_of_outputs"]
+           "flag_set", "host_short_rows", "is_real_reduction_hero",
+           "is_reduction_from_or_to_contiguous", "normalized_transpose", "reduction_dimensions",
+           "tiled_transpose_description", "with_tuple_of_outputs"]
 
 
 class EmitterKind(enum.Enum):
@@ -409,6 +409,16 @@ _HOST_SHORT_ROWS = contextvars.ContextVar("xla_gpu_host_short_rows", default=Fal
 
 
 @contextlib.contextmanager
+def flag_set(flag: contextvars.ContextVar):
+    """A context within which the boolean `flag` is True (host_short_rows,
+    reduction.host_xla_vectors)."""
+    token = flag.set(True)
+    try:
+        yield
+    finally:
+        flag.reset(token)
+
+
 def host_short_rows():
     """Within it, rows of more than half a warp and less than a warp (XLA
     leaves them to the loop emitter: a thread a row) are the reduction
@@ -420,11 +430,7 @@ def host_short_rows():
     in one process: softmax(x).max(-1) over f32[43690,24] 1.97 -> 0.70 ms
     (jax.jit 0.68-0.75), -log_softmax(x).mean() 2.12 -> 0.93, the row
     max of f32[16384,28] 0.28 -> 0.11."""
-    token = _HOST_SHORT_ROWS.set(True)
-    try:
-        yield
-    finally:
-        _HOST_SHORT_ROWS.reset(token)
+    return flag_set(_HOST_SHORT_ROWS)
 
 
 def is_unnested_reduction_faster_than_elemental(dims: ReductionDimensions,

@@ -21,8 +21,8 @@ from .fusion_analysis import EmitterKind, FusionAnalysis, analyze_fusion, broadc
 from .kernel import LaunchDimensions
 from .registry import register_emitter
 
-__all__ = ["LoopEmitter", "LoopLaunch", "default_thread_map", "host_row_launch", "launch_grid",
-           "loop_launch_dims", "may_prevent_vectorization", "shareable_operands"]
+__all__ = ["LoopEmitter", "LoopLaunch", "block_row", "default_thread_map", "host_row_launch",
+           "launch_grid", "loop_launch_dims", "may_prevent_vectorization", "shareable_operands"]
 
 # XLA: a block is this many warps (warp scheduling granularity).
 kWarpSchedulingGranularity = 4
@@ -290,18 +290,25 @@ def unroll_apart_map(emitter: EmitterBase, launch: LoopLaunch,
     f32[1024,4096] through xla_gpu.jax.jit took 1.7x jax.jit's time.
     Where the loop folds into the threads, XLA's map is what makes the
     folded threads' elements neighbours.)"""
-    d = [ir.AffineDimExpr.get(i) for i in range(6)]
     unroll_id = ir.AffineSymbolExpr.get(0)
-    threads, blocks_x = launch.threads, launch.dims.block_counts[0]
-    rows = prod(shape[:-1])
-    row = d[4] * blocks_x + d[3]
-    constraints = [(row, (0, rows - 1))] if launch.blocks != rows else []
-    column = d[0] + unroll_id * threads
-    if threads * launch.unroll_factor != shape[-1]:
+    row, constraints = block_row(launch.dims, shape[:-1])
+    column = ir.AffineDimExpr.get(0) + unroll_id * launch.threads
+    if launch.threads * launch.unroll_factor != shape[-1]:
         constraints.append((column, (0, shape[-1] - 1)))
-    return emitter.kernel_map(delinearize(row, shape[:-1]) + [column],
-                              [("unroll_id", 0, launch.unroll_factor - 1)],
+    return emitter.kernel_map(row + [column], [("unroll_id", 0, launch.unroll_factor - 1)],
                               constraints).simplify()
+
+
+def block_row(dims: LaunchDimensions, rows: tuple[int, ...]
+              ) -> tuple[list[ir.AffineExpr], list[tuple[ir.AffineExpr, tuple[int, int]]]]:
+    """A grid of a block a row: block b (bl_y * blocks_x + bl_x) as an index
+    of `rows` (row-major), and the constraint that cuts the blocks past
+    them (none where the grid has as many blocks as rows)."""
+    d = [ir.AffineDimExpr.get(i) for i in range(6)]
+    block = d[4] * dims.block_counts[0] + d[3]
+    count = prod(rows)
+    constraints = [(block, (0, count - 1))] if dims.num_blocks != count else []
+    return delinearize(block, rows), constraints
 
 
 def default_thread_map(emitter: EmitterBase, dims: LaunchDimensions, unroll: int,

@@ -30,9 +30,7 @@ one group per block y.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-
 import itertools
 from dataclasses import dataclass
 from math import prod
@@ -49,7 +47,7 @@ from .base import (CallTargets, EmitterBase, Epilogue, apply_map, apply_map_at, 
                    check_constraints)
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import EmitterError, mlir_type
-from .fusion_analysis import (EmitterKind, FusionAnalysis, ReductionDimensions,
+from .fusion_analysis import (EmitterKind, FusionAnalysis, ReductionDimensions, flag_set,
                               is_real_reduction_hero, kColMajorKept, kColMinorKept,
                               kColReduced, kRowKept, kRowMinorReduced, reduction_dimensions)
 from .kernel import LaunchDimensions
@@ -590,18 +588,13 @@ HOST_MAX_UNVECTORIZED_COMPUTED_ROW = 1024
 _HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=False)
 
 
-@contextlib.contextmanager
 def host_xla_vectors():
     """Within it, rows of 16-bit inputs that the CPU target would read an
     element a load (HOST_MAX_UNVECTORIZED_COMPUTED_ROW) keep XLA's vectors:
     for the parts of one row program whose other parts keep them (a sum of
     the inputs as they are), so that their thread maps match and the parts
     merge into one kernel (xla_gpu.jax.jit's _emitted_parts)."""
-    token = _HOST_XLA_VECTORS.set(True)
-    try:
-        yield
-    finally:
-        _HOST_XLA_VECTORS.reset(token)
+    return flag_set(_HOST_XLA_VECTORS)
 
 
 def keeps_xla_vectors() -> bool:

@@ -57,8 +57,8 @@ from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_all
 from ..emitters.fusion_merger import (is_elementwise_producer, merge_producer,
                                       reads_each_element_once)
 from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
-from ..emitters.reduction import host_xla_vectors, keeps_xla_vectors
 from ..emitters.merged_kernel import _function, merge_kernels, same_row_blocks
+from ..emitters.reduction import host_xla_vectors, keeps_xla_vectors
 from ..emitters.tree_reduction import COSTLY_OPS, split_reduction
 from ..hlo.opcodes import ELEMENTWISE
 from ..hlo.shape import Shape

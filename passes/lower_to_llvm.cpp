@@ -388,6 +388,24 @@ std::string hostTrigName(llvm::StringRef name) { return ("xla_gpu_host_" + name 
 // of the exact reduction's (A/B in one process, one thread, bits the
 // same). Where a lane loop is not vectorized, the scalar call runs for
 // huge arguments only.
+// The scalar `op` (of operand x) replaced by `fast`, or where `huge` holds
+// by a call of `exact` (x), in a block of its own.
+void replaceByBranch(mlir::PatternRewriter& rewriter, mlir::Operation* op, mlir::Value huge,
+                     mlir::func::FuncOp exact, mlir::Value fast) {
+  mlir::Location loc = op->getLoc();
+  mlir::Value x = op->getOperand(0);
+  mlir::Block* before = op->getBlock();
+  mlir::Block* after = rewriter.splitBlock(before, op->getIterator());
+  mlir::Value result = after->addArgument(op->getResult(0).getType(), loc);
+  mlir::Block* call = rewriter.createBlock(after);
+  auto exactValue = rewriter.create<mlir::func::CallOp>(loc, exact, mlir::ValueRange{x});
+  rewriter.create<mlir::cf::BranchOp>(loc, after, exactValue.getResults());
+  rewriter.setInsertionPointToEnd(before);
+  rewriter.create<mlir::cf::CondBranchOp>(loc, huge, call, mlir::ValueRange{}, after,
+                                          mlir::ValueRange{fast});
+  rewriter.replaceOp(op, result);
+}
+
 template <typename Op, typename Function>
 struct HostTrig : public mlir::OpRewritePattern<Op> {
   using mlir::OpRewritePattern<Op>::OpRewritePattern;
@@ -404,16 +422,7 @@ struct HostTrig : public mlir::OpRewritePattern<Op> {
     mlir::Value huge = f32.cmp(mlir::arith::CmpFPredicate::OGE,
                                rewriter.create<mlir::math::AbsFOp>(loc, x),
                                f32.c(kCodyWaiteBound));
-    mlir::Block* before = op->getBlock();
-    mlir::Block* after = rewriter.splitBlock(before, op->getIterator());
-    mlir::Value result = after->addArgument(op.getType(), loc);
-    mlir::Block* call = rewriter.createBlock(after);
-    auto exactValue = rewriter.create<mlir::func::CallOp>(loc, exact, mlir::ValueRange{x});
-    rewriter.create<mlir::cf::BranchOp>(loc, after, exactValue.getResults());
-    rewriter.setInsertionPointToEnd(before);
-    rewriter.create<mlir::cf::CondBranchOp>(loc, huge, call, mlir::ValueRange{}, after,
-                                            mlir::ValueRange{fast});
-    rewriter.replaceOp(op, result);
+    replaceByBranch(rewriter, op, huge, exact, fast);
     return mlir::success();
   }
 };
@@ -883,6 +892,137 @@ struct Log1pF64 {
   }
 };
 
+// sin and cos of f64 x on the host, for |x| below kCodyWaiteBound64:
+// fdlibm's reduction x = n pi/2 + r (its medium path, pi/2 in 33-bit parts
+// P1, P2, P3 and the rest P3t, each n Pi exact for |n| < 2^20), every part
+// subtracted (no test of how many bits cancelled): x - n P1 exact, then
+// TwoSum with n P2, the rest added to its error; r = hi + lo. Then
+// fdlibm's kernels on [-pi/4, pi/4] (FreeBSD's forms: S1..S6, C1..C6, the
+// tail lo corrected to first order), picked and signed by n mod 4. Within
+// 1 ulp; past the bound (and at inf) HostTrig64 calls libm's. They were
+// libm calls everywhere (scalar loops): sin + cos of 1M f64 took 6.3 ms,
+// XLA:CPU's (libm too) the same.
+constexpr double kCodyWaiteBound64 = 0x1p19;
+
+struct ReducedAngle64 {
+  mlir::Value sin, cos;  // of r
+  mlir::Value q;         // n mod 4, i64
+};
+ReducedAngle64 reduceAngle64(const F64Ops& d, mlir::Value x) {
+  mlir::PatternRewriter& rewriter = d.f32.rewriter;
+  mlir::Location loc = d.f32.loc;
+  mlir::Value n = d.round(d.mul(x, d.c(6.36619772367581382433e-01)));
+  mlir::Value minusN = d.sub(d.c(0.0), n);
+  mlir::Value a = d.fma(minusN, d.c(1.57079632673412561417e+00), x);
+  auto [s, err] = twoSum(d, a, d.mul(minusN, d.c(6.07710050630396597660e-11)));
+  mlir::Value tail = d.fma(minusN, d.c(2.02226624871116645580e-21), err);
+  tail = d.fma(minusN, d.c(8.47842766036889956997e-32), tail);
+  mlir::Value hi = d.add(s, tail);
+  mlir::Value lo = d.add(d.sub(s, hi), tail);
+  // The kernels: z = hi^2.
+  mlir::Value z = d.mul(hi, hi);
+  mlir::Value w = d.mul(z, z);
+  mlir::Value sr = d.add(d.horner(z, {2.75573137070700676789e-06, -1.98412698298579493134e-04,
+                                      8.33333333332248946124e-03}),
+                         d.mul(d.mul(z, w), d.horner(z, {1.58969099521155010221e-10,
+                                                        -2.50507602534068634195e-08})));
+  mlir::Value v = d.mul(z, hi);
+  mlir::Value sin = d.sub(
+      hi, d.sub(d.sub(d.mul(z, d.sub(d.mul(d.c(0.5), lo), d.mul(v, sr))), lo),
+                d.mul(v, d.c(-1.66666666666666324348e-01))));
+  mlir::Value cr = d.add(
+      d.mul(z, d.horner(z, {2.48015872894767294178e-05, -1.38888888888741095749e-03,
+                            4.16666666666666019037e-02})),
+      d.mul(d.mul(w, w), d.horner(z, {-1.13596475577881948265e-11, 2.08757232129817482790e-09,
+                                      -2.75573143513906633035e-07})));
+  mlir::Value hz = d.mul(d.c(0.5), z);
+  mlir::Value one = d.c(1.0);
+  mlir::Value cw = d.sub(one, hz);
+  mlir::Value cos =
+      d.add(cw, d.add(d.sub(d.sub(one, cw), hz), d.sub(d.mul(z, cr), d.mul(hi, lo))));
+  mlir::Value q = rewriter.create<mlir::arith::AndIOp>(loc, d.toInteger(n), d.ci(3));
+  return {sin, cos, q};
+}
+
+// sin (`Sine`) or cos of x from its reduction: quadrant q's function of r
+// (sin, cos, -sin, -cos for sin; cos, -sin, -cos, sin for cos).
+mlir::Value trigOfReduced64(const F64Ops& d, const ReducedAngle64& a, bool sine) {
+  mlir::PatternRewriter& rewriter = d.f32.rewriter;
+  mlir::Location loc = d.f32.loc;
+  mlir::Value q = sine ? a.q : rewriter.create<mlir::arith::AddIOp>(loc, a.q, d.ci(1));
+  mlir::Value odd = rewriter.create<mlir::arith::CmpIOp>(
+      loc, mlir::arith::CmpIPredicate::ne,
+      rewriter.create<mlir::arith::AndIOp>(loc, q, d.ci(1)), d.ci(0));
+  mlir::Value negative = rewriter.create<mlir::arith::CmpIOp>(
+      loc, mlir::arith::CmpIPredicate::ne,
+      rewriter.create<mlir::arith::AndIOp>(loc, q, d.ci(2)), d.ci(0));
+  mlir::Value y = d.select(odd, a.cos, a.sin);
+  return d.select(negative, rewriter.create<mlir::arith::NegFOp>(loc, y), y);
+}
+
+// The function HostTrig64 calls past kCodyWaiteBound64: libm's (its exact
+// reduction), `xla_gpu_host_<name>_f64`.
+std::string hostTrigName64(llvm::StringRef name) {
+  return ("xla_gpu_host_" + name + "_f64").str();
+}
+
+// The host's scalar f64 sin and cos (`Sine`): reduceAngle64 below
+// kCodyWaiteBound64 in magnitude, and past it (or at inf) a call of
+// libm's through `xla_gpu_host_<name>_f64` (addHostTrigFunction64), which
+// the loop vectorizer calls through a masked vector variant as HostTrig's.
+// sin of |x| < 2^-27 is x (-0 and subnormals kept).
+template <typename Op, bool Sine>
+struct HostTrig64 : public mlir::OpRewritePattern<Op> {
+  using mlir::OpRewritePattern<Op>::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
+    if (!op.getType().isF64()) return rewriter.notifyMatchFailure(op, "only a scalar f64");
+    llvm::StringRef name = Sine ? "sin" : "cos";
+    auto parent = op->template getParentOfType<mlir::func::FuncOp>();
+    if (parent && parent.getName() == hostTrigName64(name)) {
+      return rewriter.notifyMatchFailure(op, "libm's own call");
+    }
+    auto module = op->template getParentOfType<mlir::ModuleOp>();
+    auto exact = module.template lookupSymbol<mlir::func::FuncOp>(hostTrigName64(name));
+    if (!exact) return rewriter.notifyMatchFailure(op, "no exact function");
+    F32Builder builder{rewriter, op.getLoc(), op.getType(), /*host=*/true};
+    F64Ops d(builder);
+    mlir::Value x = op.getOperand();
+    mlir::Value fast = trigOfReduced64(d, reduceAngle64(d, x), Sine);
+    if (Sine) {
+      fast = d.select(d.cmp(mlir::arith::CmpFPredicate::OLT, d.abs(x), d.c(0x1p-27)), x, fast);
+    }
+    // NaN takes the short way (unordered: not OGE), inf the exact one.
+    mlir::Value huge =
+        d.cmp(mlir::arith::CmpFPredicate::OGE, d.abs(x), d.c(kCodyWaiteBound64));
+    replaceByBranch(rewriter, op, huge, exact, fast);
+    return mlir::success();
+  }
+};
+
+// For each of sin, cos that a scalar f64 op of `ops` computes, the
+// function HostTrig64 calls past its bound: `xla_gpu_host_<name>_f64(f64)
+// -> f64`, libm's (the op itself, which MathToLLVM makes a call).
+template <typename Op>
+void addHostTrigFunction64(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops,
+                           llvm::StringRef kind) {
+  bool used = llvm::any_of(ops, [](mlir::Operation* op) {
+    auto trig = llvm::dyn_cast<Op>(op);
+    return trig && trig.getType().isF64();
+  });
+  std::string name = hostTrigName64(kind);
+  if (!used || module.lookupSymbol(name)) return;
+  mlir::PatternRewriter rewriter(module.getContext());
+  mlir::Location loc = module.getLoc();
+  mlir::Type f64Type = rewriter.getF64Type();
+  rewriter.setInsertionPointToEnd(module.getBody());
+  auto fn = rewriter.create<mlir::func::FuncOp>(loc, name,
+                                                rewriter.getFunctionType({f64Type}, {f64Type}));
+  fn.setPrivate();
+  rewriter.setInsertionPointToStart(fn.addEntryBlock());
+  rewriter.create<mlir::func::ReturnOp>(
+      loc, rewriter.create<Op>(loc, fn.getArgument(0)).getResult());
+}
+
 // An f64 op replaced by `Approximation::build(F64Ops, operand)` (the host).
 template <typename Op, typename Approximation>
 struct ApproximateF64 : public mlir::OpRewritePattern<Op> {
@@ -956,8 +1096,8 @@ void addHostTrigFunction(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*>
   rewriter.create<mlir::func::ReturnOp>(loc, ExactTrig<Function>::build(f32, fn.getArgument(0)));
 }
 
-// After the LLVM conversion: the functions addHostTrigFunction defined are
-// internal, never inlined (the vectorizer would if-convert an inlined
+// After the LLVM conversion: the functions addHostTrigFunction and
+// addHostTrigFunction64 defined are internal, never inlined (the vectorizer would if-convert an inlined
 // exact reduction, running it for every lane) and not optimized (they are
 // cold: the bench's sin + cos compiled in 54 ms, 61 with them optimized,
 // 51 before they existed), but known to touch no memory and to return
@@ -968,8 +1108,10 @@ void hostTrigAttributes(mlir::ModuleOp module) {
   mlir::MLIRContext* ctx = module.getContext();
   auto none = mlir::LLVM::ModRefInfo::NoModRef;
   auto noMemory = mlir::LLVM::MemoryEffectsAttr::get(ctx, none, none, none, none, none, none);
-  for (llvm::StringRef kind : {Sin::kName, Cos::kName, Tan::kName}) {
-    auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(hostTrigName(kind));
+  for (const std::string& name :
+       {hostTrigName(Sin::kName), hostTrigName(Cos::kName), hostTrigName(Tan::kName),
+        hostTrigName64(Sin::kName), hostTrigName64(Cos::kName)}) {
+    auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
     if (!fn) continue;
     fn.setLinkage(mlir::LLVM::Linkage::Internal);
     fn.setNoInline(true);
@@ -1051,9 +1193,12 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       addHostTrigFunction<mlir::math::SinOp, Sin>(module, approximated);
       addHostTrigFunction<mlir::math::CosOp, Cos>(module, approximated);
       addHostTrigFunction<mlir::math::TanOp, Tan>(module, approximated);
+      addHostTrigFunction64<mlir::math::SinOp>(module, approximated, Sin::kName);
+      addHostTrigFunction64<mlir::math::CosOp>(module, approximated, Cos::kName);
       mlir::RewritePatternSet approximations(ctx);
       approximations.add<HostTrig<mlir::math::SinOp, Sin>, HostTrig<mlir::math::CosOp, Cos>,
-                         HostTrig<mlir::math::TanOp, Tan>>(ctx, /*benefit=*/2);
+                         HostTrig<mlir::math::TanOp, Tan>, HostTrig64<mlir::math::SinOp, true>,
+                         HostTrig64<mlir::math::CosOp, false>>(ctx, /*benefit=*/2);
       approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh, /*Host=*/true>,
                          ApproximateF32<mlir::math::LogOp, Log, /*Host=*/true>,
                          ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>,

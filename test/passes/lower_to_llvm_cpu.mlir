@@ -1,7 +1,8 @@
 // The host target: noalias buffers (no C-interface copy), tanh as a vectorizable
 // rational approximation, f32 exp as a polynomial with exponent-field
 // scalings (or, with ldexp-scaling, llvm.ldexp) and f32 log as one on the mantissa, instead of libm calls (f64
-// exp stays the intrinsic).
+// exp too: x / ln2 rounded, 2^k as two i64 exponent fields or one
+// llvm.ldexp).
 // RUN: xla-gpu-opt %s -xla-gpu-lower-to-llvm=target=cpu | FileCheck %s --check-prefix=CPU
 // RUN: xla-gpu-opt %s -xla-gpu-lower-to-llvm="target=cpu ldexp-scaling=true" \
 // RUN:   | FileCheck %s --check-prefix=LDEXP
@@ -19,18 +20,24 @@
 // CPU: llvm.shl
 // CPU: llvm.bitcast %{{.*}} : i32 to f32
 // CPU-NOT: llvm.intr.ldexp
-// CPU: llvm.intr.exp(%{{.*}}) : (f64) -> f64
+// CPU: llvm.mlir.constant(1.4426950408889634 : f64)
+// CPU: llvm.bitcast %{{.*}} : i64 to f64
+// CPU: llvm.bitcast %{{.*}} : i64 to f64
 // CPU: llvm.and %{{.*}} : i32
 // CPU: llvm.or %{{.*}} : i32
 // CPU-NOT: llvm.intr.log
 // CPU-NOT: @_mlir_ciface_host
+// CPU-NOT: llvm.intr.exp
 // With ldexp-scaling (a host with AVX-512: VSCALEF) the f32 exp's 2^n is
 // one llvm.ldexp of the polynomial's value by n.
 // LDEXP-LABEL: llvm.func @host
 // LDEXP: %[[N:.*]] = llvm.intr.roundeven
 // LDEXP: %[[I:.*]] = llvm.fptosi %[[N]] : f32 to i32
 // LDEXP: llvm.intr.ldexp(%{{.*}}, %[[I]]) : (f32, i32) -> f32
-// LDEXP: llvm.intr.exp(%{{.*}}) : (f64) -> f64
+// LDEXP: %[[K:.*]] = llvm.intr.roundeven(%{{.*}}) : (f64) -> f64
+// LDEXP: %[[KI:.*]] = llvm.fptosi %[[K]] : f64 to i32
+// LDEXP: llvm.intr.ldexp(%{{.*}}, %[[KI]]) : (f64, i32) -> f64
+// LDEXP-NOT: llvm.intr.exp
 func.func @host(%p: !llvm.ptr, %x: f32) -> f32 {
   %t = math.tanh %x : f32
   %e = math.exp %t : f32
@@ -84,7 +91,8 @@ func.func @exp_clamp(%x: f32) -> f32 {
 // f32 expm1 and log1p on the host: arithmetic that vectorizes, no libm
 // call. expm1 is 2 (t e + (t - 1/2)) with t = 2^(n-1) built in the
 // exponent field (n + 126); log1p adds u = 1 + x's rounding error over u
-// (a division) to log(u). f64 keeps the libm calls.
+// (a division) to log(u). f64's too: expm1 through an unrounded pair
+// (TwoSum), log1p with fdlibm's log polynomial (Lg7 first).
 // CPU-LABEL: llvm.func @expm1_log1p
 // CPU-NOT:   llvm.call @expm1f
 // CPU:       %[[N:.*]] = llvm.fptosi %{{.*}} : f32 to i32
@@ -96,8 +104,9 @@ func.func @exp_clamp(%x: f32) -> f32 {
 // CPU:       llvm.intr.fma(%[[T]], %{{.*}}, %[[TM]])
 // CPU-NOT:   llvm.call @log1pf
 // CPU:       llvm.fdiv
-// CPU:       llvm.call @expm1(%{{.*}}) : (f64) -> f64
-// CPU:       llvm.call @log1p(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.mlir.constant(1.4426950408889634 : f64)
+// CPU:       llvm.mlir.constant(0.14798198605116586 : f64)
+// CPU-NOT:   llvm.call
 // CPU:       llvm.return
 func.func @expm1_log1p(%x: f32, %d: f64) -> (f32, f64) {
   %e = math.expm1 %x : f32
@@ -113,8 +122,9 @@ func.func @expm1_log1p(%x: f32, %d: f64) -> (f32, f64) {
 // too) a call of the function with the exact reduction (2/pi's bits in
 // seven 29-bit chunks, the first and last shown): internal, never inlined
 // nor optimized, touching no memory, marked for HostJit.cpp's vector
-// variants. A vector of f32 is reduced exactly inline. f64 keeps the
-// intrinsics.
+// variants. A vector of f32 is reduced exactly inline. A scalar f64 below
+// 2^19 by fdlibm's medium reduction (pi/2's first 33 bits shown), from
+// there (inf too) a call of libm's through a function of the same kind.
 // CPU-LABEL: llvm.func @trig
 // CPU-NOT:   llvm.intr.sin({{.*}}) : (f32)
 // CPU:       %[[X:.*]] = llvm.fpext %arg0 : f32 to f64
@@ -135,7 +145,12 @@ func.func @expm1_log1p(%x: f32, %d: f64) -> (f32, f64) {
 // CPU:       llvm.call @xla_gpu_host_cos_f32(%[[SIN]])
 // CPU-NOT:   llvm.call @tanf
 // CPU:       llvm.call @xla_gpu_host_tan_f32
-// CPU:       llvm.intr.sin(%{{.*}}) : (f64) -> f64
+// CPU:       llvm.mlir.constant(1.5707963267341256 : f64)
+// CPU:       %[[BOUND64:.*]] = llvm.mlir.constant(5.242880e+05 : f64)
+// CPU:       %[[ABS64:.*]] = llvm.intr.fabs(%arg1)
+// CPU:       %[[HUGE64:.*]] = llvm.fcmp "oge" %[[ABS64]], %[[BOUND64]] : f64
+// CPU:       llvm.cond_br %[[HUGE64]]
+// CPU:       llvm.call @xla_gpu_host_sin_f64(%arg1) : (f64) -> f64
 // CPU:       llvm.return
 // CPU-LABEL: llvm.func @trig_vector
 // CPU-NOT:   llvm.call
@@ -174,14 +189,15 @@ func.func @pow(%x: f32, %y: f32, %d: f64) -> (f32, f64) {
 
 // f32 atan2 on the host: f64 arithmetic (the ratio halved twice through
 // sqrt, a Taylor series), rounded once to f32, NaN operands kept; f64
-// atan2 stays a libm call.
+// atan2 is fdlibm's atan polynomial (aT[10] shown) of a quotient pair.
 // CPU-LABEL: llvm.func @atan2_f32
 // CPU-NOT:   llvm.call @atan2f
 // CPU:       llvm.intr.sqrt(%{{.*}}) : (f64) -> f64
 // CPU:       llvm.intr.sqrt(%{{.*}}) : (f64) -> f64
 // CPU:       llvm.fptrunc %{{.*}} : f64 to f32
 // CPU:       llvm.fcmp "uno"
-// CPU:       llvm.call @atan2(%{{.*}}) : (f64, f64) -> f64
+// CPU:       llvm.mlir.constant(0.016285820115365782 : f64)
+// CPU-NOT:   llvm.call
 // CPU:       llvm.return
 func.func @atan2_f32(%y: f32, %x: f32, %d: f64) -> (f32, f64) {
   %a = math.atan2 %y, %x : f32
@@ -214,3 +230,7 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
 // CPU:       llvm.fptrunc %{{.*}} : f64 to f32
 // CPU-LABEL: llvm.func internal @xla_gpu_host_cos_f32
 // CPU-LABEL: llvm.func internal @xla_gpu_host_tan_f32
+// The f64 one: libm's, of the same kind.
+// CPU-LABEL: llvm.func internal @xla_gpu_host_sin_f64(%arg0: f64) -> f64
+// CPU-SAME:    no_inline, no_unwind, optimize_none, passthrough = ["xla-gpu-vector-variants"]
+// CPU:       llvm.intr.sin(%arg0) : (f64) -> f64

@@ -1108,6 +1108,54 @@ mlir::Value Atan2F64::build(const F64Ops& d, mlir::Value y, mlir::Value x) {
   return d.select(d.cmp(P::UNO, y, x), d.add(y, x), r);
 }
 
+// cbrt(x) for f64 as FreeBSD's: a first guess to 5 bits off the bits (the
+// high word's magnitude over 3 plus a bias; subnormals scaled by 2^54
+// first), a polynomial step to 23 bits (P0..P4), t rounded away from 0 to
+// 23 bits, and one Newton step t + t (x / t^2 - t) / (2t + x / t^2) (within
+// 0.667 ulp). Zeros, infinities and NaN are themselves.
+struct CbrtF64 {
+  static mlir::Value build(const F64Ops& d, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = d.f32.rewriter;
+    mlir::Location loc = d.f32.loc;
+    using P = mlir::arith::CmpFPredicate;
+    auto bitsOf = [&](mlir::Value v) {
+      return rewriter.create<mlir::arith::BitcastOp>(loc, d.integerType(), v).getResult();
+    };
+    auto fromBits = [&](mlir::Value v) {
+      return rewriter.create<mlir::arith::BitcastOp>(loc, d.type, v).getResult();
+    };
+    mlir::Value subnormal = d.cmp(P::OLT, d.abs(x), d.c(0x1p-1022));
+    mlir::Value scaled = d.select(subnormal, d.mul(x, d.c(0x1p54)), x);
+    mlir::Value high = rewriter.create<mlir::arith::AndIOp>(
+        loc, rewriter.create<mlir::arith::ShRUIOp>(loc, bitsOf(scaled), d.ci(32)),
+        d.ci(0x7fffffff));
+    mlir::Value guess = rewriter.create<mlir::arith::AddIOp>(
+        loc, rewriter.create<mlir::arith::DivUIOp>(loc, high, d.ci(3)),
+        rewriter.create<mlir::arith::SelectOp>(loc, subnormal, d.ci(696219795), d.ci(715094163)));
+    mlir::Value sign = rewriter.create<mlir::arith::AndIOp>(
+        loc, bitsOf(x), d.ci(std::numeric_limits<int64_t>::min()));
+    mlir::Value t = fromBits(rewriter.create<mlir::arith::OrIOp>(
+        loc, sign, rewriter.create<mlir::arith::ShLIOp>(loc, guess, d.ci(32))));
+    mlir::Value r = d.mul(d.mul(t, t), d.div(t, x));
+    mlir::Value p = d.add(d.horner(r, {1.621429720105354466140, -1.88497979543377169875,
+                                       1.87595182427177009643}),
+                          d.mul(d.mul(d.mul(r, r), r),
+                                d.horner(r, {0.145996192886612446982,
+                                             -0.758397934778766047437})));
+    t = d.mul(t, p);
+    // Rounded away from 0 to 23 bits, so that t^2 is exact.
+    t = fromBits(rewriter.create<mlir::arith::AndIOp>(
+        loc, rewriter.create<mlir::arith::AddIOp>(loc, bitsOf(t), d.ci(0x80000000)),
+        d.ci(static_cast<int64_t>(0xffffffffc0000000ULL))));
+    mlir::Value q = d.div(x, d.mul(t, t));
+    mlir::Value step = d.div(d.sub(q, t), d.add(d.add(t, t), q));
+    mlir::Value y = d.add(t, d.mul(t, step));
+    mlir::Value special = rewriter.create<mlir::arith::OrIOp>(
+        loc, d.cmp(P::OEQ, x, d.c(0.0)), d.cmp(P::UEQ, d.abs(x), d.c(kInfinity)));
+    return d.select(special, d.add(x, x), y);
+  }
+};
+
 // An f64 op replaced by `Approximation::build(F64Ops, operands...)` (the
 // host; a unary or a binary op).
 template <typename Op, typename Approximation>
@@ -1307,7 +1355,8 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF64<mlir::math::TanhOp, Tanh64>,
                          ApproximateF64<mlir::math::LogOp, Log64>,
                          ApproximateF64<mlir::math::Log1pOp, Log1pF64>,
-                         ApproximateF64<mlir::math::Atan2Op, Atan2F64>>(ctx, ldexpScaling);
+                         ApproximateF64<mlir::math::Atan2Op, Atan2F64>,
+                         ApproximateF64<mlir::math::CbrtOp, CbrtF64>>(ctx, ldexpScaling);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

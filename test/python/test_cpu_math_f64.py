@@ -1,11 +1,12 @@
-"""The CPU target's f64 exp, expm1, log, log1p, tanh, sin, cos and atan2:
+"""The CPU target's f64 exp, expm1, log, log1p, tanh, sin, cos, atan2 and cbrt:
 arithmetic in IR that LLVM vectorizes (they were libm calls, which kept
 their loops scalar: f64 tanh of 1M elements took 7.6 ms where XLA:CPU's
 vectorized one takes 0.26), each within 1 ulp of the exact values over
 sweeps of 2^20 points (measured: exp 0.79, expm1 0.88, log 0.80, log1p
-0.80, tanh 0.71, sin 0.78, cos 0.76, atan2 0.74; XLA:CPU's own exp,
-expm1, log1p and tanh miss by up to 1.5, 4.1, 128 and 6.5 ulp; its sin,
-cos and atan2 are libm's), and their special values as C99 gives them. sin and cos call
+0.80, tanh 0.71, sin 0.78, cos 0.76, atan2 0.74, cbrt 0.67; XLA:CPU's
+own exp, expm1, log1p and tanh miss by up to 1.5, 4.1, 128 and 6.5 ulp;
+its sin, cos, atan2 and cbrt are libm's), and their special values as C99
+gives them. sin and cos call
 libm past 2^19 in magnitude. Exp is checked
 with both of its scalings (llvm.ldexp, or two exponent-field multiplies),
 bit for bit alike. The exact values are long double's (x86's 64-bit
@@ -30,7 +31,8 @@ pytestmark = pytest.mark.skipif(np.finfo(LONG).nmant < 63,
                                 reason="the exact values need x86's 80-bit long double")
 
 _LIBM = {"exponential": "exp", "exponential-minus-one": "expm1", "log": "log",
-         "log-plus-one": "log1p", "tanh": "tanh", "sine": "sin", "cosine": "cos"}
+         "log-plus-one": "log1p", "tanh": "tanh", "sine": "sin", "cosine": "cos",
+         "cbrt": "cbrt"}
 # sin and cos call libm past 2^19 in magnitude (its exact reduction), in a
 # function of their own: the kernel's lane loop does not.
 _CALLED_PAST_BOUND = {"sine", "cosine"}
@@ -97,6 +99,8 @@ _SWEEPS = {
                       np.linspace(0.7, 0.9, N)]),
     "cosine": (np.cos, [np.linspace(-10, 10, N), _RNG.uniform(-6e5, 6e5, N), _BINADES,
                         -_BINADES, np.linspace(0.7, 0.9, N)]),
+    "cbrt": (np.cbrt, [_BINADES, -_BINADES, np.linspace(-10, 10, N),
+                       np.linspace(5e-324, 2.3e-308, N)]),
 }
 
 
@@ -141,6 +145,10 @@ _SPECIAL = {
     "cosine": ([np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, np.nextafter(2.0**19, 0), 2.0**19],
                [np.nan, np.nan, np.nan, 1.0, 1.0, 1.0, np.cos(np.nextafter(2.0**19, 0)),
                 np.cos(2.0**19)]),
+    "cbrt": ([np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-324, -27.0, 1e300,
+              1.7976931348623157e308],
+             [np.nan, np.inf, -np.inf, 0.0, -0.0, np.cbrt(5e-324), -np.cbrt(5e-324), -3.0,
+              np.cbrt(1e300), np.cbrt(1.7976931348623157e308)]),
     "tanh": ([np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -1e-300, 19.0, 20.0, -1000.0],
              # tanh(19) is 1 - 2^-53 (1 - 6.3e-17 rounds down), tanh(20) 1.
              [np.nan, 1.0, -1.0, 0.0, -0.0, 5e-324, -1e-300, 1.0 - 2.0**-53, 1.0, -1.0]),

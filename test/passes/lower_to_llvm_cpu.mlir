@@ -171,20 +171,36 @@ func.func @trig_vector(%x: vector<4xf32>) -> vector<4xf32> {
 }
 
 // f32 pow on the host: 2^(y log2|x|) in f64 (log2 through s = (m - 1) /
-// (m + 1), 2^n as an f64 exponent field), rounded once to f32; f64 pow
-// keeps the intrinsic.
+// (m + 1), 2^n as an f64 exponent field), rounded once to f32; f64 pow:
+// e^(y log|x|) through unrounded pairs (the series' last coefficient 2/29
+// shown). A constant exponent of 1/2 is |sqrt(x)| (+inf at -inf), as LLVM
+// folds a pow intrinsic.
 // CPU-LABEL: llvm.func @pow
 // CPU-NOT:   llvm.intr.pow({{.*}}) : (f32, f32)
 // CPU:       llvm.bitcast %{{.*}} : f64 to i64
 // CPU:       llvm.fdiv %{{.*}} : f64
 // CPU:       llvm.shl %{{.*}} : i64
 // CPU:       llvm.fptrunc %{{.*}} : f64 to f32
-// CPU:       llvm.intr.pow(%{{.*}}) : (f64, f64) -> f64
+// CPU:       llvm.mlir.constant(0.068965517241379309 : f64)
+// CPU-NOT:   llvm.intr.pow
+// CPU:       llvm.return
+// CPU-LABEL: llvm.func @pow_half
+// CPU:       %[[ROOT:.*]] = llvm.intr.sqrt(%arg0) : (f64) -> f64
+// CPU:       %[[ABS:.*]] = llvm.intr.fabs(%[[ROOT]])
+// CPU:       %[[NINF:.*]] = llvm.fcmp "oeq" %arg0, %{{.*}} : f64
+// CPU:       llvm.select %[[NINF]], %{{.*}}, %[[ABS]]
+// CPU-NOT:   llvm.intr.pow
 // CPU:       llvm.return
 func.func @pow(%x: f32, %y: f32, %d: f64) -> (f32, f64) {
   %p = math.powf %x, %y : f32
   %p64 = math.powf %d, %d : f64
   return %p, %p64 : f32, f64
+}
+
+func.func @pow_half(%d: f64) -> f64 {
+  %half = arith.constant 0.5 : f64
+  %p = math.powf %d, %half : f64
+  return %p : f64
 }
 
 // f32 atan2 on the host: f64 arithmetic (the ratio halved twice through

@@ -1255,6 +1255,84 @@ struct PowF64 {
   }
 };
 
+// erf(x) for f64 as fdlibm computes it, every interval of |x| = a computed
+// and the lane's picked (a vector cannot branch): below 0.84375 a + a P/Q
+// of a^2 (pp, qq), below 1.25 erx + P/Q of a - 1 (pa, qa), below 6 1 -
+// e^(-z^2 - 0.5625) e^((z - a)(z + a) + R/S) / a with z = a's high word and
+// R/S of 1/a^2 (ra, sa below 1/0.35, else rb, sb: the lane's coefficients
+// picked, one evaluation), from 6 on 1; signed as x (within 1 ulp). A NaN
+// stays a NaN; erf of +-inf is +-1.
+struct ErfF64 {
+  static mlir::Value build(const F64Ops& d, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = d.f32.rewriter;
+    mlir::Location loc = d.f32.loc;
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Value one = d.c(1.0);
+    mlir::Value a = d.abs(x);
+    mlir::Value z2 = d.mul(a, a);
+    mlir::Value small = d.add(
+        a, d.mul(a, d.div(d.horner(z2, {-2.37630166566501626084e-05, -5.77027029648944159157e-03,
+                                        -2.84817495755985104766e-02, -3.25042107247001499370e-01,
+                                        1.28379167095512558561e-01}),
+                          d.horner(z2, {-3.96022827877536812320e-06, 1.32494738004321644526e-04,
+                                        5.08130628187576562776e-03, 6.50222499887672944485e-02,
+                                        3.97917223959155352819e-01, 1.0}))));
+    mlir::Value s = d.sub(a, one);
+    mlir::Value middle = d.add(
+        d.c(8.45062911510467529297e-01),
+        d.div(d.horner(s, {-2.16637559486879084300e-03, 3.54783043256182359371e-02,
+                           -1.10894694282396677476e-01, 3.18346619901161753674e-01,
+                           -3.72207876035701323847e-01, 4.14856118683748331666e-01,
+                           -2.36211856075265944077e-03}),
+              d.horner(s, {1.19844998467991074170e-02, 1.36370839120290507362e-02,
+                           1.26171219808761642112e-01, 7.18286544141962662868e-02,
+                           5.40397917702171048937e-01, 1.06420880400844228286e-01, 1.0})));
+    // From 1.25 on (a clamped at 6, from where erf rounds to 1).
+    mlir::Value six = d.c(6.0);
+    mlir::Value b = d.select(d.cmp(P::OLT, six, a), six, a);
+    mlir::Value w = d.div(one, d.mul(b, b));
+    mlir::Value near = d.cmp(P::OLT, b, d.c(1.0 / 0.35));
+    auto pick = [&](double u, double v) { return d.select(near, d.c(u), d.c(v)); };
+    auto hornerOf = [&](llvm::ArrayRef<mlir::Value> k) {
+      mlir::Value acc = k.front();
+      for (mlir::Value c : k.drop_front()) acc = d.fma(acc, w, c);
+      return acc;
+    };
+    mlir::Value r = hornerOf({pick(-9.81432934416914548592e+00, 0.0),
+                              pick(-8.12874355063065934246e+01, -4.83519191608651397019e+02),
+                              pick(-1.84605092906711035994e+02, -1.02509513161107724954e+03),
+                              pick(-1.62396669462573470355e+02, -6.37566443368389627722e+02),
+                              pick(-6.23753324503260060396e+01, -1.60636384855821916062e+02),
+                              pick(-1.05586262253232909814e+01, -1.77579549177547519889e+01),
+                              pick(-6.93858572707181764372e-01, -7.99283237680523006574e-01),
+                              pick(-9.86494403484714822705e-03, -9.86494292470009928597e-03)});
+    mlir::Value q = hornerOf({pick(-6.04244152148580987438e-02, 0.0),
+                              pick(6.57024977031928170135e+00, -2.24409524465858183362e+01),
+                              pick(1.08635005541779435134e+02, 4.74528541206955367215e+02),
+                              pick(4.29008140027567833386e+02, 2.55305040643316442583e+03),
+                              pick(6.45387271733267880336e+02, 3.19985821950859553908e+03),
+                              pick(4.34565877475229228821e+02, 1.53672958608443695994e+03),
+                              pick(1.37657754143519042600e+02, 3.25792512996573918826e+02),
+                              pick(1.96512716674392571292e+01, 3.03380607434824582924e+01),
+                              one});
+    mlir::Value high = rewriter.create<mlir::arith::BitcastOp>(
+        loc, d.type,
+        rewriter.create<mlir::arith::AndIOp>(
+            loc, rewriter.create<mlir::arith::BitcastOp>(loc, d.integerType(), b),
+            d.ci(static_cast<int64_t>(0xffffffff00000000ULL))));
+    mlir::Value e = d.mul(
+        Exp64::exp64(d, d.sub(d.mul(d.sub(d.c(0.0), high), high), d.c(0.5625))),
+        Exp64::exp64(d, d.add(d.mul(d.sub(high, b), d.add(high, b)), d.div(r, q))));
+    mlir::Value large = d.sub(one, d.div(e, b));
+    mlir::Value y = d.select(
+        d.cmp(P::OLT, a, d.c(0.84375)), small,
+        d.select(d.cmp(P::OLT, a, d.c(1.25)), middle,
+                 d.select(d.cmp(P::OLT, a, six), large, one)));
+    y = rewriter.create<mlir::math::CopySignOp>(loc, y, x);
+    return d.select(d.cmp(P::UNO, x, x), x, y);
+  }
+};
+
 // pow(x, c) of a constant c (a splat too) of 1/2, 2, -1 or 1, f32 or f64,
 // as LLVM folds its pow intrinsic of such a c (what XLA:CPU emits), before
 // Pow and PowF64 compute it whole: |sqrt(x)| but +inf at -inf (pow's -0
@@ -1498,7 +1576,8 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF64<mlir::math::Log1pOp, Log1pF64>,
                          ApproximateF64<mlir::math::Atan2Op, Atan2F64>,
                          ApproximateF64<mlir::math::CbrtOp, CbrtF64>,
-                         ApproximateF64<mlir::math::PowFOp, PowF64>>(ctx, ldexpScaling);
+                         ApproximateF64<mlir::math::PowFOp, PowF64>,
+                         ApproximateF64<mlir::math::ErfOp, ErfF64>>(ctx, ldexpScaling);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

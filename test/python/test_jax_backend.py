@@ -25,9 +25,9 @@ from xla_gpu.jax import whole_program
 from xla_gpu.jax.kernel_call import _array
 from xla_gpu.jax.whole_program import _optimized_text
 from xla_gpu.reference import excess_precision_allowed
+from mlir import ir
 
 from test_cpu_math_f64 import erf_long_double
-from mlir import ir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 rng = np.random.default_rng(0)

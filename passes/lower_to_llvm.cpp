@@ -1,6 +1,7 @@
 //===- lower_to_llvm.cpp - -xla-gpu-lower-to-llvm --------------------------===//
 
 #include <limits>
+#include <type_traits>
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ComplexToLLVM/ComplexToLLVM.h"
@@ -899,25 +900,23 @@ struct Log1pF64 {
   }
 };
 
-// sin and cos of f64 x on the host, for |x| below kCodyWaiteBound64:
+// sin, cos and tan of f64 x on the host, for |x| below kCodyWaiteBound64:
 // fdlibm's reduction x = n pi/2 + r (its medium path, pi/2 in 33-bit parts
 // P1, P2, P3 and the rest P3t, each n Pi exact for |n| < 2^20), every part
 // subtracted (no test of how many bits cancelled): x - n P1 exact, then
 // TwoSum with n P2, the rest added to its error; r = hi + lo. Then
-// fdlibm's kernels on [-pi/4, pi/4] (FreeBSD's forms: S1..S6, C1..C6, the
-// tail lo corrected to first order), picked and signed by n mod 4. Within
-// 1 ulp; past the bound (and at inf) HostTrig64 calls libm's. They were
-// libm calls everywhere (scalar loops): sin + cos of 1M f64 took 6.3 ms,
-// XLA:CPU's (libm too) the same.
+// fdlibm's kernels on [-pi/4, pi/4] (FreeBSD's forms: S1..S6, C1..C6,
+// T0..T12, the tail lo corrected to first order), picked and signed by n.
+// Within 1 ulp; past the bound (and at inf) HostTrig64 calls libm's. They
+// were libm calls everywhere (scalar loops): sin + cos of 1M f64 took 6.3
+// ms, XLA:CPU's (libm too) the same.
 constexpr double kCodyWaiteBound64 = 0x1p19;
 
-struct ReducedAngle64 {
-  mlir::Value sin, cos;  // of r
-  mlir::Value q;         // n mod 4, i64
+struct Reduction64 {
+  mlir::Value hi, lo;  // r
+  mlir::Value n;       // f64, an integer
 };
-ReducedAngle64 reduceAngle64(const F64Ops& d, mlir::Value x) {
-  mlir::PatternRewriter& rewriter = d.f32.rewriter;
-  mlir::Location loc = d.f32.loc;
+Reduction64 reduceAngle64(const F64Ops& d, mlir::Value x) {
   mlir::Value n = d.round(d.mul(x, d.c(6.36619772367581382433e-01)));
   mlir::Value minusN = d.sub(d.c(0.0), n);
   mlir::Value a = d.fma(minusN, d.c(1.57079632673412561417e+00), x);
@@ -925,8 +924,24 @@ ReducedAngle64 reduceAngle64(const F64Ops& d, mlir::Value x) {
   mlir::Value tail = d.fma(minusN, d.c(2.02226624871116645580e-21), err);
   tail = d.fma(minusN, d.c(8.47842766036889956997e-32), tail);
   mlir::Value hi = d.add(s, tail);
-  mlir::Value lo = d.add(d.sub(s, hi), tail);
-  // The kernels: z = hi^2.
+  return {hi, d.add(d.sub(s, hi), tail), n};
+}
+
+// i64 n & bit != 0, of Reduction64's n.
+mlir::Value quadrantBit(const F64Ops& d, mlir::Value n, int64_t bit) {
+  mlir::PatternRewriter& rewriter = d.f32.rewriter;
+  mlir::Location loc = d.f32.loc;
+  return rewriter.create<mlir::arith::CmpIOp>(
+      loc, mlir::arith::CmpIPredicate::ne,
+      rewriter.create<mlir::arith::AndIOp>(loc, n, d.ci(bit)), d.ci(0));
+}
+
+// sin (`sine`) or cos of x from its reduction: quadrant n's function of r
+// (sin, cos, -sin, -cos for sin; cos, -sin, -cos, sin for cos).
+mlir::Value sinCosOfReduced64(const F64Ops& d, const Reduction64& a, bool sine) {
+  mlir::PatternRewriter& rewriter = d.f32.rewriter;
+  mlir::Location loc = d.f32.loc;
+  mlir::Value hi = a.hi, lo = a.lo;
   mlir::Value z = d.mul(hi, hi);
   mlir::Value w = d.mul(z, z);
   mlir::Value sr = d.add(d.horner(z, {2.75573137070700676789e-06, -1.98412698298579493134e-04,
@@ -947,24 +962,66 @@ ReducedAngle64 reduceAngle64(const F64Ops& d, mlir::Value x) {
   mlir::Value cw = d.sub(one, hz);
   mlir::Value cos =
       d.add(cw, d.add(d.sub(d.sub(one, cw), hz), d.sub(d.mul(z, cr), d.mul(hi, lo))));
-  mlir::Value q = rewriter.create<mlir::arith::AndIOp>(loc, d.toInteger(n), d.ci(3));
-  return {sin, cos, q};
+  mlir::Value q = d.toInteger(a.n);
+  if (!sine) q = rewriter.create<mlir::arith::AddIOp>(loc, q, d.ci(1));
+  mlir::Value y = d.select(quadrantBit(d, q, 1), cos, sin);
+  return d.select(quadrantBit(d, q, 2), rewriter.create<mlir::arith::NegFOp>(loc, y), y);
 }
 
-// sin (`Sine`) or cos of x from its reduction: quadrant q's function of r
-// (sin, cos, -sin, -cos for sin; cos, -sin, -cos, sin for cos).
-mlir::Value trigOfReduced64(const F64Ops& d, const ReducedAngle64& a, bool sine) {
+// tan of x from its reduction as fdlibm's __kernel_tan, both of its
+// branches computed and the lane's picked: tan(r) for an even n, -1/tan(r)
+// for an odd one (the reciprocal corrected with high-word parts); from
+// |r| = 0.6744 on through pi/4 - r, tan(pi/4 - y) = 1 - 2 (tan y - tan^2
+// y / (1 + tan y)).
+mlir::Value tanOfReduced64(const F64Ops& d, const Reduction64& a) {
   mlir::PatternRewriter& rewriter = d.f32.rewriter;
   mlir::Location loc = d.f32.loc;
-  mlir::Value q = sine ? a.q : rewriter.create<mlir::arith::AddIOp>(loc, a.q, d.ci(1));
-  mlir::Value odd = rewriter.create<mlir::arith::CmpIOp>(
-      loc, mlir::arith::CmpIPredicate::ne,
-      rewriter.create<mlir::arith::AndIOp>(loc, q, d.ci(1)), d.ci(0));
-  mlir::Value negative = rewriter.create<mlir::arith::CmpIOp>(
-      loc, mlir::arith::CmpIPredicate::ne,
-      rewriter.create<mlir::arith::AndIOp>(loc, q, d.ci(2)), d.ci(0));
-  mlir::Value y = d.select(odd, a.cos, a.sin);
-  return d.select(negative, rewriter.create<mlir::arith::NegFOp>(loc, y), y);
+  using P = mlir::arith::CmpFPredicate;
+  mlir::Value zero = d.c(0.0);
+  mlir::Value one = d.c(1.0);
+  auto negate = [&](mlir::Value v) { return rewriter.create<mlir::arith::NegFOp>(loc, v); };
+  auto highPart = [&](mlir::Value v) {  // v with its low 32 bits cleared
+    return rewriter.create<mlir::arith::BitcastOp>(
+        loc, d.type,
+        rewriter.create<mlir::arith::AndIOp>(
+            loc, rewriter.create<mlir::arith::BitcastOp>(loc, d.integerType(), v),
+            d.ci(static_cast<int64_t>(0xffffffff00000000ULL))));
+  };
+  mlir::Value odd = quadrantBit(d, d.toInteger(a.n), 1);
+  mlir::Value negative = d.cmp(P::OLT, a.hi, zero);
+  mlir::Value big = d.cmp(P::OGE, d.abs(a.hi), d.c(0.6744));
+  mlir::Value towardQuarter =
+      d.add(d.sub(d.c(7.85398163397448278999e-01), d.abs(a.hi)),
+            d.sub(d.c(3.06161699786838301793e-17), d.select(negative, negate(a.lo), a.lo)));
+  mlir::Value x = d.select(big, towardQuarter, a.hi);
+  mlir::Value y = d.select(big, zero, a.lo);
+  mlir::Value z = d.mul(x, x);
+  mlir::Value w = d.mul(z, z);
+  mlir::Value r = d.horner(w, {-1.85586374855275456654e-05, 7.81794442939557092300e-05,
+                               5.88041240820264096874e-04, 3.59207910759131235356e-03,
+                               2.18694882948595424599e-02, 1.33333333333201242699e-01});
+  mlir::Value v = d.mul(z, d.horner(w, {2.59073051863633712884e-05, 7.14072491382608190305e-05,
+                                        2.46463134818469906812e-04, 1.45620945432529025516e-03,
+                                        8.86323982359930005737e-03,
+                                        5.39682539762260521377e-02}));
+  mlir::Value s = d.mul(z, x);
+  r = d.add(d.add(y, d.mul(z, d.add(d.mul(s, d.add(r, v)), y))),
+            d.mul(s, d.c(3.33333333333334091986e-01)));
+  mlir::Value sum = d.add(x, r);
+  // From 0.6744 on: sign (v - 2 (x - (w^2 / (w + v) - r))), v = -1 for odd n.
+  mlir::Value sign = d.select(odd, d.c(-1.0), one);
+  mlir::Value far = d.sub(
+      sign, d.mul(d.c(2.0), d.sub(x, d.sub(d.div(d.mul(sum, sum), d.add(sum, sign)), r))));
+  far = d.select(negative, negate(far), far);
+  // Below it, odd n: -1 / (x + r) with the reciprocal's high part
+  // corrected once.
+  mlir::Value sumHigh = highPart(sum);
+  mlir::Value sumLow = d.sub(r, d.sub(sumHigh, x));
+  mlir::Value reciprocal = d.div(d.c(-1.0), sum);
+  mlir::Value t = highPart(reciprocal);
+  mlir::Value near = d.select(
+      odd, d.add(t, d.mul(reciprocal, d.add(d.fma(t, sumHigh, one), d.mul(t, sumLow)))), sum);
+  return d.select(big, far, near);
 }
 
 // The function HostTrig64 calls past kCodyWaiteBound64: libm's (its exact
@@ -973,29 +1030,32 @@ std::string hostTrigName64(llvm::StringRef name) {
   return ("xla_gpu_host_" + name + "_f64").str();
 }
 
-// The host's scalar f64 sin and cos (`Sine`): reduceAngle64 below
-// kCodyWaiteBound64 in magnitude, and past it (or at inf) a call of
+// The host's scalar f64 sin, cos and tan (`Function`'s kName): reduceAngle64
+// below kCodyWaiteBound64 in magnitude, and past it (or at inf) a call of
 // libm's through `xla_gpu_host_<name>_f64` (addHostTrigFunction64), which
 // the loop vectorizer calls through a masked vector variant as HostTrig's.
-// sin of |x| < 2^-27 is x (-0 and subnormals kept).
-template <typename Op, bool Sine>
+// sin and tan of |x| < 2^-27 are x (-0 and subnormals kept).
+template <typename Op, typename Function>
 struct HostTrig64 : public mlir::OpRewritePattern<Op> {
   using mlir::OpRewritePattern<Op>::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
     if (!op.getType().isF64()) return rewriter.notifyMatchFailure(op, "only a scalar f64");
-    llvm::StringRef name = Sine ? "sin" : "cos";
+    std::string name = hostTrigName64(Function::kName);
     auto parent = op->template getParentOfType<mlir::func::FuncOp>();
-    if (parent && parent.getName() == hostTrigName64(name)) {
+    if (parent && parent.getName() == name) {
       return rewriter.notifyMatchFailure(op, "libm's own call");
     }
     auto module = op->template getParentOfType<mlir::ModuleOp>();
-    auto exact = module.template lookupSymbol<mlir::func::FuncOp>(hostTrigName64(name));
+    auto exact = module.template lookupSymbol<mlir::func::FuncOp>(name);
     if (!exact) return rewriter.notifyMatchFailure(op, "no exact function");
     F32Builder builder{rewriter, op.getLoc(), op.getType(), /*host=*/true};
     F64Ops d(builder);
     mlir::Value x = op.getOperand();
-    mlir::Value fast = trigOfReduced64(d, reduceAngle64(d, x), Sine);
-    if (Sine) {
+    Reduction64 reduced = reduceAngle64(d, x);
+    constexpr bool kTan = std::is_same_v<Function, Tan>;
+    constexpr bool kSin = std::is_same_v<Function, Sin>;
+    mlir::Value fast = kTan ? tanOfReduced64(d, reduced) : sinCosOfReduced64(d, reduced, kSin);
+    if (kSin || kTan) {
       fast = d.select(d.cmp(mlir::arith::CmpFPredicate::OLT, d.abs(x), d.c(0x1p-27)), x, fast);
     }
     // NaN takes the short way (unordered: not OGE), inf the exact one.
@@ -1006,7 +1066,7 @@ struct HostTrig64 : public mlir::OpRewritePattern<Op> {
   }
 };
 
-// For each of sin, cos that a scalar f64 op of `ops` computes, the
+// For each of sin, cos, tan that a scalar f64 op of `ops` computes, the
 // function HostTrig64 calls past its bound: `xla_gpu_host_<name>_f64(f64)
 // -> f64`, libm's (the op itself, which MathToLLVM makes a call).
 template <typename Op>
@@ -1466,7 +1526,7 @@ void hostTrigAttributes(mlir::ModuleOp module) {
   auto noMemory = mlir::LLVM::MemoryEffectsAttr::get(ctx, none, none, none, none, none, none);
   for (const std::string& name :
        {hostTrigName(Sin::kName), hostTrigName(Cos::kName), hostTrigName(Tan::kName),
-        hostTrigName64(Sin::kName), hostTrigName64(Cos::kName)}) {
+        hostTrigName64(Sin::kName), hostTrigName64(Cos::kName), hostTrigName64(Tan::kName)}) {
     auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
     if (!fn) continue;
     fn.setLinkage(mlir::LLVM::Linkage::Internal);
@@ -1551,11 +1611,12 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       addHostTrigFunction<mlir::math::TanOp, Tan>(module, approximated);
       addHostTrigFunction64<mlir::math::SinOp>(module, approximated, Sin::kName);
       addHostTrigFunction64<mlir::math::CosOp>(module, approximated, Cos::kName);
+      addHostTrigFunction64<mlir::math::TanOp>(module, approximated, Tan::kName);
       mlir::RewritePatternSet approximations(ctx);
       approximations.add<HostTrig<mlir::math::SinOp, Sin>, HostTrig<mlir::math::CosOp, Cos>,
-                         HostTrig<mlir::math::TanOp, Tan>, HostTrig64<mlir::math::SinOp, true>,
-                         HostTrig64<mlir::math::CosOp, false>, PowByConstant>(ctx,
-                                                                              /*benefit=*/2);
+                         HostTrig<mlir::math::TanOp, Tan>, HostTrig64<mlir::math::SinOp, Sin>,
+                         HostTrig64<mlir::math::CosOp, Cos>, HostTrig64<mlir::math::TanOp, Tan>,
+                         PowByConstant>(ctx, /*benefit=*/2);
       approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh, /*Host=*/true>,
                          ApproximateF32<mlir::math::LogOp, Log, /*Host=*/true>,
                          ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>,

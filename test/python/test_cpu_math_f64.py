@@ -1,13 +1,14 @@
-"""The CPU target's f64 exp, expm1, log, log1p, tanh, sin, cos, atan2, cbrt, pow and erf:
+"""The CPU target's f64 exp, expm1, log, log1p, tanh, sin, cos, tan, atan2,
+cbrt, pow and erf:
 arithmetic in IR that LLVM vectorizes (they were libm calls, which kept
 their loops scalar: f64 tanh of 1M elements took 7.6 ms where XLA:CPU's
 vectorized one takes 0.26), each within 1 ulp of the exact values over
 sweeps of 2^20 points (measured: exp 0.79, expm1 0.88, log 0.80, log1p
-0.80, tanh 0.71, sin 0.78, cos 0.76, atan2 0.74, cbrt 0.67, pow 0.82, erf 0.85; XLA:CPU's
+0.80, tanh 0.71, sin 0.78, cos 0.76, tan 0.77, atan2 0.74, cbrt 0.67, pow 0.82, erf 0.85; XLA:CPU's
 own exp, expm1, log1p and tanh miss by up to 1.5, 4.1, 128 and 6.5 ulp;
-its sin, cos, atan2, cbrt, pow and erf are libm's), and their special values as C99
+its sin, cos, tan, atan2, cbrt, pow and erf are libm's), and their special values as C99
 gives them. pow of a constant 1/2, 2, -1 or 1 (f32 too) is what LLVM
-folds XLA:CPU's pow of one to, bit for bit. sin and cos call
+folds XLA:CPU's pow of one to, bit for bit. sin, cos and tan call
 libm past 2^19 in magnitude. Exp is checked
 with both of its scalings (llvm.ldexp, or two exponent-field multiplies),
 bit for bit alike. The exact values are long double's (x86's 64-bit
@@ -33,10 +34,10 @@ pytestmark = pytest.mark.skipif(np.finfo(LONG).nmant < 63,
 
 _LIBM = {"exponential": "exp", "exponential-minus-one": "expm1", "log": "log",
          "log-plus-one": "log1p", "tanh": "tanh", "sine": "sin", "cosine": "cos",
-         "cbrt": "cbrt"}
-# sin and cos call libm past 2^19 in magnitude (its exact reduction), in a
-# function of their own: the kernel's lane loop does not.
-_CALLED_PAST_BOUND = {"sine", "cosine"}
+         "cbrt": "cbrt", "tan": "tan"}
+# sin, cos and tan call libm past 2^19 in magnitude (its exact reduction),
+# in a function of their own: the kernel's lane loop does not.
+_CALLED_PAST_BOUND = {"sine", "cosine", "tan"}
 
 
 def _kernel(opcode: str, ldexp: bool = True) -> CpuKernel:
@@ -48,7 +49,8 @@ def _kernel(opcode: str, ldexp: bool = True) -> CpuKernel:
                            dataclasses.replace(CPU_DEFAULT_OPTIONS, ldexp_scaling=ldexp))
     call = _LIBM.get(opcode, opcode)
     if opcode in _CALLED_PAST_BOUND:
-        assert kernel.llvm_ir.count(f"llvm.intr.{call}") == 1
+        assert (kernel.llvm_ir.count(f"llvm.intr.{call}(")
+                + kernel.llvm_ir.count(f"llvm.call @{call}(")) == 1
         assert f"@xla_gpu_host_{call}_f64" in kernel.llvm_ir
     else:
         assert f"@{call}(" not in kernel.llvm_ir and f"llvm.intr.{call}" not in kernel.llvm_ir
@@ -100,6 +102,10 @@ _SWEEPS = {
                       np.linspace(0.7, 0.9, N)]),
     "cosine": (np.cos, [np.linspace(-10, 10, N), _RNG.uniform(-6e5, 6e5, N), _BINADES,
                         -_BINADES, np.linspace(0.7, 0.9, N)]),
+    # tan also near pi/2 (its odd quadrants' -1/tan) and 0.6744 (its
+    # kernel's second form).
+    "tan": (np.tan, [np.linspace(-10, 10, N), _RNG.uniform(-6e5, 6e5, N), _BINADES, -_BINADES,
+                     np.linspace(0.6, 0.9, N), np.linspace(1.5, 1.65, N)]),
     "cbrt": (np.cbrt, [_BINADES, -_BINADES, np.linspace(-10, 10, N),
                        np.linspace(5e-324, 2.3e-308, N)]),
 }
@@ -146,6 +152,10 @@ _SPECIAL = {
     "cosine": ([np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, np.nextafter(2.0**19, 0), 2.0**19],
                [np.nan, np.nan, np.nan, 1.0, 1.0, 1.0, np.cos(np.nextafter(2.0**19, 0)),
                 np.cos(2.0**19)]),
+    "tan": ([np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -1e-300, np.nextafter(2.0**19, 0),
+             2.0**19],
+            [np.nan, np.nan, np.nan, 0.0, -0.0, 5e-324, -1e-300, np.tan(np.nextafter(2.0**19, 0)),
+             np.tan(2.0**19)]),
     "cbrt": ([np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-324, -27.0, 1e300,
               1.7976931348623157e308],
              [np.nan, np.inf, -np.inf, 0.0, -0.0, np.cbrt(5e-324), -np.cbrt(5e-324), -3.0,
@@ -181,7 +191,8 @@ def test_exp_scalings_agree():
     np.testing.assert_array_equal(got[0].view(np.uint64), got[1].view(np.uint64))
 
 
-@pytest.mark.parametrize("opcode, exact", [("sine", np.sin), ("cosine", np.cos)])
+@pytest.mark.parametrize("opcode, exact", [("sine", np.sin), ("cosine", np.cos),
+                                           ("tan", np.tan)])
 def test_trig_huge_lanes_among_small_ones(opcode, exact):
     """A lane from 2^19 on calls libm (the vector's masked variant, for its
     vector only), the others are reduced in line; every element within 1

@@ -905,7 +905,7 @@ def test_jit_takes_a_partial_as_jax_jit_does():
 
 def test_jit_f64_functions_within_one_ulp():
     """With x64 on, a program of f64 exp, expm1, log, log1p, tanh, sin, cos,
-    atan2, cbrt, pow and erf is one of our loop kernels (the host's f64 arithmetic forms, vectorized:
+    tan, atan2, cbrt, pow and erf is one of our loop kernels (the host's f64 arithmetic forms, vectorized:
     test_cpu_math_f64.py checks them kernel by kernel); every element of
     each within 1 ulp of long double's value. XLA:CPU's own tanh and
     expm1 miss by more (6.5 and 4.1 ulp over wide sweeps)."""
@@ -916,12 +916,12 @@ def test_jit_f64_functions_within_one_ulp():
         a = jnp.abs(x)
         return (jnp.exp(x), jnp.expm1(x), jnp.log(a), jnp.log1p(a), jnp.tanh(x), jnp.sin(x),
                 jnp.cos(x), jnp.arctan2(x, x[::-1]), jnp.cbrt(x), x ** jnp.abs(x[::-1]),
-                jax.lax.erf(x))
+                jax.lax.erf(x), jnp.tan(x))
 
     x = np.random.default_rng(12).standard_normal((256, 384)) * 4.0
     exact = [np.exp, np.expm1, lambda v: np.log(np.abs(v)), lambda v: np.log1p(np.abs(v)),
              np.tanh, np.sin, np.cos, lambda v: np.arctan2(v, v[::-1]), np.cbrt,
-             lambda v: np.power(v, np.abs(v[::-1])), None]
+             lambda v: np.power(v, np.abs(v[::-1])), None, np.tan]
     with jax.enable_x64(True):
         f = xj.jit(program)
         outs = f(x)

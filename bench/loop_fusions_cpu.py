@@ -65,6 +65,17 @@ CASES = {
         "  e = f64[1024,1024] exponential(a0)\n  s = f64[1024,1024] multiply(a1, a1)\n"
         "  l = f64[1024,1024] log-plus-one(s)\n  ROOT r = f64[1024,1024] add(e, l)",
         ["f64[1024,1024]", "f64[1024,1024]"], "f64[1024,1024]"),
+    # f64 sin, cos (stop 77): fdlibm's reduction and kernels, libm's past
+    # 2^19; pow and erf: unrounded pairs, fdlibm's intervals. XLA:CPU calls
+    # libm for each.
+    "sin, cos f64[1024,1024]": _module(
+        "  s = f64[1024,1024] sine(a0)\n  c = f64[1024,1024] cosine(a1)\n"
+        "  ROOT r = f64[1024,1024] add(s, c)",
+        ["f64[1024,1024]", "f64[1024,1024]"], "f64[1024,1024]"),
+    "pow, erf f64[1024,1024]": _module(
+        "  a = f64[1024,1024] abs(a0)\n  p = f64[1024,1024] power(a, a1)\n"
+        "  e = f64[1024,1024] erf(a1)\n  ROOT r = f64[1024,1024] add(p, e)",
+        ["f64[1024,1024]", "f64[1024,1024]"], "f64[1024,1024]"),
     "sin, cos f32": _module(f"  s = f32{N} sine(a0)\n  c = f32{N} cosine(a1)\n"
                             f"  ROOT r = f32{N} add(s, c)", [f"f32{N}", f"f32{N}"], f"f32{N}"),
     "power f32": _module(f"  a = f32{N} abs(a0)\n  ROOT r = f32{N} power(a, a1)",

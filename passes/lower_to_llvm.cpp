@@ -383,7 +383,7 @@ std::string hostTrigName(llvm::StringRef name) { return ("xla_gpu_host_" + name 
 
 // The host's scalar f32 sin, cos and tan: Cody-Waite below kCodyWaiteBound,
 // and past it (or at inf) a call of the function with the exact reduction,
-// `xla_gpu_host_<name>_f32` (addHostTrigFunction), which the loop
+// `xla_gpu_host_<name>_f32` (addHostTrigFunctions), which the loop
 // vectorizer turns into a call of a masked vector variant (HostJit.cpp
 // makes those), run only for a vector with a huge lane. So the common
 // case costs the short reduction: the bench's sin + cos 0.37x the time
@@ -428,6 +428,54 @@ struct HostTrig : public mlir::OpRewritePattern<Op> {
     return mlir::success();
   }
 };
+
+// C99's special cases of pow(x, y) over `r`, its value through e^(y
+// log|x|) (x, y, r of the builder's type: f32 or f64, a scalar or a
+// vector): x's sign (its bit, for -0) where y is an odd integer (below
+// 2^24 or 2^53 in magnitude: every float past it is even), NaN for a
+// negative finite x to a finite non-integer y, and 1 for y = +-0, x = 1
+// and x = -1 to +-inf. Zeros, infinities and NaN go through log|x| = -inf,
+// inf, NaN.
+mlir::Value powSpecialCases(const F32Builder& b, mlir::Value x, mlir::Value y, mlir::Value r) {
+  mlir::PatternRewriter& rewriter = b.rewriter;
+  mlir::Location loc = b.loc;
+  using P = mlir::arith::CmpFPredicate;
+  mlir::Type element = mlir::getElementTypeOrSelf(b.type);
+  unsigned bits = element.getIntOrFloatBitWidth();
+  mlir::Type integer = rewriter.getIntegerType(bits);
+  if (auto vt = llvm::dyn_cast<mlir::VectorType>(b.type)) integer = vt.clone(integer);
+  auto c = [&](double v) { return b.splat(rewriter.getFloatAttr(element, v)); };
+  auto ci = [&](int64_t v) {
+    return b.splat(rewriter.getIntegerAttr(mlir::getElementTypeOrSelf(integer), v));
+  };
+  auto both = [&](mlir::Value u, mlir::Value v) {
+    return rewriter.create<mlir::arith::AndIOp>(loc, u, v).getResult();
+  };
+  mlir::Value floorY = rewriter.create<mlir::math::FloorOp>(loc, y);
+  mlir::Value absY = rewriter.create<mlir::math::AbsFOp>(loc, y);
+  mlir::Value small = b.cmp(P::OLT, absY, c(bits == 32 ? 0x1p24 : 0x1p53));
+  mlir::Value odd = both(
+      both(b.cmp(P::OEQ, floorY, y), small),
+      rewriter.create<mlir::arith::CmpIOp>(
+          loc, mlir::arith::CmpIPredicate::ne,
+          rewriter.create<mlir::arith::AndIOp>(
+              loc, rewriter.create<mlir::arith::FPToSIOp>(loc, integer, b.select(small, y, c(0.0))),
+              ci(1)),
+          ci(0)));
+  mlir::Value xNegative = rewriter.create<mlir::arith::CmpIOp>(
+      loc, mlir::arith::CmpIPredicate::slt,
+      rewriter.create<mlir::arith::BitcastOp>(loc, integer, x), ci(0));
+  r = b.select(both(odd, xNegative), rewriter.create<mlir::arith::NegFOp>(loc, r), r);
+  mlir::Value finiteNegative = both(b.cmp(P::OLT, x, c(0.0)), b.cmp(P::ONE, x, c(-kInfinity)));
+  mlir::Value fraction = both(b.cmp(P::ONE, floorY, y), b.cmp(P::OLT, absY, c(kInfinity)));
+  r = b.select(both(finiteNegative, fraction), c(std::numeric_limits<double>::quiet_NaN()), r);
+  mlir::Value one = rewriter.create<mlir::arith::OrIOp>(
+      loc, b.cmp(P::OEQ, y, c(0.0)),
+      rewriter.create<mlir::arith::OrIOp>(
+          loc, b.cmp(P::OEQ, x, c(1.0)),
+          both(b.cmp(P::OEQ, x, c(-1.0)), b.cmp(P::OEQ, absY, c(kInfinity)))));
+  return b.select(one, c(1.0), r);
+}
 
 // pow(x, y) for f32 in f64 arithmetic LLVM vectorizes (libm's powf is a
 // call): 2^(y log2|x|), rounded once to f32. log2|x| = e + log2(m) with m
@@ -481,47 +529,7 @@ struct Pow {
         d.pow2(rewriter.create<mlir::arith::FPToSIOp>(loc, d.integerType(), n));
     mlir::Value r = rewriter.create<mlir::arith::TruncFOp>(
         loc, f32.type, d.mul(d.horner(z, taylor), scale));
-    // The sign: x's (its bit, for -0) where y is an odd integer.
-    mlir::Value integral =
-        f32.cmp(P::OEQ, rewriter.create<mlir::math::FloorOp>(loc, y), y);
-    mlir::Value small = f32.cmp(P::OLT, rewriter.create<mlir::math::AbsFOp>(loc, y),
-                                f32.c(16777216.0));
-    mlir::Value odd = rewriter.create<mlir::arith::AndIOp>(
-        loc, rewriter.create<mlir::arith::AndIOp>(loc, integral, small),
-        rewriter.create<mlir::arith::CmpIOp>(
-            loc, mlir::arith::CmpIPredicate::ne,
-            rewriter.create<mlir::arith::AndIOp>(
-                loc,
-                rewriter.create<mlir::arith::FPToSIOp>(
-                    loc, f32.i32(), f32.select(small, y, f32.c(0.0))),
-                f32.ci(1)),
-            f32.ci(0)));
-    mlir::Value xNegative = rewriter.create<mlir::arith::CmpIOp>(
-        loc, mlir::arith::CmpIPredicate::slt,
-        rewriter.create<mlir::arith::BitcastOp>(loc, f32.i32(), x), f32.ci(0));
-    r = f32.select(rewriter.create<mlir::arith::AndIOp>(loc, odd, xNegative),
-                   rewriter.create<mlir::arith::NegFOp>(loc, r), r);
-    // A negative finite x to a finite non-integer y.
-    mlir::Value finiteNegative =
-        rewriter.create<mlir::arith::AndIOp>(loc, f32.cmp(P::OLT, x, f32.c(0.0)),
-                                             f32.cmp(P::ONE, x, f32.c(-kInfinity)));
-    mlir::Value fraction = f32.cmp(P::ONE, rewriter.create<mlir::math::FloorOp>(loc, y), y);
-    mlir::Value finiteY =
-        f32.cmp(P::OLT, rewriter.create<mlir::math::AbsFOp>(loc, y), f32.c(kInfinity));
-    r = f32.select(rewriter.create<mlir::arith::AndIOp>(
-                       loc, finiteNegative,
-                       rewriter.create<mlir::arith::AndIOp>(loc, fraction, finiteY)),
-                   f32.c(std::numeric_limits<float>::quiet_NaN()), r);
-    // 1: y = +-0, x = 1, and x = -1 with y = +-inf.
-    mlir::Value one = rewriter.create<mlir::arith::OrIOp>(
-        loc, f32.cmp(P::OEQ, y, f32.c(0.0)),
-        rewriter.create<mlir::arith::OrIOp>(
-            loc, f32.cmp(P::OEQ, x, f32.c(1.0)),
-            rewriter.create<mlir::arith::AndIOp>(
-                loc, f32.cmp(P::OEQ, x, f32.c(-1.0)),
-                f32.cmp(P::OEQ, rewriter.create<mlir::math::AbsFOp>(loc, y),
-                        f32.c(kInfinity)))));
-    return f32.select(one, f32.c(1.0), r);
+    return powSpecialCases(f32, x, y, r);
   }
 };
 
@@ -1032,7 +1040,7 @@ std::string hostTrigName64(llvm::StringRef name) {
 
 // The host's scalar f64 sin, cos and tan (`Function`'s kName): reduceAngle64
 // below kCodyWaiteBound64 in magnitude, and past it (or at inf) a call of
-// libm's through `xla_gpu_host_<name>_f64` (addHostTrigFunction64), which
+// libm's through `xla_gpu_host_<name>_f64` (addHostTrigFunctions), which
 // the loop vectorizer calls through a masked vector variant as HostTrig's.
 // sin and tan of |x| < 2^-27 are x (-0 and subnormals kept).
 template <typename Op, typename Function>
@@ -1065,30 +1073,6 @@ struct HostTrig64 : public mlir::OpRewritePattern<Op> {
     return mlir::success();
   }
 };
-
-// For each of sin, cos, tan that a scalar f64 op of `ops` computes, the
-// function HostTrig64 calls past its bound: `xla_gpu_host_<name>_f64(f64)
-// -> f64`, libm's (the op itself, which MathToLLVM makes a call).
-template <typename Op>
-void addHostTrigFunction64(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops,
-                           llvm::StringRef kind) {
-  bool used = llvm::any_of(ops, [](mlir::Operation* op) {
-    auto trig = llvm::dyn_cast<Op>(op);
-    return trig && trig.getType().isF64();
-  });
-  std::string name = hostTrigName64(kind);
-  if (!used || module.lookupSymbol(name)) return;
-  mlir::PatternRewriter rewriter(module.getContext());
-  mlir::Location loc = module.getLoc();
-  mlir::Type f64Type = rewriter.getF64Type();
-  rewriter.setInsertionPointToEnd(module.getBody());
-  auto fn = rewriter.create<mlir::func::FuncOp>(loc, name,
-                                                rewriter.getFunctionType({f64Type}, {f64Type}));
-  fn.setPrivate();
-  rewriter.setInsertionPointToStart(fn.addEntryBlock());
-  rewriter.create<mlir::func::ReturnOp>(
-      loc, rewriter.create<Op>(loc, fn.getArgument(0)).getResult());
-}
 
 // atan2(y, x) for f64: theta = atan(n / m) in [0, pi/4] of n, m the
 // smaller and larger of |y|, |x|, then C + s theta with (C, s) = (0, 1),
@@ -1280,38 +1264,7 @@ struct PowF64 {
     mlir::Value tLow = d.add(d.fma(y, lHi, negate(tHi)), d.mul(y, lLow));
     tLow = d.select(d.cmp(P::OLT, d.abs(tHi), d.c(1e300)), tLow, zero);
     mlir::Value r = Exp64::exp64(d, tHi, tLow);
-    // The sign: x's (its bit, for -0) where y is an odd integer.
-    mlir::Value floorY = rewriter.create<mlir::math::FloorOp>(loc, y);
-    mlir::Value absY = d.abs(y);
-    mlir::Value small = d.cmp(P::OLT, absY, d.c(0x1p53));
-    mlir::Value odd = rewriter.create<mlir::arith::AndIOp>(
-        loc,
-        rewriter.create<mlir::arith::AndIOp>(loc, d.cmp(P::OEQ, floorY, y), small),
-        rewriter.create<mlir::arith::CmpIOp>(
-            loc, mlir::arith::CmpIPredicate::ne,
-            rewriter.create<mlir::arith::AndIOp>(loc, d.toInteger(d.select(small, y, zero)),
-                                                 d.ci(1)),
-            d.ci(0)));
-    mlir::Value xNegative = rewriter.create<mlir::arith::CmpIOp>(
-        loc, mlir::arith::CmpIPredicate::slt,
-        rewriter.create<mlir::arith::BitcastOp>(loc, d.integerType(), x), d.ci(0));
-    r = d.select(rewriter.create<mlir::arith::AndIOp>(loc, odd, xNegative),
-                 rewriter.create<mlir::arith::NegFOp>(loc, r), r);
-    // A negative finite x to a finite non-integer y.
-    mlir::Value finiteNegative = rewriter.create<mlir::arith::AndIOp>(
-        loc, d.cmp(P::OLT, x, zero), d.cmp(P::ONE, x, d.c(-kInfinity)));
-    mlir::Value fraction = rewriter.create<mlir::arith::AndIOp>(
-        loc, d.cmp(P::ONE, floorY, y), d.cmp(P::OLT, absY, inf));
-    r = d.select(rewriter.create<mlir::arith::AndIOp>(loc, finiteNegative, fraction),
-                 d.c(std::numeric_limits<double>::quiet_NaN()), r);
-    // 1: y = +-0, x = 1, and x = -1 with y = +-inf.
-    mlir::Value isOne = rewriter.create<mlir::arith::OrIOp>(
-        loc, d.cmp(P::OEQ, y, zero),
-        rewriter.create<mlir::arith::OrIOp>(
-            loc, d.cmp(P::OEQ, x, one),
-            rewriter.create<mlir::arith::AndIOp>(loc, d.cmp(P::OEQ, x, d.c(-1.0)),
-                                                 d.cmp(P::OEQ, absY, inf))));
-    return d.select(isOne, one, r);
+    return powSpecialCases(d.f32, x, y, r);
   }
 };
 
@@ -1488,32 +1441,50 @@ void accessBf16AsI16(mlir::ModuleOp module) {
   });
 }
 
-// For each of sin, cos, tan that a scalar f32 op of `ops` (those the pass
-// approximates) computes, the function with the exact reduction HostTrig
-// calls, `xla_gpu_host_<name>_f32(f32) -> f32`. hostTrigAttributes marks
-// it for LLVM once it is an llvm.func.
-template <typename Op, typename Function>
-void addHostTrigFunction(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops) {
-  bool used = llvm::any_of(ops, [](mlir::Operation* op) {
+// The private function `name`: (type) -> type that `build` defines (of its
+// argument), added once where an `Op` of `ops` (those the pass
+// approximates) is a scalar of `type`. hostTrigAttributes marks it for
+// LLVM once it is an llvm.func.
+template <typename Op>
+void addHostFunction(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops,
+                     const std::string& name, mlir::Type type,
+                     llvm::function_ref<mlir::Value(mlir::PatternRewriter&, mlir::Value)> build) {
+  bool used = llvm::any_of(ops, [&](mlir::Operation* op) {
     auto trig = llvm::dyn_cast<Op>(op);
-    return trig && trig.getType().isF32();
+    return trig && trig.getType() == type;
   });
-  std::string name = hostTrigName(Function::kName);
   if (!used || module.lookupSymbol(name)) return;
   mlir::PatternRewriter rewriter(module.getContext());
   mlir::Location loc = module.getLoc();
-  mlir::Type f32Type = rewriter.getF32Type();
   rewriter.setInsertionPointToEnd(module.getBody());
-  auto fn = rewriter.create<mlir::func::FuncOp>(loc, name,
-                                                rewriter.getFunctionType({f32Type}, {f32Type}));
+  auto fn =
+      rewriter.create<mlir::func::FuncOp>(loc, name, rewriter.getFunctionType({type}, {type}));
   fn.setPrivate();
   rewriter.setInsertionPointToStart(fn.addEntryBlock());
-  F32Builder f32{rewriter, loc, f32Type, /*host=*/true};
-  rewriter.create<mlir::func::ReturnOp>(loc, ExactTrig<Function>::build(f32, fn.getArgument(0)));
+  rewriter.create<mlir::func::ReturnOp>(loc, build(rewriter, fn.getArgument(0)));
 }
 
-// After the LLVM conversion: the functions addHostTrigFunction and
-// addHostTrigFunction64 defined are internal, never inlined (the vectorizer would if-convert an inlined
+// For each of sin, cos, tan that a scalar f32 op computes, the function
+// with the exact reduction HostTrig calls, `xla_gpu_host_<name>_f32(f32)
+// -> f32`; for each that a scalar f64 op computes, the one HostTrig64
+// calls, `xla_gpu_host_<name>_f64(f64) -> f64`: libm's (the op itself,
+// which MathToLLVM or MathToLibm makes a call).
+template <typename Op, typename Function>
+void addHostTrigFunctions(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops) {
+  mlir::Builder b(module.getContext());
+  addHostFunction<Op>(module, ops, hostTrigName(Function::kName), b.getF32Type(),
+                      [](mlir::PatternRewriter& rewriter, mlir::Value x) {
+                        F32Builder f32{rewriter, x.getLoc(), x.getType(), /*host=*/true};
+                        return ExactTrig<Function>::build(f32, x);
+                      });
+  addHostFunction<Op>(module, ops, hostTrigName64(Function::kName), b.getF64Type(),
+                      [](mlir::PatternRewriter& rewriter, mlir::Value x) {
+                        return rewriter.create<Op>(x.getLoc(), x).getResult();
+                      });
+}
+
+// After the LLVM conversion: the functions addHostTrigFunctions defined
+// are internal, never inlined (the vectorizer would if-convert an inlined
 // exact reduction, running it for every lane) and not optimized (they are
 // cold: the bench's sin + cos compiled in 54 ms, 61 with them optimized,
 // 51 before they existed), but known to touch no memory and to return
@@ -1606,12 +1577,9 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
           approximated.push_back(op);
         }
       });
-      addHostTrigFunction<mlir::math::SinOp, Sin>(module, approximated);
-      addHostTrigFunction<mlir::math::CosOp, Cos>(module, approximated);
-      addHostTrigFunction<mlir::math::TanOp, Tan>(module, approximated);
-      addHostTrigFunction64<mlir::math::SinOp>(module, approximated, Sin::kName);
-      addHostTrigFunction64<mlir::math::CosOp>(module, approximated, Cos::kName);
-      addHostTrigFunction64<mlir::math::TanOp>(module, approximated, Tan::kName);
+      addHostTrigFunctions<mlir::math::SinOp, Sin>(module, approximated);
+      addHostTrigFunctions<mlir::math::CosOp, Cos>(module, approximated);
+      addHostTrigFunctions<mlir::math::TanOp, Tan>(module, approximated);
       mlir::RewritePatternSet approximations(ctx);
       approximations.add<HostTrig<mlir::math::SinOp, Sin>, HostTrig<mlir::math::CosOp, Cos>,
                          HostTrig<mlir::math::TanOp, Tan>, HostTrig64<mlir::math::SinOp, Sin>,

@@ -246,9 +246,10 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
 // CPU:       llvm.mlir.constant(0.63661977089941502 : f64)
 // CPU:       llvm.mlir.constant(3.720474878517739E-53 : f64)
 // CPU:       llvm.fptrunc %{{.*}} : f64 to f32
-// CPU-LABEL: llvm.func internal @xla_gpu_host_cos_f32
-// CPU-LABEL: llvm.func internal @xla_gpu_host_tan_f32
-// The f64 one: libm's, of the same kind.
+// The f64 sin's past 2^19: libm's, of the same kind (each f64 function
+// after its f32 one).
 // CPU-LABEL: llvm.func internal @xla_gpu_host_sin_f64(%arg0: f64) -> f64
 // CPU-SAME:    no_inline, no_unwind, optimize_none, passthrough = ["xla-gpu-vector-variants"]
 // CPU:       llvm.intr.sin(%arg0) : (f64) -> f64
+// CPU-LABEL: llvm.func internal @xla_gpu_host_cos_f32
+// CPU-LABEL: llvm.func internal @xla_gpu_host_tan_f32

@@ -204,14 +204,20 @@ def test_trig_huge_lanes_among_small_ones(opcode, exact):
     assert _max_ulp_error(got, exact(x.astype(LONG))) < 1.0
 
 
-@pytest.fixture(scope="module")
-def atan2_kernel():
+def _binary_kernel(opcode: str, call: str) -> CpuKernel:
+    """The loop kernel of `opcode` on two f64[N] operands, checked not to
+    contain `call` (libm's or LLVM's intrinsic)."""
     text = (f"fusion {{\n  y = f64[{N}] parameter(0)\n  x = f64[{N}] parameter(1)\n"
-            f"  ROOT e = f64[{N}] atan2(y, x)\n}}\n")
+            f"  ROOT e = f64[{N}] {opcode}(y, x)\n}}\n")
     with ir.Context():
         kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
-    assert "atan2" not in kernel.llvm_ir
+    assert call not in kernel.llvm_ir
     return kernel
+
+
+@pytest.fixture(scope="module")
+def atan2_kernel():
+    return _binary_kernel("atan2", "atan2")
 
 
 def _run2(kernel: CpuKernel, y: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -253,12 +259,7 @@ def test_atan2_special_values(atan2_kernel):
 
 @pytest.fixture(scope="module")
 def pow_kernel():
-    text = (f"fusion {{\n  x = f64[{N}] parameter(0)\n  y = f64[{N}] parameter(1)\n"
-            f"  ROOT e = f64[{N}] power(x, y)\n}}\n")
-    with ir.Context():
-        kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
-    assert "llvm.intr.pow" not in kernel.llvm_ir
-    return kernel
+    return _binary_kernel("power", "llvm.intr.pow")
 
 
 def test_pow_within_one_ulp(pow_kernel):

@@ -1087,77 +1087,76 @@ struct HostTrig64 : public mlir::OpRewritePattern<Op> {
 // infinite pi/4 or 3pi/4 (n = m = 1 there), one infinite 0, pi/2 or pi
 // (n = 0, m = 1), signed as y.
 struct Atan2F64 {
-  static mlir::Value build(const F64Ops& d, mlir::Value y, mlir::Value x);
+  static mlir::Value build(const F64Ops& d, mlir::Value y, mlir::Value x) {
+    mlir::PatternRewriter& rewriter = d.f32.rewriter;
+    mlir::Location loc = d.f32.loc;
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Value zero = d.c(0.0);
+    mlir::Value one = d.c(1.0);
+    mlir::Value a = d.abs(y);
+    mlir::Value b = d.abs(x);
+    mlir::Value swap = d.cmp(P::OGT, a, b);
+    mlir::Value n = d.select(swap, b, a);
+    mlir::Value m = d.select(swap, a, b);
+    // An infinite m: theta is 0 (n / m = 0), or pi/4 where n is infinite
+    // too; both zero: theta is 0.
+    mlir::Value infinite = d.cmp(P::OEQ, m, d.c(kInfinity));
+    mlir::Value bothInf = d.cmp(P::OEQ, n, d.c(kInfinity));
+    n = d.select(infinite, d.select(bothInf, one, zero), n);
+    m = d.select(rewriter.create<mlir::arith::OrIOp>(loc, infinite, d.cmp(P::OEQ, m, zero)), one,
+                 m);
+    // 2m must not overflow: both scaled by 1/4 from 2^1020 on (n / m >= 7/16
+    // wherever 2m is used, so n stays normal).
+    mlir::Value large = d.cmp(P::OGE, m, d.c(0x1p1020));
+    n = d.select(large, d.mul(n, d.c(0.25)), n);
+    m = d.select(large, d.mul(m, d.c(0.25)), m);
+    mlir::Value t = d.div(n, m);
+    mlir::Value small = d.cmp(P::OLT, t, d.c(0.4375));
+    mlir::Value half = d.cmp(P::OLT, t, d.c(0.6875));
+    // The numerator and the divisor's two terms of each interval.
+    mlir::Value numerator =
+        d.select(small, n, d.sub(d.select(half, d.add(n, n), n), m));
+    mlir::Value first = d.select(small, m, d.select(half, d.add(m, m), m));
+    mlir::Value second = d.select(small, zero, n);
+    auto [divisor, divisorLow] = twoSum(d, first, second);
+    mlir::Value u = d.div(numerator, divisor);
+    mlir::Value remainder = d.fma(d.sub(zero, u), divisorLow,
+                                  d.fma(d.sub(zero, u), divisor, numerator));
+    mlir::Value uLow = d.div(remainder, divisor);
+    mlir::Value atanHi = d.select(small, zero, d.select(half, d.c(4.63647609000806093515e-01),
+                                                        d.c(7.85398163397448278999e-01)));
+    mlir::Value atanLo = d.select(small, zero, d.select(half, d.c(2.26987774529616870924e-17),
+                                                        d.c(3.06161699786838301793e-17)));
+    mlir::Value z = d.mul(u, u);
+    mlir::Value w = d.mul(z, z);
+    mlir::Value s1 = d.mul(z, d.horner(w, {1.62858201153657823623e-02, 4.97687799461593236017e-02,
+                                           6.66107313738753120669e-02, 9.09088713343650656196e-02,
+                                           1.42857142725034663711e-01,
+                                           3.33333333333329318027e-01}));
+    mlir::Value s2 = d.mul(w, d.horner(w, {-3.65315727442169155270e-02, -5.83357013379057348645e-02,
+                                           -7.69187620504482999495e-02, -1.11111104054623557880e-01,
+                                           -1.99999999998764832476e-01}));
+    // theta = atanHi + tail.
+    mlir::Value tail = d.sub(u, d.sub(d.sub(d.mul(u, d.add(s1, s2)), uLow), atanLo));
+    // C + s theta, C = cHi + cLo.
+    mlir::Value negativeX = rewriter.create<mlir::arith::CmpIOp>(
+        loc, mlir::arith::CmpIPredicate::slt,
+        rewriter.create<mlir::arith::BitcastOp>(loc, d.integerType(), x), d.ci(0));
+    mlir::Value flip = rewriter.create<mlir::arith::XOrIOp>(loc, swap, negativeX);
+    mlir::Value halfPi = d.c(1.57079632679489655800e+00);
+    mlir::Value cHi = d.select(swap, halfPi, d.select(negativeX, d.c(3.14159265358979311600e+00),
+                                                      zero));
+    mlir::Value cLo = d.select(swap, d.c(6.12323399573676603587e-17),
+                               d.select(negativeX, d.c(1.22464679914735317720e-16), zero));
+    mlir::Value signedHi = d.select(flip, d.sub(zero, atanHi), atanHi);
+    mlir::Value signedTail = d.select(flip, d.sub(zero, tail), tail);
+    auto [head, headErr] = twoSum(d, cHi, signedHi);
+    mlir::Value r = d.add(head, d.add(d.add(headErr, cLo), signedTail));
+    r = rewriter.create<mlir::math::CopySignOp>(loc, r, y);
+    // A NaN (which an infinite m would have replaced) stays a NaN.
+    return d.select(d.cmp(P::UNO, y, x), d.add(y, x), r);
+  }
 };
-mlir::Value Atan2F64::build(const F64Ops& d, mlir::Value y, mlir::Value x) {
-  mlir::PatternRewriter& rewriter = d.f32.rewriter;
-  mlir::Location loc = d.f32.loc;
-  using P = mlir::arith::CmpFPredicate;
-  mlir::Value zero = d.c(0.0);
-  mlir::Value one = d.c(1.0);
-  mlir::Value a = d.abs(y);
-  mlir::Value b = d.abs(x);
-  mlir::Value swap = d.cmp(P::OGT, a, b);
-  mlir::Value n = d.select(swap, b, a);
-  mlir::Value m = d.select(swap, a, b);
-  // An infinite m: theta is 0 (n / m = 0), or pi/4 where n is infinite
-  // too; both zero: theta is 0.
-  mlir::Value infinite = d.cmp(P::OEQ, m, d.c(kInfinity));
-  mlir::Value bothInf = d.cmp(P::OEQ, n, d.c(kInfinity));
-  n = d.select(infinite, d.select(bothInf, one, zero), n);
-  m = d.select(rewriter.create<mlir::arith::OrIOp>(loc, infinite, d.cmp(P::OEQ, m, zero)), one,
-               m);
-  // 2m must not overflow: both scaled by 1/4 from 2^1020 on (n / m >= 7/16
-  // wherever 2m is used, so n stays normal).
-  mlir::Value large = d.cmp(P::OGE, m, d.c(0x1p1020));
-  n = d.select(large, d.mul(n, d.c(0.25)), n);
-  m = d.select(large, d.mul(m, d.c(0.25)), m);
-  mlir::Value t = d.div(n, m);
-  mlir::Value small = d.cmp(P::OLT, t, d.c(0.4375));
-  mlir::Value half = d.cmp(P::OLT, t, d.c(0.6875));
-  // The numerator and the divisor's two terms of each interval.
-  mlir::Value numerator =
-      d.select(small, n, d.sub(d.select(half, d.add(n, n), n), m));
-  mlir::Value first = d.select(small, m, d.select(half, d.add(m, m), m));
-  mlir::Value second = d.select(small, zero, n);
-  auto [divisor, divisorLow] = twoSum(d, first, second);
-  mlir::Value u = d.div(numerator, divisor);
-  mlir::Value remainder = d.fma(d.sub(zero, u), divisorLow,
-                                d.fma(d.sub(zero, u), divisor, numerator));
-  mlir::Value uLow = d.div(remainder, divisor);
-  mlir::Value atanHi = d.select(small, zero, d.select(half, d.c(4.63647609000806093515e-01),
-                                                      d.c(7.85398163397448278999e-01)));
-  mlir::Value atanLo = d.select(small, zero, d.select(half, d.c(2.26987774529616870924e-17),
-                                                      d.c(3.06161699786838301793e-17)));
-  mlir::Value z = d.mul(u, u);
-  mlir::Value w = d.mul(z, z);
-  mlir::Value s1 = d.mul(z, d.horner(w, {1.62858201153657823623e-02, 4.97687799461593236017e-02,
-                                         6.66107313738753120669e-02, 9.09088713343650656196e-02,
-                                         1.42857142725034663711e-01,
-                                         3.33333333333329318027e-01}));
-  mlir::Value s2 = d.mul(w, d.horner(w, {-3.65315727442169155270e-02, -5.83357013379057348645e-02,
-                                         -7.69187620504482999495e-02, -1.11111104054623557880e-01,
-                                         -1.99999999998764832476e-01}));
-  // theta = atanHi + tail.
-  mlir::Value tail = d.sub(u, d.sub(d.sub(d.mul(u, d.add(s1, s2)), uLow), atanLo));
-  // C + s theta, C = cHi + cLo.
-  mlir::Value negativeX = rewriter.create<mlir::arith::CmpIOp>(
-      loc, mlir::arith::CmpIPredicate::slt,
-      rewriter.create<mlir::arith::BitcastOp>(loc, d.integerType(), x), d.ci(0));
-  mlir::Value flip = rewriter.create<mlir::arith::XOrIOp>(loc, swap, negativeX);
-  mlir::Value halfPi = d.c(1.57079632679489655800e+00);
-  mlir::Value cHi = d.select(swap, halfPi, d.select(negativeX, d.c(3.14159265358979311600e+00),
-                                                    zero));
-  mlir::Value cLo = d.select(swap, d.c(6.12323399573676603587e-17),
-                             d.select(negativeX, d.c(1.22464679914735317720e-16), zero));
-  mlir::Value signedHi = d.select(flip, d.sub(zero, atanHi), atanHi);
-  mlir::Value signedTail = d.select(flip, d.sub(zero, tail), tail);
-  auto [head, headErr] = twoSum(d, cHi, signedHi);
-  mlir::Value r = d.add(head, d.add(d.add(headErr, cLo), signedTail));
-  r = rewriter.create<mlir::math::CopySignOp>(loc, r, y);
-  // A NaN (which an infinite m would have replaced) stays a NaN.
-  return d.select(d.cmp(P::UNO, y, x), d.add(y, x), r);
-}
 
 // cbrt(x) for f64 as FreeBSD's: a first guess to 5 bits off the bits (the
 // high word's magnitude over 3 plus a bias; subnormals scaled by 2^54

@@ -1,18 +1,18 @@
-"""The CPU target's f64 exp, expm1, log, log1p, tanh, sin, cos, tan, atan2,
-cbrt, pow and erf:
-arithmetic in IR that LLVM vectorizes (they were libm calls, which kept
-their loops scalar: f64 tanh of 1M elements took 7.6 ms where XLA:CPU's
-vectorized one takes 0.26), each within 1 ulp of the exact values over
-sweeps of 2^20 points (measured: exp 0.79, expm1 0.88, log 0.80, log1p
-0.80, tanh 0.71, sin 0.78, cos 0.76, tan 0.77, atan2 0.74, cbrt 0.67, pow 0.82, erf 0.85; XLA:CPU's
-own exp, expm1, log1p and tanh miss by up to 1.5, 4.1, 128 and 6.5 ulp;
-its sin, cos, tan, atan2, cbrt, pow and erf are libm's), and their special values as C99
-gives them. pow of a constant 1/2, 2, -1 or 1 (f32 too) is what LLVM
-folds XLA:CPU's pow of one to, bit for bit. sin, cos and tan call
-libm past 2^19 in magnitude. Exp is checked
-with both of its scalings (llvm.ldexp, or two exponent-field multiplies),
-bit for bit alike. The exact values are long double's (x86's 64-bit
-significand: 11 bits past f64's)."""
+"""The CPU target's f64 exp, expm1, log, log1p, tanh, sin, cos, tan,
+atan2, cbrt, pow and erf: arithmetic in IR that LLVM vectorizes (they were
+libm calls, which kept their loops scalar: f64 tanh of 1M elements took
+7.6 ms where XLA:CPU's vectorized one takes 0.26), each within 1 ulp of
+the exact values over sweeps of 2^20 points (measured: exp 0.79, expm1
+0.88, log 0.80, log1p 0.80, tanh 0.71, sin 0.78, cos 0.76, tan 0.77, atan2
+0.74, cbrt 0.67, pow 0.82, erf 0.85; XLA:CPU's own exp, expm1, log1p and
+tanh miss by up to 1.5, 4.1, 128 and 6.5 ulp; its sin, cos, tan, atan2,
+cbrt, pow and erf are libm's), and their special values as C99 gives
+them. sin, cos and tan call libm past 2^19 in magnitude. pow of a
+constant 1/2, 2, -1 or 1 (f32 too) is what LLVM folds XLA:CPU's pow of one
+to, bit for bit. exp is checked with both of its scalings (llvm.ldexp, or
+two exponent-field multiplies), bit for bit alike. The exact values are
+long double's (x86's 64-bit significand: 11 bits past f64's; erf's from a
+series of positive terms in it)."""
 
 from __future__ import annotations
 

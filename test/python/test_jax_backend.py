@@ -905,10 +905,11 @@ def test_jit_takes_a_partial_as_jax_jit_does():
 
 def test_jit_f64_functions_within_one_ulp():
     """With x64 on, a program of f64 exp, expm1, log, log1p, tanh, sin, cos,
-    tan, atan2, cbrt, pow and erf is one of our loop kernels (the host's f64 arithmetic forms, vectorized:
-    test_cpu_math_f64.py checks them kernel by kernel); every element of
-    each within 1 ulp of long double's value. XLA:CPU's own tanh and
-    expm1 miss by more (6.5 and 4.1 ulp over wide sweeps)."""
+    tan, atan2, cbrt, pow and erf is one of our loop kernels (the host's f64
+    arithmetic forms, vectorized: test_cpu_math_f64.py checks them kernel
+    by kernel); every element of each within 1 ulp of long double's value.
+    XLA:CPU's own tanh and expm1 miss by more (6.5 and 4.1 ulp over wide
+    sweeps)."""
     if np.finfo(np.longdouble).nmant < 63:
         pytest.skip("the exact values need x86's 80-bit long double")
 

@@ -415,7 +415,10 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
     approximation so that thread loops vectorize (f32 sin, cos and tan: a
     short reduction below 2^24, and a call of the exact one past it, which
     the loop vectorizer calls through masked vector variants; HostJit.cpp
-    runs those only where a lane needs them), and bf16 memory is read
+    runs those only where a lane needs them); the other f32 math functions
+    and f64 exp, expm1, log, log1p, tanh, sin, cos, tan (libm's past 2^19,
+    as the f32 ones), atan2, cbrt, pow and erf become arithmetic too, and
+    pow of a constant 1/2, 2, -1 or 1 what LLVM folds it to; bf16 memory is read
     and written as i16 (LLVM's x86 backend asserts on a reversed vector of
     bf16). Index arithmetic is i64,
     or i32 with `index-bitwidth=32`.
@@ -426,8 +429,8 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"gpu\"",
            "gpu (NVVM, libdevice) or cpu (host LLVM, C interface, noalias pointers)">,
     Option<"ldexpScaling", "ldexp-scaling", "bool", /*default=*/"false",
-           "cpu: f32 exp scales by 2^n with llvm.ldexp (a host with AVX-512: VSCALEF) "
-           "instead of two exponent-field multiplies">,
+           "cpu: f32 and f64 exp scale by 2^n with llvm.ldexp (a host with AVX-512: "
+           "VSCALEF) instead of two exponent-field multiplies">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",

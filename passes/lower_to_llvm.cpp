@@ -381,15 +381,6 @@ struct ExactTrig {
 // cos, tan) that HostTrig calls past kCodyWaiteBound.
 std::string hostTrigName(llvm::StringRef name) { return ("xla_gpu_host_" + name + "_f32").str(); }
 
-// The host's scalar f32 sin, cos and tan: Cody-Waite below kCodyWaiteBound,
-// and past it (or at inf) a call of the function with the exact reduction,
-// `xla_gpu_host_<name>_f32` (addHostTrigFunctions), which the loop
-// vectorizer turns into a call of a masked vector variant (HostJit.cpp
-// makes those), run only for a vector with a huge lane. So the common
-// case costs the short reduction: the bench's sin + cos 0.37x the time
-// of the exact reduction's (A/B in one process, one thread, bits the
-// same). Where a lane loop is not vectorized, the scalar call runs for
-// huge arguments only.
 // The scalar `op` (of operand x) replaced by `fast`, or where `huge` holds
 // by a call of `exact` (x), in a block of its own.
 void replaceByBranch(mlir::PatternRewriter& rewriter, mlir::Operation* op, mlir::Value huge,
@@ -408,6 +399,15 @@ void replaceByBranch(mlir::PatternRewriter& rewriter, mlir::Operation* op, mlir:
   rewriter.replaceOp(op, result);
 }
 
+// The host's scalar f32 sin, cos and tan: Cody-Waite below kCodyWaiteBound,
+// and past it (or at inf) a call of the function with the exact reduction,
+// `xla_gpu_host_<name>_f32` (addHostTrigFunctions), which the loop
+// vectorizer turns into a call of a masked vector variant (HostJit.cpp
+// makes those), run only for a vector with a huge lane. So the common
+// case costs the short reduction: the bench's sin + cos 0.37x the time
+// of the exact reduction's (A/B in one process, one thread, bits the
+// same). Where a lane loop is not vectorized, the scalar call runs for
+// huge arguments only.
 template <typename Op, typename Function>
 struct HostTrig : public mlir::OpRewritePattern<Op> {
   using mlir::OpRewritePattern<Op>::OpRewritePattern;
@@ -708,13 +708,14 @@ struct Log1p {
   }
 };
 
-// f64 functions on the host in arithmetic LLVM vectorizes. MathToLLVM
-// leaves f64 exp, log and tanh (and libm expm1, log1p) as calls, which
-// keep their loops scalar: f64 tanh of 1M elements took 7.6 ms, XLA:CPU's
-// vectorized one 0.26. Each is built on an F32Builder whose type is the
-// op's f64 one (F64Ops' arithmetic); each is within 1 ulp of the exact
-// values (test_cpu_math.py), where XLA:CPU's own exp, expm1, log1p and
-// tanh miss by up to 1.5, 4.1, 128 and 6.5 ulp.
+// f64 functions on the host in arithmetic LLVM vectorizes: exp, expm1,
+// log, log1p, tanh, sin, cos, tan, atan2, cbrt, pow and erf, which were
+// calls (MathToLLVM's intrinsics or libm's) that kept their loops scalar:
+// f64 tanh of 1M elements took 7.6 ms, XLA:CPU's vectorized one 0.26.
+// Each is built on an F32Builder whose type is the op's f64 one (F64Ops'
+// arithmetic); each is within 1 ulp of the exact values
+// (test_cpu_math_f64.py), where XLA:CPU's own exp, expm1, log1p and tanh
+// miss by up to 1.5, 4.1, 128 and 6.5 ulp (its others are libm's).
 
 // x clamped to [lo, 710] (a NaN kept) as k ln2 + r, k = round(x / ln2),
 // |r| <= ln2 / 2, r = hi + lo: hi = x - k ln2hi exact (an FMA; fdlibm's
@@ -744,8 +745,8 @@ ReducedExp64 reduceExp64Pair(const F64Ops& d, mlir::Value x, double lo,
   return {k, hi, d.fma(d.mul(r, r), q, d.fma(rError, r, low))};
 }
 
-// exp(x) for f64: 2^k (1 + t) as above (within 0.64 ulp: t's sum and the
-// 1 + t each round once), scaled as Exp scales f32: llvm.ldexp (VSCALEF)
+// exp(x) for f64: 2^k (1 + t) as above (within 0.8 ulp: t's sum and 1 + t
+// each round once), scaled as Exp scales f32: llvm.ldexp (VSCALEF)
 // with F32Builder's ldexp, else two exponent-field multiplies 2^(k/2)
 // 2^(k - k/2), each a normal double for every k the clamp leaves (-1076 to
 // 1024), the second the only rounding of a subnormal result. Above
@@ -780,13 +781,13 @@ std::pair<mlir::Value, mlir::Value> twoSum(const F64Ops& d, mlir::Value a, mlir:
 }
 
 // (e^x - 1) / 2 of x clamped to [-38, 710] (below -37.5 e^x - 1 rounds to
-// -1) as an unrounded pair hi + lo, lo below hi's half ulp: with T = 2^(k-1) (a normal double for
-// every such k), T (1 + t) - 1/2 = T hi' + (T - 1/2) + T t_low, where t =
-// hi' + t_low is reduceExp64's sum before its rounding: T - 1/2 and then
-// T hi' plus it summed by TwoSum (T - 1/2 is inexact from k = 54 on), the
-// third term added to their errors and the two summed again. No
-// cancellation loses bits: near x =
-// 0.5 (k = 1, t ~ -0.29) a rounded t lost 1.7 ulp.
+// -1) as an unrounded pair hi + lo, lo below hi's half ulp. With T =
+// 2^(k-1) (a normal double for every such k), T (1 + t) - 1/2 = T hi' +
+// (T - 1/2) + T tLow, where t = hi' + tLow is reduceExp64Pair's: T - 1/2
+// and then T hi' plus it summed by TwoSum (T - 1/2 is inexact from k = 54
+// on), the third term added to their errors and the two summed again. No
+// cancellation loses bits: near x = 0.5 (k = 1, t ~ -0.29) a rounded t
+// lost 1.7 ulp.
 std::pair<mlir::Value, mlir::Value> halfExpm1Pair(const F64Ops& d, mlir::Value x) {
   mlir::PatternRewriter& rewriter = d.f32.rewriter;
   auto [k, hi, tLow] = reduceExp64Pair(d, x, -38.0);
@@ -803,8 +804,8 @@ mlir::Value tinyIsItself64(const F64Ops& d, mlir::Value x, mlir::Value y) {
   return d.select(d.cmp(mlir::arith::CmpFPredicate::OLT, d.abs(x), d.c(0x1p-54)), x, y);
 }
 
-// e^x - 1 for f64: twice halfExpm1Pair's sum, rounded once (within 0.51
-// ulp). Above ln(DBL_MAX) the doubling overflows to +inf; a NaN stays a
+// e^x - 1 for f64: twice halfExpm1Pair's sum, rounded once (within 0.9
+// ulp: t's own errors). Above ln(DBL_MAX) the doubling overflows to +inf; a NaN stays a
 // NaN.
 struct Expm1F64 {
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
@@ -818,7 +819,7 @@ struct Expm1F64 {
 // unrounded pairs (halfExpm1Pair, TwoSum) and the quotient q0 of their
 // leading parts corrected once by the remainder E - q0 (E + 2), computed
 // with an FMA: the result's one rounding that counts is the last (within
-// 0.51 ulp). Tiny x gives x itself (E = 2x exactly), a NaN stays a NaN.
+// 0.75 ulp). Tiny x gives x itself (E = 2x exactly), a NaN stays a NaN.
 struct Tanh64 {
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
     using P = mlir::arith::CmpFPredicate;

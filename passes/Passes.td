@@ -429,8 +429,11 @@ def LowerToLlvmPass : Pass<"xla-gpu-lower-to-llvm", "mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"gpu\"",
            "gpu (NVVM, libdevice) or cpu (host LLVM, C interface, noalias pointers)">,
     Option<"ldexpScaling", "ldexp-scaling", "bool", /*default=*/"false",
-           "cpu: f32 and f64 exp scale by 2^n with llvm.ldexp (a host with AVX-512: "
-           "VSCALEF) instead of two exponent-field multiplies">,
+           "cpu: f32 exp scales by 2^n with llvm.ldexp (a host with AVX-512: VSCALEF) "
+           "instead of two exponent-field multiplies">,
+    Option<"f64VectorLanes", "f64-vector-lanes", "unsigned", /*default=*/"8",
+           "cpu: the lanes of the f64 functions' vector variants (the host's vector "
+           "of f64: 8 with AVX-512, else 4)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",

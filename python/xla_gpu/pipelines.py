@@ -123,6 +123,9 @@ class PipelineOptions:
     # (-xla-gpu-lower-to-llvm's ldexp-scaling), where the host has AVX-512
     # (VSCALEF); elsewhere LLVM would expand it lane by lane.
     ldexp_scaling: bool = False
+    # The CPU target's: the lanes of the f64 functions' vector variants
+    # (-xla-gpu-lower-to-llvm's f64-vector-lanes): the host's vector of f64.
+    f64_vector_lanes: int = 8
     # None: 32 when every tensor of the module is small enough that index
     # arithmetic cannot overflow it (cheaper on GPUs), else 64.
     index_bitwidth: int | None = None
@@ -281,7 +284,8 @@ def _add_tensor_lowering(passes: list[str], f8_conversions: bool = False,
 def _add_llvm_lowering(passes: list[str], opts: PipelineOptions, target: str) -> None:
     passes += [
         f"xla-gpu-lower-to-llvm{{index-bitwidth={opts.index_bitwidth or 64} target={target}"
-        + (" ldexp-scaling=true" if opts.ldexp_scaling and target == "cpu" else "") + "}",
+        + (" ldexp-scaling=true" if opts.ldexp_scaling and target == "cpu" else "")
+        + (f" f64-vector-lanes={opts.f64_vector_lanes}" if target == "cpu" else "") + "}",
         "reconcile-unrealized-casts",
         _CANONICALIZE,
         "cse",

@@ -1,11 +1,13 @@
 // The host target: noalias buffers (no C-interface copy), tanh as a vectorizable
 // rational approximation, f32 exp as a polynomial with exponent-field
-// scalings (or, with ldexp-scaling, llvm.ldexp) and f32 log as one on the mantissa, instead of libm calls (f64
-// exp too: x / ln2 rounded, 2^k as two i64 exponent fields or one
-// llvm.ldexp).
+// scalings (or, with ldexp-scaling, llvm.ldexp) and f32 log as one on the mantissa, instead of libm calls. A
+// scalar f64 exp is a call of a function of libm's exp whose vector
+// variants compute the approximation (checked at the end of the file).
 // RUN: xla-gpu-opt %s -xla-gpu-lower-to-llvm=target=cpu | FileCheck %s --check-prefix=CPU
 // RUN: xla-gpu-opt %s -xla-gpu-lower-to-llvm="target=cpu ldexp-scaling=true" \
 // RUN:   | FileCheck %s --check-prefix=LDEXP
+// RUN: xla-gpu-opt %s -xla-gpu-lower-to-llvm="target=cpu f64-vector-lanes=4" \
+// RUN:   | FileCheck %s --check-prefix=LANES4
 // RUN: not xla-gpu-opt %s -xla-gpu-lower-to-llvm=target=tpu 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: target must be gpu or cpu, got tpu
 // CPU-LABEL: llvm.func @host(%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: f32) -> f32
@@ -20,9 +22,7 @@
 // CPU: llvm.shl
 // CPU: llvm.bitcast %{{.*}} : i32 to f32
 // CPU-NOT: llvm.intr.ldexp
-// CPU: llvm.mlir.constant(1.4426950408889634 : f64)
-// CPU: llvm.bitcast %{{.*}} : i64 to f64
-// CPU: llvm.bitcast %{{.*}} : i64 to f64
+// CPU: llvm.call @xla_gpu_f64_exp(%{{.*}}) : (f64) -> f64
 // CPU: llvm.and %{{.*}} : i32
 // CPU: llvm.or %{{.*}} : i32
 // CPU-NOT: llvm.intr.log
@@ -34,10 +34,7 @@
 // LDEXP: %[[N:.*]] = llvm.intr.roundeven
 // LDEXP: %[[I:.*]] = llvm.fptosi %[[N]] : f32 to i32
 // LDEXP: llvm.intr.ldexp(%{{.*}}, %[[I]]) : (f32, i32) -> f32
-// LDEXP: %[[K:.*]] = llvm.intr.roundeven(%{{.*}}) : (f64) -> f64
-// LDEXP: %[[KI:.*]] = llvm.fptosi %[[K]] : f64 to i32
-// LDEXP: llvm.intr.ldexp(%{{.*}}, %[[KI]]) : (f64, i32) -> f64
-// LDEXP-NOT: llvm.intr.exp
+// LDEXP: llvm.call @xla_gpu_f64_exp
 func.func @host(%p: !llvm.ptr, %x: f32) -> f32 {
   %t = math.tanh %x : f32
   %e = math.exp %t : f32
@@ -91,8 +88,8 @@ func.func @exp_clamp(%x: f32) -> f32 {
 // f32 expm1 and log1p on the host: arithmetic that vectorizes, no libm
 // call. expm1 is 2 (t e + (t - 1/2)) with t = 2^(n-1) built in the
 // exponent field (n + 126); log1p adds u = 1 + x's rounding error over u
-// (a division) to log(u). f64's too: expm1 through an unrounded pair
-// (TwoSum), log1p with fdlibm's log polynomial (Lg7 first).
+// (a division) to log(u). f64's are calls of their functions with vector
+// variants.
 // CPU-LABEL: llvm.func @expm1_log1p
 // CPU-NOT:   llvm.call @expm1f
 // CPU:       %[[N:.*]] = llvm.fptosi %{{.*}} : f32 to i32
@@ -104,9 +101,8 @@ func.func @exp_clamp(%x: f32) -> f32 {
 // CPU:       llvm.intr.fma(%[[T]], %{{.*}}, %[[TM]])
 // CPU-NOT:   llvm.call @log1pf
 // CPU:       llvm.fdiv
-// CPU:       llvm.mlir.constant(1.4426950408889634 : f64)
-// CPU:       llvm.mlir.constant(0.14798198605116586 : f64)
-// CPU-NOT:   llvm.call
+// CPU:       %[[E64:.*]] = llvm.call @xla_gpu_f64_expm1(%arg1) : (f64) -> f64
+// CPU:       llvm.call @xla_gpu_f64_log1p(%[[E64]]) : (f64) -> f64
 // CPU:       llvm.return
 func.func @expm1_log1p(%x: f32, %d: f64) -> (f32, f64) {
   %e = math.expm1 %x : f32
@@ -171,18 +167,16 @@ func.func @trig_vector(%x: vector<4xf32>) -> vector<4xf32> {
 }
 
 // f32 pow on the host: 2^(y log2|x|) in f64 (log2 through s = (m - 1) /
-// (m + 1), 2^n as an f64 exponent field), rounded once to f32; f64 pow:
-// e^(y log|x|) through unrounded pairs (the series' last coefficient 2/29
-// shown). A constant exponent of 1/2 is |sqrt(x)| (+inf at -inf), as LLVM
-// folds a pow intrinsic.
+// (m + 1), 2^n as an f64 exponent field), rounded once to f32; f64 pow is
+// a call of its function with vector variants. A constant exponent of 1/2
+// is |sqrt(x)| (+inf at -inf), as LLVM folds a pow intrinsic.
 // CPU-LABEL: llvm.func @pow
 // CPU-NOT:   llvm.intr.pow({{.*}}) : (f32, f32)
 // CPU:       llvm.bitcast %{{.*}} : f64 to i64
 // CPU:       llvm.fdiv %{{.*}} : f64
 // CPU:       llvm.shl %{{.*}} : i64
 // CPU:       llvm.fptrunc %{{.*}} : f64 to f32
-// CPU:       llvm.mlir.constant(0.068965517241379309 : f64)
-// CPU-NOT:   llvm.intr.pow
+// CPU:       llvm.call @xla_gpu_f64_pow(%arg2, %arg2) : (f64, f64) -> f64
 // CPU:       llvm.return
 // CPU-LABEL: llvm.func @pow_half
 // CPU:       %[[ROOT:.*]] = llvm.intr.sqrt(%arg0) : (f64) -> f64
@@ -205,15 +199,14 @@ func.func @pow_half(%d: f64) -> f64 {
 
 // f32 atan2 on the host: f64 arithmetic (the ratio halved twice through
 // sqrt, a Taylor series), rounded once to f32, NaN operands kept; f64
-// atan2 is fdlibm's atan polynomial (aT[10] shown) of a quotient pair.
+// atan2 is a call of its function with vector variants.
 // CPU-LABEL: llvm.func @atan2_f32
 // CPU-NOT:   llvm.call @atan2f
 // CPU:       llvm.intr.sqrt(%{{.*}}) : (f64) -> f64
 // CPU:       llvm.intr.sqrt(%{{.*}}) : (f64) -> f64
 // CPU:       llvm.fptrunc %{{.*}} : f64 to f32
 // CPU:       llvm.fcmp "uno"
-// CPU:       llvm.mlir.constant(0.016285820115365782 : f64)
-// CPU-NOT:   llvm.call
+// CPU:       llvm.call @xla_gpu_f64_atan2(%arg2, %arg2) : (f64, f64) -> f64
 // CPU:       llvm.return
 func.func @atan2_f32(%y: f32, %x: f32, %d: f64) -> (f32, f64) {
   %a = math.atan2 %y, %x : f32
@@ -222,15 +215,14 @@ func.func @atan2_f32(%y: f32, %x: f32, %d: f64) -> (f32, f64) {
 }
 
 // f32 cbrt on the host: f64 arithmetic (three Newton steps, each a
-// division), x's sign, rounded once to f32; f64 cbrt is FreeBSD's (the
-// first guess's bias B1 shown).
+// division), x's sign, rounded once to f32; f64 cbrt is a call of its
+// function with vector variants.
 // CPU-LABEL: llvm.func @cbrt_f32
 // CPU-NOT:   llvm.call @cbrtf
 // CPU-COUNT-3: llvm.fdiv %{{.*}} : f64
 // CPU:       llvm.fptrunc %{{.*}} : f64 to f32
 // CPU:       llvm.intr.copysign
-// CPU:       llvm.mlir.constant(715094163 : i64)
-// CPU-NOT:   llvm.call
+// CPU:       llvm.call @xla_gpu_f64_cbrt(%arg1) : (f64) -> f64
 // CPU:       llvm.return
 func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
   %c = math.cbrt %x : f32
@@ -253,3 +245,22 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
 // CPU:       llvm.intr.sin(%arg0) : (f64) -> f64
 // CPU-LABEL: llvm.func internal @xla_gpu_host_cos_f32
 // CPU-LABEL: llvm.func internal @xla_gpu_host_tan_f32
+// The f64 functions with vector variants, after the trig ones: libm's,
+// never inlined, touching no memory, naming their variant of the host's
+// lanes (f64-vector-lanes: 8 by default, 4 for AVX2), which computes the
+// approximation (exp's x / ln2 shown) and is weak_odr, marked for
+// HostJit.cpp to inline after the loop vectorizer.
+// CPU-LABEL: llvm.func internal @xla_gpu_f64_exp(%arg0: f64) -> f64
+// CPU-SAME:    no_inline
+// CPU-SAME:    "vector-function-abi-variant", "_ZGV_LLVM_N8v_xla_gpu_f64_exp(xla_gpu_f64_exp_v8)"
+// CPU:         llvm.intr.exp(%arg0) : (f64) -> f64
+// CPU-LABEL: llvm.func weak_odr hidden @xla_gpu_f64_exp_v8(%arg0: vector<8xf64>) -> vector<8xf64>
+// CPU-SAME:    passthrough = ["xla-gpu-f64-variant"]
+// CPU:         llvm.mlir.constant(dense<1.4426950408889634> : vector<8xf64>)
+// CPU-LABEL: llvm.func internal @xla_gpu_f64_pow(%arg0: f64, %arg1: f64) -> f64
+// CPU-SAME:    "_ZGV_LLVM_N8vv_xla_gpu_f64_pow(xla_gpu_f64_pow_v8)"
+// CPU:         llvm.intr.pow(%arg0, %arg1) : (f64, f64) -> f64
+// LANES4-LABEL: llvm.func internal @xla_gpu_f64_exp(%arg0: f64) -> f64
+// LANES4-SAME:    "_ZGV_LLVM_N4v_xla_gpu_f64_exp(xla_gpu_f64_exp_v4)"
+// LANES4-LABEL: llvm.func weak_odr hidden @xla_gpu_f64_exp_v4(%arg0: vector<4xf64>) -> vector<4xf64>
+// LANES4-NOT:   xla_gpu_f64_exp_v8

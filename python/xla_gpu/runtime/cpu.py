@@ -101,13 +101,14 @@ _CPUS = os.cpu_count() or 1
 # with 128 every bench object was the same but the cumsum's (its run the
 # same, 0.999x), the bf16 021 transpose's compile 27.0 -> 23.3 ms.
 # Exp's scaling as llvm.ldexp (PipelineOptions.ldexp_scaling) on the same
-# hosts.
+# hosts, and the f64 functions' vector variants of 8 lanes there (else 4).
 _WIDE_VECTORS = has_512_bit_vectors()
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
     vectorize=False, pipeline_loads=False, unroll_accumulations=False, unroll_math_loops=False,
     partial_unroll=False, max_unrolled_ops=128, index_bitwidth=64, peel_innermost=False,
     peel_accumulations_only=True, bound_innermost=True,
-    fold_loops_into_threads=True, transposing_writes=_WIDE_VECTORS, ldexp_scaling=_WIDE_VECTORS)
+    fold_loops_into_threads=True, transposing_writes=_WIDE_VECTORS, ldexp_scaling=_WIDE_VECTORS,
+    f64_vector_lanes=8 if _WIDE_VECTORS else 4)
 
 # CUDA's limits, as the device descriptions hold them: threads of a block,
 # blocks along one grid dimension.

@@ -558,21 +558,13 @@ bool hostHasFeature(llvm::StringRef name) {
   return features.lookup(name);
 }
 
-// Scalar f16 maxima and minima widened to f32 (fpext, the f32 op, fptrunc:
-// the same value, max and min being exact) right before LLVM's loop
-// vectorizer, on a host without AVX512-FP16. The emitters compute f16 in
-// f32 (-xla-gpu-expand-float-ops), but InstCombine folds fptrunc(max(fpext
-// a, fpext b)) back to an f16 max, which x86 without FP16 arithmetic can
-// only run a lane at a time through f32: the vectorizer then leaves the
-// lane loop scalar. The f16 row max over [16384,256] ran 12.1 ms (XLA:CPU
-// 0.17-0.25); widened, its lanes are vectors of F16C conversions and
-// maxima: 0.80 ms (0.43 with its warps' trees in f32, see
-// -xla-gpu-expand-bf16-conversions, and lowerMinMaxToRange's f16).
 // The vector variants of -xla-gpu-lower-to-llvm's f64 functions (marked
 // "xla-gpu-f64-variant"): the loop vectorizer calls them in place of the
 // scalar function (libm's); once it has, each call is inlined (a call of
 // a zmm function spills every vector register around it: f64 exp of 1M
-// elements 0.21 ms inline, 0.34 through calls) and the variants go.
+// elements 0.34 ms through calls, 0.26 inlined -- 0.21 with the
+// approximation in the loop from the start, which the vectorizer
+// interleaved 2 where it interleaves a call 4) and the variants go.
 struct InlineF64Variants : llvm::PassInfoMixin<InlineF64Variants> {
   llvm::PreservedAnalyses run(llvm::Module& module, llvm::ModuleAnalysisManager&) {
     llvm::SmallVector<llvm::Function*> variants;
@@ -595,6 +587,16 @@ struct InlineF64Variants : llvm::PassInfoMixin<InlineF64Variants> {
   }
 };
 
+// Scalar f16 maxima and minima widened to f32 (fpext, the f32 op, fptrunc:
+// the same value, max and min being exact) right before LLVM's loop
+// vectorizer, on a host without AVX512-FP16. The emitters compute f16 in
+// f32 (-xla-gpu-expand-float-ops), but InstCombine folds fptrunc(max(fpext
+// a, fpext b)) back to an f16 max, which x86 without FP16 arithmetic can
+// only run a lane at a time through f32: the vectorizer then leaves the
+// lane loop scalar. The f16 row max over [16384,256] ran 12.1 ms (XLA:CPU
+// 0.17-0.25); widened, its lanes are vectors of F16C conversions and
+// maxima: 0.80 ms (0.43 with its warps' trees in f32, see
+// -xla-gpu-expand-bf16-conversions, and lowerMinMaxToRange's f16).
 struct WidenHalfMinMax : llvm::PassInfoMixin<WidenHalfMinMax> {
   llvm::PreservedAnalyses run(llvm::Function& fn, llvm::FunctionAnalysisManager&) {
     llvm::SmallVector<llvm::IntrinsicInst*> calls;

@@ -218,11 +218,9 @@ struct F64Ops {
   mlir::Value clamp(mlir::Value a, double lo, double hi) const {
     return f32.clamp(a, c(lo), c(hi));
   }
-  // The f64 `a`, an integer value, as an i64 (or i32) of its shape.
-  mlir::Value toInteger(mlir::Value a, unsigned bits = 64) const {
-    mlir::Type t = f32.rewriter.getIntegerType(bits);
-    if (auto vt = llvm::dyn_cast<mlir::VectorType>(type)) t = vt.clone(t);
-    return f32.rewriter.create<mlir::arith::FPToSIOp>(f32.loc, t, a);
+  // The f64 `a`, an integer value, as an i64 of its shape.
+  mlir::Value toInteger(mlir::Value a) const {
+    return f32.rewriter.create<mlir::arith::FPToSIOp>(f32.loc, integerType(), a);
   }
   // 2^n for an i64 n within f64's normal exponents: its exponent field.
   mlir::Value pow2(mlir::Value n) const {
@@ -1559,6 +1557,16 @@ void addF64Function(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops,
   }
 }
 
+// `fn` known to touch no memory, to return and not to unwind: what lets the
+// loop vectorizer call it (or a vector variant of it) in a lane loop.
+void markPure(mlir::LLVM::LLVMFuncOp fn) {
+  auto none = mlir::LLVM::ModRefInfo::NoModRef;
+  fn.setMemoryEffectsAttr(mlir::LLVM::MemoryEffectsAttr::get(fn.getContext(), none, none, none,
+                                                             none, none, none));
+  fn.setNoUnwind(true);
+  fn.setWillReturn(true);
+}
+
 // After the LLVM conversion: each function of addF64Function is internal,
 // never inlined (the vectorizer sees its call), known to touch no memory
 // and to return, and names its variants (LLVM's vector function ABI:
@@ -1570,31 +1578,23 @@ void addF64Function(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops,
 void f64VariantAttributes(mlir::ModuleOp module, llvm::ArrayRef<std::string> names,
                           unsigned lanes) {
   mlir::MLIRContext* ctx = module.getContext();
-  auto none = mlir::LLVM::ModRefInfo::NoModRef;
-  auto noMemory = mlir::LLVM::MemoryEffectsAttr::get(ctx, none, none, none, none, none, none);
   for (const std::string& name : names) {
     auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
     if (!fn) continue;
-    std::string params(fn.getNumArguments(), 'v');
-    std::string mappings;
-    {
-      std::string variant = name + "_v" + std::to_string(lanes);
-      if (auto v = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(variant)) {
-        v.setLinkage(mlir::LLVM::Linkage::WeakODR);
-        v.setVisibility_(mlir::LLVM::Visibility::Hidden);
-        v.setMemoryEffectsAttr(noMemory);
-        v.setNoUnwind(true);
-        v.setWillReturn(true);
-        v.setPassthroughAttr(
-            mlir::ArrayAttr::get(ctx, {mlir::StringAttr::get(ctx, "xla-gpu-f64-variant")}));
-      }
-      mappings = "_ZGV_LLVM_N" + std::to_string(lanes) + params + "_" + name + "(" + variant + ")";
+    std::string variant = name + "_v" + std::to_string(lanes);
+    if (auto v = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(variant)) {
+      markPure(v);
+      v.setLinkage(mlir::LLVM::Linkage::WeakODR);
+      v.setVisibility_(mlir::LLVM::Visibility::Hidden);
+      v.setPassthroughAttr(
+          mlir::ArrayAttr::get(ctx, {mlir::StringAttr::get(ctx, "xla-gpu-f64-variant")}));
     }
+    std::string mappings = "_ZGV_LLVM_N" + std::to_string(lanes) +
+                           std::string(fn.getNumArguments(), 'v') + "_" + name + "(" + variant +
+                           ")";
+    markPure(fn);
     fn.setLinkage(mlir::LLVM::Linkage::Internal);
     fn.setNoInline(true);
-    fn.setNoUnwind(true);
-    fn.setWillReturn(true);
-    fn.setMemoryEffectsAttr(noMemory);
     fn.setPassthroughAttr(mlir::ArrayAttr::get(
         ctx, {mlir::ArrayAttr::get(ctx, {mlir::StringAttr::get(ctx, "vector-function-abi-variant"),
                                          mlir::StringAttr::get(ctx, mappings)})}));
@@ -1611,19 +1611,15 @@ void f64VariantAttributes(mlir::ModuleOp module, llvm::ArrayRef<std::string> nam
 // vector variants of them, which it calls where a lane needs one.
 void hostTrigAttributes(mlir::ModuleOp module) {
   mlir::MLIRContext* ctx = module.getContext();
-  auto none = mlir::LLVM::ModRefInfo::NoModRef;
-  auto noMemory = mlir::LLVM::MemoryEffectsAttr::get(ctx, none, none, none, none, none, none);
   for (const std::string& name :
        {hostTrigName(Sin::kName), hostTrigName(Cos::kName), hostTrigName(Tan::kName),
         hostTrigName64(Sin::kName), hostTrigName64(Cos::kName), hostTrigName64(Tan::kName)}) {
     auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
     if (!fn) continue;
+    markPure(fn);
     fn.setLinkage(mlir::LLVM::Linkage::Internal);
     fn.setNoInline(true);
     fn.setOptimizeNone(true);
-    fn.setNoUnwind(true);
-    fn.setWillReturn(true);
-    fn.setMemoryEffectsAttr(noMemory);
     fn.setPassthroughAttr(
         mlir::ArrayAttr::get(ctx, {mlir::StringAttr::get(ctx, "xla-gpu-vector-variants")}));
   }

@@ -752,6 +752,7 @@ ReducedExp64 reduceExp64Pair(const F64Ops& d, mlir::Value x, double lo,
 // ln(DBL_MAX) the scaling overflows to +inf, below -745.2 the result
 // rounds to 0, a NaN stays a NaN.
 struct Exp64 {
+  static constexpr llvm::StringLiteral kName = "exp";
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
     return exp64(d, x);
   }
@@ -804,6 +805,7 @@ mlir::Value tinyIsItself64(const F64Ops& d, mlir::Value x, mlir::Value y) {
 // ulp: t's own errors). Above ln(DBL_MAX) the doubling overflows to +inf; a NaN stays a
 // NaN.
 struct Expm1F64 {
+  static constexpr llvm::StringLiteral kName = "expm1";
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
     auto [hi, lo] = halfExpm1Pair(d, x);
     return tinyIsItself64(d, x, d.mul(d.add(hi, lo), d.c(2.0)));
@@ -817,6 +819,7 @@ struct Expm1F64 {
 // with an FMA: the result's one rounding that counts is the last (within
 // 0.75 ulp). Tiny x gives x itself (E = 2x exactly), a NaN stays a NaN.
 struct Tanh64 {
+  static constexpr llvm::StringLiteral kName = "tanh";
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
     using P = mlir::arith::CmpFPredicate;
     mlir::Value a = d.abs(x);
@@ -872,6 +875,7 @@ std::pair<mlir::Value, mlir::Value> logReduction64(const F64Ops& d, mlir::Value 
 // log(x) for f64 (fdlibm's form, above). x < 0 and NaN give NaN, 0 gives
 // -inf, +inf gives +inf.
 struct Log64 {
+  static constexpr llvm::StringLiteral kName = "log";
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
     using P = mlir::arith::CmpFPredicate;
     auto [m, e] = logReduction64(d, x);
@@ -888,6 +892,7 @@ struct Log64 {
 // low part (1.08 -> 0.80 ulp near x = 0.42 than added last). -1 gives
 // -inf, +inf +inf, below -1 and NaN NaN, |x| < 2^-54 x itself.
 struct Log1pF64 {
+  static constexpr llvm::StringLiteral kName = "log1p";
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
     using P = mlir::arith::CmpFPredicate;
     mlir::Value one = d.c(1.0);
@@ -1084,6 +1089,7 @@ struct HostTrig64 : public mlir::OpRewritePattern<Op> {
 // infinite pi/4 or 3pi/4 (n = m = 1 there), one infinite 0, pi/2 or pi
 // (n = 0, m = 1), signed as y.
 struct Atan2F64 {
+  static constexpr llvm::StringLiteral kName = "atan2";
   static mlir::Value build(const F64Ops& d, mlir::Value y, mlir::Value x) {
     mlir::PatternRewriter& rewriter = d.f32.rewriter;
     mlir::Location loc = d.f32.loc;
@@ -1161,6 +1167,7 @@ struct Atan2F64 {
 // 23 bits, and one Newton step t + t (x / t^2 - t) / (2t + x / t^2) (within
 // 0.667 ulp). Zeros, infinities and NaN are themselves.
 struct CbrtF64 {
+  static constexpr llvm::StringLiteral kName = "cbrt";
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
     mlir::PatternRewriter& rewriter = d.f32.rewriter;
     mlir::Location loc = d.f32.loc;
@@ -1216,6 +1223,7 @@ struct CbrtF64 {
 // non-integer y is NaN; zeros, infinities and NaN through log|x| = -inf,
 // inf, NaN.
 struct PowF64 {
+  static constexpr llvm::StringLiteral kName = "pow";
   static mlir::Value build(const F64Ops& d, mlir::Value x, mlir::Value y) {
     mlir::PatternRewriter& rewriter = d.f32.rewriter;
     mlir::Location loc = d.f32.loc;
@@ -1272,6 +1280,7 @@ struct PowF64 {
 // picked, one evaluation), from 6 on 1; signed as x (within 1 ulp). A NaN
 // stays a NaN; erf of +-inf is +-1.
 struct ErfF64 {
+  static constexpr llvm::StringLiteral kName = "erf";
   static mlir::Value build(const F64Ops& d, mlir::Value x) {
     mlir::PatternRewriter& rewriter = d.f32.rewriter;
     mlir::Location loc = d.f32.loc;
@@ -1557,6 +1566,39 @@ void addF64Function(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops,
   }
 }
 
+// One of the f64 functions with vector variants: its op and its
+// approximation (whose kName names its functions).
+template <typename OpT, typename ApproximationT>
+struct F64Function {
+  using Op = OpT;
+  using Approximation = ApproximationT;
+};
+
+// The f64 functions with vector variants, in the order their functions are
+// added: a scalar op becomes a call of its function (addF64Function), a
+// vector op the approximation in place (ApproximateF64).
+template <typename... Functions>
+struct F64Functions {
+  static void addFunctions(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops,
+                           unsigned lanes, llvm::SmallVectorImpl<std::string>& added,
+                           llvm::DenseSet<mlir::Operation*>& replaced) {
+    (addF64Function<typename Functions::Op, typename Functions::Approximation>(
+         module, ops, Functions::Approximation::kName, lanes, added, replaced),
+     ...);
+  }
+  static void addPatterns(mlir::RewritePatternSet& patterns) {
+    patterns.add<ApproximateF64<typename Functions::Op, typename Functions::Approximation>...>(
+        patterns.getContext());
+  }
+};
+
+using HostF64Functions = F64Functions<
+    F64Function<mlir::math::ExpOp, Exp64>, F64Function<mlir::math::ExpM1Op, Expm1F64>,
+    F64Function<mlir::math::LogOp, Log64>, F64Function<mlir::math::Log1pOp, Log1pF64>,
+    F64Function<mlir::math::TanhOp, Tanh64>, F64Function<mlir::math::Atan2Op, Atan2F64>,
+    F64Function<mlir::math::CbrtOp, CbrtF64>, F64Function<mlir::math::PowFOp, PowF64>,
+    F64Function<mlir::math::ErfOp, ErfF64>>;
+
 // `fn` known to touch no memory, to return and not to unwind: what lets the
 // loop vectorizer call it (or a vector variant of it) in a lane loop.
 void markPure(mlir::LLVM::LLVMFuncOp fn) {
@@ -1697,24 +1739,8 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       addHostTrigFunctions<mlir::math::CosOp, Cos>(module, approximated);
       addHostTrigFunctions<mlir::math::TanOp, Tan>(module, approximated);
       llvm::DenseSet<mlir::Operation*> replaced;
-      addF64Function<mlir::math::ExpOp, Exp64>(module, approximated, "exp", f64VectorLanes,
-                                               f64Functions, replaced);
-      addF64Function<mlir::math::ExpM1Op, Expm1F64>(module, approximated, "expm1", f64VectorLanes,
-                                                    f64Functions, replaced);
-      addF64Function<mlir::math::LogOp, Log64>(module, approximated, "log", f64VectorLanes,
-                                               f64Functions, replaced);
-      addF64Function<mlir::math::Log1pOp, Log1pF64>(module, approximated, "log1p", f64VectorLanes,
-                                                    f64Functions, replaced);
-      addF64Function<mlir::math::TanhOp, Tanh64>(module, approximated, "tanh", f64VectorLanes,
-                                                 f64Functions, replaced);
-      addF64Function<mlir::math::Atan2Op, Atan2F64>(module, approximated, "atan2", f64VectorLanes,
-                                                    f64Functions, replaced);
-      addF64Function<mlir::math::CbrtOp, CbrtF64>(module, approximated, "cbrt", f64VectorLanes,
-                                                  f64Functions, replaced);
-      addF64Function<mlir::math::PowFOp, PowF64>(module, approximated, "pow", f64VectorLanes,
-                                                 f64Functions, replaced);
-      addF64Function<mlir::math::ErfOp, ErfF64>(module, approximated, "erf", f64VectorLanes,
-                                                f64Functions, replaced);
+      HostF64Functions::addFunctions(module, approximated, f64VectorLanes, f64Functions,
+                                     replaced);
       // The ops those calls replaced (erased: compared, not read).
       llvm::erase_if(approximated, [&](mlir::Operation* op) { return replaced.contains(op); });
       mlir::RewritePatternSet approximations(ctx);
@@ -1735,15 +1761,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
                          ApproximateF32<mlir::math::CbrtOp, Cbrt, /*Host=*/true>>(ctx);
       approximations.add<ApproximateF32<mlir::math::ExpOp, Exp, /*Host=*/true>>(ctx,
                                                                                 ldexpScaling);
-      approximations.add<ApproximateF64<mlir::math::ExpOp, Exp64>,
-                         ApproximateF64<mlir::math::ExpM1Op, Expm1F64>,
-                         ApproximateF64<mlir::math::TanhOp, Tanh64>,
-                         ApproximateF64<mlir::math::LogOp, Log64>,
-                         ApproximateF64<mlir::math::Log1pOp, Log1pF64>,
-                         ApproximateF64<mlir::math::Atan2Op, Atan2F64>,
-                         ApproximateF64<mlir::math::CbrtOp, CbrtF64>,
-                         ApproximateF64<mlir::math::PowFOp, PowF64>,
-                         ApproximateF64<mlir::math::ErfOp, ErfF64>>(ctx);
+      HostF64Functions::addPatterns(approximations);
       if (!approximated.empty() &&
           failed(mlir::applyOpPatternsGreedily(approximated, std::move(approximations)))) {
         return signalPassFailure();

@@ -17,15 +17,13 @@ series of positive terms in it)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from mlir import ir
 
 from xla_gpu.emitters import emit_kernel, find_fusion
 from xla_gpu.hlo import parse_hlo
-from xla_gpu.runtime import CPU_DEFAULT_OPTIONS, CpuKernel
+from xla_gpu.runtime import CpuKernel
 
 N = 1 << 20
 LONG = np.longdouble
@@ -41,13 +39,12 @@ _LIBM = {"exponential": "exp", "exponential-minus-one": "expm1", "log": "log",
 _CALLED_PAST_BOUND = {"sine", "cosine", "tan"}
 
 
-def _kernel(opcode: str, ldexp: bool = True) -> CpuKernel:
+def _kernel(opcode: str) -> CpuKernel:
     """The loop kernel of `opcode` on f64[N], checked to call neither libm
     nor LLVM's intrinsic of it."""
     text = f"fusion {{\n  p = f64[{N}] parameter(0)\n  ROOT e = f64[{N}] {opcode}(p)\n}}\n"
     with ir.Context():
-        kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))),
-                           dataclasses.replace(CPU_DEFAULT_OPTIONS, ldexp_scaling=ldexp))
+        kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
     call = _LIBM.get(opcode, opcode)
     # libm's op appears once: in the function of huge arguments (sin, cos,
     # tan) or in the scalar function whose vector variants the loop

@@ -49,6 +49,12 @@ CASES = {
                               f"  s = s8{N} shift-right-arithmetic(x, a1)\n"
                               f"  d = s8{N} divide(a0, s)\n  ROOT r = s32{N} convert(d)",
                               [f"s8{N}", f"s8{N}"], f"s32{N}"),
+    # Integer division by a varying divisor, through f64 (stop 78; idiv an
+    # element before, as XLA:CPU's).
+    "s32 divide + remainder": _module(f"  d = s32{N} divide(a0, a1)\n"
+                                      f"  r = s32{N} remainder(a0, a1)\n"
+                                      f"  ROOT s = s32{N} add(d, r)",
+                                      [f"s32{N}", f"s32{N}"], f"s32{N}"),
     "f8e4m3fn <- f32": _module(f"  ROOT c = f8e4m3fn{N} convert(a0)", [f"f32{N}"],
                                f"f8e4m3fn{N}"),
     "s4 add": _module(f"  ROOT s = s4{N} add(a0, a1)", [f"s4{N}", f"s4{N}"], f"s4{N}"),

@@ -1714,11 +1714,12 @@ func.func @vector_spill(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
-// i8 and i16 division (x86 has no vector integer division: LLVM would
-// divide element by element) goes through f32, exact at these widths; the
-// remainder is a - b * q. i32 division stays as it is.
-// CHECK-LABEL: func.func private @small_division
-// CHECK-SAME: (%[[A:.*]]: i8, %[[B:.*]]: i8, %[[C:.*]]: vector<4xi16>, %[[D:.*]]: vector<4xi16>, %[[E:.*]]: i32, %[[F:.*]]: i32)
+// Integer division (x86 has no vector integer division: LLVM would divide
+// element by element) goes through floats, exact at these widths: i8 and
+// i16 through f32, i32 through f64; the remainder is a - b * q. An i32
+// division by a constant stays (LLVM multiplies and shifts), as does i64.
+// CHECK-LABEL: func.func private @integer_division
+// CHECK-SAME: (%[[A:.*]]: i8, %[[B:.*]]: i8, %[[C:.*]]: vector<4xi16>, %[[D:.*]]: vector<4xi16>, %[[E:.*]]: i32, %[[F:.*]]: i32, %[[G:.*]]: i64, %[[H:.*]]: i64)
 // CHECK:      %[[FA:.*]] = arith.sitofp %[[A]] : i8 to f32
 // CHECK:      %[[FB:.*]] = arith.sitofp %[[B]] : i8 to f32
 // CHECK:      %[[Q:.*]] = arith.divf %[[FA]], %[[FB]] : f32
@@ -1729,13 +1730,24 @@ func.func @vector_spill(%in: !llvm.ptr, %out: !llvm.ptr) {
 // CHECK:      %[[QI:.*]] = arith.fptoui %[[QV]] : vector<4xf32> to vector<4xi16>
 // CHECK:      %[[BQ:.*]] = arith.muli %[[D]], %[[QI]] : vector<4xi16>
 // CHECK:      arith.subi %[[C]], %[[BQ]] : vector<4xi16>
-// CHECK:      arith.divsi %[[E]], %[[F]] : i32
-func.func private @small_division(%a: i8, %b: i8, %c: vector<4xi16>, %d: vector<4xi16>,
-                                  %e: i32, %f: i32) -> (i8, vector<4xi16>, i32) {
+// CHECK:      %[[FE:.*]] = arith.sitofp %[[E]] : i32 to f64
+// CHECK:      %[[FF:.*]] = arith.sitofp %[[F]] : i32 to f64
+// CHECK:      %[[Q32:.*]] = arith.divf %[[FE]], %[[FF]] : f64
+// CHECK:      %[[QE:.*]] = arith.fptosi %[[Q32]] : f64 to i32
+// CHECK:      %[[FQ:.*]] = arith.muli %[[F]], %[[QE]] : i32
+// CHECK:      arith.subi %[[E]], %[[FQ]] : i32
+// CHECK:      arith.divui %[[E]], %c7_i32 : i32
+// CHECK:      arith.divsi %[[G]], %[[H]] : i64
+func.func private @integer_division(%a: i8, %b: i8, %c: vector<4xi16>, %d: vector<4xi16>,
+                                    %e: i32, %f: i32, %g: i64, %h: i64)
+    -> (i8, vector<4xi16>, i32, i32, i64) {
   %q = arith.divsi %a, %b : i8
   %r = arith.remui %c, %d : vector<4xi16>
-  %s = arith.divsi %e, %f : i32
-  return %q, %r, %s : i8, vector<4xi16>, i32
+  %s = arith.remsi %e, %f : i32
+  %c7 = arith.constant 7 : i32
+  %t = arith.divui %e, %c7 : i32
+  %u = arith.divsi %g, %h : i64
+  return %q, %r, %s, %t, %u : i8, vector<4xi16>, i32, i32, i64
 }
 
 // -----

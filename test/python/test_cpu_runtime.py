@@ -763,10 +763,12 @@ def test_packing_matches_xlas_layout(bits, dtype, size):
     assert np.array_equal(back.astype(np.int32), a.astype(np.int32))
 
 
-@pytest.mark.parametrize("ty", ["s8", "u8", "s16", "u16"])
-def test_small_integer_division_is_exact(ty):
-    """The CPU target divides i8/i16 through f32 (vectorizable): every s8/u8
-    pair, and s16/u16 pairs with the extremes, against XLA:CPU bit for bit
+@pytest.mark.parametrize("ty", ["s8", "u8", "s16", "u16", "s32", "u32"])
+def test_integer_division_is_exact(ty):
+    """The CPU target divides i8/i16 through f32 and i32 through f64
+    (vectorizable): every s8/u8 pair, and s16/u16/s32/u32 pairs with the
+    extremes (and quotients just below integers: a = q b - 1) and random
+    ones of every magnitude, against XLA:CPU bit for bit
     -- divide and remainder with XLA's semantics (x / 0 = -1, x % 0 = x,
     MIN / -1 = MIN, MIN % -1 = 0), which the emitters guard around the
     division."""
@@ -775,7 +777,8 @@ def test_small_integer_division_is_exact(ty):
     from xla_gpu.hlo import parse_hlo
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
-    dtype = {"s8": np.int8, "u8": np.uint8, "s16": np.int16, "u16": np.uint16}[ty]
+    dtype = {"s8": np.int8, "u8": np.uint8, "s16": np.int16, "u16": np.uint16,
+             "s32": np.int32, "u32": np.uint32}[ty]
     info = np.iinfo(dtype)
     if info.bits == 8:
         values = np.arange(info.min, info.max + 1)
@@ -785,10 +788,17 @@ def test_small_integer_division_is_exact(ty):
         edges = np.array([info.min, info.min + 1, -2, -1, 0, 1, 2, 3, 7, 255, 256,
                           info.max - 1, info.max], np.int64)
         edges = edges[(edges >= info.min) & (edges <= info.max)]
-        a = np.concatenate([np.repeat(edges, edges.size),
-                            rng.randint(info.min, info.max + 1, 60000)]).astype(dtype)
-        b = np.concatenate([np.tile(edges, edges.size),
-                            rng.randint(info.min, info.max + 1, 60000)]).astype(dtype)
+        # Random pairs of random magnitudes (a divisor of a few bits as
+        # often as a wide one), and a = q b - 1 for large q: the quotients
+        # closest to an integer.
+        bits = rng.randint(1, info.bits + 1, (2, 60000))
+        wide = [rng.randint(0, 2 ** 62, 60000) % (2 ** k) for k in bits]
+        signs = rng.choice([-1, 1] if info.min else [1], (2, 60000))
+        random_a, random_b = (np.clip(s * w, info.min, info.max) for s, w in zip(signs, wide))
+        near_b = rng.randint(2, 1 << 15, 20000)
+        near_a = near_b * (info.max // near_b) - 1
+        a = np.concatenate([np.repeat(edges, edges.size), random_a, near_a]).astype(dtype)
+        b = np.concatenate([np.tile(edges, edges.size), random_b, near_b]).astype(dtype)
     n = a.size
     text = (f"HloModule m\n\nfused {{\n  a = {ty}[{n}] parameter(0)\n  b = {ty}[{n}] parameter(1)\n"
             f"  d = {ty}[{n}] divide(a, b)\n  r = {ty}[{n}] remainder(a, b)\n"

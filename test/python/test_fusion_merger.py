@@ -94,6 +94,28 @@ def test_a_reduce_window_reads_once_where_its_windows_do_not_overlap(window, onc
     assert reads_each_element_once(module.entry.instruction("r"), 1) is once
 
 
+def test_a_value_read_by_several_elementwise_ops_reads_each_element_once():
+    # A floor remainder's select (XLA:CPU's consumer of its
+    # `wrapped_remainder`): the value read by a compare, an add and the
+    # select, each at the element's own index -- once an element. Where a
+    # reduce reads it too (x - sum(x)), twice.
+    consumer = """  q = f32[64] parameter(0)
+  p = f32[64,300] parameter(1)
+  z = f32[] constant(0)
+  zb = f32[64,300] broadcast(z), dimensions={}
+  n = pred[64,300] compare(p, zb), direction=LT
+  a = f32[64,300] add(p, p)
+  ROOT s = f32[64,300] select(n, a, p)"""
+    module = parse_hlo(_MODULE.format(consumer=consumer, out="f32[64,300]"))
+    assert reads_each_element_once(module.entry.instruction("r"), 1)
+    consumer = consumer.replace("ROOT s = f32[64,300] select(n, a, p)", """s = f32[64,300] select(n, a, p)
+  r = f32[64] reduce(p, z), dimensions={1}, to_apply=add
+  rb = f32[64,300] broadcast(r), dimensions={0}
+  ROOT d = f32[64,300] subtract(s, rb)""")
+    module = parse_hlo(_MODULE.format(consumer=consumer, out="f32[64,300]"))
+    assert not reads_each_element_once(module.entry.instruction("r"), 1)
+
+
 def test_an_operand_read_twice_is_not_merged():
     text = _MODULE.format(consumer=_SQUARES.replace("q = f32[64] parameter(0)",
                                                     "q = f32[64,300] parameter(0)")

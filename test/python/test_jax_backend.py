@@ -1239,6 +1239,26 @@ def test_jit_merges_a_mask_into_its_sums():
     merged = [d for d in f.decisions() if d.reason.startswith("merged into ")]
     assert len(merged) == 2 and all(d.ours for d in f.decisions()), f.fusion_report()
 
+def test_jit_merges_a_floor_remainder_into_one_kernel():
+    # jnp's integer % and //: XLA:CPU computes the divisor guard, the
+    # remainder (or quotient) and the floor's select as three (two)
+    # fusions of their own; the one kernel they are merged into reads a
+    # and b once and writes the result. Bit for bit as jax.jit, the
+    # divisor's zeros and the minimum by -1 among them.
+    r = np.random.default_rng(23)
+    a = r.integers(-2 ** 31, 2 ** 31, (512, 256)).astype(np.int32)
+    b = r.integers(-2 ** 31, 2 ** 31, (512, 256)).astype(np.int32) >> r.integers(0, 31, (512, 256))
+    b[:, :4] = [0, -1, 1, -2 ** 31]
+    a[:4, :] = [[-2 ** 31], [2 ** 31 - 1], [0], [-1]]
+    for fn in (lambda x, y: x % y, lambda x, y: x // y):
+        f = xj.jit(fn)
+        np.testing.assert_array_equal(np.asarray(f(a, b)), np.asarray(jax.jit(fn)(a, b)))
+        decisions = f.decisions()
+        merged = [d for d in decisions if d.reason.startswith("merged into ")]
+        assert len(merged) == len(decisions) - 1 and all(d.ours for d in decisions), \
+            f.fusion_report()
+
+
 def test_jit_merges_bin_edges_into_the_counts():
     # A histogram by comparisons: XLA:CPU writes x compared with each bin
     # edge (made from an iota and a constant) as s32[16384,33] for the

@@ -102,7 +102,8 @@ def _elementwise_to_root(comp, inst: HloInstruction, dims) -> bool:
 
 def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
     """Whether fusion `consumer` reads each element of operand k once: it
-    is its operand once, and its parameter goes through one chain of
+    is its operand once, and its parameter goes to the root through
+    elementwise ops of its dimensions alone, or through one chain of
     elementwise ops of its dimensions (each the only reader of the one
     before) to the root, a reduction's input or that of a reduce-window
     whose windows do not overlap. A value read by a reduce
@@ -113,6 +114,11 @@ def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
     comp = consumer.fused_computation
     (inst,) = [p for p in comp.parameters if p.parameter_number == k]
     dims = inst.shape.dims
+    if _elementwise_to_root(comp, inst, dims):
+        # Read by several elementwise ops, each at the element's own index
+        # (a floor remainder's select, compares and add of XLA:CPU's
+        # `wrapped_remainder`): one value an element.
+        return True
     while inst is not comp.root:
         users = {id(u): u for u in inst.users}
         if len(users) != 1:

@@ -834,12 +834,19 @@ def _replace_fusions_in_context(module: HloModule,
                                         f"merged into {consumer.name}"))
     fusions = [inst for comp in (module.entry, *_control_flow_computations(module))
                for inst in list(comp.instructions) if inst.opcode == "fusion"]
+    # The entry's producers merged into their consumers, the last first:
+    # a producer read by two fusions, one of which merges into the other
+    # (a floor remainder's divisor, read by XLA:CPU's `wrapped_remainder`
+    # and by the select after it), is read by one then.
+    consumers = {id(inst): consumer for inst in reversed(fusions)
+                 if inst.parent is module.entry and
+                 (consumer := _merge_into_consumer(module, inst)) is not None}
     for inst in fusions:
         kind = inst.fusion_kind or "?"
         if inst.parent is not module.entry and (reason := _xlas_in_control_flow(inst)):
             decisions.append(FusionDecision(inst.name, kind, False, reason))
             continue
-        if (consumer := _merge_into_consumer(module, inst)) is not None:
+        if (consumer := consumers.get(id(inst))) is not None:
             merged.append((len(decisions), consumer))
             decisions.append(FusionDecision(inst.name, kind, True, f"merged into {consumer.name}"))
             continue

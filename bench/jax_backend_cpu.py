@@ -178,6 +178,9 @@ def cases(runs: int) -> list[dict]:
                          jnp.uint8)
     tokens = jnp.asarray(np.random.default_rng(27).standard_normal((32, 512, 768), np.float32),
                          jnp.bfloat16)
+    angles = jnp.asarray(np.random.default_rng(28).uniform(-1e3, 1e3, (1024, 1024)), jnp.float32)
+    integers = tuple(jnp.asarray(np.random.default_rng(29 + i).integers(lo, 2 ** 31, (1024, 1024)),
+                                 jnp.int32) for i, lo in enumerate((-2 ** 31, 1)))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -326,7 +329,18 @@ def cases(runs: int) -> list[dict]:
                     # thread maps had differed (1.3-1.5x jax.jit's time
                     # before, the rows read from memory twice).
                     ("layer norm bf16[32,512,768]", _layer_norm_bf16,
-                     lambda k: lambda v: _layer_norm_bf16(v * (1.0 + k)), tokens)]]
+                     lambda k: lambda v: _layer_norm_bf16(v * (1.0 + k)), tokens),
+                    # Angles wrapped into [0, 2 pi) (stop 78): the f32
+                    # remainder exact in f64 arithmetic, vectorized, where
+                    # XLA:CPU (and we before) called fmodf an element
+                    # (70-100x jax.jit's time of a copy).
+                    ("jnp.mod(x, 2 pi) f32[1024,1024]", _wrap_angle,
+                     lambda k: lambda v: _wrap_angle(v * (1.0 + k)), angles),
+                    # jnp's integer %: its divisor guard, remainder and
+                    # floor select one kernel (stop 78; XLA:CPU's three
+                    # fusions), the division through f64 (idiv before).
+                    ("floor remainder s32[1024,1024]", _floor_remainder,
+                     lambda k: lambda ab: _floor_remainder((ab[0] + k, ab[1])), integers)]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -401,6 +415,16 @@ def _argmax(x):
 def _histogram(x):
     edges = jnp.linspace(-3, 3, 33)
     return (x[:, None] > edges[None, :]).sum(0)
+
+
+def _wrap_angle(x):
+    return jnp.mod(x, 2 * np.pi)
+
+
+def _floor_remainder(pair):
+    """a % b of a pair of s32 arrays (b of every magnitude)."""
+    a, b = pair
+    return a % (b >> (b & 31))
 
 
 def _cross_entropy_grad(batch, scale=1.0):

@@ -380,17 +380,17 @@ struct ExactTrig {
 // cos, tan) that HostTrig calls past kCodyWaiteBound.
 std::string hostTrigName(llvm::StringRef name) { return ("xla_gpu_host_" + name + "_f32").str(); }
 
-// The scalar `op` (of operand x) replaced by `fast`, or where `huge` holds
-// by a call of `exact` (x), in a block of its own.
+// The scalar `op` replaced by `fast`, or where `huge` holds by a call of
+// `exact` (of op's operands), in a block of its own.
 void replaceByBranch(mlir::PatternRewriter& rewriter, mlir::Operation* op, mlir::Value huge,
                      mlir::func::FuncOp exact, mlir::Value fast) {
   mlir::Location loc = op->getLoc();
-  mlir::Value x = op->getOperand(0);
+  llvm::SmallVector<mlir::Value> operands(op->getOperands());
   mlir::Block* before = op->getBlock();
   mlir::Block* after = rewriter.splitBlock(before, op->getIterator());
   mlir::Value result = after->addArgument(op->getResult(0).getType(), loc);
   mlir::Block* call = rewriter.createBlock(after);
-  auto exactValue = rewriter.create<mlir::func::CallOp>(loc, exact, mlir::ValueRange{x});
+  auto exactValue = rewriter.create<mlir::func::CallOp>(loc, exact, operands);
   rewriter.create<mlir::cf::BranchOp>(loc, after, exactValue.getResults());
   rewriter.setInsertionPointToEnd(before);
   rewriter.create<mlir::cf::CondBranchOp>(loc, huge, call, mlir::ValueRange{}, after,
@@ -424,6 +424,58 @@ struct HostTrig : public mlir::OpRewritePattern<Op> {
                                rewriter.create<mlir::math::AbsFOp>(loc, x),
                                f32.c(kCodyWaiteBound));
     replaceByBranch(rewriter, op, huge, exact, fast);
+    return mlir::success();
+  }
+};
+
+// The function HostFmod calls where its short way does not hold: libm's
+// fmodf (arith.remf, which LLVM makes a call).
+constexpr llvm::StringLiteral kHostFmodName = "xla_gpu_host_fmod_f32";
+
+// The host's scalar f32 remainder (XLA's: C's fmod, arith.remf), exact, in
+// f64 arithmetic LLVM vectorizes, where fmodf is a call of a loop over the
+// quotient's bits: jnp.mod(x, 2 pi) of 4M floats ran 75 ms. With X = |x|
+// and Y = |y| (exact in f64) and X < 2^51 Y, q = trunc(X / Y) is the
+// integer quotient n or n + 1 (the f64 quotient is below 2^51; rounding
+// never passes n, an f64, and reaches n + 1 only from within half an ulp),
+// X - qY is exact by one FMA (below Y in magnitude and a multiple of the
+// smaller of x's and y's last bits: at most 24 bits), and Y added where it
+// is negative gives X - nY, the remainder, which an f32 holds exactly;
+// then x's sign (fmod(-4, 2) is -0). Past 2^51 Y, and for y = 0 or inf or
+// x inf or NaN (where X < 2^51 Y fails or Y is inf), a call of fmodf
+// through `xla_gpu_host_fmod_f32`, which the loop vectorizer calls through
+// a masked vector variant (HostTrig's way: only for a vector with such a
+// lane).
+struct HostFmod : public mlir::OpRewritePattern<mlir::arith::RemFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  mlir::LogicalResult matchAndRewrite(mlir::arith::RemFOp op,
+                                      mlir::PatternRewriter& rewriter) const override {
+    if (!op.getType().isF32()) return rewriter.notifyMatchFailure(op, "only a scalar f32");
+    auto parent = op->getParentOfType<mlir::func::FuncOp>();
+    if (parent && parent.getName() == kHostFmodName) {
+      return rewriter.notifyMatchFailure(op, "libm's own call");
+    }
+    auto module = op->getParentOfType<mlir::ModuleOp>();
+    auto exact = module.lookupSymbol<mlir::func::FuncOp>(kHostFmodName);
+    if (!exact) return rewriter.notifyMatchFailure(op, "no libm function");
+    using P = mlir::arith::CmpFPredicate;
+    mlir::Location loc = op.getLoc();
+    F32Builder f32{rewriter, loc, op.getType(), /*host=*/true};
+    F64Ops d(f32);
+    mlir::Value x = op.getLhs();
+    mlir::Value big = d.abs(d.widen(x));
+    mlir::Value divisor = d.abs(d.widen(op.getRhs()));
+    mlir::Value q = rewriter.create<mlir::math::TruncOp>(loc, d.div(big, divisor));
+    mlir::Value r = d.fma(rewriter.create<mlir::arith::NegFOp>(loc, q), divisor, big);
+    mlir::Value negative = d.cmp(P::OLT, r, d.c(0.0));
+    r = d.select(negative, d.add(r, divisor), r);
+    mlir::Value fast = rewriter.create<mlir::math::CopySignOp>(
+        loc, rewriter.create<mlir::arith::TruncFOp>(loc, op.getType(), r), x);
+    // Unordered: a NaN takes libm's way.
+    mlir::Value past = d.cmp(P::UGE, big, d.mul(divisor, d.c(0x1p51)));
+    mlir::Value infinite = d.cmp(P::UGE, divisor, d.c(kInfinity));
+    mlir::Value libm = rewriter.create<mlir::arith::OrIOp>(loc, past, infinite);
+    replaceByBranch(rewriter, op, libm, exact, fast);
     return mlir::success();
   }
 };
@@ -1452,27 +1504,30 @@ void accessBf16AsI16(mlir::ModuleOp module) {
   });
 }
 
-// The private function `name`: (type) -> type that `build` defines (of its
-// argument), added once where an `Op` of `ops` (those the pass
-// approximates) is a scalar of `type`. hostTrigAttributes marks it for
-// LLVM once it is an llvm.func.
+// The private function `name`: (type, ...) -> type, of Op's operands,
+// that `build` defines (of its arguments), added once where an `Op` of
+// `ops` (those the pass approximates) is a scalar of `type`.
+// hostFunctionAttributes marks it for LLVM once it is an llvm.func.
 template <typename Op>
-void addHostFunction(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops,
-                     const std::string& name, mlir::Type type,
-                     llvm::function_ref<mlir::Value(mlir::PatternRewriter&, mlir::Value)> build) {
-  bool used = llvm::any_of(ops, [&](mlir::Operation* op) {
-    auto trig = llvm::dyn_cast<Op>(op);
-    return trig && trig.getType() == type;
-  });
+void addHostFunction(
+    mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops, const std::string& name,
+    mlir::Type type,
+    llvm::function_ref<mlir::Value(mlir::PatternRewriter&, mlir::ValueRange)> build) {
+  Op used;
+  for (mlir::Operation* op : ops) {
+    auto candidate = llvm::dyn_cast<Op>(op);
+    if (candidate && candidate.getType() == type) used = candidate;
+  }
   if (!used || module.lookupSymbol(name)) return;
   mlir::PatternRewriter rewriter(module.getContext());
   mlir::Location loc = module.getLoc();
   rewriter.setInsertionPointToEnd(module.getBody());
+  llvm::SmallVector<mlir::Type> inputs(used->getNumOperands(), type);
   auto fn =
-      rewriter.create<mlir::func::FuncOp>(loc, name, rewriter.getFunctionType({type}, {type}));
+      rewriter.create<mlir::func::FuncOp>(loc, name, rewriter.getFunctionType(inputs, {type}));
   fn.setPrivate();
   rewriter.setInsertionPointToStart(fn.addEntryBlock());
-  rewriter.create<mlir::func::ReturnOp>(loc, build(rewriter, fn.getArgument(0)));
+  rewriter.create<mlir::func::ReturnOp>(loc, build(rewriter, fn.getArguments()));
 }
 
 // For each of sin, cos, tan that a scalar f32 op computes, the function
@@ -1484,13 +1539,14 @@ template <typename Op, typename Function>
 void addHostTrigFunctions(mlir::ModuleOp module, llvm::ArrayRef<mlir::Operation*> ops) {
   mlir::Builder b(module.getContext());
   addHostFunction<Op>(module, ops, hostTrigName(Function::kName), b.getF32Type(),
-                      [](mlir::PatternRewriter& rewriter, mlir::Value x) {
+                      [](mlir::PatternRewriter& rewriter, mlir::ValueRange args) {
+                        mlir::Value x = args[0];
                         F32Builder f32{rewriter, x.getLoc(), x.getType(), /*host=*/true};
                         return ExactTrig<Function>::build(f32, x);
                       });
   addHostFunction<Op>(module, ops, hostTrigName64(Function::kName), b.getF64Type(),
-                      [](mlir::PatternRewriter& rewriter, mlir::Value x) {
-                        return rewriter.create<Op>(x.getLoc(), x).getResult();
+                      [](mlir::PatternRewriter& rewriter, mlir::ValueRange args) {
+                        return rewriter.create<Op>(args[0].getLoc(), args).getResult();
                       });
 }
 
@@ -1609,7 +1665,24 @@ void markPure(mlir::LLVM::LLVMFuncOp fn) {
   fn.setWillReturn(true);
 }
 
-// After the LLVM conversion: each function of addF64Function is internal,
+// A scalar function whose calls the loop vectorizer replaces by its vector
+// variants': internal, or weak_odr and hidden where it has more than one
+// argument. An internal function's constant argument (pow(x, 2.5),
+// fmod(x, 2 pi)) is propagated into it and dropped from its signature
+// (IPSCCP), which then no longer matches its variants' (a vector variant
+// takes each argument): the loop stayed scalar, f64 pow by 2.5 of 1M
+// elements 5.3 ms (libm's), jnp.mod(x, 2 pi) of 4M floats 2.6 ms.
+void setVariantsFunctionLinkage(mlir::LLVM::LLVMFuncOp fn) {
+  if (fn.getNumArguments() <= 1) {
+    fn.setLinkage(mlir::LLVM::Linkage::Internal);
+    return;
+  }
+  fn.setLinkage(mlir::LLVM::Linkage::WeakODR);
+  fn.setVisibility_(mlir::LLVM::Visibility::Hidden);
+}
+
+// After the LLVM conversion: each function of addF64Function is internal
+// (weak_odr where it has two arguments: setVariantsFunctionLinkage),
 // never inlined (the vectorizer sees its call), known to touch no memory
 // and to return, and names its variants (LLVM's vector function ABI:
 // `_ZGV_LLVM_N<lanes>v[v]_<name>(<name>_v<lanes>)`); the variants are
@@ -1635,7 +1708,7 @@ void f64VariantAttributes(mlir::ModuleOp module, llvm::ArrayRef<std::string> nam
                            std::string(fn.getNumArguments(), 'v') + "_" + name + "(" + variant +
                            ")";
     markPure(fn);
-    fn.setLinkage(mlir::LLVM::Linkage::Internal);
+    setVariantsFunctionLinkage(fn);
     fn.setNoInline(true);
     fn.setPassthroughAttr(mlir::ArrayAttr::get(
         ctx, {mlir::ArrayAttr::get(ctx, {mlir::StringAttr::get(ctx, "vector-function-abi-variant"),
@@ -1643,23 +1716,25 @@ void f64VariantAttributes(mlir::ModuleOp module, llvm::ArrayRef<std::string> nam
   }
 }
 
-// After the LLVM conversion: the functions addHostTrigFunctions defined
-// are internal, never inlined (the vectorizer would if-convert an inlined
-// exact reduction, running it for every lane) and not optimized (they are
-// cold: the bench's sin + cos compiled in 54 ms, 61 with them optimized,
-// 51 before they existed), but known to touch no memory and to return
-// (what lets the vectorizer call them), and they carry
-// "xla-gpu-vector-variants": HostJit.cpp gives the loop vectorizer masked
-// vector variants of them, which it calls where a lane needs one.
-void hostTrigAttributes(mlir::ModuleOp module) {
+// After the LLVM conversion: the functions addHostTrigFunctions defined,
+// and HostFmod's libm function, are internal (fmod's weak_odr:
+// setVariantsFunctionLinkage), never inlined (the vectorizer would
+// if-convert an inlined exact reduction, running it for every lane) and
+// not optimized (they are cold: the bench's sin + cos compiled in 54 ms,
+// 61 with them optimized, 51 before they existed), but known to touch no
+// memory and to return (what lets the vectorizer call them), and they
+// carry "xla-gpu-vector-variants": HostJit.cpp gives the loop vectorizer
+// masked vector variants of them, which it calls where a lane needs one.
+void hostFunctionAttributes(mlir::ModuleOp module) {
   mlir::MLIRContext* ctx = module.getContext();
   for (const std::string& name :
        {hostTrigName(Sin::kName), hostTrigName(Cos::kName), hostTrigName(Tan::kName),
-        hostTrigName64(Sin::kName), hostTrigName64(Cos::kName), hostTrigName64(Tan::kName)}) {
+        hostTrigName64(Sin::kName), hostTrigName64(Cos::kName), hostTrigName64(Tan::kName),
+        kHostFmodName.str()}) {
     auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
     if (!fn) continue;
     markPure(fn);
-    fn.setLinkage(mlir::LLVM::Linkage::Internal);
+    setVariantsFunctionLinkage(fn);
     fn.setNoInline(true);
     fn.setOptimizeNone(true);
     fn.setPassthroughAttr(
@@ -1731,13 +1806,20 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
         if (llvm::isa<mlir::math::TanhOp, mlir::math::ExpOp, mlir::math::LogOp,
                       mlir::math::ErfOp, mlir::math::ExpM1Op, mlir::math::Log1pOp,
                       mlir::math::SinOp, mlir::math::CosOp, mlir::math::TanOp,
-                      mlir::math::PowFOp, mlir::math::Atan2Op, mlir::math::CbrtOp>(op)) {
+                      mlir::math::PowFOp, mlir::math::Atan2Op, mlir::math::CbrtOp,
+                      mlir::arith::RemFOp>(op)) {
           approximated.push_back(op);
         }
       });
       addHostTrigFunctions<mlir::math::SinOp, Sin>(module, approximated);
       addHostTrigFunctions<mlir::math::CosOp, Cos>(module, approximated);
       addHostTrigFunctions<mlir::math::TanOp, Tan>(module, approximated);
+      addHostFunction<mlir::arith::RemFOp>(
+          module, approximated, kHostFmodName.str(), mlir::Float32Type::get(ctx),
+          [](mlir::PatternRewriter& rewriter, mlir::ValueRange args) {
+            return rewriter.create<mlir::arith::RemFOp>(args[0].getLoc(), args[0], args[1])
+                .getResult();
+          });
       llvm::DenseSet<mlir::Operation*> replaced;
       HostF64Functions::addFunctions(module, approximated, f64VectorLanes, f64Functions,
                                      replaced);
@@ -1747,7 +1829,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       approximations.add<HostTrig<mlir::math::SinOp, Sin>, HostTrig<mlir::math::CosOp, Cos>,
                          HostTrig<mlir::math::TanOp, Tan>, HostTrig64<mlir::math::SinOp, Sin>,
                          HostTrig64<mlir::math::CosOp, Cos>, HostTrig64<mlir::math::TanOp, Tan>,
-                         PowByConstant>(ctx, /*benefit=*/2);
+                         PowByConstant, HostFmod>(ctx, /*benefit=*/2);
       approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh, /*Host=*/true>,
                          ApproximateF32<mlir::math::LogOp, Log, /*Host=*/true>,
                          ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>,
@@ -1831,7 +1913,7 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       return signalPassFailure();
     }
     if (cpu) {
-      hostTrigAttributes(module);
+      hostFunctionAttributes(module);
       f64VariantAttributes(module, f64Functions, f64VectorLanes);
       accessBf16AsI16(module);
       return;

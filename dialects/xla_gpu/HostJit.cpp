@@ -545,7 +545,8 @@ void defineMaskedVariants(llvm::Module& module) {
   // A scalar function no code calls any more (a vectorized loop without a
   // scalar remainder, no variant defined) is not compiled.
   for (llvm::Function& fn : llvm::make_early_inc_range(module)) {
-    if (fn.hasFnAttribute(kVectorVariants) && fn.hasLocalLinkage() && fn.use_empty()) {
+    if (fn.hasFnAttribute(kVectorVariants) && fn.use_empty() &&
+        (fn.hasLocalLinkage() || fn.hasWeakODRLinkage())) {
       fn.eraseFromParent();
     }
   }

@@ -230,6 +230,39 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
   return %c, %c64 : f32, f64
 }
 
+// f32 fmod (arith.remf) in f64: trunc(|x| / |y|), the remainder by an FMA,
+// |y| added where it is negative, x's sign; where |x| >= 2^51 |y| or |y| is
+// inf (or either is NaN: unordered), a call of libm's through a function
+// of the trig functions' kind. An f64 remainder stays LLVM's frem.
+// CPU-LABEL: llvm.func @fmod_f32
+// CPU:       %[[X:.*]] = llvm.fpext %arg0 : f32 to f64
+// CPU:       %[[AX:.*]] = llvm.intr.fabs(%[[X]])
+// CPU:       %[[Y:.*]] = llvm.fpext %arg1 : f32 to f64
+// CPU:       %[[AY:.*]] = llvm.intr.fabs(%[[Y]])
+// CPU:       %[[Q:.*]] = llvm.fdiv %[[AX]], %[[AY]]
+// CPU:       %[[T:.*]] = llvm.intr.trunc(%[[Q]])
+// CPU:       %[[NT:.*]] = llvm.fneg %[[T]]
+// CPU:       %[[R:.*]] = llvm.intr.fma(%[[NT]], %[[AY]], %[[AX]])
+// CPU:       %[[NEG:.*]] = llvm.fcmp "olt" %[[R]]
+// CPU:       %[[RY:.*]] = llvm.fadd %[[R]], %[[AY]]
+// CPU:       %[[M:.*]] = llvm.select %[[NEG]], %[[RY]], %[[R]]
+// CPU:       %[[F:.*]] = llvm.fptrunc %[[M]] : f64 to f32
+// CPU:       %[[S:.*]] = llvm.intr.copysign(%[[F]], %arg0)
+// CPU:       %[[BOUND:.*]] = llvm.mlir.constant(0x4320000000000000 : f64)
+// CPU:       %[[LIMIT:.*]] = llvm.fmul %[[AY]], %[[BOUND]]
+// CPU:       llvm.fcmp "uge" %[[AX]], %[[LIMIT]]
+// CPU:       llvm.fcmp "uge" %[[AY]]
+// CPU:       llvm.cond_br %{{.*}}, ^[[LIBM:.*]], ^[[JOIN:.*]](%[[S]] : f32)
+// CPU:     ^[[LIBM]]:
+// CPU:       llvm.call @xla_gpu_host_fmod_f32(%arg0, %arg1) : (f32, f32) -> f32
+// CPU:       llvm.frem %arg2, %arg3 : f64
+// CPU:       llvm.return
+func.func @fmod_f32(%x: f32, %y: f32, %a: f64, %b: f64) -> (f32, f64) {
+  %r = arith.remf %x, %y : f32
+  %r64 = arith.remf %a, %b : f64
+  return %r, %r64 : f32, f64
+}
+
 // The exact trig functions @trig calls, after every function of the file.
 // CPU-LABEL: llvm.func internal @xla_gpu_host_sin_f32(%arg0: f32) -> f32
 // CPU-SAME:    memory_effects = #llvm.memory_effects<other = none, argMem = none
@@ -245,11 +278,16 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
 // CPU:       llvm.intr.sin(%arg0) : (f64) -> f64
 // CPU-LABEL: llvm.func internal @xla_gpu_host_cos_f32
 // CPU-LABEL: llvm.func internal @xla_gpu_host_tan_f32
+// fmod's libm function: weak_odr (see hostFunctionAttributes), its frem.
+// CPU-LABEL: llvm.func weak_odr hidden @xla_gpu_host_fmod_f32(%arg0: f32, %arg1: f32) -> f32
+// CPU-SAME:    no_inline, no_unwind, optimize_none, passthrough = ["xla-gpu-vector-variants"]
+// CPU:         llvm.frem %arg0, %arg1 : f32
 // The f64 functions with vector variants, after the trig ones: libm's,
 // never inlined, touching no memory, naming their variant of the host's
 // lanes (f64-vector-lanes: 8 by default, 4 for AVX2), which computes the
 // approximation (exp's x / ln2 shown) and is weak_odr, marked for
-// HostJit.cpp to inline after the loop vectorizer.
+// HostJit.cpp to inline after the loop vectorizer. A function of two
+// arguments is weak_odr too: no constant argument leaves its signature.
 // CPU-LABEL: llvm.func internal @xla_gpu_f64_exp(%arg0: f64) -> f64
 // CPU-SAME:    no_inline
 // CPU-SAME:    "vector-function-abi-variant", "_ZGV_LLVM_N8v_xla_gpu_f64_exp(xla_gpu_f64_exp_v8)"
@@ -257,7 +295,7 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
 // CPU-LABEL: llvm.func weak_odr hidden @xla_gpu_f64_exp_v8(%arg0: vector<8xf64>) -> vector<8xf64>
 // CPU-SAME:    passthrough = ["xla-gpu-f64-variant"]
 // CPU:         llvm.mlir.constant(dense<1.4426950408889634> : vector<8xf64>)
-// CPU-LABEL: llvm.func internal @xla_gpu_f64_pow(%arg0: f64, %arg1: f64) -> f64
+// CPU-LABEL: llvm.func weak_odr hidden @xla_gpu_f64_pow(%arg0: f64, %arg1: f64) -> f64
 // CPU-SAME:    "_ZGV_LLVM_N8vv_xla_gpu_f64_pow(xla_gpu_f64_pow_v8)"
 // CPU:         llvm.intr.pow(%arg0, %arg1) : (f64, f64) -> f64
 // LANES4-LABEL: llvm.func internal @xla_gpu_f64_exp(%arg0: f64) -> f64

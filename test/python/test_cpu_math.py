@@ -34,6 +34,7 @@ NaN) as XLA:GPU gives them."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -339,6 +340,79 @@ def test_cbrt_is_correctly_rounded():
     got = _run(kernel, x)
     assert np.isnan(got[4]) and np.signbit(got[1]) and not np.signbit(got[0])
     np.testing.assert_array_equal(got, np.cbrt(x.astype(np.float64)).astype(np.float32))
+
+
+@pytest.fixture(scope="module")
+def fmod_kernel():
+    """XLA's f32 remainder (C's fmod): f64 arithmetic in a vectorized loop,
+    fmodf called only through the masked variant of its vectors that hold
+    a lane past the short way (a quotient from 2^51 on, y = 0 or inf, x inf
+    or NaN)."""
+    text = (f"fusion {{\n  p0 = f32[{N}] parameter(0)\n  p1 = f32[{N}] parameter(1)\n"
+            f"  ROOT e = f32[{N}] remainder(p0, p1)\n}}\n")
+    with ir.Context():
+        return CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
+
+
+@pytest.mark.parametrize("divisor", [
+    "q = f32[1048568] parameter(1)",
+    # A constant (jnp.mod(x, 2 pi)): it stays an argument of the libm
+    # function, whose signature is its variants' (IPSCCP would drop it from
+    # an internal one).
+    "c = f32[] constant(6.28318548)\n  q = f32[1048568] broadcast(c), dimensions={}"])
+def test_fmod_loop_is_vectorized(tmp_path, monkeypatch, divisor):
+    """The optimized remainder kernel divides vectors of doubles and calls
+    fmodf only through the masked variant of its vectors (and in its
+    function: one frem)."""
+    monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(tmp_path))
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", "")
+    # A size of its own: no kernel compiled before in the process.
+    text = (f"fusion {{\n  p = f32[1048568] parameter(0)\n  {divisor}\n"
+            "  ROOT e = f32[1048568] remainder(p, q)\n}\n")
+    with ir.Context():
+        CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
+    optimized = "\n".join(f.read_text() for f in tmp_path.glob("*.opt.ll"))
+    assert re.search(r"fdiv <(4|8|16) x double>", optimized)
+    assert re.search(r"call <(4|8|16) x float> @xla_gpu_host_fmod_f32_v(4|8|16)\(", optimized)
+    assert optimized.count("frem") == 1
+
+
+def _assert_fmod(got: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
+    """`got` is C's fmodf(x, y) bit for bit (fmod is exact: every correct
+    one gives these bits), NaN where it is NaN."""
+    with np.errstate(invalid="ignore"):
+        want = np.fmod(x, y)
+    nan = np.isnan(want)
+    assert np.isnan(got[nan]).all()
+    np.testing.assert_array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+
+
+def test_fmod_is_exact(fmod_kernel):
+    # Random operands of every magnitude against each other (quotients
+    # from 0 to past 2^51: libm's lanes among short ones), operands near
+    # multiples of the divisor (the f64 quotient rounding up to the next
+    # integer), angles mod 2 pi, small integers.
+    rng = np.random.default_rng(0)
+    binades = np.linspace(1, 0x7F7FFFFF, N).astype(np.uint32).view(np.float32)
+    signs = rng.choice([-1.0, 1.0], (2, N)).astype(np.float32)
+    y = rng.uniform(0.01, 100, N).astype(np.float32) * signs[1]
+    multiple = np.round(rng.uniform(-2e6, 2e6, N)).astype(np.float32) * y
+    for x, y in [(binades * signs[0], rng.permutation(binades) * signs[1]),
+                 (np.nextafter(multiple, np.float32(0)), y),
+                 (np.nextafter(multiple, multiple * 2), y),
+                 (rng.uniform(-1e6, 1e6, N).astype(np.float32), np.full(N, 2 * np.pi, np.float32)),
+                 (np.round(rng.uniform(-1e3, 1e3, (2, N))).astype(np.float32))]:
+        _assert_fmod(_run_binary(fmod_kernel, x, y), x, y)
+
+
+def test_fmod_special_values(fmod_kernel):
+    # Every pair of signed zeros, +-1, 1.5, infinities, NaN, subnormals,
+    # FLT_MAX, 2 pi and 0.1: x's sign on a zero result (fmod(-3, 1.5) is -0),
+    # x for y = inf, NaN for y = 0 or x = inf.
+    values = np.array([0.0, -0.0, 1.0, -1.0, 1.5, -3.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45,
+                       3.4028235e38, -3.4028235e38, 2 * np.pi, 0.1], np.float32)
+    x, y = (a.reshape(-1) for a in np.meshgrid(values, values, indexing="ij"))
+    _assert_fmod(_run_binary(fmod_kernel, x, y), x, y)
 
 
 def test_host_erf_is_xla_cpus(host_erf_kernel):

@@ -17,6 +17,8 @@ series of positive terms in it)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from mlir import ir
@@ -177,6 +179,26 @@ def test_special_values(kernel):
     number = ~np.isnan(want)
     np.testing.assert_array_equal(got[number], want[number])
     np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
+
+
+@pytest.mark.parametrize("op", ["power", "atan2"])
+def test_a_constant_operand_keeps_the_variant(tmp_path, monkeypatch, op):
+    """pow(x, 2.5) and atan2(x, 2.5): the constant stays an argument of the
+    scalar function (weak_odr, which IPSCCP does not specialize), whose
+    signature is then its variant's, so the loop is vectorized (its FMAs
+    on vectors of doubles) and libm is called for the remainder alone."""
+    monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(tmp_path))
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", "")
+    text = ("fusion {\n  p = f64[1048567] parameter(0)\n  c = f64[] constant(2.5)\n"
+            "  b = f64[1048567] broadcast(c), dimensions={}\n"
+            f"  ROOT e = f64[1048567] {op}(p, b)\n}}\n")
+    with ir.Context():
+        CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
+    optimized = "\n".join(f.read_text() for f in tmp_path.glob("*.opt.ll"))
+    assert re.search(r"@llvm\.fma\.v(4|8)f64", optimized)
+    name = {"power": "pow", "atan2": "atan2"}[op]
+    assert re.search(rf"define weak_odr hidden double @xla_gpu_f64_{name}\(double %\d+, double",
+                     optimized)
 
 
 def test_vectorized_loops_inline_the_variants(tmp_path, monkeypatch):

@@ -55,10 +55,12 @@ CASES = {
                                       f"  r = s32{N} remainder(a0, a1)\n"
                                       f"  ROOT s = s32{N} add(d, r)",
                                       [f"s32{N}", f"s32{N}"], f"s32{N}"),
-    # The f32 remainder (C's fmod) exact in f64 arithmetic, vectorized
-    # (stop 78; fmodf an element before, as XLA:CPU's).
+    # The f32 and f64 remainder (C's fmod) exact in f64 arithmetic,
+    # vectorized (stop 78; libm's an element before, as XLA:CPU's).
     "remainder f32": _module(f"  ROOT r = f32{N} remainder(a0, a1)", [f"f32{N}", f"f32{N}"],
                              f"f32{N}"),
+    "remainder f64[1024,1024]": _module("  ROOT r = f64[1024,1024] remainder(a0, a1)",
+                                        ["f64[1024,1024]", "f64[1024,1024]"], "f64[1024,1024]"),
     "f8e4m3fn <- f32": _module(f"  ROOT c = f8e4m3fn{N} convert(a0)", [f"f32{N}"],
                                f"f8e4m3fn{N}"),
     "s4 add": _module(f"  ROOT s = s4{N} add(a0, a1)", [f"s4{N}", f"s4{N}"], f"s4{N}"),

@@ -428,49 +428,57 @@ struct HostTrig : public mlir::OpRewritePattern<Op> {
   }
 };
 
-// The function HostFmod calls where its short way does not hold: libm's
-// fmodf (arith.remf, which LLVM makes a call).
-constexpr llvm::StringLiteral kHostFmodName = "xla_gpu_host_fmod_f32";
+// The functions HostFmod calls where its short way does not hold: libm's
+// fmodf and fmod (arith.remf, which LLVM makes a call).
+std::string hostFmodName(mlir::Type type) {
+  return type.isF64() ? "xla_gpu_host_fmod_f64" : "xla_gpu_host_fmod_f32";
+}
 
-// The host's scalar f32 remainder (XLA's: C's fmod, arith.remf), exact, in
-// f64 arithmetic LLVM vectorizes, where fmodf is a call of a loop over the
-// quotient's bits: jnp.mod(x, 2 pi) of 4M floats ran 75 ms. With X = |x|
-// and Y = |y| (exact in f64) and X < 2^51 Y, q = trunc(X / Y) is the
-// integer quotient n or n + 1 (the f64 quotient is below 2^51; rounding
-// never passes n, an f64, and reaches n + 1 only from within half an ulp),
-// X - qY is exact by one FMA (below Y in magnitude and a multiple of the
-// smaller of x's and y's last bits: at most 24 bits), and Y added where it
-// is negative gives X - nY, the remainder, which an f32 holds exactly;
-// then x's sign (fmod(-4, 2) is -0). Past 2^51 Y, and for y = 0 or inf or
-// x inf or NaN (where X < 2^51 Y fails or Y is inf), a call of fmodf
-// through `xla_gpu_host_fmod_f32`, which the loop vectorizer calls through
-// a masked vector variant (HostTrig's way: only for a vector with such a
+// The host's scalar f32 and f64 remainder (XLA's: C's fmod, arith.remf),
+// exact, in f64 arithmetic LLVM vectorizes, where fmodf is a call of a
+// loop over the quotient's bits: jnp.mod(x, 2 pi) of 4M floats ran 75 ms.
+// With X = |x| and Y = |y| (f32's exact in f64) and X < 2^51 Y, q =
+// trunc(X / Y) is the integer quotient n or n + 1 (the f64 quotient is
+// below 2^51; rounding never passes n, an f64, and reaches n + 1 only
+// from within half an ulp), X - qY is exact by one FMA (below Y in
+// magnitude and a multiple of the smaller of X's and Y's last bits: it
+// has no more bits than they), and Y added where it is negative gives X -
+// nY, the remainder, which x's type holds exactly; then x's sign (fmod(-4,
+// 2) is -0). Past 2^51 Y, and for y = 0 or inf or x inf or NaN (where X <
+// 2^51 Y fails or Y is inf), a call of libm's through
+// `xla_gpu_host_fmod_<type>`, which the loop vectorizer calls through a
+// masked vector variant (HostTrig's way: only for a vector with such a
 // lane).
 struct HostFmod : public mlir::OpRewritePattern<mlir::arith::RemFOp> {
   using OpRewritePattern::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(mlir::arith::RemFOp op,
                                       mlir::PatternRewriter& rewriter) const override {
-    if (!op.getType().isF32()) return rewriter.notifyMatchFailure(op, "only a scalar f32");
+    mlir::Type type = op.getType();
+    if (!type.isF32() && !type.isF64()) {
+      return rewriter.notifyMatchFailure(op, "only a scalar f32 or f64");
+    }
+    std::string name = hostFmodName(type);
     auto parent = op->getParentOfType<mlir::func::FuncOp>();
-    if (parent && parent.getName() == kHostFmodName) {
+    if (parent && parent.getName() == name) {
       return rewriter.notifyMatchFailure(op, "libm's own call");
     }
     auto module = op->getParentOfType<mlir::ModuleOp>();
-    auto exact = module.lookupSymbol<mlir::func::FuncOp>(kHostFmodName);
+    auto exact = module.lookupSymbol<mlir::func::FuncOp>(name);
     if (!exact) return rewriter.notifyMatchFailure(op, "no libm function");
     using P = mlir::arith::CmpFPredicate;
     mlir::Location loc = op.getLoc();
-    F32Builder f32{rewriter, loc, op.getType(), /*host=*/true};
+    F32Builder f32{rewriter, loc, type, /*host=*/true};
     F64Ops d(f32);
+    auto widen = [&](mlir::Value v) { return type.isF64() ? v : d.widen(v); };
     mlir::Value x = op.getLhs();
-    mlir::Value big = d.abs(d.widen(x));
-    mlir::Value divisor = d.abs(d.widen(op.getRhs()));
+    mlir::Value big = d.abs(widen(x));
+    mlir::Value divisor = d.abs(widen(op.getRhs()));
     mlir::Value q = rewriter.create<mlir::math::TruncOp>(loc, d.div(big, divisor));
     mlir::Value r = d.fma(rewriter.create<mlir::arith::NegFOp>(loc, q), divisor, big);
     mlir::Value negative = d.cmp(P::OLT, r, d.c(0.0));
     r = d.select(negative, d.add(r, divisor), r);
-    mlir::Value fast = rewriter.create<mlir::math::CopySignOp>(
-        loc, rewriter.create<mlir::arith::TruncFOp>(loc, op.getType(), r), x);
+    if (!type.isF64()) r = rewriter.create<mlir::arith::TruncFOp>(loc, type, r);
+    mlir::Value fast = rewriter.create<mlir::math::CopySignOp>(loc, r, x);
     // Unordered: a NaN takes libm's way.
     mlir::Value past = d.cmp(P::UGE, big, d.mul(divisor, d.c(0x1p51)));
     mlir::Value infinite = d.cmp(P::UGE, divisor, d.c(kInfinity));
@@ -1717,7 +1725,7 @@ void f64VariantAttributes(mlir::ModuleOp module, llvm::ArrayRef<std::string> nam
 }
 
 // After the LLVM conversion: the functions addHostTrigFunctions defined,
-// and HostFmod's libm function, are internal (fmod's weak_odr:
+// and HostFmod's libm functions, are internal (fmod's weak_odr:
 // setVariantsFunctionLinkage), never inlined (the vectorizer would
 // if-convert an inlined exact reduction, running it for every lane) and
 // not optimized (they are cold: the bench's sin + cos compiled in 54 ms,
@@ -1730,7 +1738,8 @@ void hostFunctionAttributes(mlir::ModuleOp module) {
   for (const std::string& name :
        {hostTrigName(Sin::kName), hostTrigName(Cos::kName), hostTrigName(Tan::kName),
         hostTrigName64(Sin::kName), hostTrigName64(Cos::kName), hostTrigName64(Tan::kName),
-        kHostFmodName.str()}) {
+        hostFmodName(mlir::Float32Type::get(ctx)),
+        hostFmodName(mlir::Float64Type::get(ctx))}) {
     auto fn = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>(name);
     if (!fn) continue;
     markPure(fn);
@@ -1814,12 +1823,15 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       addHostTrigFunctions<mlir::math::SinOp, Sin>(module, approximated);
       addHostTrigFunctions<mlir::math::CosOp, Cos>(module, approximated);
       addHostTrigFunctions<mlir::math::TanOp, Tan>(module, approximated);
-      addHostFunction<mlir::arith::RemFOp>(
-          module, approximated, kHostFmodName.str(), mlir::Float32Type::get(ctx),
-          [](mlir::PatternRewriter& rewriter, mlir::ValueRange args) {
-            return rewriter.create<mlir::arith::RemFOp>(args[0].getLoc(), args[0], args[1])
-                .getResult();
-          });
+      for (mlir::Type type : {mlir::Type(mlir::Float32Type::get(ctx)),
+                              mlir::Type(mlir::Float64Type::get(ctx))}) {
+        addHostFunction<mlir::arith::RemFOp>(
+            module, approximated, hostFmodName(type), type,
+            [](mlir::PatternRewriter& rewriter, mlir::ValueRange args) {
+              return rewriter.create<mlir::arith::RemFOp>(args[0].getLoc(), args[0], args[1])
+                  .getResult();
+            });
+      }
       llvm::DenseSet<mlir::Operation*> replaced;
       HostF64Functions::addFunctions(module, approximated, f64VectorLanes, f64Functions,
                                      replaced);

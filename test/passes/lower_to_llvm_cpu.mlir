@@ -233,7 +233,8 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
 // f32 fmod (arith.remf) in f64: trunc(|x| / |y|), the remainder by an FMA,
 // |y| added where it is negative, x's sign; where |x| >= 2^51 |y| or |y| is
 // inf (or either is NaN: unordered), a call of libm's through a function
-// of the trig functions' kind. An f64 remainder stays LLVM's frem.
+// of the trig functions' kind. An f64 remainder the same without the
+// conversions, through libm's fmod.
 // CPU-LABEL: llvm.func @fmod_f32
 // CPU:       %[[X:.*]] = llvm.fpext %arg0 : f32 to f64
 // CPU:       %[[AX:.*]] = llvm.intr.fabs(%[[X]])
@@ -255,7 +256,12 @@ func.func @cbrt_f32(%x: f32, %d: f64) -> (f32, f64) {
 // CPU:       llvm.cond_br %{{.*}}, ^[[LIBM:.*]], ^[[JOIN:.*]](%[[S]] : f32)
 // CPU:     ^[[LIBM]]:
 // CPU:       llvm.call @xla_gpu_host_fmod_f32(%arg0, %arg1) : (f32, f32) -> f32
-// CPU:       llvm.frem %arg2, %arg3 : f64
+// CPU:       %[[AA:.*]] = llvm.intr.fabs(%arg2)
+// CPU:       %[[AB:.*]] = llvm.intr.fabs(%arg3)
+// CPU:       llvm.fdiv %[[AA]], %[[AB]]
+// CPU-NOT:   llvm.fptrunc
+// CPU:       llvm.intr.copysign(%{{.*}}, %arg2) : (f64, f64) -> f64
+// CPU:       llvm.call @xla_gpu_host_fmod_f64(%arg2, %arg3) : (f64, f64) -> f64
 // CPU:       llvm.return
 func.func @fmod_f32(%x: f32, %y: f32, %a: f64, %b: f64) -> (f32, f64) {
   %r = arith.remf %x, %y : f32
@@ -278,10 +284,12 @@ func.func @fmod_f32(%x: f32, %y: f32, %a: f64, %b: f64) -> (f32, f64) {
 // CPU:       llvm.intr.sin(%arg0) : (f64) -> f64
 // CPU-LABEL: llvm.func internal @xla_gpu_host_cos_f32
 // CPU-LABEL: llvm.func internal @xla_gpu_host_tan_f32
-// fmod's libm function: weak_odr (see hostFunctionAttributes), its frem.
+// fmod's libm functions: weak_odr (see hostFunctionAttributes), each a frem.
 // CPU-LABEL: llvm.func weak_odr hidden @xla_gpu_host_fmod_f32(%arg0: f32, %arg1: f32) -> f32
 // CPU-SAME:    no_inline, no_unwind, optimize_none, passthrough = ["xla-gpu-vector-variants"]
 // CPU:         llvm.frem %arg0, %arg1 : f32
+// CPU-LABEL: llvm.func weak_odr hidden @xla_gpu_host_fmod_f64(%arg0: f64, %arg1: f64) -> f64
+// CPU:         llvm.frem %arg0, %arg1 : f64
 // The f64 functions with vector variants, after the trig ones: libm's,
 // never inlined, touching no memory, naming their variant of the host's
 // lanes (f64-vector-lanes: 8 by default, 4 for AVX2), which computes the

@@ -18,6 +18,9 @@ random x and y, x near 1 with large y, negative x with integer y and
 every binade of x, and C99's special cases on a grid of special pairs;
 atan2 the same way (measured 0.500). f32 cbrt: correctly rounded over
 every binade of both signs and [-10, 10], and its special values.
+The host's f32 and f64 remainder (C's fmod, in f64 arithmetic): C's bits
+over operands of every magnitude against each other, near multiples of
+the divisor and special values, its loop vectorized.
 The host's f32 tanh is XLA:CPU's bit for bit (Eigen's ratio with FMA,
 clamped where it is 1). The host's f32 erf is
 XLA:CPU's own rational form: its bits are XLA:CPU's on every normal float
@@ -342,49 +345,62 @@ def test_cbrt_is_correctly_rounded():
     np.testing.assert_array_equal(got, np.cbrt(x.astype(np.float64)).astype(np.float32))
 
 
-@pytest.fixture(scope="module")
-def fmod_kernel():
-    """XLA's f32 remainder (C's fmod): f64 arithmetic in a vectorized loop,
-    fmodf called only through the masked variant of its vectors that hold
-    a lane past the short way (a quotient from 2^51 on, y = 0 or inf, x inf
-    or NaN)."""
-    text = (f"fusion {{\n  p0 = f32[{N}] parameter(0)\n  p1 = f32[{N}] parameter(1)\n"
-            f"  ROOT e = f32[{N}] remainder(p0, p1)\n}}\n")
+@pytest.fixture(scope="module", params=[np.float32, np.float64], ids=["f32", "f64"])
+def fmod_kernel(request):
+    """XLA's f32 and f64 remainder (C's fmod): f64 arithmetic in a
+    vectorized loop, libm's fmodf or fmod called only through the masked
+    variant of its vectors that hold a lane past the short way (a quotient
+    from 2^51 on, y = 0 or inf, x inf or NaN)."""
+    ty = {np.float32: "f32", np.float64: "f64"}[request.param]
+    text = (f"fusion {{\n  p0 = {ty}[{N}] parameter(0)\n  p1 = {ty}[{N}] parameter(1)\n"
+            f"  ROOT e = {ty}[{N}] remainder(p0, p1)\n}}\n")
     with ir.Context():
-        return CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
+        return request.param, CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
 
 
-@pytest.mark.parametrize("divisor", [
-    "q = f32[1048568] parameter(1)",
+@pytest.mark.parametrize("ty, divisor", [
+    ("f32", "q = f32[1048568] parameter(1)"),
+    ("f64", "q = f64[1048568] parameter(1)"),
     # A constant (jnp.mod(x, 2 pi)): it stays an argument of the libm
     # function, whose signature is its variants' (IPSCCP would drop it from
     # an internal one).
-    "c = f32[] constant(6.28318548)\n  q = f32[1048568] broadcast(c), dimensions={}"])
-def test_fmod_loop_is_vectorized(tmp_path, monkeypatch, divisor):
+    ("f32", "c = f32[] constant(6.28318548)\n  q = f32[1048568] broadcast(c), dimensions={}")])
+def test_fmod_loop_is_vectorized(tmp_path, monkeypatch, ty, divisor):
     """The optimized remainder kernel divides vectors of doubles and calls
-    fmodf only through the masked variant of its vectors (and in its
+    libm only through the masked variant of its vectors (and in its
     function: one frem)."""
     monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(tmp_path))
     monkeypatch.setenv("XLA_GPU_CACHE_DIR", "")
     # A size of its own: no kernel compiled before in the process.
-    text = (f"fusion {{\n  p = f32[1048568] parameter(0)\n  {divisor}\n"
-            "  ROOT e = f32[1048568] remainder(p, q)\n}\n")
+    text = (f"fusion {{\n  p = {ty}[1048568] parameter(0)\n  {divisor}\n"
+            f"  ROOT e = {ty}[1048568] remainder(p, q)\n}}\n")
     with ir.Context():
         CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
     optimized = "\n".join(f.read_text() for f in tmp_path.glob("*.opt.ll"))
     assert re.search(r"fdiv <(4|8|16) x double>", optimized)
-    assert re.search(r"call <(4|8|16) x float> @xla_gpu_host_fmod_f32_v(4|8|16)\(", optimized)
+    element = {"f32": "float", "f64": "double"}[ty]
+    assert re.search(rf"call <(4|8|16) x {element}> @xla_gpu_host_fmod_{ty}_v(4|8|16)\(",
+                     optimized)
     assert optimized.count("frem") == 1
 
 
+def _run_fmod(fmod_kernel, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    dtype, kernel = fmod_kernel
+    operands = [np.zeros(N, dtype) for _ in range(3)]
+    operands[0][:x.size], operands[1][:y.size] = x, y
+    kernel(*operands)
+    return operands[2][:x.size]
+
+
 def _assert_fmod(got: np.ndarray, x: np.ndarray, y: np.ndarray) -> None:
-    """`got` is C's fmodf(x, y) bit for bit (fmod is exact: every correct
+    """`got` is C's fmod(x, y) bit for bit (fmod is exact: every correct
     one gives these bits), NaN where it is NaN."""
     with np.errstate(invalid="ignore"):
         want = np.fmod(x, y)
     nan = np.isnan(want)
     assert np.isnan(got[nan]).all()
-    np.testing.assert_array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+    bits = np.uint32 if got.dtype == np.float32 else np.uint64
+    np.testing.assert_array_equal(got.view(bits)[~nan], want.view(bits)[~nan])
 
 
 def test_fmod_is_exact(fmod_kernel):
@@ -392,27 +408,32 @@ def test_fmod_is_exact(fmod_kernel):
     # from 0 to past 2^51: libm's lanes among short ones), operands near
     # multiples of the divisor (the f64 quotient rounding up to the next
     # integer), angles mod 2 pi, small integers.
+    dtype = fmod_kernel[0]
     rng = np.random.default_rng(0)
-    binades = np.linspace(1, 0x7F7FFFFF, N).astype(np.uint32).view(np.float32)
-    signs = rng.choice([-1.0, 1.0], (2, N)).astype(np.float32)
-    y = rng.uniform(0.01, 100, N).astype(np.float32) * signs[1]
-    multiple = np.round(rng.uniform(-2e6, 2e6, N)).astype(np.float32) * y
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    binades = np.linspace(1, np.finfo(dtype).max.view(bits), N).astype(bits).view(dtype)
+    signs = rng.choice([-1.0, 1.0], (2, N)).astype(dtype)
+    y = rng.uniform(0.01, 100, N).astype(dtype) * signs[1]
+    multiple = np.round(rng.uniform(-2e6, 2e6, N)).astype(dtype) * y
     for x, y in [(binades * signs[0], rng.permutation(binades) * signs[1]),
-                 (np.nextafter(multiple, np.float32(0)), y),
+                 (np.nextafter(multiple, dtype(0)), y),
                  (np.nextafter(multiple, multiple * 2), y),
-                 (rng.uniform(-1e6, 1e6, N).astype(np.float32), np.full(N, 2 * np.pi, np.float32)),
-                 (np.round(rng.uniform(-1e3, 1e3, (2, N))).astype(np.float32))]:
-        _assert_fmod(_run_binary(fmod_kernel, x, y), x, y)
+                 (rng.uniform(-1e6, 1e6, N).astype(dtype), np.full(N, 2 * np.pi, dtype)),
+                 (np.round(rng.uniform(-1e3, 1e3, (2, N))).astype(dtype))]:
+        _assert_fmod(_run_fmod(fmod_kernel, x, y), x, y)
 
 
 def test_fmod_special_values(fmod_kernel):
-    # Every pair of signed zeros, +-1, 1.5, infinities, NaN, subnormals,
-    # FLT_MAX, 2 pi and 0.1: x's sign on a zero result (fmod(-3, 1.5) is -0),
-    # x for y = inf, NaN for y = 0 or x = inf.
-    values = np.array([0.0, -0.0, 1.0, -1.0, 1.5, -3.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45,
-                       3.4028235e38, -3.4028235e38, 2 * np.pi, 0.1], np.float32)
+    # Every pair of signed zeros, +-1, 1.5, infinities, NaN, the smallest
+    # subnormals, the largest floats, 2 pi and 0.1: x's sign on a zero
+    # result (fmod(-3, 1.5) is -0), x for y = inf, NaN for y = 0 or x = inf.
+    dtype = fmod_kernel[0]
+    info = np.finfo(dtype)
+    values = np.array([0.0, -0.0, 1.0, -1.0, 1.5, -3.0, np.inf, -np.inf, np.nan,
+                       info.smallest_subnormal, -info.smallest_subnormal, info.max, -info.max,
+                       2 * np.pi, 0.1], dtype)
     x, y = (a.reshape(-1) for a in np.meshgrid(values, values, indexing="ij"))
-    _assert_fmod(_run_binary(fmod_kernel, x, y), x, y)
+    _assert_fmod(_run_fmod(fmod_kernel, x, y), x, y)
 
 
 def test_host_erf_is_xla_cpus(host_erf_kernel):

@@ -1259,24 +1259,30 @@ def test_jit_merges_a_floor_remainder_into_one_kernel():
             f.fusion_report()
 
 
-@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16, jnp.float16])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16, jnp.float16, jnp.float64])
 def test_jit_float_remainders_are_jax_jits_bits(dtype):
     # jnp.fmod, jnp.mod (fmod and a floor select) and a mod by 2 pi: the
-    # CPU target's f32 remainder (f64 arithmetic, libm's past a quotient of
-    # 2^51) bit for bit as XLA:CPU's fmodf, zeros, infinities, NaN and
-    # huge quotients among the operands.
+    # CPU target's f32 and f64 remainder (f64 arithmetic, libm's past a
+    # quotient of 2^51) bit for bit as XLA:CPU's fmodf and fmod, zeros,
+    # infinities, NaN and huge quotients among the operands.
+    with jax.enable_x64(dtype == jnp.float64):
+        _check_float_remainders(dtype)
+
+
+def _check_float_remainders(dtype):
     r = np.random.default_rng(31)
-    x = (r.standard_normal((256, 512)) * 10.0 ** r.integers(-3, 6, (256, 512))).astype(np.float32)
-    y = (r.standard_normal((256, 512)) * 10.0 ** r.integers(-3, 3, (256, 512))).astype(np.float32)
+    x = r.standard_normal((256, 512)) * 10.0 ** r.integers(-3, 6, (256, 512))
+    y = r.standard_normal((256, 512)) * 10.0 ** r.integers(-3, 3, (256, 512))
     x[0, :6] = [0.0, -0.0, np.inf, np.nan, 3e38, -7.5]
     y[1, :6] = [0.0, -0.0, np.inf, np.nan, 1e-38, -2.5]
     with np.errstate(over="ignore"):  # 3e38 is inf in f16
         x, y = jnp.asarray(x, dtype), jnp.asarray(y, dtype)
     for fn in (jnp.fmod, jnp.mod, lambda a, b: jnp.mod(a, 2 * np.pi)):
-        got = np.asarray(xj.jit(fn)(x, y), np.float32)
-        want = np.asarray(jax.jit(fn)(x, y), np.float32)
-        np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(want)],
-                                      want.view(np.uint32)[~np.isnan(want)])
+        got = np.asarray(xj.jit(fn)(x, y), np.float64)
+        want = np.asarray(jax.jit(fn)(x, y), np.float64)
+        assert got.dtype == want.dtype and np.asarray(xj.jit(fn)(x, y)).dtype == dtype
+        np.testing.assert_array_equal(got.view(np.uint64)[~np.isnan(want)],
+                                      want.view(np.uint64)[~np.isnan(want)])
         assert np.isnan(got[np.isnan(want)]).all()
 
 

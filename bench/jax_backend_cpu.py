@@ -181,6 +181,7 @@ def cases(runs: int) -> list[dict]:
     angles = jnp.asarray(np.random.default_rng(28).uniform(-1e3, 1e3, (1024, 1024)), jnp.float32)
     integers = tuple(jnp.asarray(np.random.default_rng(29 + i).integers(lo, 2 ** 31, (1024, 1024)),
                                  jnp.int32) for i, lo in enumerate((-2 ** 31, 1)))
+    narrow = jnp.asarray(np.random.default_rng(31).standard_normal((1024, 1024, 5), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -340,7 +341,16 @@ def cases(runs: int) -> list[dict]:
                     # floor select one kernel (stop 78; XLA:CPU's three
                     # fusions), the division through f64 (idiv before).
                     ("floor remainder s32[1024,1024]", _floor_remainder,
-                     lambda k: lambda ab: _floor_remainder((ab[0] + k, ab[1])), integers)]]
+                     lambda k: lambda ab: _floor_remainder((ab[0] + k, ab[1])), integers),
+                    # Narrow columns (stop 78): a width below the warp that
+                    # does not divide it walked with the rows flattened
+                    # (the small column variant), where XLA's column
+                    # variant kept 3 or 5 of a vector's lanes busy (1.1x
+                    # and 0.56x jax.jit's time before).
+                    ("max over the middle dimension f32[1024,1024,5]", _middle_max,
+                     lambda k: lambda v: _middle_max(v * (1.0 + k)), narrow),
+                    ("channel mean and variance f32[16,224,224,3]", _channel_moments,
+                     lambda k: lambda v: _channel_moments(v * (1.0 + k)), image)]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -415,6 +425,15 @@ def _argmax(x):
 def _histogram(x):
     edges = jnp.linspace(-3, 3, 33)
     return (x[:, None] > edges[None, :]).sum(0)
+
+
+def _middle_max(x):
+    return x.max(1)
+
+
+def _channel_moments(images):
+    """Each channel's mean and variance over NHWC images (stacked)."""
+    return jnp.stack([images.mean((0, 1, 2)), images.var((0, 1, 2))])
 
 
 def _wrap_angle(x):

@@ -692,6 +692,34 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows)
 
 
+@pytest.mark.parametrize("shape, dims, threads", [
+    ((512, 512, 3), (1,), 96),        # 3 image channels: 3 warps, 32 rows a column
+    ((64, 1000, 5), (1,), 160),
+    ((40, 333, 6), (1,), 96),         # 16 rows a column
+    ((8, 77, 12), (1,), 96),          # 8 rows: a rows' count and a loop's tail
+    ((4, 2000, 31), (1,), 992),
+    ((16, 4096, 3), (1,), 96),
+])
+def test_the_host_walks_narrow_columns_flattened(ctx, shape, dims, threads):
+    """emit_kernel(host=True) gives a column reduction whose kept minor
+    width W is below the warp and does not divide it the small column
+    variant (ReductionEmitter.host_class): threads the fewest warps whose
+    count W divides walk the rows and columns flattened, each thread's
+    elements in one column, where XLA:GPU's column variant (without
+    `host`) had W of a warp's 32 lanes busy. The sums are XLA:CPU's within
+    f32's rounding, over the exps of the input too."""
+    from xla_gpu.emitters.reduction import ColumnReductionEmitter, SmallColumnReductionEmitter
+    for exp in (False, True):
+        fusion = find_fusion(parse_hlo(_sum_over(shape, dims, exp=exp)))
+        assert type(make_emitter(fusion)) is ColumnReductionEmitter
+        host = make_emitter(fusion, host=True)
+        assert type(host) is SmallColumnReductionEmitter
+        assert host.launch_dims().thread_counts_per_block == (threads, 1, 1)
+        out, want = _sum_and_xla(fusion, emit_kernel(fusion, host=True), 3)
+        rows = np.prod([shape[d] for d in dims])
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows * (1 + 2 * exp))
+
+
 def _concatenate(operands: list[str], dimension: int, epilogue: bool = False) -> str:
     """A fusion concatenating f32 operands of `operands`' dimensions (each
     a "d0,d1,..." string) along `dimension`; `epilogue`: times 2 after."""

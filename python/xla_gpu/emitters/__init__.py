@@ -81,7 +81,10 @@ def make_emitter(fusion: HloInstruction, device: DeviceDescription = DEFAULT_DEV
     analysis = analyze_fusion(fusion)
     if host and host_prefers_loop(analysis):
         analysis = dataclasses.replace(analysis, kind=EmitterKind.LOOP, deciding_hero=None)
-    emitter = emitter_class(analysis, device)(analysis, device)
+    cls = emitter_class(analysis, device)
+    if host:
+        cls = cls.host_class(analysis, device)
+    emitter = cls(analysis, device)
     if host:
         emitter.for_host()
     return emitter

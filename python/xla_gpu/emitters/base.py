@@ -209,6 +209,13 @@ class EmitterBase:
 
     # -- the hooks -----------------------------------------------------------
 
+    @classmethod
+    def host_class(cls, analysis, device) -> type:
+        """The class that makes the kernel for the CPU target alone
+        (make_emitter's `host`), for_host making the rest of its host
+        choices: by default this one."""
+        return cls
+
     def for_host(self) -> None:
         """Makes the kernel one for the CPU target alone (make_emitter's
         `host`): the emitter's host choices, where it has any; a valid GPU

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 from dataclasses import dataclass
-from math import prod
+from math import gcd, prod
 
 from mlir import ir
 from mlir.dialects import arith, func, tensor, vector
@@ -213,6 +213,21 @@ class ReductionEmitter(EmitterBase):
 
     # Whether the kernel is for the CPU target alone (for_host).
     host = False
+
+    @classmethod
+    def host_class(cls, analysis: FusionAnalysis, device: DeviceDescription) -> type:
+        """XLA's variant, but where a column reduction's kept minor width W
+        is below the warp and does not divide it the small column one
+        (its _configure_any_width), which walks H x W flattened: W lanes
+        of ColumnReductionEmitter's 32 were busy, and the CPU target's
+        vector of them 3 of 8 (a pow f64 over [512,512,3] summed over
+        its middle dimension: libm's time, XLA:CPU's)."""
+        variant = _variant_for(analysis, device) if cls is ReductionEmitter else cls
+        dims = reduction_dimensions(analysis.deciding_hero)
+        if variant is ColumnReductionEmitter and \
+                dims.dimensions[kColMinorKept] < device.threads_per_warp:
+            return SmallColumnReductionEmitter
+        return variant
 
     def for_host(self) -> None:
         """A kernel for the CPU target alone: the variant's host choices
@@ -867,6 +882,9 @@ class SmallColumnReductionEmitter(ReductionEmitter):
         d = self.reduction.dimensions
         w = self.warp_size
         self.input_shape = list(d)
+        if w % d[kColMinorKept]:
+            self._configure_any_width()
+            return
         # One loop over H and W: their product decides the vector.
         v = self.get_vector_size(d[1] * d[2], w)
         threads = kSmallColumnThreads
@@ -885,6 +903,24 @@ class SmallColumnReductionEmitter(ReductionEmitter):
         self.num_blocks = [d[kColMajorKept]]
         self.loop_size = _ceil(d[1] * d[2], v * threads)
         self.tile_sizes_per_thread = [self.loop_size, v]
+
+    def _configure_any_width(self) -> None:
+        """W below the warp but not dividing it (3 image channels, an
+        [N, H, 5] sum over H): the CPU target's (ReductionEmitter.host_class),
+        where ColumnReductionEmitter's lanes across W left 3 of a vector's 8
+        busy. Elements a thread a step, threads the fewest warps whose
+        count W divides: each thread's elements stay in one column, and
+        the warp / gcd(W, warp) shared rows of each column are a warp's or
+        fewer, which one shuffle tree reduces."""
+        d = self.reduction.dimensions
+        w, width = self.warp_size, d[kColMinorKept]
+        common = gcd(width, w)
+        self.vector_size = 1
+        self.shared_rows = w // common
+        self.num_threads = [w * (width // common)]
+        self.num_blocks = [d[kColMajorKept]]
+        self.loop_size = _ceil(d[1] * d[2], self.num_threads[0])
+        self.tile_sizes_per_thread = [self.loop_size, 1]
 
     def reduction_input_map(self) -> IndexingMap:
         d, s = _dims(), _syms(2)

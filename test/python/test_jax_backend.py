@@ -1239,6 +1239,25 @@ def test_jit_merges_a_mask_into_its_sums():
     merged = [d for d in f.decisions() if d.reason.startswith("merged into ")]
     assert len(merged) == 2 and all(d.ours for d in f.decisions()), f.fusion_report()
 
+def test_jit_sums_a_kl_divergence_in_one_row_program():
+    # A KL divergence's sum over all of f32[4096,1000]: XLA:CPU's one
+    # library fusion of both log-softmaxes and the sum (at this size). Its five row
+    # reductions (two maxima, two sums of exps, the row sums of the
+    # product) are one kernel, each row read from a core's caches after
+    # the first pass, and the rows' sums are summed by a second: the sum
+    # over both dimensions is split into its rows without a reshape,
+    # which had kept the last row part out (three kernels).
+    def kl(a, b):
+        p = jax.nn.softmax(a)
+        return (p * (jax.nn.log_softmax(a) - jax.nn.log_softmax(b))).sum()
+
+    r = np.random.default_rng(37)
+    a, b = (r.standard_normal((4096, 1000), np.float32) for _ in range(2))
+    f = xj.jit(kl)
+    np.testing.assert_allclose(float(f(a, b)), float(jax.jit(kl)(a, b)), rtol=1e-5)
+    assert any(d.reason.startswith("as 2 kernels") for d in f.decisions()), f.fusion_report()
+
+
 def test_jit_merges_a_floor_remainder_into_one_kernel():
     # jnp's integer % and //: XLA:CPU computes the divisor guard, the
     # remainder (or quotient) and the floor's select as three (two)

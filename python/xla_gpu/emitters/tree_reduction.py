@@ -690,6 +690,13 @@ def _build(fusion, root, normalized, pad, operand_dims, inner_reduced, middle,
             lines.append(f"%{name}.padded{suffix}{tag} = {_shape(etype, padded)} "
                          f"pad(%{name}.normalized{suffix}{tag}, %{init.name}), padding={config}")
             value = f"%{name}.padded{suffix}{tag}"
+        elif tuple(x.shape.dims) == tuple(operand_dims):
+            # Rows reduced as they are (a sum over all of [4096,1000], its
+            # rows first): no reshape, which would keep the part from
+            # reading its row values at its own rows (_reads_by_row's walk
+            # of elementwise ops) and out of a row program.
+            splits.append(value)
+            continue
         lines.append(f"%{name}.split{suffix}{tag} = {_shape(etype, operand_dims)} "
                      f"reshape({value})")
         splits.append(f"%{name}.split{suffix}{tag}")

@@ -103,7 +103,7 @@ def _compile_ms(make, arg, jit) -> tuple[float, float]:
     sides taking turns."""
     def first_call(wrap):
         count = itertools.count(1)
-        return lambda: wrap(make(next(count)))(arg).block_until_ready()
+        return lambda: jax.block_until_ready(wrap(make(next(count)))(arg))
 
     (ours, _), (plain, _) = compile_times_ms([(first_call(jit), None),
                                               (first_call(jax.jit), None)])
@@ -118,12 +118,13 @@ def _case(name: str, fn, make, arg, runs: int, calls: int = 1, jit=_kernel_jit) 
     # The FFI handler probes one instruction at a time (WorkerChoice): a
     # program of n kernels has chosen its threads after ~7n calls.
     for _ in range(WARM_CALLS):
-        ours(arg).block_until_ready()
-    ours_t, xla_t = block_times_ms([lambda: ours(arg).block_until_ready(),
-                                    lambda: plain(arg).block_until_ready()], runs, calls=calls)
+        jax.block_until_ready(ours(arg))
+    ours_t, xla_t = block_times_ms([lambda: jax.block_until_ready(ours(arg)),
+                                    lambda: jax.block_until_ready(plain(arg))], runs, calls=calls)
     ours_q, xla_q = quartiles(ours_t), quartiles(xla_t)
-    err = float(np.max(np.abs(np.asarray(ours(arg), np.float32) -
-                              np.asarray(plain(arg), np.float32))))
+    err = max(float(np.max(np.abs(np.asarray(a, np.float32) - np.asarray(b, np.float32))))
+              for a, b in zip(jax.tree_util.tree_leaves(ours(arg)),
+                              jax.tree_util.tree_leaves(plain(arg))))
     return dict(name=name, ours_ms=ours_q[1], xla_ms=xla_q[1], ratio=ours_q[1] / xla_q[1],
                 ours_quartiles_ms=ours_q, xla_quartiles_ms=xla_q, compile_ours_ms=compile_ours,
                 compile_xla_ms=compile_xla, max_abs_error=err)
@@ -181,6 +182,11 @@ def cases(runs: int) -> list[dict]:
     angles = jnp.asarray(np.random.default_rng(28).uniform(-1e3, 1e3, (1024, 1024)), jnp.float32)
     integers = tuple(jnp.asarray(np.random.default_rng(29 + i).integers(lo, 2 ** 31, (1024, 1024)),
                                  jnp.int32) for i, lo in enumerate((-2 ** 31, 1)))
+    # Parameters, gradients, first and second moments (v >= 0).
+    adam_state = tuple({k: jnp.asarray(np.abs(x) if i == 3 else x) for k, x in (
+        ("w", np.random.default_rng(32 + i).standard_normal((1024, 1024), np.float32)),
+        ("b", np.random.default_rng(36 + i).standard_normal(1024, np.float32)))}
+        for i in range(4))
     narrow = jnp.asarray(np.random.default_rng(31).standard_normal((1024, 1024, 5), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
@@ -350,7 +356,12 @@ def cases(runs: int) -> list[dict]:
                     ("max over the middle dimension f32[1024,1024,5]", _middle_max,
                      lambda k: lambda v: _middle_max(v * (1.0 + k)), narrow),
                     ("channel mean and variance f32[16,224,224,3]", _channel_moments,
-                     lambda k: lambda v: _channel_moments(v * (1.0 + k)), image)]]
+                     lambda k: lambda v: _channel_moments(v * (1.0 + k)), image),
+                    # An optimizer step (stop 78): each new moment, a
+                    # result, merged into the update that reads it as a
+                    # result of its own (the moments read back before).
+                    ("Adam step f32[1024,1024] and [1024]", _adam,
+                     lambda k: functools.partial(_adam, lr=1e-3 * (1 + k)), adam_state)]]
     return [overhead, gelu, loss, *programs]
 
 
@@ -425,6 +436,18 @@ def _argmax(x):
 def _histogram(x):
     edges = jnp.linspace(-3, 3, 33)
     return (x[:, None] > edges[None, :]).sum(0)
+
+
+def _adam(state, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+    """One Adam step (step 3's bias corrections) of parameters, gradients
+    and moments (pytrees): the new parameters and moments."""
+    p, g, m, v = state
+    m = jax.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
+    v = jax.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, v, g)
+    p = jax.tree_util.tree_map(
+        lambda p, m, v: p - lr * (m / (1 - b1 ** 3)) / (jnp.sqrt(v / (1 - b2 ** 3)) + eps),
+        p, m, v)
+    return p, m, v
 
 
 def _middle_max(x):

@@ -147,6 +147,33 @@ def test_merged_kernel_gives_the_two_kernels_bits(ctx):
     np.testing.assert_array_equal(got, want)
 
 
+def test_a_kept_producer_is_the_merged_fusions_last_result(ctx):
+    """merge_producer(keep=True): the producer's result a result of the
+    merged loop fusion too, after the consumer's (a tuple root of both):
+    the bits of the producer's kernel and the consumer's."""
+    consumer = """  q = f32[64] parameter(0)
+  p = f32[64,300] parameter(1)
+  n = f32[64,300] negate(p)
+  ROOT a = f32[64,300] add(n, p)"""
+    _, producer, fusion = _entry(consumer, "f32[64,300]")
+    merged = merge_producer(fusion, 1, keep=True)
+    assert merged.shape.is_tuple and [t.dims for t in merged.shape.tuple_shapes] == \
+        [(64, 300), (64, 300)]
+    root = merged.fused_computation.root
+    assert root.opcode == "tuple" and [o.opcode for o in root.operands] == ["add", "multiply"]
+    rng = np.random.RandomState(4)
+    import ml_dtypes
+    x = rng.standard_normal((64, 300)).astype(ml_dtypes.bfloat16)
+    y = rng.standard_normal(64).astype(np.float32)
+    w, want = np.zeros((64, 300), np.float32), np.zeros((64, 300), np.float32)
+    CpuKernel(emit_kernel(producer).text)(x, w)
+    CpuKernel(emit_kernel(fusion).text)(y, w, want)
+    got, kept = np.zeros((64, 300), np.float32), np.zeros((64, 300), np.float32)
+    CpuKernel(emit_kernel(merged).text)(y, x, got, kept)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(kept, w)
+
+
 def test_merged_names_do_not_collide(ctx):
     # The producer's instructions named as the consumer's are renamed.
     consumer = _SQUARES.replace("m = f32[64,300] multiply(p, p)",

@@ -1258,6 +1258,30 @@ def test_jit_sums_a_kl_divergence_in_one_row_program():
     assert any(d.reason.startswith("as 2 kernels") for d in f.decisions()), f.fusion_report()
 
 
+def test_jit_merges_an_optimizers_moments_into_its_update():
+    # An Adam step: XLA:CPU computes each weight's new moments m and v in
+    # fusions of their own (results of the program) and the update, which
+    # reads both back. Each moment is merged into the update as a result
+    # of its own (a multi-output loop kernel): the update reads g, m, v
+    # and p once and writes the three. Results as jax.jit's.
+    def adam(p, g, m, v):
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        return p - 1e-3 * (m / 0.19) / (jnp.sqrt(v / 0.003) + 1e-8), m, v
+
+    r = np.random.default_rng(41)
+    p, g, m, v = (r.standard_normal((512, 384), np.float32) for _ in range(4))
+    v = np.abs(v)
+    f = xj.jit(adam)
+    got, want = f(p, g, m, v), jax.jit(adam)(p, g, m, v)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-7, atol=1e-9)
+    merged = [d for d in f.decisions(p, g, m, v) if d.reason.startswith("merged into ")]
+    assert len(merged) == 2 and all(d.ours for d in f.decisions(p, g, m, v)), f.fusion_report()
+    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    assert text.count("custom_call_target=\"xla_gpu_cpu_kernel\"") == 1
+
+
 def test_jit_merges_a_floor_remainder_into_one_kernel():
     # jnp's integer % and //: XLA:CPU computes the divisor guard, the
     # remainder (or quotient) and the floor's select as three (two)

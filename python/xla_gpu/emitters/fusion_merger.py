@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..hlo import HloInstruction, parse_hlo
+from ..hlo import HloInstruction, Shape, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
 from .tree_reduction import COSTLY_OPS
 
@@ -93,6 +93,8 @@ def _elementwise_to_root(comp, inst: HloInstruction, dims) -> bool:
         if id(inst) in seen:
             continue
         seen.add(id(inst))
+        if inst is comp.root and inst.opcode == "tuple":
+            continue  # the results (of one shape: a loop fusion's)
         if inst.opcode != "parameter" and (inst.opcode not in ELEMENTWISE or
                                            inst.shape.dims != dims):
             return False
@@ -141,14 +143,16 @@ def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
     return True
 
 
-def merge_producer(consumer: HloInstruction, k: int) -> HloInstruction:
+def merge_producer(consumer: HloInstruction, k: int, keep: bool = False) -> HloInstruction:
     """Fusion `consumer` with its operand k (a fusion of one array result:
     an elementwise producer, see is_elementwise_producer, or a row
     program's part, see xla_gpu.jax's _merge_row_programs) merged in: a
     new fusion of `consumer`'s name, shape and kind, on `consumer`'s
     operands but k followed by the producer's that `consumer` does not
     read already, calling a new computation (and the computations both
-    called). In no computation yet."""
+    called). With `keep`, the producer's result is a result too: the
+    fusion's is the tuple of `consumer`'s results (a tuple's elements) and
+    the producer's, last. In no computation yet."""
     producer = consumer.operands[k]
     cc, pc = consumer.fused_computation, producer.fused_computation
     taken = {i.name for i in cc.instructions}
@@ -194,11 +198,20 @@ def merge_producer(consumer: HloInstruction, k: int) -> HloInstruction:
             lines.append(line(inst, names[id(inst)], inst.operands))
     (param,) = [p for p in cc.parameters if p.parameter_number == k]
     names[id(param)] = names[id(pc.root)]
+    shape = consumer.shape
+    # With `keep`, the results: the consumer's (its root tuple's operands,
+    # the tuple itself dropped) and the producer's.
+    results = (list(cc.root.operands) if cc.root.opcode == "tuple" else [cc.root]) + [pc.root]
     for inst in cc.topological_order():
-        if inst.opcode != "parameter":
-            names[id(inst)] = inst.name
-            lines.append(("ROOT " if inst is cc.root else "") +
-                         line(inst, inst.name, inst.operands))
+        if inst.opcode == "parameter" or (keep and inst is cc.root and inst.opcode == "tuple"):
+            continue
+        names[id(inst)] = inst.name
+        lines.append(("ROOT " if inst is cc.root and not keep else "") +
+                     line(inst, inst.name, inst.operands))
+    if keep:
+        shape = Shape(tuple_shapes=tuple(r.shape for r in results))
+        lines.append(f"ROOT %{fresh(consumer.name + '.results')} = {shape} tuple("
+                     + ", ".join(f"%{names[id(r)]}" for r in results) + ")")
     name = f"{cc.name}.{pc.name}"
     called = (pc.callees() + [c for c in cc.callees() if c not in pc.callees()])
     args = ", ".join(f"%arg{i}" for i in range(len(operands)))
@@ -206,12 +219,12 @@ def merge_producer(consumer: HloInstruction, k: int) -> HloInstruction:
     text = ("HloModule merged\n\n" + "".join(c.to_text() + "\n\n" for c in called) +
             f"%{name} {{\n  " + "\n  ".join(lines) + "\n}\n\nENTRY %merged {\n" +
             "".join(f"  %arg{i} = {o.shape} parameter({i})\n" for i, o in enumerate(operands)) +
-            f"  ROOT %{consumer.name} = {consumer.shape} fusion({args}), kind={kind}, "
+            f"  ROOT %{consumer.name} = {shape} fusion({args}), kind={kind}, "
             f"calls=%{name}\n}}\n")
     module = parse_hlo(text, source=f"<{producer.name} merged into {consumer.name}>")
     merged = module.entry.root
     merged.operands = operands
-    merged.shape = consumer.shape
+    merged.shape = shape
     merged.parent = None
     by_name = {c.name: c for c in called}
     for inst in merged.fused_computation.instructions:

@@ -680,35 +680,67 @@ def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruct
     (fusion_merger.merge_producer: the consumer changes in place, `inst`
     leaves the entry) and returns the consumer; else None. A bf16 RMS norm
     then writes and reads no f32 copy of its input (4 MiB over
-    bf16[1024,1024])."""
-    if len(inst.users) != 1 or not is_elementwise_producer(inst) or not kernel_row_major(inst):
+    bf16[1024,1024]). Where the entry's result holds `inst` too (an
+    optimizer's new moments, which its parameter update reads), a loop
+    consumer of its dimensions computes it as a result of its own
+    (_merge_in_place's `keep`): Adam's update of a [1024,1024] weight
+    read its two moments back from memory."""
+    if not is_elementwise_producer(inst) or not kernel_row_major(inst):
         return None
-    consumer = inst.users[0]
-    if (consumer.opcode != "fusion" or consumer.parent is not module.entry or
-            not kernel_row_major(consumer)):
+    readers = {id(u): u for u in inst.users}
+    fusions = [u for u in readers.values() if u.opcode == "fusion"]
+    others = [u for u in readers.values() if u.opcode != "fusion"]
+    if len(fusions) != 1 or any(u is not module.entry.root for u in others):
+        return None
+    consumer = fusions[0]
+    if (consumer.parent is not module.entry or not kernel_row_major(consumer)):
         return None
     ops = {i.opcode for i in consumer.fused_computation.instructions}
     k = next(i for i, o in enumerate(consumer.operands) if o is inst)
     if _LIBRARY_OPS & ops or not reads_each_element_once(consumer, k):
         return None
-    _merge_in_place(module, consumer, k)
-    return consumer
+    keep = bool(others)
+    if keep and ("reduce" in ops or any(
+            leaf.dims != inst.shape.dims for leaf in consumer.shape.leaves())):
+        return None  # a loop fusion's results are of one shape
+    return _merge_in_place(module, consumer, k, keep)
 
 
-def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int) -> None:
+def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int,
+                    keep: bool = False) -> HloInstruction:
     """Merges fusion `consumer`'s operand k, a fusion of the entry, into it
     (fusion_merger.merge_producer): `consumer` changes in place, the
-    producer leaves the entry, the merged computation joins the module."""
+    producer leaves the entry, the merged computation joins the module;
+    returns `consumer`. With `keep` the producer's result stays, the
+    merged fusion's last result: a consumer of one result becomes a new
+    fusion of the tuple (its name; the consumer its get-tuple-element),
+    and the producer a get-tuple-element of the one returned."""
     producer = consumer.operands[k]
-    merged = merge_producer(consumer, k)
+    entry = module.entry
+    if keep and not consumer.shape.is_tuple:
+        name = consumer.name
+        consumer = _as_tuple_of([consumer], list(consumer.operands))
+        single = consumer.users[0]
+        consumer.name, single.name = name, f"{name}.0"
+    merged = merge_producer(consumer, k, keep)
+    sources = list(producer.operands)
     consumer.operands = merged.operands
     consumer.called_computations = merged.called_computations
     consumer.attributes = merged.attributes
-    for o in producer.operands:
+    for o in sources:
         o.users = [u for u in o.users if u is not producer and u is not consumer] + [consumer]
-    entry = module.entry
     entry.instructions.remove(producer)
+    if keep:
+        producer.opcode = "get-tuple-element"
+        producer.operands = [consumer]
+        producer.attributes = {"index": _index(len(consumer.shape.tuple_shapes))}
+        producer.called_computations = []
+        producer.users = [u for u in producer.users if u is not consumer]
+        consumer.shape = merged.shape
+        consumer.users.append(producer)
+        entry.instructions.insert(entry.instructions.index(consumer) + 1, producer)
     module.computations.insert(module.computations.index(entry), merged.fused_computation)
+    return consumer
 
 
 def _is_row_program(instructions: list[HloInstruction]) -> bool:
@@ -838,15 +870,22 @@ def _replace_fusions_in_context(module: HloModule,
     # a producer read by two fusions, one of which merges into the other
     # (a floor remainder's divisor, read by XLA:CPU's `wrapped_remainder`
     # and by the select after it), is read by one then.
+    kinds = {id(inst): inst.fusion_kind or "?" for inst in fusions}
     consumers = {id(inst): consumer for inst in reversed(fusions)
                  if inst.parent is module.entry and
                  (consumer := _merge_into_consumer(module, inst)) is not None}
+    # A consumer that took a producer's result as its own is a new fusion
+    # (of its name), the one it was its get-tuple-element.
+    fusions = [inst.operands[0] if inst.opcode == "get-tuple-element" and id(inst) not in consumers
+               else inst for inst in fusions]
     for inst in fusions:
-        kind = inst.fusion_kind or "?"
+        kind = kinds.get(id(inst)) or inst.fusion_kind or "?"
         if inst.parent is not module.entry and (reason := _xlas_in_control_flow(inst)):
             decisions.append(FusionDecision(inst.name, kind, False, reason))
             continue
         if (consumer := consumers.get(id(inst))) is not None:
+            if consumer.opcode == "get-tuple-element":  # it took a result later
+                consumer = consumer.operands[0]
             merged.append((len(decisions), consumer))
             decisions.append(FusionDecision(inst.name, kind, True, f"merged into {consumer.name}"))
             continue

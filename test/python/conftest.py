@@ -29,6 +29,24 @@ def ctx():
         yield context
 
 
+def kernel_llvm_ir(text: str, dump, monkeypatch) -> tuple[str, str]:
+    """The LLVM IR of the host kernel of HLO fusion `text`, compiled afresh
+    (no disk cache; a size of the caller's own keeps the process's kernels
+    apart) and dumped to folder `dump` ($XLA_GPU_DUMP_LLVM_IR): as
+    translated (with the lane loops' interleave counts capped) and
+    optimized."""
+    from xla_gpu.emitters import emit_kernel, find_fusion
+    from xla_gpu.hlo import parse_hlo
+    from xla_gpu.runtime import CpuKernel
+    monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(dump))
+    monkeypatch.setenv("XLA_GPU_CACHE_DIR", "")
+    with ir.Context():
+        CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
+    read = lambda files: "\n".join(f.read_text() for f in sorted(files))  # noqa: E731
+    return (read(f for f in dump.glob("*.ll") if not f.name.endswith(".opt.ll")),
+            read(dump.glob("*.opt.ll")))
+
+
 # A kernel that parses, verifies and lowers but does not link: it calls a
 # function nothing defines (the CPU JIT must refuse it, not jump to null).
 UNRESOLVED_HELPER_KERNEL = """

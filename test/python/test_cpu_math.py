@@ -369,14 +369,10 @@ def test_fmod_loop_is_vectorized(tmp_path, monkeypatch, ty, divisor):
     """The optimized remainder kernel divides vectors of doubles and calls
     libm only through the masked variant of its vectors (and in its
     function: one frem)."""
-    monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(tmp_path))
-    monkeypatch.setenv("XLA_GPU_CACHE_DIR", "")
-    # A size of its own: no kernel compiled before in the process.
-    text = (f"fusion {{\n  p = {ty}[1048568] parameter(0)\n  {divisor}\n"
-            f"  ROOT e = {ty}[1048568] remainder(p, q)\n}}\n")
-    with ir.Context():
-        CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
-    optimized = "\n".join(f.read_text() for f in tmp_path.glob("*.opt.ll"))
+    from conftest import kernel_llvm_ir
+    _, optimized = kernel_llvm_ir(
+        f"fusion {{\n  p = {ty}[1048568] parameter(0)\n  {divisor}\n"
+        f"  ROOT e = {ty}[1048568] remainder(p, q)\n}}\n", tmp_path, monkeypatch)
     assert re.search(r"fdiv <(4|8|16) x double>", optimized)
     element = {"f32": "float", "f64": "double"}[ty]
     assert re.search(rf"call <(4|8|16) x {element}> @xla_gpu_host_fmod_{ty}_v(4|8|16)\(",

@@ -187,14 +187,11 @@ def test_a_constant_operand_keeps_the_variant(tmp_path, monkeypatch, op):
     scalar function (weak_odr, which IPSCCP does not specialize), whose
     signature is then its variant's, so the loop is vectorized (its FMAs
     on vectors of doubles) and libm is called for the remainder alone."""
-    monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(tmp_path))
-    monkeypatch.setenv("XLA_GPU_CACHE_DIR", "")
-    text = ("fusion {\n  p = f64[1048567] parameter(0)\n  c = f64[] constant(2.5)\n"
-            "  b = f64[1048567] broadcast(c), dimensions={}\n"
-            f"  ROOT e = f64[1048567] {op}(p, b)\n}}\n")
-    with ir.Context():
-        CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
-    optimized = "\n".join(f.read_text() for f in tmp_path.glob("*.opt.ll"))
+    from conftest import kernel_llvm_ir
+    _, optimized = kernel_llvm_ir(
+        "fusion {\n  p = f64[1048567] parameter(0)\n  c = f64[] constant(2.5)\n"
+        "  b = f64[1048567] broadcast(c), dimensions={}\n"
+        f"  ROOT e = f64[1048567] {op}(p, b)\n}}\n", tmp_path, monkeypatch)
     assert re.search(r"@llvm\.fma\.v(4|8)f64", optimized)
     name = {"power": "pow", "atan2": "atan2"}[op]
     assert re.search(rf"define weak_odr hidden double @xla_gpu_f64_{name}\(double %\d+, double",
@@ -207,19 +204,16 @@ def test_a_loop_of_large_variants_is_not_interleaved(tmp_path, monkeypatch):
     vectorizer, a copy an interleaved iteration): pow + erf's loop runs
     once where its few calls asked for 4 (their code generation 21 -> 15
     ms); an exp's loop keeps 2 or more."""
-    monkeypatch.setenv("XLA_GPU_CACHE_DIR", "")
+    from conftest import kernel_llvm_ir
     counts = {}
     for name, body in [("pow_erf", "  a = f64[1048565] abs(p)\n  w = f64[1048565] power(a, q)\n"
                                    "  e = f64[1048565] erf(q)\n  ROOT r = f64[1048565] add(w, e)\n"),
                        ("exp", "  ROOT r = f64[1048565] exponential(p)\n")]:
         dump = tmp_path / name
         dump.mkdir()
-        monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(dump))
-        text = ("fusion {\n  p = f64[1048565] parameter(0)\n  q = f64[1048565] parameter(1)\n"
-                + body + "}\n")
-        with ir.Context():
-            CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
-        translated = "\n".join(f.read_text() for f in dump.glob("*.ll") if ".opt." not in f.name)
+        translated, _ = kernel_llvm_ir(
+            "fusion {\n  p = f64[1048565] parameter(0)\n  q = f64[1048565] parameter(1)\n"
+            + body + "}\n", dump, monkeypatch)
         counts[name] = [int(c) for c in re.findall(r'"llvm.loop.interleave.count", i32 (\d+)',
                                                     translated)]
     assert counts["pow_erf"] == [1]
@@ -232,14 +226,10 @@ def test_vectorized_loops_inline_the_variants(tmp_path, monkeypatch):
     drops): the optimized kernel computes the approximation on vectors of 8
     doubles (its FMAs) and calls no variant; the scalar function (libm's)
     is left for the loop's remainder."""
-    monkeypatch.setenv("XLA_GPU_DUMP_LLVM_IR", str(tmp_path))
-    monkeypatch.setenv("XLA_GPU_CACHE_DIR", "")
-    # A size of its own: no kernel compiled before in the process.
-    text = ("fusion {\n  p = f64[1048568] parameter(0)\n"
-            "  ROOT e = f64[1048568] exponential(p)\n}\n")
-    with ir.Context():
-        CpuKernel(emit_kernel(find_fusion(parse_hlo(text))))
-    optimized = "\n".join(f.read_text() for f in tmp_path.glob("*.opt.ll"))
+    from conftest import kernel_llvm_ir
+    _, optimized = kernel_llvm_ir("fusion {\n  p = f64[1048568] parameter(0)\n"
+                                  "  ROOT e = f64[1048568] exponential(p)\n}\n",
+                                  tmp_path, monkeypatch)
     assert "@llvm.fma.v8f64" in optimized
     assert "@xla_gpu_f64_exp_v8(<8 x double>" not in optimized  # no call, no definition
     assert "call double @xla_gpu_f64_exp(" in optimized

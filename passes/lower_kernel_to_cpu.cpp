@@ -141,11 +141,11 @@ struct IntToBF16ThroughF32 : public mlir::OpRewritePattern<Op> {
 
 // x86 has no vector integer division: LLVM divides integer elements one
 // at a time (idiv). Through floats instead, which vectorizes (vdivps,
-// vdivpd): i8 and i16 through f32, i32 through f64. Where |a| < 2^p / 2
-// (p the float's significand bits: 24 for |a|, |b| < 2^16, 53 for 32-bit
-// a and b) the float quotient is exact when it is an integer, and
+// vdivpd): i8 and i16 through f32, i32 through f64. With p the float's
+// significand bits (24, 53) and |a| < 2^(p - 8) (16-bit a in f32, 32-bit
+// a in f64), the float quotient is exact when it is an integer, and
 // otherwise at least 1 / |b| from the next integer away from zero while
-// its error is below |a / b| 2^-p < 1 / |b| -- so truncating it is the
+// its error is below |a / b| 2^-p < 2^-8 / |b| -- so truncating it is the
 // integer quotient (it never rounds past the integer toward zero, which is
 // a float). The remainder is a - b * q. (Division by zero and the minimum
 // by -1 are undefined in arith as in LLVM; the emitters guard them with

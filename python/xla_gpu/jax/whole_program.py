@@ -719,9 +719,11 @@ def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int,
     entry = module.entry
     if keep and not consumer.shape.is_tuple:
         name = consumer.name
+        taken = {i.name for c in module.computations for i in c.instructions}
+        element = next(n for n in (f"{name}.result{j or ''}" for j in range(len(taken) + 1))
+                       if n not in taken)
         consumer = _as_tuple_of([consumer], list(consumer.operands))
-        single = consumer.users[0]
-        consumer.name, single.name = name, f"{name}.0"
+        consumer.name, consumer.users[0].name = name, element
     merged = merge_producer(consumer, k, keep)
     sources = list(producer.operands)
     consumer.operands = merged.operands

@@ -305,7 +305,10 @@ def cases(runs: int) -> list[dict]:
                     # A cross-entropy's gradient by the logits, integer
                     # labels (stop 74): its last part, an exp an element,
                     # row-mapped into the kernel of its reductions (0.80-
-                    # 0.86x the time apart, A/B in one process).
+                    # 0.86x the time apart, A/B in one process); since
+                    # stop 78 XLA:CPU's scatter of the labels into zeros
+                    # a one-hot computed in that kernel (1.03-1.22x
+                    # jax.jit's time before).
                     ("cross-entropy gradient f32[4096,1000]", _cross_entropy_grad,
                      lambda k: functools.partial(_cross_entropy_grad, scale=1.0 + k),
                      (e, labels)),

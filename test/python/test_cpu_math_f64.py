@@ -206,8 +206,9 @@ def test_a_loop_of_large_variants_is_not_interleaved(tmp_path, monkeypatch):
     ms); an exp's loop keeps 2 or more."""
     from conftest import kernel_llvm_ir
     counts = {}
-    for name, body in [("pow_erf", "  a = f64[1048565] abs(p)\n  w = f64[1048565] power(a, q)\n"
-                                   "  e = f64[1048565] erf(q)\n  ROOT r = f64[1048565] add(w, e)\n"),
+    for name, body in [("pow_erf", "  a = f64[1048565] abs(p)\n"
+                                   "  w = f64[1048565] power(a, q)\n  e = f64[1048565] erf(q)\n"
+                                   "  ROOT r = f64[1048565] add(w, e)\n"),
                        ("exp", "  ROOT r = f64[1048565] exponential(p)\n")]:
         dump = tmp_path / name
         dump.mkdir()

@@ -7,7 +7,8 @@ import pytest
 from mlir import ir
 
 from xla_gpu.emitters import emit_kernel
-from xla_gpu.emitters.fusion_merger import (is_elementwise_producer, merge_producer,
+from xla_gpu.emitters.fusion_merger import (computes_cheaply, is_elementwise_producer,
+                                            merge_producer, reads_at_own_indices,
                                             reads_each_element_once)
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.runtime import CpuKernel
@@ -108,12 +109,54 @@ def test_a_value_read_by_several_elementwise_ops_reads_each_element_once():
   ROOT s = f32[64,300] select(n, a, p)"""
     module = parse_hlo(_MODULE.format(consumer=consumer, out="f32[64,300]"))
     assert reads_each_element_once(module.entry.instruction("r"), 1)
-    consumer = consumer.replace("ROOT s = f32[64,300] select(n, a, p)", """s = f32[64,300] select(n, a, p)
+    consumer = consumer.replace("ROOT s = f32[64,300] select(n, a, p)",
+                                """s = f32[64,300] select(n, a, p)
   r = f32[64] reduce(p, z), dimensions={1}, to_apply=add
   rb = f32[64,300] broadcast(r), dimensions={0}
   ROOT d = f32[64,300] subtract(s, rb)""")
     module = parse_hlo(_MODULE.format(consumer=consumer, out="f32[64,300]"))
     assert not reads_each_element_once(module.entry.instruction("r"), 1)
+
+
+def test_a_cheap_value_read_by_a_reduce_and_beside_it_is_read_at_its_own_indices():
+    # x - sum(x) reads x at its own indices, twice: reads_each_element_once
+    # says no, reads_at_own_indices yes. computes_cheaply: a one-hot of
+    # per-row columns (operands smaller than its result, no costly op) is;
+    # a select of an operand of its own size, or an exp, is not.
+    consumer = """  q = f32[64] parameter(0)
+  p = f32[64,300] parameter(1)
+  z = f32[] constant(0)
+  r = f32[64] reduce(p, z), dimensions={1}, to_apply=add
+  rb = f32[64,300] broadcast(r), dimensions={0}
+  ROOT d = f32[64,300] subtract(p, rb)"""
+    module = parse_hlo(_MODULE.format(consumer=consumer, out="f32[64,300]"))
+    fusion = module.entry.instruction("r")
+    assert not reads_each_element_once(fusion, 1) and reads_at_own_indices(fusion, 1)
+    transposed = consumer.replace("ROOT d = f32[64,300] subtract(p, rb)",
+                                  "t = f32[300,64] transpose(p), dimensions={1,0}\n"
+                                  "  ROOT d = f32[64,300] subtract(p, rb)")
+    module = parse_hlo(_MODULE.format(consumer=transposed, out="f32[64,300]"))
+    assert not reads_at_own_indices(module.entry.instruction("r"), 1)
+    one_hot = parse_hlo("""HloModule m
+fused {
+  c = s32[64] parameter(0)
+  cb = s32[64,300] broadcast(c), dimensions={0}
+  i = s32[64,300] iota(), iota_dimension=1
+  h = pred[64,300] compare(i, cb), direction=EQ
+  one = f32[] constant(1)
+  zero = f32[] constant(0)
+  ob = f32[64,300] broadcast(one), dimensions={}
+  zb = f32[64,300] broadcast(zero), dimensions={}
+  ROOT s = f32[64,300] select(h, ob, zb)
+}
+ENTRY e {
+  c = s32[64] parameter(0)
+  ROOT f = f32[64,300] fusion(c), kind=kLoop, calls=fused
+}
+""").entry.root
+    assert computes_cheaply(one_hot)
+    _, producer, _ = _entry(_SQUARES)
+    assert not computes_cheaply(producer)   # its bf16 operand is of its size
 
 
 def test_an_operand_read_twice_is_not_merged():

@@ -1282,6 +1282,38 @@ def test_jit_merges_an_optimizers_moments_into_its_update():
     assert text.count("custom_call_target=\"xla_gpu_cpu_kernel\"") == 1
 
 
+@pytest.mark.parametrize("dtype, weighted", [(jnp.float32, False), (jnp.float32, True),
+                                             (jnp.bfloat16, False)])
+def test_jit_computes_a_take_along_axis_gradient_as_a_one_hot(dtype, weighted):
+    # A cross-entropy's gradient by the logits: XLA:CPU writes a broadcast
+    # of zeros f32[R, C], scatters each row's update at (row, label) into
+    # it and reads it back in the softmax's fusion. As a one-hot
+    # (select(iota == label, 0 + u, 0)) merged into that fusion nothing of
+    # [R, C] is written for it. Labels of both signs (jnp counts -1 from
+    # the end) and one past the end (the scatter skips it); per-row
+    # weights make the updates an array. As jax.jit's.
+    def loss(logits, labels, w):
+        logp = jax.nn.log_softmax(logits.astype(jnp.float32) * 1.5)
+        picked = jnp.take_along_axis(logp, labels[:, None], axis=1)[:, 0]
+        return -(picked * w).sum() if weighted else -picked.sum()
+
+    grad = jax.grad(loss)
+    r = np.random.default_rng(43)
+    logits = jnp.asarray(r.standard_normal((1024, 1000), np.float32), dtype)
+    labels = r.integers(-1000, 1000, 1024).astype(np.int32)
+    labels[:4] = [0, 999, -1, 1000]
+    w = r.random(1024).astype(np.float32)
+    f = xj.jit(grad)
+    got, want = np.asarray(f(logits, labels, w), np.float32), \
+        np.asarray(jax.jit(grad)(logits, labels, w), np.float32)
+    np.testing.assert_allclose(got, want, rtol=2e-6 if dtype == jnp.float32 else 1e-2,
+                               atol=1e-7)
+    decisions = f.decisions(logits, labels, w)
+    assert sum("(as a one-hot)" in d.reason for d in decisions) == 2, f.fusion_report()
+    stats = f._last.executable.executable.get_compiled_memory_stats()
+    assert stats.temp_size_in_bytes < 1024 * 1000 * 4 // 2
+
+
 def test_jit_merges_a_floor_remainder_into_one_kernel():
     # jnp's integer % and //: XLA:CPU computes the divisor guard, the
     # remainder (or quotient) and the floor's select as three (two)

@@ -26,7 +26,8 @@ from ..hlo import HloInstruction, Shape, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
 from .tree_reduction import COSTLY_OPS
 
-__all__ = ["is_elementwise_producer", "merge_producer", "reads_each_element_once"]
+__all__ = ["computes_cheaply", "is_elementwise_producer", "merge_producer",
+           "reads_at_own_indices", "reads_each_element_once"]
 
 
 # The most elements of an array constant in an elementwise producer (a
@@ -140,6 +141,46 @@ def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
         if user.opcode not in ELEMENTWISE or user.shape.dims != dims:
             return False
         inst = user
+    return True
+
+
+def computes_cheaply(fusion: HloInstruction) -> bool:
+    """Whether fusion `fusion` has no costly op (COSTLY_OPS: an exp, a
+    divide) and reads no operand as large as its result (a one-hot's
+    compare of an iota with a column a row): computing it again at each
+    read costs less than writing and reading it. (A masked softmax's
+    select of x merged into the softmax, which reads it twice, read x and
+    the mask twice: 0.83 ms against 0.60 unmerged.)"""
+    size = fusion.shape.num_elements
+    return (not any(i.opcode in COSTLY_OPS for i in fusion.fused_computation.instructions) and
+            all(leaf.num_elements < size for o in fusion.operands for leaf in o.shape.leaves()))
+
+
+def reads_at_own_indices(consumer: HloInstruction, k: int) -> bool:
+    """Whether fusion `consumer` reads operand k (once an operand) only at
+    the indices of its elements, by elementwise ops of its dimensions and
+    the inputs of reduces (a row's sum and the value beside it: a
+    cross-entropy gradient's one-hot), each element a few times."""
+    if sum(o is consumer.operands[k] for o in consumer.operands) != 1:
+        return False
+    comp = consumer.fused_computation
+    (param,) = [p for p in comp.parameters if p.parameter_number == k]
+    dims, seen, todo = param.shape.dims, set(), [param]
+    while todo:
+        inst = todo.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        for user in inst.users:
+            if user.opcode == "reduce":
+                if any(o is inst for o in user.operands[len(user.operands) // 2:]):
+                    return False  # read as an init
+                continue
+            if user is comp.root and user.opcode == "tuple":
+                continue
+            if user.opcode not in ELEMENTWISE or user.shape.dims != dims:
+                return False
+            todo.append(user)
     return True
 
 

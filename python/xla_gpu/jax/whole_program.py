@@ -54,7 +54,9 @@ from ..hlo.proto import constant_values
 from ..hlo.simplify_fp_conversions import simplify_fp_conversions
 from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_allowed,
                          kernel_row_major)
-from ..emitters.fusion_merger import (is_elementwise_producer, merge_producer,
+from ..emitters.tree_reduction import _before
+from ..emitters.fusion_merger import (computes_cheaply, is_elementwise_producer, merge_producer,
+                                      reads_at_own_indices,
                                       reads_each_element_once)
 from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
 from ..emitters.merged_kernel import _function, merge_kernels, same_row_blocks
@@ -673,6 +675,131 @@ def _index(k: int) -> Attribute:
     return Attribute("index", str(k), k)
 
 
+def _through_bitcasts(inst: HloInstruction) -> HloInstruction:
+    while inst.opcode in ("bitcast", "reshape"):
+        inst = inst.operands[0]
+    return inst
+
+
+def _row_index_column(indices: HloInstruction, rows: int) -> HloInstruction | None:
+    """Where fusion `indices` makes [rows, 2] scatter indices whose first
+    column is the row's own index (XLA's gradient of take_along_axis:
+    concatenate(iota over the rows, the column) along the minor
+    dimension), the instruction of its computation holding the second
+    column (an element a row); else None."""
+    if indices.opcode != "fusion" or indices.shape.dims != (rows, 2):
+        return None
+    concat = _through_bitcasts(indices.fused_computation.root)
+    if (concat.opcode != "concatenate" or len(concat.operands) != 2 or
+            list(concat.attr("dimensions", [])) != [concat.shape.rank - 1]):
+        return None
+    iota, column = concat.operands
+    iota = _through_bitcasts(iota)
+    if (iota.opcode != "iota" or iota.attr("iota_dimension") != 0 or
+            iota.shape.dims[0] != rows or math.prod(iota.shape.dims) != rows or
+            math.prod(column.shape.dims) != rows):
+        return None
+    return column
+
+
+def _one_hot_scatters(module: HloModule) -> list[tuple[HloInstruction, HloInstruction]]:
+    """XLA's gradient of a take_along_axis (a cross-entropy's by the
+    logits): a broadcast constant c of [R, C] (XLA:CPU writes it: 16 MiB
+    over f32[4096,1000]) and a scatter-add of an update u[r] a row at
+    (r, column[r]) into it. Rewritten in place as the loop fusion
+    select(iota over C == column[r], c + u[r], c) -- the same values (an
+    index out of [0, C) matches no column, as the scatter skips it; each
+    element gets at most one update, its row's) -- which merges into the
+    fusion reading it (_merge_into_consumer), so that nothing of [R, C] is
+    written or read for it. Returns (fusion gone, the fusion it went
+    into) for the broadcast and the indices' fusions nothing else reads."""
+    entry = module.entry
+    gone = []
+    for scatter_fusion in [i for i in entry.instructions if i.opcode == "fusion"]:
+        comp = scatter_fusion.fused_computation
+        scatter = comp.root
+        if (scatter.opcode != "scatter" or len(comp.instructions) != 4 or
+                any(o.opcode != "parameter" for o in scatter.operands)):
+            continue
+        operand, indices, updates = (scatter_fusion.operands[o.parameter_number]
+                                     for o in scatter.operands)
+        if operand.shape.rank != 2 or not operand.shape.is_array:
+            continue
+        rows, cols = operand.shape.dims
+        if (updates.shape.dims != (rows, 1, 1) or scatter.attr("index_vector_dim") != 1 or
+                list(scatter.attr("update_window_dims", [])) != [1, 2] or
+                list(scatter.attr("inserted_window_dims", [])) or
+                list(scatter.attr("scatter_dims_to_operand_dims", [])) != [0, 1] or
+                list(scatter.attr("input_batching_dims", [])) or
+                updates.shape.element_type != operand.shape.element_type):
+            continue
+        combiner = scatter.called_computations[0]
+        if (combiner.root.opcode != "add" or
+                {o.opcode for o in combiner.root.operands} != {"parameter"}):
+            continue
+        broadcast = operand.fused_computation.root if operand.opcode == "fusion" else None
+        if (broadcast is None or broadcast.opcode != "broadcast" or
+                broadcast.operands[0].opcode != "parameter" or broadcast.operands[0].shape.dims):
+            continue
+        constant = operand.operands[broadcast.operands[0].parameter_number]
+        column = _row_index_column(indices, rows)
+        if column is None:
+            continue
+        ic = indices.fused_computation
+        needed = [i for i in ic.topological_order() if id(i) in _before([column])]
+        ty = operand.shape.element_type.name
+        ity = column.shape.element_type.name
+        params = sorted(ic.parameters, key=lambda q: q.parameter_number)
+        lines = [f"%onehot.c = {constant.shape.to_text(layout=False)} parameter(0)",
+                 f"%onehot.u = {updates.shape.to_text(layout=False)} parameter(1)"]
+        lines += [f"%{q.name} = {q.shape.to_text(layout=False)} parameter({2 + q.parameter_number})"
+                  for q in params]
+        lines += [i.to_text().removeprefix("ROOT ") for i in needed if i.opcode != "parameter"]
+        shape = f"{ty}[{rows},{cols}]"
+        lines += [f"%onehot.y = {ity}[{rows}] reshape(%{column.name})",
+                  f"%onehot.yb = {ity}[{rows},{cols}] broadcast(%onehot.y), dimensions={{0}}",
+                  f"%onehot.col = {ity}[{rows},{cols}] iota(), iota_dimension=1",
+                  f"%onehot.hit = pred[{rows},{cols}] compare(%onehot.col, %onehot.yb), "
+                  "direction=EQ",
+                  f"%onehot.cb = {shape} broadcast(%onehot.c), dimensions={{}}",
+                  f"%onehot.ur = {ty}[{rows}] reshape(%onehot.u)",
+                  f"%onehot.ub = {shape} broadcast(%onehot.ur), dimensions={{0}}",
+                  f"%onehot.sum = {shape} add(%onehot.cb, %onehot.ub)",
+                  f"ROOT %onehot.out = {shape} select(%onehot.hit, %onehot.sum, %onehot.cb)"]
+        operands = [constant, updates, *(indices.operands[q.parameter_number] for q in params)]
+        callees = "".join(c.to_text() + "\n\n" for c in ic.callees())
+        text = (f"HloModule onehot\n\n{callees}%{scatter_fusion.name}.onehot {{\n  "
+                + "\n  ".join(lines) + "\n}\n\nENTRY %e {\n"
+                + "".join(f"  %a{k} = {o.shape.to_text(layout=False)} parameter({k})\n"
+                          for k, o in enumerate(operands))
+                + f"  ROOT %{scatter_fusion.name} = {shape} fusion("
+                + ", ".join(f"%a{k}" for k in range(len(operands)))
+                + f"), kind=kLoop, calls=%{scatter_fusion.name}.onehot\n}}\n")
+        try:
+            made = parse_hlo(text, source=f"<{scatter_fusion.name} as a one-hot>").entry.root
+        except HloParseError:
+            continue
+        by_name = {c.name: c for c in ic.callees()}
+        for i in made.fused_computation.instructions:
+            i.called_computations = [by_name.get(c.name, c) for c in i.called_computations]
+        old = list(scatter_fusion.operands)
+        scatter_fusion.operands = operands
+        scatter_fusion.called_computations = made.called_computations
+        scatter_fusion.attributes = made.attributes
+        for o in old:
+            o.users = [u for u in o.users if u is not scatter_fusion]
+        for o in operands:
+            o.users.append(scatter_fusion)
+        module.computations.insert(module.computations.index(entry), made.fused_computation)
+        for dead in (operand, indices):  # nothing else reads them
+            if not dead.users and dead in entry.instructions:
+                entry.instructions.remove(dead)
+                for o in dead.operands:
+                    o.users = [u for u in o.users if u is not dead]
+                gone.append((dead, scatter_fusion))
+    return gone
+
+
 def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruction | None:
     """Where fusion `inst` computes elementwise what one fusion alone reads,
     each element once (XLA:CPU's `wrapped_convert` of a bf16 input to f32
@@ -697,9 +824,10 @@ def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruct
         return None
     ops = {i.opcode for i in consumer.fused_computation.instructions}
     k = next(i for i, o in enumerate(consumer.operands) if o is inst)
-    if _LIBRARY_OPS & ops or not reads_each_element_once(consumer, k):
-        return None
     keep = bool(others)
+    if _LIBRARY_OPS & ops or not (reads_each_element_once(consumer, k) or (
+            not keep and computes_cheaply(inst) and reads_at_own_indices(consumer, k))):
+        return None
     if keep and ("reduce" in ops or any(
             leaf.dims != inst.shape.dims for leaf in consumer.shape.leaves())):
         return None  # a loop fusion's results are of one shape
@@ -866,6 +994,10 @@ def _replace_fusions_in_context(module: HloModule,
         merged.append((len(decisions), consumer))
         decisions.append(FusionDecision(producer.name, producer.fusion_kind or "?", True,
                                         f"merged into {consumer.name}"))
+    for gone, into in _one_hot_scatters(module):
+        merged.append((len(decisions), into))
+        decisions.append(FusionDecision(gone.name, gone.fusion_kind or "?", True,
+                                        f"merged into {into.name} (as a one-hot)"))
     fusions = [inst for comp in (module.entry, *_control_flow_computations(module))
                for inst in list(comp.instructions) if inst.opcode == "fusion"]
     # The entry's producers merged into their consumers, the last first:

@@ -687,7 +687,8 @@ def _row_index_column(indices: HloInstruction, rows: int) -> HloInstruction | No
     concatenate(iota over the rows, the column) along the minor
     dimension), the instruction of its computation holding the second
     column (an element a row); else None."""
-    if indices.opcode != "fusion" or indices.shape.dims != (rows, 2):
+    if (indices.opcode != "fusion" or indices.shape.dims != (rows, 2) or
+            not kernel_row_major(indices)):
         return None
     concat = _through_bitcasts(indices.fused_computation.root)
     if (concat.opcode != "concatenate" or len(concat.operands) != 2 or
@@ -723,7 +724,8 @@ def _one_hot_scatters(module: HloModule) -> list[tuple[HloInstruction, HloInstru
             continue
         operand, indices, updates = (scatter_fusion.operands[o.parameter_number]
                                      for o in scatter.operands)
-        if operand.shape.rank != 2 or not operand.shape.is_array:
+        if (operand.shape.rank != 2 or not operand.shape.is_array or
+                not kernel_row_major(scatter_fusion)):
             continue
         rows, cols = operand.shape.dims
         if (updates.shape.dims != (rows, 1, 1) or scatter.attr("index_vector_dim") != 1 or

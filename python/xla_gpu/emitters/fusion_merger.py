@@ -24,7 +24,7 @@ import dataclasses
 
 from ..hlo import HloInstruction, Shape, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
-from .tree_reduction import COSTLY_OPS
+from .tree_reduction import COSTLY_OPS, call_the_originals
 
 __all__ = ["computes_cheaply", "is_elementwise_producer", "merge_producer",
            "reads_at_own_indices", "reads_each_element_once"]
@@ -267,7 +267,5 @@ def merge_producer(consumer: HloInstruction, k: int, keep: bool = False) -> HloI
     merged.operands = operands
     merged.shape = shape
     merged.parent = None
-    by_name = {c.name: c for c in called}
-    for inst in merged.fused_computation.instructions:
-        inst.called_computations = [by_name[c.name] for c in inst.called_computations]
+    call_the_originals(merged, called)
     return merged

@@ -787,8 +787,15 @@ def _parse_parts(fusion, first: list[str], last: list[str], middles: list[Shape]
         get.shape = leaf
     inner.shape = leaves[0] if len(leaves) == 1 else Shape(tuple_shapes=tuple(leaves))
     outer.shape = fusion.shape
-    by_name = {c.name: c for c in called}
     for part in (inner, outer):
-        for inst in part.fused_computation.instructions:
-            inst.called_computations = [by_name[c.name] for c in inst.called_computations]
+        call_the_originals(part, called)
     return [inner, *gets, outer]
+
+
+def call_the_originals(fusion: HloInstruction, called) -> None:
+    """Fusion `fusion`, parsed from text that held copies of the
+    computations `called`, calls those instead (its instructions' callees
+    by name)."""
+    by_name = {c.name: c for c in called}
+    for inst in fusion.fused_computation.instructions:
+        inst.called_computations = [by_name[c.name] for c in inst.called_computations]

@@ -54,7 +54,7 @@ from ..hlo.proto import constant_values
 from ..hlo.simplify_fp_conversions import simplify_fp_conversions
 from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_allowed,
                          kernel_row_major)
-from ..emitters.tree_reduction import _before
+from ..emitters.tree_reduction import _before, call_the_originals
 from ..emitters.fusion_merger import (computes_cheaply, is_elementwise_producer, merge_producer,
                                       reads_at_own_indices,
                                       reads_each_element_once)
@@ -748,7 +748,8 @@ def _one_hot_scatters(module: HloModule) -> list[tuple[HloInstruction, HloInstru
         if column is None:
             continue
         ic = indices.fused_computation
-        needed = [i for i in ic.topological_order() if id(i) in _before([column])]
+        reads = _before([column])
+        needed = [i for i in ic.topological_order() if id(i) in reads]
         ty = operand.shape.element_type.name
         ity = column.shape.element_type.name
         params = sorted(ic.parameters, key=lambda q: q.parameter_number)
@@ -781,9 +782,7 @@ def _one_hot_scatters(module: HloModule) -> list[tuple[HloInstruction, HloInstru
             made = parse_hlo(text, source=f"<{scatter_fusion.name} as a one-hot>").entry.root
         except HloParseError:
             continue
-        by_name = {c.name: c for c in ic.callees()}
-        for i in made.fused_computation.instructions:
-            i.called_computations = [by_name.get(c.name, c) for c in i.called_computations]
+        call_the_originals(made, ic.callees())
         old = list(scatter_fusion.operands)
         scatter_fusion.operands = operands
         scatter_fusion.called_computations = made.called_computations
@@ -1010,18 +1009,18 @@ def _replace_fusions_in_context(module: HloModule,
     consumers = {id(inst): consumer for inst in reversed(fusions)
                  if inst.parent is module.entry and
                  (consumer := _merge_into_consumer(module, inst)) is not None}
-    # A consumer that took a producer's result as its own is a new fusion
-    # (of its name), the one it was its get-tuple-element.
+    # A consumer that took a producer's result as its own (then or later)
+    # is a new fusion (of its name), the one it was its get-tuple-element.
     fusions = [inst.operands[0] if inst.opcode == "get-tuple-element" and id(inst) not in consumers
                else inst for inst in fusions]
+    consumers = {k: c.operands[0] if c.opcode == "get-tuple-element" else c
+                 for k, c in consumers.items()}
     for inst in fusions:
         kind = kinds.get(id(inst)) or inst.fusion_kind or "?"
         if inst.parent is not module.entry and (reason := _xlas_in_control_flow(inst)):
             decisions.append(FusionDecision(inst.name, kind, False, reason))
             continue
         if (consumer := consumers.get(id(inst))) is not None:
-            if consumer.opcode == "get-tuple-element":  # it took a result later
-                consumer = consumer.operands[0]
             merged.append((len(decisions), consumer))
             decisions.append(FusionDecision(inst.name, kind, True, f"merged into {consumer.name}"))
             continue

@@ -43,8 +43,14 @@ class WorkerChoice {
   // ran faster on it, and a floor of 0.1 ms kept them on one thread --
   // in one process the layer norm took 0.38-0.50 ms with a floor of
   // 0.02 or none against 0.49-0.71 with 0.1, the softmax 0.47-0.72
-  // against 0.52-1.34. Under 0.02 ms a launch is too short to share.
-  static constexpr int64_t kMinNanosForWorkers = 20'000;
+  // against 0.52-1.34. A floor of 0.02 ms kept kernels of 0.01-0.02 ms
+  // on one thread that ran faster on the pool too: through xj.jit
+  // (medians of three processes a side, whole calls) a pad of a reversed
+  // strided slice 21 -> 14 us, a layer norm over f32[128,512] 22 -> 12,
+  // a row max over f32[8192,12] 15 -> 11, a GELU over f32[64,1024] 19 ->
+  // 13, a concatenate 97 -> 68; under 5 us a launch is too short to share
+  // (a scatter-add of 2 us: 61 us on two threads).
+  static constexpr int64_t kMinNanosForWorkers = 5'000;
   // An instruction its times left on one thread (not the floor) probes
   // again after kReprobeCalls calls, then twice as many each time it stays
   // there, as CpuKernel does (runtime/cpu.py, REPROBE_CALLS): probes that

@@ -147,8 +147,14 @@ MIN_BYTES_FOR_WORKERS = 2 << 20
 # 0.1 ms had kept on one (in one process, the floor 0.02 ms against 0.1:
 # row max 0.53-0.56x, multi-row max 0.61-0.65x, f16 021 transpose 0.55x,
 # concatenate 0.63x, cumsum 0.86x, the rest of the bench 0.95-1.03x).
+# The floor is 5 us since stop 79: kernels of 0.01-0.03 ms on one thread
+# ran 0.59-0.78x the time on two (A/B in one process, blocks taking
+# turns: a pad of a reversed strided slice 14.7 -> 8.6 us, the sum over
+# dimensions 0 and 2 27.5 -> 16.9, the row max over f32[8192,12] 10.4
+# -> 6.9, the multi-row max 11.5 -> 8.9, the concatenate 29.5 -> 18.4),
+# while the scatter-add of 2 us took 61 on two (its atomics).
 PROBE_CALLS = 3
-MIN_SECONDS_FOR_WORKERS = 2e-5
+MIN_SECONDS_FOR_WORKERS = 5e-6
 ONE_THREAD_MARGIN = 1.1
 # A kernel the probe left on one thread by its times (not the floor) is
 # probed again after REPROBE_CALLS more calls, then twice as many each

@@ -869,18 +869,18 @@ ENTRY e {{
 
 @pytest.mark.parametrize("bins, updates, unique, one_block", [
     (8, 4096, False, True),      # 512 updates a bin
-    (64, 4096, False, True),     # 64: HOST_CONTENDED_UPDATES
-    (128, 4096, False, False),   # 32: left to XLA's grid
-    (8, 4096, True, False),      # unique indices: no atomics to fight over
+    (128, 4096, False, True),    # 32
+    (16384, 4096, False, True),  # fewer updates than bins: still atomics
+    (8, 4096, True, False),      # unique indices: plain stores, XLA's grid
 ])
-def test_the_host_runs_a_contended_scatter_on_one_block(ctx, bins, updates, unique, one_block):
-    """emit_kernel(host=True): a scatter whose updates may collide and
-    outnumber the operand's elements HOST_CONTENDED_UPDATES times over (a
+def test_the_host_runs_a_colliding_scatter_on_one_block(ctx, bins, updates, unique, one_block):
+    """emit_kernel(host=True): a scatter whose updates may collide (a
     histogram's ones into its bins) is one block, which one thread of the
-    CPU runs: on two cores their atomic updates fought over the bins'
-    cache lines (jnp.histogram's 4M ones into 257 bins: 25 ms a kernel
-    call on two threads, 2.6 on one). Every bin XLA:CPU's (sums of ones:
-    exact in any order)."""
+    CPU runs, its atomic updates plain ones: on two cores each was an
+    atomic update, and they fought over the bins' cache lines
+    (jnp.histogram's 4M ones into 257 bins: 25 ms a kernel call on two
+    threads, 2.6 on one). Every bin XLA:CPU's (sums of ones: exact in any
+    order)."""
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
     fusion = find_fusion(parse_hlo(_histogram_scatter(bins, updates, unique)))

@@ -39,6 +39,12 @@ inline constexpr int64_t kMaxThreadsPerBlock = 1024;
 /// sets it, -xla-gpu-lower-tensors and -xla-gpu-merge-pointers read it).
 inline constexpr llvm::StringLiteral kSliceIndex = "xla.slice_index";
 
+/// The mark of an atomic update whose scatter's indices are sorted: its
+/// updates of one element come in runs (the scatter emitter sets it on
+/// xla_gpu.atomic_rmw, -xla-gpu-lower-tensors keeps it on the
+/// llvm.atomicrmw, -xla-gpu-lower-kernel-to-cpu carries the runs).
+inline constexpr llvm::StringLiteral kSortedUpdates = "xla.indices_are_sorted";
+
 /// Adds a private global to the module of `op` (16-byte aligned), named
 /// `prefix` and the first number free there, at the module's start; the
 /// insertion point of `b` is kept. Returns the name. (-xla-gpu-lower-tensors:

@@ -25,6 +25,7 @@
 #include "llvm/ADT/APInt.h"
 #include "llvm/ADT/BitVector.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -5536,6 +5537,186 @@ Value plainUpdate(mlir::OpBuilder& b, mlir::LLVM::AtomicRMWOp op, Value old) {
   }
 }
 
+// The kernel argument `address` points into (through getelementptrs), or
+// null.
+mlir::BlockArgument baseArgument(Value address) {
+  while (auto gep = address.getDefiningOp<mlir::LLVM::GEPOp>()) address = gep.getBase();
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(address);
+  if (!arg || !llvm::isa<mlir::func::FuncOp>(arg.getOwner()->getParentOp())) return {};
+  return arg;
+}
+
+// The ops from `op`'s outermost ancestor below `f`'s body down to `op`
+// itself, if every ancestor between is an scf.for or an scf.if; else empty.
+SmallVector<mlir::Operation*> nestOf(mlir::func::FuncOp f, mlir::Operation* op) {
+  SmallVector<mlir::Operation*> chain = {op};
+  for (mlir::Operation* parent = op->getParentOp(); parent != f.getOperation();
+       parent = parent->getParentOp()) {
+    if (!llvm::isa<mlir::scf::ForOp, mlir::scf::IfOp>(parent)) return {};
+    chain.push_back(parent);
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+// Whether, within `top`, nothing but `rmw` reads or writes the kernel
+// argument `base` points into, and every other op with memory effects is
+// a load or store of another argument (one the kernel was given noalias).
+bool updatesItsBufferAlone(mlir::Operation* top, mlir::LLVM::AtomicRMWOp rmw,
+                           mlir::BlockArgument base) {
+  return !top->walk([&](mlir::Operation* op) {
+               if (op == rmw.getOperation() || op->getNumRegions() != 0 ||
+                   mlir::isMemoryEffectFree(op)) {
+                 return mlir::WalkResult::advance();
+               }
+               Value address;
+               if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op)) {
+                 address = load.getAddr();
+               } else if (auto store = llvm::dyn_cast<mlir::LLVM::StoreOp>(op)) {
+                 address = store.getAddr();
+               } else {
+                 return mlir::WalkResult::interrupt();
+               }
+               mlir::BlockArgument other = baseArgument(address);
+               return other && other != base ? mlir::WalkResult::advance()
+                                             : mlir::WalkResult::interrupt();
+             })
+              .wasInterrupted();
+}
+
+// Every scf.if of `f` on a constant replaced by the region it takes.
+void removeConstantBranches(mlir::func::FuncOp f) {
+  mlir::IRRewriter rewriter(f.getContext());
+  for (;;) {
+    mlir::scf::IfOp branch;
+    f.walk<mlir::WalkOrder::PreOrder>([&](mlir::scf::IfOp candidate) {
+      if (!mlir::getConstantIntValue(candidate.getCondition())) return mlir::WalkResult::advance();
+      branch = candidate;
+      return mlir::WalkResult::interrupt();
+    });
+    if (!branch) return;
+    mlir::Region& taken = *mlir::getConstantIntValue(branch.getCondition())
+                              ? branch.getThenRegion()
+                              : branch.getElseRegion();
+    if (taken.empty()) {
+      rewriter.eraseOp(branch);
+      continue;
+    }
+    mlir::Block* block = &taken.front();
+    auto yield = llvm::cast<mlir::scf::YieldOp>(block->getTerminator());
+    SmallVector<Value> results(yield.getOperands());
+    rewriter.eraseOp(yield);
+    rewriter.inlineBlockBefore(block, branch);
+    rewriter.replaceOp(branch, results);
+  }
+}
+
+// The exclusive launch's update of `rmw` (the last of `chain`, the nest
+// plainAtomicsWhenExclusive found it in) with the run of updates of one
+// address carried in registers: the loops and branches of the nest carry
+// the address last updated and its value; an update of the same address
+// updates the value, one of another address stores the value and loads
+// the new address's; after the nest the last value is stored.
+// The same updates in the same order (a sum's additions too), as plain
+// loads, updates and stores run them, without a store and a load of the
+// same address between two of them -- a sorted segment sum's updates of
+// one segment had run one after the other through memory (store to load
+// forwarding, then the add), a float sum of 1M updates into 1000 segments
+// 3.0 ms, as XLA:CPU's. Not exclusive, the update stays atomic and the
+// carried address the function's slot.
+void carryRunsOfUpdates(llvm::ArrayRef<mlir::Operation*> chain, Value exclusive) {
+  auto rmw = llvm::cast<mlir::LLVM::AtomicRMWOp>(chain.back());
+  mlir::MLIRContext* ctx = rmw.getContext();
+  mlir::IRRewriter rewriter(ctx);
+  mlir::Location loc = rmw.getLoc();
+  mlir::Type ptrType = mlir::LLVM::LLVMPointerType::get(ctx);
+  mlir::Type valueType = rmw.getVal().getType();
+  unsigned align = rmw.getAlignment().value_or(1);
+  using ICmp = mlir::LLVM::ICmpPredicate;
+  // `chain[i]` carrying (at, value) in; what it carries out.
+  std::function<std::pair<Value, Value>(size_t, Value, Value)> carry =
+      [&](size_t i, Value at, Value value) -> std::pair<Value, Value> {
+    mlir::Operation* op = chain[i];
+    mlir::OpBuilder b(op);
+    if (i + 1 == chain.size()) {
+      Value ptr = rmw.getPtr();
+      auto update = b.create<mlir::scf::IfOp>(loc, mlir::TypeRange{ptrType, valueType},
+                                              exclusive, /*withElseRegion=*/true);
+      // A new run (the one branch): the last run's value stored, the new
+      // address's loaded; then the update, in the plain update's order.
+      mlir::OpBuilder t = update.getThenBodyBuilder();
+      Value other = t.create<mlir::LLVM::ICmpOp>(loc, ICmp::ne, ptr, at);
+      auto run = t.create<mlir::scf::IfOp>(loc, mlir::TypeRange{ptrType, valueType}, other,
+                                           /*withElseRegion=*/true);
+      mlir::OpBuilder n = run.getThenBodyBuilder();
+      n.create<mlir::LLVM::StoreOp>(loc, value, at, align);
+      Value old = n.create<mlir::LLVM::LoadOp>(loc, valueType, ptr, align);
+      n.create<mlir::scf::YieldOp>(loc, mlir::ValueRange{ptr, old});
+      mlir::OpBuilder r = run.getElseBodyBuilder();
+      r.create<mlir::scf::YieldOp>(loc, mlir::ValueRange{at, value});
+      t.create<mlir::scf::YieldOp>(
+          loc, mlir::ValueRange{run.getResult(0), plainUpdate(t, rmw, run.getResult(1))});
+      mlir::OpBuilder e = update.getElseBodyBuilder();
+      e.clone(*rmw);
+      e.create<mlir::scf::YieldOp>(loc, mlir::ValueRange{at, value});
+      rmw.erase();
+      return {update.getResult(0), update.getResult(1)};
+    }
+    if (auto loop = llvm::dyn_cast<mlir::scf::ForOp>(op)) {
+      rewriter.setInsertionPoint(loop);
+      auto carried = llvm::cast<mlir::LoopLikeOpInterface>(loop.getOperation())
+                         .replaceWithAdditionalYields(
+                             rewriter, {at, value}, /*replaceInitOperandUsesInLoop=*/false,
+                             [&](mlir::OpBuilder&, mlir::Location,
+                                 llvm::ArrayRef<mlir::BlockArgument> args) {
+                               auto [a, v] = carry(i + 1, args[0], args[1]);
+                               return SmallVector<Value>{a, v};
+                             });
+      mlir::ResultRange results = *carried->getLoopResults();
+      return {results[results.size() - 2], results[results.size() - 1]};
+    }
+    auto branch = llvm::cast<mlir::scf::IfOp>(op);
+    SmallVector<mlir::Type> types(branch.getResultTypes());
+    types.append({ptrType, valueType});
+    auto carrying = b.create<mlir::scf::IfOp>(loc, types, branch.getCondition(),
+                                              /*withElseRegion=*/false);
+    carrying.getThenRegion().takeBody(branch.getThenRegion());
+    if (branch.getElseRegion().empty()) {
+      mlir::OpBuilder e(ctx);
+      e.createBlock(&carrying.getElseRegion());
+      e.create<mlir::scf::YieldOp>(loc);
+    } else {
+      carrying.getElseRegion().takeBody(branch.getElseRegion());
+    }
+    bool inThen = carrying.getThenRegion().isAncestor(chain[i + 1]->getParentRegion());
+    for (mlir::Region* region : {&carrying.getThenRegion(), &carrying.getElseRegion()}) {
+      auto yield = llvm::cast<mlir::scf::YieldOp>(region->front().getTerminator());
+      std::pair<Value, Value> out = {at, value};
+      if ((region == &carrying.getThenRegion()) == inThen) out = carry(i + 1, at, value);
+      yield->insertOperands(yield->getNumOperands(), {out.first, out.second});
+    }
+    branch.replaceAllUsesWith(carrying.getResults().drop_back(2));
+    branch.erase();
+    return {carrying.getResult(types.size() - 2), carrying.getResult(types.size() - 1)};
+  };
+  // The address carried in: a slot of the function's own, so that a run's
+  // end stores without a check (the first run's into the slot).
+  mlir::Operation* top = chain.front();
+  auto f = top->getParentOfType<mlir::func::FuncOp>();
+  mlir::OpBuilder entry = mlir::OpBuilder::atBlockBegin(&f.getBody().front());
+  Value slot = entry.create<mlir::LLVM::AllocaOp>(
+      loc, ptrType, valueType,
+      entry.create<mlir::LLVM::ConstantOp>(loc, entry.getI64Type(), entry.getI64IntegerAttr(1)),
+      align);
+  mlir::OpBuilder b(top);
+  Value zero = b.create<mlir::LLVM::ZeroOp>(loc, valueType);
+  mlir::Block* block = top->getBlock();
+  mlir::Operation* next = top->getNextNode();
+  auto [at, value] = carry(0, slot, zero);
+  mlir::OpBuilder after(block, next ? mlir::Block::iterator(next) : block->end());
+  after.create<mlir::LLVM::StoreOp>(loc, value, at, align);
+}
+
 // Atomics when no other host thread runs blocks of the launch. The runtime
 // hands a launch to one host thread whole (blocks [0, n)) when it is small,
 // and the blocks and threads then run one after another: every atomic
@@ -5546,6 +5727,16 @@ Value plainUpdate(mlir::OpBuilder& b, mlir::LLVM::AtomicRMWOp op, Value old) {
 // atomically otherwise: a locked compare-and-swap loop per update was most
 // of a 500 x 16 scatter-add's time.
 void plainAtomicsWhenExclusive(mlir::func::FuncOp f, int64_t numBlocks) {
+  // Branches on a constant the lowering left (the lane loop's copy for a
+  // partial last warp, under `scf.if true`) taken out first where runs may
+  // be carried: the copy never run would be a second update of the buffer
+  // in the nest.
+  if (f.walk([](mlir::LLVM::AtomicRMWOp rmw) {
+         return rmw->hasAttr(kSortedUpdates) ? mlir::WalkResult::interrupt()
+                                             : mlir::WalkResult::advance();
+       }).wasInterrupted()) {
+    removeConstantBranches(f);
+  }
   SmallVector<mlir::Operation*> atomics;
   f.walk([&](mlir::Operation* op) {
     if (auto rmw = llvm::dyn_cast<mlir::LLVM::AtomicRMWOp>(op)) {
@@ -5566,7 +5757,33 @@ void plainAtomicsWhenExclusive(mlir::func::FuncOp f, int64_t numBlocks) {
                                     b.create<mlir::arith::ConstantIndexOp>(loc, 0)),
       b.create<mlir::arith::CmpIOp>(loc, P::sge, entry.getArgument(n - 1),
                                     b.create<mlir::arith::ConstantIndexOp>(loc, numBlocks)));
+  // Updates whose runs are carried (carryRunsOfUpdates): an unused
+  // atomicrmw of a scatter's sorted indices (kSortedUpdates), the one
+  // access of its buffer in its nest of loops and branches. (Where the
+  // updates of one element do not come in runs, the check for one cost a
+  // fifth more: 1M float updates of 1000 random segments 0.44 -> 0.54 ms.)
+  llvm::DenseMap<mlir::Operation*, int> updatesIn;
+  SmallVector<SmallVector<mlir::Operation*>> chains;
   for (mlir::Operation* op : atomics) {
+    auto rmw = llvm::dyn_cast<mlir::LLVM::AtomicRMWOp>(op);
+    SmallVector<mlir::Operation*> chain = nestOf(f, op);
+    if (chain.size() < 2) continue;
+    ++updatesIn[chain.front()];
+    mlir::BlockArgument base;
+    if (rmw && rmw->hasAttr(kSortedUpdates) && rmw.getRes().use_empty() &&
+        (base = baseArgument(rmw.getPtr())) &&
+        updatesItsBufferAlone(chain.front(), rmw, base)) {
+      chains.push_back(std::move(chain));
+    }
+  }
+  llvm::DenseSet<mlir::Operation*> carried;
+  for (auto& chain : chains) {
+    if (updatesIn[chain.front()] != 1) continue;
+    carried.insert(chain.back());
+    carryRunsOfUpdates(chain, exclusive);
+  }
+  for (mlir::Operation* op : atomics) {
+    if (carried.contains(op)) continue;
     mlir::OpBuilder at(op);
     Value ptr = op->getOperand(0);
     mlir::Type type = op->getResult(0).getType();

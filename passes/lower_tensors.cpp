@@ -654,8 +654,13 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
             loc, mlir::LLVM::LLVMPointerType::get(getContext(), 1), ptr);
         scope = "agent";
       }
-      rewriter.create<mlir::LLVM::AtomicRMWOp>(loc, *kind, ptr, other,
-                                               mlir::LLVM::AtomicOrdering::monotonic, scope);
+      auto native = rewriter.create<mlir::LLVM::AtomicRMWOp>(
+          loc, *kind, ptr, other, mlir::LLVM::AtomicOrdering::monotonic, scope);
+      // The scatter emitter's mark of sorted indices (runs of updates of
+      // one element), for -xla-gpu-lower-kernel-to-cpu.
+      if (mlir::Attribute sorted = op->getAttr(kSortedUpdates)) {
+        native->setAttr(kSortedUpdates, sorted);
+      }
       rewriter.replaceOp(op, adaptor.getInput());
       return mlir::success();
     }

@@ -3182,3 +3182,86 @@ func.func @pred_slots(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %r, %o : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// A scatter's update of sorted indices (xla.indices_are_sorted): in an
+// exclusive launch the loops carry the address last updated and its value
+// (from a slot of the function's own, so that the first run's end stores
+// there), an update of another address stores the value and loads the new
+// address's, the add is the plain update's; after the loops the last value
+// is stored. Not exclusive, the update stays atomic, the carried pair as
+// it was.
+// CHECK-LABEL: func.func @sorted_runs
+// CHECK-SAME: (%[[OUT:[^:]*]]: !llvm.ptr,
+// CHECK:      %[[SLOT:.*]] = llvm.alloca %{{.*}} x f32 {alignment = 4 : i64}
+// CHECK:      %[[EXCL:.*]] = arith.andi
+// CHECK:      %[[ZERO:.*]] = llvm.mlir.zero : f32
+// CHECK:      %[[LAST:.*]]:2 = scf.for %{{.*}} iter_args(%[[BAT:.*]] = %[[SLOT]], %[[BV:.*]] = %[[ZERO]]) -> (!llvm.ptr, f32) {
+// CHECK:        scf.for %{{.*}} iter_args(%[[AT:.*]] = %[[BAT]], %[[V:.*]] = %[[BV]]) -> (!llvm.ptr, f32) {
+// CHECK:          %[[X:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> f32
+// CHECK:          %[[P:.*]] = llvm.getelementptr inbounds %[[OUT]]
+// CHECK:          %[[U:.*]]:2 = scf.if %[[EXCL]] -> (!llvm.ptr, f32) {
+// CHECK:            %[[NEW:.*]] = llvm.icmp "ne" %[[P]], %[[AT]] : !llvm.ptr
+// CHECK:            %[[RUNS:.*]]:2 = scf.if %[[NEW]] -> (!llvm.ptr, f32) {
+// CHECK:              llvm.store %[[V]], %[[AT]] {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK:              %[[OLD:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK:              scf.yield %[[P]], %[[OLD]] : !llvm.ptr, f32
+// CHECK:            } else {
+// CHECK:              scf.yield %[[AT]], %[[V]] : !llvm.ptr, f32
+// CHECK:            %[[SUM:.*]] = llvm.fadd %[[RUNS]]#1, %[[X]] : f32
+// CHECK:            scf.yield %[[RUNS]]#0, %[[SUM]] : !llvm.ptr, f32
+// CHECK:          } else {
+// CHECK:            llvm.atomicrmw fadd %[[P]], %[[X]]
+// CHECK:            scf.yield %[[AT]], %[[V]] : !llvm.ptr, f32
+// CHECK:          scf.yield %[[U]]#0, %[[U]]#1 : !llvm.ptr, f32
+// CHECK:      llvm.store %[[LAST]]#1, %[[LAST]]#0 {alignment = 4 : i64} : f32, !llvm.ptr
+// CHECK-NEXT: return
+func.func @sorted_runs(%out: !llvm.ptr, %ids: !llvm.ptr, %vals: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %c32 = arith.constant 32 : index
+  %i0 = arith.muli %bid, %c32 : index
+  %i = arith.addi %i0, %tid : index
+  %i64 = arith.index_castui %i : index to i64
+  %vp = llvm.getelementptr inbounds %vals[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %vp invariant : !llvm.ptr -> f32
+  %ip = llvm.getelementptr inbounds %ids[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  %id = llvm.load %ip invariant : !llvm.ptr -> i32
+  %id64 = llvm.zext %id : i32 to i64
+  %op = llvm.getelementptr inbounds %out[%id64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %r = llvm.atomicrmw fadd %op, %v monotonic {alignment = 4 : i64, xla.indices_are_sorted} : !llvm.ptr, f32
+  return
+}
+
+// -----
+
+// A run is not carried where the nest reads the updated buffer elsewhere
+// (the read would miss the carried value): the plain update.
+// CHECK-LABEL: func.func @sorted_runs_read_back
+// CHECK-NOT:  iter_args
+// CHECK:      scf.if %{{.*}} -> (i32) {
+// CHECK:        %[[OLD:.*]] = llvm.load
+// CHECK:        llvm.add %[[OLD]]
+// CHECK:        llvm.store
+// CHECK:      } else {
+// CHECK:        llvm.atomicrmw add
+func.func @sorted_runs_read_back(%out: !llvm.ptr, %ids: !llvm.ptr, %seen: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %c32 = arith.constant 32 : index
+  %i0 = arith.muli %bid, %c32 : index
+  %i = arith.addi %i0, %tid : index
+  %i64 = arith.index_castui %i : index to i64
+  %ip = llvm.getelementptr inbounds %ids[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  %id = llvm.load %ip invariant : !llvm.ptr -> i32
+  %id64 = llvm.zext %id : i32 to i64
+  %op = llvm.getelementptr inbounds %out[%id64] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  %one = arith.constant 1 : i32
+  %r = llvm.atomicrmw add %op, %one monotonic {alignment = 4 : i64, xla.indices_are_sorted} : !llvm.ptr, i32
+  %first = llvm.getelementptr inbounds %out[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  %now = llvm.load %first : !llvm.ptr -> i32
+  %sp = llvm.getelementptr inbounds %seen[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  llvm.store %now, %sp : i32, !llvm.ptr
+  return
+}

@@ -201,6 +201,21 @@ func.func @atomics(%t: tensor<8xf32>, %i: index, %x: f32) -> tensor<8xf32> {
 
 // -----
 
+// The scatter emitter's mark of sorted indices stays on the native atomic
+// (-xla-gpu-lower-kernel-to-cpu carries the runs of such updates).
+// CHECK-LABEL: func.func @sorted_atomic
+// CHECK: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic {xla.indices_are_sorted} : !llvm.ptr, f32
+func.func @sorted_atomic(%t: tensor<8xf32>, %i: index, %x: f32) -> tensor<8xf32> {
+  %a = xla_gpu.atomic_rmw %t[%i] : tensor<8xf32> {
+  ^bb0(%cur: f32):
+    %s = arith.addf %cur, %x : f32
+    xla_gpu.yield %s : f32
+  } {xla.indices_are_sorted}
+  return %a : tensor<8xf32>
+}
+
+// -----
+
 // N-d tensors must be flattened first.
 func.func @not_flat(%t: tensor<2x4xf32>, %i: index) -> f32 {
   // expected-error@+2 {{has 2 indices; run -xla-gpu-flatten-tensors before lowering tensors}}

@@ -3,6 +3,7 @@ EmittedKernel, XLA's six-dimensional kernel maps, and grids that use block y
 (run on the CPU target, which executes y and z ids too)."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -898,6 +899,76 @@ def test_the_host_runs_a_colliding_scatter_on_one_block(ctx, bins, updates, uniq
     CpuKernel(emit_kernel(fusion, host=True))(*inputs, out)
     (want,) = run_with_xla(reference_text(fusion.fused_computation), inputs)
     np.testing.assert_array_equal(out, want)
+
+
+def _segment_sum(dtype: str, segments: int, updates: int) -> str:
+    """jax.ops.segment_sum(u, at, segments, indices_are_sorted=True)."""
+    return f"""HloModule m
+add {{
+  a = {dtype}[] parameter(0)
+  b = {dtype}[] parameter(1)
+  ROOT c = {dtype}[] add(a, b)
+}}
+fused {{
+  x = {dtype}[{segments}] parameter(0)
+  at = s32[{updates},1] parameter(1)
+  u = {dtype}[{updates}] parameter(2)
+  ROOT s = {dtype}[{segments}] scatter(x, at, u), update_window_dims={{}}, inserted_window_dims={{0}}, scatter_dims_to_operand_dims={{0}}, index_vector_dim=1, indices_are_sorted=true, to_apply=add
+}}
+ENTRY e {{
+  x = {dtype}[{segments}] parameter(0)
+  at = s32[{updates},1] parameter(1)
+  u = {dtype}[{updates}] parameter(2)
+  ROOT f = {dtype}[{segments}] fusion(x, at, u), kind=kInput, calls=fused
+}}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "s32"])
+@pytest.mark.parametrize("host, threads", [(True, 1), (False, 1), (False, 2)])
+def test_sorted_segment_sums_carry_their_runs(ctx, dtype, host, threads):
+    """A scatter-add of sorted indices (indices_are_sorted) on the CPU
+    target: an exclusive launch carries each run of updates of one segment
+    in registers (-xla-gpu-lower-kernel-to-cpu's carryRunsOfUpdates),
+    across threads and blocks -- the host's one block, or XLA's grid run
+    on one thread -- with the same additions in the same order as one
+    update after the other: every float sum is numpy's sequential
+    np.add.at bit for bit (and XLA:CPU's within rounding). On two threads
+    the updates stay atomic. Runs of 1 to 300 updates, a first and a last
+    run cut off by ids out of range (skipped, as XLA skips them), and
+    segments no update touches (the operand's values kept)."""
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    segments, updates = 1000, 20000
+    fusion = find_fusion(parse_hlo(_segment_sum(dtype, segments, updates)))
+    kernel = emit_kernel(fusion, host=host)
+    assert "xla.indices_are_sorted" in kernel.text
+    rng = np.random.RandomState(7)
+    counts = rng.randint(1, 300, 2 * updates // 150)
+    ids = np.repeat(np.arange(-20, len(counts) - 20) * 3, counts)[:updates]
+    ids[-500:] = segments + 5  # past the end
+    at = ids.astype(np.int32).reshape(updates, 1)
+    np_type = np.float32 if dtype == "f32" else np.int32
+    u = (rng.standard_normal(updates) * 100 if dtype == "f32"
+         else rng.randint(-1000, 1000, updates)).astype(np_type)
+    x = (rng.standard_normal(segments) if dtype == "f32"
+         else rng.randint(-9, 9, segments)).astype(np_type)
+    want = x.copy()
+    inside = (ids >= 0) & (ids < segments)
+    np.add.at(want, ids[inside], u[inside])
+    out = np.full(segments, 7, np_type)
+    compiled = CpuKernel(kernel)
+    # The loops carry an address (a block argument of pointer type).
+    assert re.search(r"\^bb\d+\([^)]*: !llvm\.ptr", compiled.llvm_ir)
+    compiled(x, at, u, out, num_threads=threads)
+    if threads == 1:
+        np.testing.assert_array_equal(out, want)
+    else:
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-3)
+    (xla,) = run_with_xla(reference_text(fusion.fused_computation), [x, at, u])
+    np.testing.assert_allclose(out, xla, rtol=1e-5, atol=1e-3)
+    np.testing.assert_array_equal(out[~np.isin(np.arange(segments), ids)],
+                                  x[~np.isin(np.arange(segments), ids)])
 
 
 _COUNT_POSITIVE = """HloModule m

@@ -137,6 +137,9 @@ def scatter_dimensions(inst: HloInstruction) -> ScatterDimensions:
                              scatter_dims)
 
 
+# The mark of an atomic update whose scatter's indices are sorted
+# (indices_are_sorted): its updates of one element come in runs.
+SORTED_UPDATES = "xla.indices_are_sorted"
 
 
 @register_emitter(EmitterKind.SCATTER)
@@ -160,6 +163,7 @@ class ScatterEmitter(EmitterBase):
             raise EmitterError(self.scatter, "the combiner (to_apply) must be a computation of "
                                "two scalars to one")
         self.unique = str(self.scatter.attr("unique_indices", "false")).lower() == "true"
+        self.sorted = str(self.scatter.attr("indices_are_sorted", "false")).lower() == "true"
         element = self.scatter.shape.element_type
         if not self.unique and element.is_complex and element.bits > 64:
             raise EmitterError(self.scatter, f"updates of {element.name} that may collide "
@@ -267,12 +271,19 @@ class ScatterEmitter(EmitterBase):
                  params) -> ir.Value:
         """output[target] = combiner(output[target], update): a plain
         read-modify-write when no two updates meet (unique_indices),
-        else xla_gpu.atomic_rmw."""
+        else xla_gpu.atomic_rmw (marked SORTED_UPDATES where the indices
+        are sorted)."""
         if self.unique:
             current = tensor.extract(params[self.operand.parameter_number], list(target))
             new = xla_gpu.PureCallOp(combiner, [current, update]).results[0]
             return tensor.insert(new, out, list(target))
         rmw = xla_gpu.AtomicRMWOp(out, list(target))
+        if self.sorted:
+            # The updates of one index come one after the other: the CPU
+            # target carries their runs in registers (lower_tensors keeps the
+            # mark on the llvm.atomicrmw, -xla-gpu-lower-kernel-to-cpu's
+            # carryRunsOfUpdates reads it).
+            rmw.operation.attributes[SORTED_UPDATES] = ir.UnitAttr.get()
         with ir.InsertionPoint(rmw.body):
             new = xla_gpu.PureCallOp(combiner, [rmw.current, update]).results[0]
             xla_gpu.YieldOp([new])

@@ -151,6 +151,8 @@ struct FlattenAtomicRMW : public mlir::OpConversionPattern<AtomicRMWOp> {
                                              adaptor.getInput(), mlir::ValueRange{index});
     rewriter.inlineRegionBefore(op.getComputation(), flat.getComputation(),
                                 flat.getComputation().end());
+    // Its marks too (kSortedUpdates: the scatter's indices are sorted).
+    flat->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceOp(op, flat.getResult());
     return mlir::success();
   }

@@ -18,13 +18,15 @@ func.func @extract_insert(%in: tensor<4x8xf32>, %out: tensor<4x8xf32>, %i: index
 
 // -----
 
-// Loop-carried tensors, shared memory, atomics and calls change type too.
+// Loop-carried tensors, shared memory, atomics and calls change type too
+// (an atomic keeps its marks: the scatter emitter's of sorted indices).
 // CHECK-LABEL: func.func private @callee(%{{.*}}: tensor<6xf32>) -> f32
 // CHECK-LABEL: func.func @structure
 // CHECK: xla_gpu.allocate_shared : tensor<6xf32>
 // CHECK: xla_gpu.sync_threads %{{.*}} : tensor<6xf32>
 // CHECK: scf.for {{.*}} -> (tensor<6xf32>)
 // CHECK: xla_gpu.atomic_rmw %{{.*}}[%{{.*}}] : tensor<6xf32>
+// CHECK: } {xla.indices_are_sorted}
 // CHECK: xla_gpu.pure_call @callee(%{{.*}}) : (tensor<6xf32>) -> f32
 func.func private @callee(%t: tensor<2x3xf32>) -> f32 {
   %c0 = arith.constant 0 : index
@@ -42,7 +44,7 @@ func.func @structure(%x: f32) -> f32 {
     ^bb0(%cur: f32):
       %s = arith.addf %cur, %x : f32
       xla_gpu.yield %s : f32
-    }
+    } {xla.indices_are_sorted}
     scf.yield %u : tensor<2x3xf32>
   }
   %r = xla_gpu.pure_call @callee(%loop) : (tensor<2x3xf32>) -> f32

@@ -901,8 +901,16 @@ def test_the_host_runs_a_colliding_scatter_on_one_block(ctx, bins, updates, uniq
     np.testing.assert_array_equal(out, want)
 
 
-def _segment_sum(dtype: str, segments: int, updates: int) -> str:
-    """jax.ops.segment_sum(u, at, segments, indices_are_sorted=True)."""
+def _segment_sum(dtype: str, segments: int, updates: int, width: int = 0) -> str:
+    """jax.ops.segment_sum(u, at, segments, indices_are_sorted=True): of
+    scalars, or (width) of rows of `width` elements (a window of
+    [1, width] at each index; 2-d tensors, flattened by the pipeline)."""
+    if width:
+        rows = f"{segments},{width}"
+        return _segment_sum(dtype, segments, updates).replace(
+            f"{dtype}[{segments}]", f"{dtype}[{rows}]").replace(
+            f"{dtype}[{updates}]", f"{dtype}[{updates},{width}]").replace(
+            "update_window_dims={}", "update_window_dims={1}")
     return f"""HloModule m
 add {{
   a = {dtype}[] parameter(0)
@@ -924,9 +932,9 @@ ENTRY e {{
 """
 
 
-@pytest.mark.parametrize("dtype", ["f32", "s32"])
+@pytest.mark.parametrize("dtype, width", [("f32", 0), ("s32", 0), ("f32", 1)])
 @pytest.mark.parametrize("host, threads", [(True, 1), (False, 1), (False, 2)])
-def test_sorted_segment_sums_carry_their_runs(ctx, dtype, host, threads):
+def test_sorted_segment_sums_carry_their_runs(ctx, dtype, width, host, threads):
     """A scatter-add of sorted indices (indices_are_sorted) on the CPU
     target: an exclusive launch carries each run of updates of one segment
     in registers (-xla-gpu-lower-kernel-to-cpu's carryRunsOfUpdates),
@@ -940,7 +948,7 @@ def test_sorted_segment_sums_carry_their_runs(ctx, dtype, host, threads):
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
     segments, updates = 1000, 20000
-    fusion = find_fusion(parse_hlo(_segment_sum(dtype, segments, updates)))
+    fusion = find_fusion(parse_hlo(_segment_sum(dtype, segments, updates, width)))
     kernel = emit_kernel(fusion, host=host)
     assert "xla.indices_are_sorted" in kernel.text
     rng = np.random.RandomState(7)
@@ -956,7 +964,9 @@ def test_sorted_segment_sums_carry_their_runs(ctx, dtype, host, threads):
     want = x.copy()
     inside = (ids >= 0) & (ids < segments)
     np.add.at(want, ids[inside], u[inside])
-    out = np.full(segments, 7, np_type)
+    if width:
+        x, u, want = x.reshape(-1, 1), u.reshape(-1, 1), want.reshape(-1, 1)
+    out = np.full(x.shape, 7, np_type)
     compiled = CpuKernel(kernel)
     # The loops carry an address (a block argument of pointer type).
     assert re.search(r"\^bb\d+\([^)]*: !llvm\.ptr", compiled.llvm_ir)
@@ -967,8 +977,18 @@ def test_sorted_segment_sums_carry_their_runs(ctx, dtype, host, threads):
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-3)
     (xla,) = run_with_xla(reference_text(fusion.fused_computation), [x, at, u])
     np.testing.assert_allclose(out, xla, rtol=1e-5, atol=1e-3)
-    np.testing.assert_array_equal(out[~np.isin(np.arange(segments), ids)],
-                                  x[~np.isin(np.arange(segments), ids)])
+    untouched = ~np.isin(np.arange(segments), ids)
+    np.testing.assert_array_equal(out[untouched], x[untouched])
+
+
+def test_sorted_rows_are_not_carried(ctx):
+    """Sorted indices of windows of several elements are not marked: a
+    row's updates are neighbours in the threads' order, the runs of one
+    element a row apart, and carried values kept LLVM from vectorizing a
+    row (f32 rows of 16 into 1000 sorted segments 0.14 -> 0.64 ms)."""
+    kernel = emit_kernel(find_fusion(parse_hlo(_segment_sum("f32", 1000, 4096, width=16))),
+                         host=True)
+    assert "xla.indices_are_sorted" not in kernel.text
 
 
 _COUNT_POSITIVE = """HloModule m

@@ -19,6 +19,8 @@ batching dimensions.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, replace
 
 from mlir import ir
@@ -163,7 +165,10 @@ class ScatterEmitter(EmitterBase):
             raise EmitterError(self.scatter, "the combiner (to_apply) must be a computation of "
                                "two scalars to one")
         self.unique = str(self.scatter.attr("unique_indices", "false")).lower() == "true"
-        self.sorted = str(self.scatter.attr("indices_are_sorted", "false")).lower() == "true"
+        # Sorted indices of one-element windows: each update's neighbour in
+        # the threads' order is the next index's (runs of one element).
+        self.sorted = (str(self.scatter.attr("indices_are_sorted", "false")).lower() == "true"
+                       and math.prod(self.dims.window_sizes) == 1)
         element = self.scatter.shape.element_type
         if not self.unique and element.is_complex and element.bits > 64:
             raise EmitterError(self.scatter, f"updates of {element.name} that may collide "
@@ -279,10 +284,14 @@ class ScatterEmitter(EmitterBase):
             return tensor.insert(new, out, list(target))
         rmw = xla_gpu.AtomicRMWOp(out, list(target))
         if self.sorted:
-            # The updates of one index come one after the other: the CPU
-            # target carries their runs in registers (lower_tensors keeps the
-            # mark on the llvm.atomicrmw, -xla-gpu-lower-kernel-to-cpu's
-            # carryRunsOfUpdates reads it).
+            # The updates of one element come one after the other: the CPU
+            # target carries their runs in registers (flatten-tensors and
+            # lower-tensors keep the mark, -xla-gpu-lower-kernel-to-cpu's
+            # carryRunsOfUpdates reads it). Not for windows of several
+            # elements: a row's updates are neighbours there, the runs of
+            # one element a row apart, and carried values kept LLVM from
+            # vectorizing a row (f32 rows of 16 into 1000 sorted segments
+            # 0.14 -> 0.64 ms).
             rmw.operation.attributes[SORTED_UPDATES] = ir.UnitAttr.get()
         with ir.InsertionPoint(rmw.body):
             new = xla_gpu.PureCallOp(combiner, [rmw.current, update]).results[0]

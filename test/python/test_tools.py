@@ -574,3 +574,41 @@ def test_run_hlo_refuses_an_entry_division_xla_would_die_folding(tmp_path):
     assert proc.returncode == 1 and proc.stderr.startswith(
         f"run-hlo: error: {path}:5:3: r: an integer remainder of constants by zero"), proc
     assert proc.stderr.rstrip().endswith("run-hlo has XLA run the entry's instructions")
+
+
+@pytest.mark.parametrize("host", [False, True])
+def test_run_hlo_compiles_the_host_variants_the_bench_asks_for(monkeypatch, host):
+    """run_hlo._compile(host=True) (make bench's HLO cases) emits the CPU
+    target's own variant of each kernel, within host_short_rows(), as
+    xla_gpu.jax.jit does; run-hlo itself (host=False) XLA:GPU's kernels."""
+    from xla_gpu.emitters import DEFAULT_DEVICE
+    from xla_gpu.emitters import fusion_analysis
+    from xla_gpu.hlo import parse_hlo
+    from xla_gpu.tools import run_hlo
+    seen = []
+    emit = run_hlo.emit_kernel
+
+    def recording(inst, device, **kwargs):
+        seen.append((kwargs.get("host", False), fusion_analysis._HOST_SHORT_ROWS.get()))
+        return emit(inst, device, **kwargs)
+
+    monkeypatch.setattr(run_hlo, "emit_kernel", recording)
+    module = parse_hlo("""HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+fused {
+  p = f32[64,256,3] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[64,3] reduce(p, z), dimensions={1}, to_apply=add
+}
+ENTRY e {
+  p = f32[64,256,3] parameter(0)
+  ROOT f = f32[64,3] fusion(p), kind=kInput, calls=fused
+}
+""")
+    steps = run_hlo._compile(module, None, DEFAULT_DEVICE, host=host)
+    assert [s.ours for s in steps] == [True]
+    assert seen == [(host, host)]

@@ -32,6 +32,7 @@ XLA's, with their ratio.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import sys
@@ -47,6 +48,7 @@ from .. import pipelines
 from ..context import new_context
 from ..emitters import (DEFAULT_DEVICE, DEVICES, EmitterError, EmitterNotBuiltError,
                         device_named, emit_kernel, make_emitter)
+from ..emitters.fusion_analysis import host_short_rows
 from ..emitters.tree_reduction import needs_tree_split, split_reduction
 from ..emitters.partitioner import sanitize_function_name
 from ..hlo import HloComputation, HloInstruction, HloModule
@@ -162,15 +164,18 @@ def _verify_fusions(module, device) -> None:
 
 
 def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
-             platform: str = "cpu") -> list[_Step]:
+             platform: str = "cpu", host: bool = False) -> list[_Step]:
     """A step per entry instruction that is a kernel: our emitters' for the
     fusions they own, XLA's (one instruction each) for the rest. The CPU
-    kernels compile on several threads (compile_kernels)."""
+    kernels compile on several threads (compile_kernels). With `host`, the
+    CPU target's own variants of the kernels (emit_kernel(host=True) within
+    host_short_rows(), as xla_gpu.jax.jit emits them); else XLA:GPU's
+    kernels, run on the CPU."""
     steps: list = []
     # (step, fusion, its parts' kernels: the fusion's own where it is one)
     on_cpu: list[tuple[int, HloInstruction, list[tuple[HloInstruction, EmittedKernel]]]] = []
     # One MLIR context for the module's fusions (creating one costs ~1 ms).
-    with new_context():
+    with new_context(), (host_short_rows() if host else contextlib.nullcontext()):
         for inst in module.entry.instructions:
             if _on_host(inst):
                 continue
@@ -182,7 +187,8 @@ def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
                 continue
             parts = _split_parts(inst, device) if platform == "cpu" else None
             try:
-                parts = parts or [(inst, emit_kernel(inst, device))]
+                parts = parts or [(inst, emit_kernel(inst, device,
+                                                     host=host and platform == "cpu"))]
             except EmitterNotBuiltError as e:
                 steps.append(_on_xla(inst, str(e)))
                 continue

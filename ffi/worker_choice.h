@@ -16,9 +16,15 @@ namespace xla_gpu::ffi {
 // chooses its (runtime/cpu.py: PROBE_CALLS, choose_workers): its first
 // call runs on the pool, untimed (the workers waking, fresh output pages:
 // the seed GELU's first two calls on two threads took 15-22 ms, its later
-// ones 9.5), its next 2 * kProbeCalls alternate the calling thread and
-// the pool, timed, and its later calls keep the pool unless one thread's
-// fastest took under kMinNanosForWorkers or was 1.1x faster. The bytes a
+// ones 9.5), its next kProbeCalls run on the calling thread and the
+// kProbeCalls after them on the pool, timed, and its later calls keep the
+// pool unless one thread's fastest took under kMinNanosForWorkers or was
+// 1.1x faster. The pool's probes come in a row: XLA's pool parks soon
+// after its work, and alternated with the calling thread's, each of a
+// small kernel's probes on the pool paid a parked thread's wake-up
+// (through xj.jit, three processes a side, a call of a pad of a reversed
+// strided slice 13-30 -> 13-14 us, the concatenate 55-113 -> 53-56, the
+// sum over dimensions 0 and 2 18-34 -> 18). The bytes a
 // kernel moves do not tell: a column reduction XLA makes a loop fusion
 // (f32[16384,1024], each worker reading half of each 4 KiB row) ran
 // 4.5 ms on one thread, 6.9 on two. Calls may run at once on several
@@ -61,7 +67,7 @@ class WorkerChoice {
   ~WorkerChoice() { Release(); }
 
   // The threads this call runs on, and its probe's number (-1: none):
-  // 1 to 2 * kProbeCalls, odd ones on one thread.
+  // 1 to 2 * kProbeCalls, the first kProbeCalls on one thread.
   std::pair<int64_t, int64_t> Next(int64_t most) {
     int64_t decided = workers_.load(std::memory_order_acquire);
     if (decided != 0) {
@@ -80,12 +86,12 @@ class WorkerChoice {
     int64_t call = calls_.fetch_add(1, std::memory_order_relaxed);
     // The first call, untimed; or others still probing.
     if (call == 0 || call > 2 * kProbeCalls) return {most, -1};
-    return {call % 2 == 1 ? 1 : most, call};
+    return {call <= kProbeCalls ? 1 : most, call};
   }
 
   // Records probe `probe`'s time; the last one decides.
   void Record(int64_t probe, int64_t nanos, int64_t most) {
-    std::atomic<int64_t>& best = probe % 2 == 1 ? best_one_ : best_many_;
+    std::atomic<int64_t>& best = probe <= kProbeCalls ? best_one_ : best_many_;
     int64_t seen = best.load(std::memory_order_relaxed);
     while (nanos < seen && !best.compare_exchange_weak(seen, nanos)) {
     }

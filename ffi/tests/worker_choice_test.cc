@@ -1,8 +1,8 @@
 // Unit tests of ffi/worker_choice.h: the threads a "cpu" custom call runs
 // on, from its probe calls' times -- the first call untimed on the pool,
-// 2 * kProbeCalls alternating, the decision, and the probe again of an
-// instruction its times left on one thread. Prints one line a failed check
-// and exits 1 if any failed.
+// kProbeCalls on one thread then kProbeCalls on the pool, the decision,
+// and the probe again of an instruction its times left on one thread.
+// Prints one line a failed check and exits 1 if any failed.
 
 #include <cstdint>
 #include <cstdio>
@@ -23,8 +23,8 @@ void Probe(WorkerChoice& choice, int64_t one, int64_t many, int64_t first = 1) {
   for (int64_t i = first; i <= kProbes; ++i) {
     auto [workers, probe] = choice.Next(kMost);
     CHECK_TRUE(probe == i);
-    CHECK_TRUE(workers == (i % 2 == 1 ? 1 : kMost));
-    choice.Record(probe, i % 2 == 1 ? one : many, kMost);
+    CHECK_TRUE(workers == (i <= WorkerChoice::kProbeCalls ? 1 : kMost));
+    choice.Record(probe, i <= WorkerChoice::kProbeCalls ? one : many, kMost);
   }
 }
 

@@ -396,7 +396,8 @@ def _threads_of_calls(kernel: CpuKernel, iterations: int, calls: int) -> list[in
 @pytest.mark.skipif(cpu._CPUS < 2, reason="one core: every call runs on it")
 def test_workers_follow_a_kernels_time_not_its_bytes():
     """A kernel's first call runs on the workers, untimed; its next
-    2 * PROBE_CALLS alternate one thread and the workers, timed; and its
+    PROBE_CALLS run on one thread and the PROBE_CALLS after them on the
+    workers, timed; and its
     later calls take what choose_workers makes of those times: one thread
     for one over in microseconds (4 KB, one step). Every call's result is
     right."""
@@ -405,7 +406,7 @@ def test_workers_follow_a_kernels_time_not_its_bytes():
     for iterations in (1, 20000):
         kernel = CpuKernel(iterating_kernel(iterations))
         ran = _threads_of_calls(kernel, iterations, 2 * probes + 2)
-        assert ran[:-1] == [workers] + [1, workers] * probes, ran
+        assert ran[:-1] == [workers] + [1] * probes + [workers] * probes, ran
         one, many = kernel.probe_times
         assert len(one) == len(many) == probes
         assert kernel.workers == ran[-1] == cpu.choose_workers(one, many, workers)
@@ -426,8 +427,8 @@ def test_a_kernel_left_on_one_thread_is_probed_again(monkeypatch):
     kernel = CpuKernel(iterating_kernel(20001))
     workers = kernel.workers
     ran = _threads_of_calls(kernel, 20001, 1 + 2 * probes + 4 + 2 * probes + 3)
-    assert ran == ([workers] + [1, workers] * probes + [1] * 4 + [1, workers] * probes
-                   + [2] * 3), ran
+    assert ran == ([workers] + [1] * probes + [workers] * probes + [1] * 4 + [1] * probes
+                   + [workers] * probes + [2] * 3), ran
     assert kernel.workers == 2 and kernel._reprobe_in == 0
     assert kernel._reprobe_wait == 8  # for the next time it is left on one thread
 

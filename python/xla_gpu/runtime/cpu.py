@@ -122,8 +122,12 @@ MIN_BYTES_FOR_WORKERS = 2 << 20
 
 # A kernel's own times decide its threads (CpuKernel.__call__): its first
 # call runs on the workers, untimed (it pays what a first call pays: the
-# workers waking, fresh output pages, cold caches), then 2 * PROBE_CALLS
-# calls alternate one thread and the workers, timed, and its later calls
+# workers waking, fresh output pages, cold caches), then PROBE_CALLS calls
+# on one thread and PROBE_CALLS on the workers, timed (in a row since stop
+# 79: alternated, a workers' probe after a one-thread call longer than the
+# workers' spin woke a parked worker -- the exp + column sum over
+# f32[1000,512] was left on one thread, 56 us against 42 on two; the FFI
+# handler's probes on XLA's pool paid that more), and its later calls
 # keep the workers unless one thread's fastest took under
 # MIN_SECONDS_FOR_WORKERS or was ONE_THREAD_MARGIN faster
 # (choose_workers). The seed GELU's first calls on two threads took
@@ -570,7 +574,7 @@ class CpuKernel:
         if call == 0 or call > 2 * PROBE_CALLS:  # the first; or others still probing
             self._launch(arrays, self._workers, _CPUS)
             return
-        workers = 1 if call % 2 else self._workers
+        workers = 1 if call <= PROBE_CALLS else self._workers
         start = time.perf_counter()
         self._launch(arrays, workers, _CPUS)
         (one if workers == 1 else many).append(time.perf_counter() - start)

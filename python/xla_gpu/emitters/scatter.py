@@ -20,7 +20,6 @@ batching dimensions.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, replace
 
 from mlir import ir

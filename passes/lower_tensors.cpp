@@ -807,6 +807,9 @@ struct LowerAtomicRMW : public TensorPattern<AtomicRMWOp> {
     mlir::Block* after = rewriter.createBlock(&loop.getAfter(), {}, {storage}, {loc});
     rewriter.create<mlir::scf::YieldOp>(loc, after->getArgument(0));
     rewriter.setInsertionPointAfter(loop);
+    // The scatter emitter's mark of sorted indices, on the loop (see the
+    // native atomic's).
+    if (mlir::Attribute sorted = op->getAttr(kSortedUpdates)) loop->setAttr(kSortedUpdates, sorted);
   }
 };
 

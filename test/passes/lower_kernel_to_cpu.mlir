@@ -3265,3 +3265,65 @@ func.func @sorted_runs_read_back(%out: !llvm.ptr, %ids: !llvm.ptr, %seen: !llvm.
   llvm.store %now, %sp : i32, !llvm.ptr
   return
 }
+
+// -----
+
+// The same for lower-tensors' compare-and-swap loop of a marked update (a
+// max): the loop's first load and the loop go; an update of another
+// address stores the carried bits and loads the new address's, and the
+// loop's computation of its new bits runs on them; not exclusive, the load
+// and the loop as they were.
+// CHECK-LABEL: func.func @sorted_max_runs
+// CHECK-SAME: (%[[OUT:[^:]*]]: !llvm.ptr,
+// CHECK:      %[[SLOT:.*]] = llvm.alloca %{{.*}} x i32
+// CHECK:      scf.for %{{.*}} iter_args(%{{.*}} = %[[SLOT]], %{{.*}} = %{{.*}}) -> (!llvm.ptr, i32) {
+// CHECK:        scf.for %{{.*}} iter_args(%[[AT:.*]] = %{{.*}}, %[[V:.*]] = %{{.*}}) -> (!llvm.ptr, i32) {
+// CHECK:          %[[P:.*]] = llvm.getelementptr inbounds %[[OUT]]
+// CHECK:          scf.if %{{.*}} -> (!llvm.ptr, i32) {
+// CHECK:            %[[NEW:.*]] = llvm.icmp "ne" %[[P]], %[[AT]] : !llvm.ptr
+// CHECK:            %[[RUNS:.*]]:2 = scf.if %[[NEW]] -> (!llvm.ptr, i32) {
+// CHECK:              llvm.store %[[V]], %[[AT]]
+// CHECK:              %[[OLD:.*]] = llvm.load %[[P]] {{.*}} -> i32
+// CHECK:              scf.yield %[[P]], %[[OLD]] : !llvm.ptr, i32
+// CHECK:            } else {
+// CHECK:              scf.yield %[[AT]], %[[V]] : !llvm.ptr, i32
+// CHECK:            %[[F:.*]] = arith.bitcast %[[RUNS]]#1 : i32 to f32
+// CHECK:            %[[M:.*]] = arith.maximumf %[[F]], %{{.*}} : f32
+// CHECK:            %[[B:.*]] = arith.bitcast %[[M]] : f32 to i32
+// CHECK:            scf.yield %[[RUNS]]#0, %[[B]] : !llvm.ptr, i32
+// CHECK:          } else {
+// CHECK:            llvm.load %[[P]]
+// CHECK:            scf.while
+// CHECK:              llvm.cmpxchg %[[P]]
+// CHECK:      llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr
+// CHECK-NEXT: return
+func.func @sorted_max_runs(%out: !llvm.ptr, %ids: !llvm.ptr, %vals: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %c32 = arith.constant 32 : index
+  %i0 = arith.muli %bid, %c32 : index
+  %i = arith.addi %i0, %tid : index
+  %i64 = arith.index_castui %i : index to i64
+  %vp = llvm.getelementptr inbounds %vals[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %v = llvm.load %vp invariant : !llvm.ptr -> f32
+  %ip = llvm.getelementptr inbounds %ids[%i64] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  %id = llvm.load %ip invariant : !llvm.ptr -> i32
+  %id64 = llvm.zext %id : i32 to i64
+  %op = llvm.getelementptr inbounds %out[%id64] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %first = llvm.load %op : !llvm.ptr -> i32
+  %true = arith.constant true
+  %r = scf.while (%old = %first) : (i32) -> i32 {
+    %f = arith.bitcast %old : i32 to f32
+    %m = arith.maximumf %f, %v : f32
+    %bits = arith.bitcast %m : f32 to i32
+    %pair = llvm.cmpxchg %op, %old, %bits monotonic monotonic : !llvm.ptr, i32
+    %seen = llvm.extractvalue %pair[0] : !llvm.struct<(i32, i1)>
+    %ok = llvm.extractvalue %pair[1] : !llvm.struct<(i32, i1)>
+    %retry = arith.xori %ok, %true : i1
+    scf.condition(%retry) %seen : i32
+  } do {
+  ^bb0(%seen: i32):
+    scf.yield %seen : i32
+  } attributes {xla.indices_are_sorted}
+  return
+}

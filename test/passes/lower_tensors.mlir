@@ -201,17 +201,26 @@ func.func @atomics(%t: tensor<8xf32>, %i: index, %x: f32) -> tensor<8xf32> {
 
 // -----
 
-// The scatter emitter's mark of sorted indices stays on the native atomic
-// (-xla-gpu-lower-kernel-to-cpu carries the runs of such updates).
+// The scatter emitter's mark of sorted indices stays on the native atomic,
+// or on the compare-and-swap loop (-xla-gpu-lower-kernel-to-cpu carries
+// the runs of such updates).
 // CHECK-LABEL: func.func @sorted_atomic
 // CHECK: llvm.atomicrmw fadd %{{.*}}, %{{.*}} monotonic {xla.indices_are_sorted} : !llvm.ptr, f32
+// CHECK: scf.while
+// CHECK: llvm.cmpxchg
+// CHECK: } attributes {xla.indices_are_sorted}
 func.func @sorted_atomic(%t: tensor<8xf32>, %i: index, %x: f32) -> tensor<8xf32> {
   %a = xla_gpu.atomic_rmw %t[%i] : tensor<8xf32> {
   ^bb0(%cur: f32):
     %s = arith.addf %cur, %x : f32
     xla_gpu.yield %s : f32
   } {xla.indices_are_sorted}
-  return %a : tensor<8xf32>
+  %b = xla_gpu.atomic_rmw %a[%i] : tensor<8xf32> {
+  ^bb0(%cur: f32):
+    %m = arith.maximumf %cur, %x : f32
+    xla_gpu.yield %m : f32
+  } {xla.indices_are_sorted}
+  return %b : tensor<8xf32>
 }
 
 // -----

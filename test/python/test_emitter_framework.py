@@ -901,10 +901,15 @@ def test_the_host_runs_a_colliding_scatter_on_one_block(ctx, bins, updates, uniq
     np.testing.assert_array_equal(out, want)
 
 
-def _segment_sum(dtype: str, segments: int, updates: int, width: int = 0) -> str:
-    """jax.ops.segment_sum(u, at, segments, indices_are_sorted=True): of
-    scalars, or (width) of rows of `width` elements (a window of
-    [1, width] at each index; 2-d tensors, flattened by the pipeline)."""
+def _segment_sum(dtype: str, segments: int, updates: int, width: int = 0,
+                 combiner: str = "add") -> str:
+    """jax.ops.segment_sum(u, at, segments, indices_are_sorted=True) (or
+    segment_max etc., `combiner`): of scalars, or (width) of rows of
+    `width` elements (a window of [1, width] at each index; 2-d tensors,
+    flattened by the pipeline)."""
+    if combiner != "add":
+        return _segment_sum(dtype, segments, updates, width).replace(
+            "ROOT c = " + f"{dtype}[] add(a, b)", "ROOT c = " + f"{dtype}[] {combiner}(a, b)")
     if width:
         rows = f"{segments},{width}"
         return _segment_sum(dtype, segments, updates).replace(
@@ -932,12 +937,16 @@ ENTRY e {{
 """
 
 
-@pytest.mark.parametrize("dtype, width", [("f32", 0), ("s32", 0), ("f32", 1)])
+@pytest.mark.parametrize("dtype, width, combiner", [
+    ("f32", 0, "add"), ("s32", 0, "add"), ("f32", 1, "add"),
+    ("f32", 0, "maximum"), ("f16", 0, "maximum"), ("s32", 0, "multiply")])
 @pytest.mark.parametrize("host, threads", [(True, 1), (False, 1), (False, 2)])
-def test_sorted_segment_sums_carry_their_runs(ctx, dtype, width, host, threads):
-    """A scatter-add of sorted indices (indices_are_sorted) on the CPU
-    target: an exclusive launch carries each run of updates of one segment
-    in registers (-xla-gpu-lower-kernel-to-cpu's carryRunsOfUpdates),
+def test_sorted_segment_sums_carry_their_runs(ctx, dtype, width, combiner, host, threads):
+    """A scatter-add (and -max, -multiply: lower-tensors' compare-and-swap
+    loops, f16 a 32-bit word's) of sorted indices (indices_are_sorted) on
+    the CPU target: an exclusive launch carries each run of updates of one
+    segment in registers (-xla-gpu-lower-kernel-to-cpu's
+    carryRunsOfUpdates),
     across threads and blocks -- the host's one block, or XLA's grid run
     on one thread -- with the same additions in the same order as one
     update after the other: every float sum is numpy's sequential
@@ -948,7 +957,7 @@ def test_sorted_segment_sums_carry_their_runs(ctx, dtype, width, host, threads):
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
     segments, updates = 1000, 20000
-    fusion = find_fusion(parse_hlo(_segment_sum(dtype, segments, updates, width)))
+    fusion = find_fusion(parse_hlo(_segment_sum(dtype, segments, updates, width, combiner)))
     kernel = emit_kernel(fusion, host=host)
     assert "xla.indices_are_sorted" in kernel.text
     rng = np.random.RandomState(7)
@@ -956,14 +965,18 @@ def test_sorted_segment_sums_carry_their_runs(ctx, dtype, width, host, threads):
     ids = np.repeat(np.arange(-20, len(counts) - 20) * 3, counts)[:updates]
     ids[-500:] = segments + 5  # past the end
     at = ids.astype(np.int32).reshape(updates, 1)
-    np_type = np.float32 if dtype == "f32" else np.int32
-    u = (rng.standard_normal(updates) * 100 if dtype == "f32"
+    np_type = {"f32": np.float32, "f16": np.float16, "s32": np.int32}[dtype]
+    floats = dtype != "s32"
+    u = (rng.standard_normal(updates) * 100 if floats
          else rng.randint(-1000, 1000, updates)).astype(np_type)
-    x = (rng.standard_normal(segments) if dtype == "f32"
+    if combiner == "multiply":  # products that stay in range
+        u = rng.choice([-1, 1, 1, 1], updates).astype(np_type)
+    x = (rng.standard_normal(segments) if floats
          else rng.randint(-9, 9, segments)).astype(np_type)
     want = x.copy()
     inside = (ids >= 0) & (ids < segments)
-    np.add.at(want, ids[inside], u[inside])
+    {"add": np.add, "maximum": np.maximum, "multiply": np.multiply}[combiner].at(
+        want, ids[inside], u[inside])
     if width:
         x, u, want = x.reshape(-1, 1), u.reshape(-1, 1), want.reshape(-1, 1)
     out = np.full(x.shape, 7, np_type)

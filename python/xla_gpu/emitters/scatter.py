@@ -285,7 +285,8 @@ class ScatterEmitter(EmitterBase):
         if self.sorted:
             # The updates of one element come one after the other: the CPU
             # target carries their runs in registers (flatten-tensors and
-            # lower-tensors keep the mark, -xla-gpu-lower-kernel-to-cpu's
+            # lower-tensors keep the mark, on the llvm.atomicrmw or the
+            # compare-and-swap loop; -xla-gpu-lower-kernel-to-cpu's
             # carryRunsOfUpdates reads it). Not for windows of several
             # elements: a row's updates are neighbours there, the runs of
             # one element a row apart, and carried values kept LLVM from

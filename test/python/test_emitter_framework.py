@@ -941,19 +941,19 @@ ENTRY e {{
     ("f32", 0, "add"), ("s32", 0, "add"), ("f32", 1, "add"),
     ("f32", 0, "maximum"), ("f16", 0, "maximum"), ("s32", 0, "multiply")])
 @pytest.mark.parametrize("host, threads", [(True, 1), (False, 1), (False, 2)])
-def test_sorted_segment_sums_carry_their_runs(ctx, dtype, width, combiner, host, threads):
+def test_sorted_segment_updates_carry_their_runs(ctx, dtype, width, combiner, host, threads):
     """A scatter-add (and -max, -multiply: lower-tensors' compare-and-swap
-    loops, f16 a 32-bit word's) of sorted indices (indices_are_sorted) on
-    the CPU target: an exclusive launch carries each run of updates of one
-    segment in registers (-xla-gpu-lower-kernel-to-cpu's
-    carryRunsOfUpdates),
-    across threads and blocks -- the host's one block, or XLA's grid run
-    on one thread -- with the same additions in the same order as one
-    update after the other: every float sum is numpy's sequential
-    np.add.at bit for bit (and XLA:CPU's within rounding). On two threads
-    the updates stay atomic. Runs of 1 to 300 updates, a first and a last
-    run cut off by ids out of range (skipped, as XLA skips them), and
-    segments no update touches (the operand's values kept)."""
+    loops, f16's on a 32-bit word) of sorted indices (indices_are_sorted)
+    on the CPU target: an exclusive launch carries each run of updates of
+    one segment in registers (-xla-gpu-lower-kernel-to-cpu's
+    carryRunsOfUpdates), across threads and blocks -- the host's one
+    block, or XLA's grid run on one thread -- with the same operations in
+    the same order as one update after the other: every float sum is
+    numpy's sequential np.add.at bit for bit (and XLA:CPU's within
+    rounding). On two threads the updates stay atomic. Runs of 1 to 300
+    updates, a first and a last run cut off by ids out of range (skipped,
+    as XLA skips them), and segments no update touches (the operand's
+    values kept)."""
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
     segments, updates = 1000, 20000

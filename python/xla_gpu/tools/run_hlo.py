@@ -169,11 +169,12 @@ def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
     fusions they own, XLA's (one instruction each) for the rest. The CPU
     kernels compile on several threads (compile_kernels). With `host`, the
     CPU target's own variants of the kernels (emit_kernel(host=True) within
-    host_short_rows(), as xla_gpu.jax.jit emits them); else XLA:GPU's
-    kernels, run on the CPU."""
+    host_short_rows(), as xla_gpu.jax.jit emits them; the CPU platform
+    only); else XLA:GPU's kernels, run on the CPU."""
     steps: list = []
     # (step, fusion, its parts' kernels: the fusion's own where it is one)
     on_cpu: list[tuple[int, HloInstruction, list[tuple[HloInstruction, EmittedKernel]]]] = []
+    host = host and platform == "cpu"
     # One MLIR context for the module's fusions (creating one costs ~1 ms).
     with new_context(), (host_short_rows() if host else contextlib.nullcontext()):
         for inst in module.entry.instructions:
@@ -187,8 +188,7 @@ def _compile(module, dump_to: Path | None, device, dump_passes: bool = True,
                 continue
             parts = _split_parts(inst, device) if platform == "cpu" else None
             try:
-                parts = parts or [(inst, emit_kernel(inst, device,
-                                                     host=host and platform == "cpu"))]
+                parts = parts or [(inst, emit_kernel(inst, device, host=host))]
             except EmitterNotBuiltError as e:
                 steps.append(_on_xla(inst, str(e)))
                 continue

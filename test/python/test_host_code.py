@@ -1072,6 +1072,68 @@ def test_cpu_target_keeps_a_long_thread_loop_whole():
     assert stores[128, False] == stores[400, False] == 0
 
 
+# A separable blur's two passes over NHWC f32 with 3 channels: the
+# horizontal pass `h` read at 3 rows by the vertical one (a subgraph
+# function called 3 times, too large for the optimization stage's
+# inliner).
+_BLUR_OF_THREE_CHANNELS = """
+fused {
+  p = f32[2,6,10,3] parameter(0)
+  s0 = f32[2,6,8,3] slice(p), slice={[0:2], [0:6], [0:8], [0:3]}
+  s1 = f32[2,6,8,3] slice(p), slice={[0:2], [0:6], [1:9], [0:3]}
+  s2 = f32[2,6,8,3] slice(p), slice={[0:2], [0:6], [2:10], [0:3]}
+  q = f32[] constant(0.25)
+  bq = f32[2,6,8,3] broadcast(q), dimensions={}
+  m0 = f32[2,6,8,3] multiply(s0, bq)
+  m2 = f32[2,6,8,3] multiply(s2, bq)
+  a = f32[2,6,8,3] add(m0, s1)
+  h = f32[2,6,8,3] add(a, m2)
+  r0 = f32[2,4,8,3] slice(h), slice={[0:2], [0:4], [0:8], [0:3]}
+  r1 = f32[2,4,8,3] slice(h), slice={[0:2], [1:5], [0:8], [0:3]}
+  r2 = f32[2,4,8,3] slice(h), slice={[0:2], [2:6], [0:8], [0:3]}
+  b = f32[2,4,8,3] add(r0, r1)
+  ROOT v = f32[2,4,8,3] add(b, r2)
+}
+
+ENTRY main {
+  p0 = f32[2,6,10,3] parameter(0)
+  ROOT f = f32[2,4,8,3] fusion(p0), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_the_host_composes_a_subgraphs_index_maps_with_its_callers(tmp_path):
+    """The CPU target inlines the subgraph functions while their indices
+    are still index maps: the blur's tap reads pixel (w, c) = ((e / 3)
+    mod 8, e mod 3) of the thread's element e, and 3 w + c composes to e
+    mod 24, a row read whole. Split over a call, each read divided by 3
+    (an interleave group of 3 lanes a tap once vectorized). The GPU's
+    pipeline keeps XLA's calls. The blur is numpy's either way."""
+    from xla_gpu.emitters import emit_fusion, find_fusion
+    from xla_gpu.hlo import parse_hlo
+    with ir.Context():
+        text = str(emit_fusion(find_fusion(parse_hlo(_BLUR_OF_THREE_CHANNELS))))
+    maps = {}
+    for name, stages in (("host", pipelines.CPU_STAGES), ("gpu", tuple(pipelines.STAGES))):
+        with pipelines.compile_context():
+            module = pipelines.parse_module(text)
+            pipelines.run_pipeline(module, CPU_DEFAULT_OPTIONS, stages=stages,
+                                   dump_to=tmp_path / name)
+        # The IR the maps become arithmetic from.
+        [before] = (tmp_path / name).glob("*.xla-gpu-expand-float-ops.mlir")
+        maps[name] = before.read_text()
+    assert "call @" not in maps["host"] and "floordiv 3)" not in maps["host"]
+    assert "mod 24" in maps["host"]
+    assert "call @" in maps["gpu"] and "floordiv 3)" in maps["gpu"]
+    with ir.Context():
+        kernel = CpuKernel(text)
+    x = np.random.default_rng(0).standard_normal((2, 6, 10, 3)).astype(np.float32)
+    out = np.empty((2, 4, 8, 3), np.float32)
+    kernel(x, out)
+    h = x[:, :, 0:8] / 4 + x[:, :, 1:9] + x[:, :, 2:10] / 4
+    np.testing.assert_allclose(out, h[:, 0:4] + h[:, 1:5] + h[:, 2:6], rtol=1e-6, atol=1e-6)
+
+
 def test_multiplies_and_adds_contract_as_xla_cpus_do():
     """The host's code generator fuses a multiply and the add of its result
     into one fma, as XLA:CPU's does (it always allows FMA fusion): jax's

@@ -318,6 +318,21 @@ def ConvertPureCallOpsPass
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def InlineCallsPass : Pass<"xla-gpu-inline-calls", "mlir::ModuleOp"> {
+  let summary = "Inlines the calls left in a module, each function simplified first.";
+  let description = [{
+    The CPU target's inliner, after `-xla-gpu-convert-pure-call-ops`: where
+    the module still calls functions (the subgraph functions the
+    optimization stage kept, a fused instruction read by several others),
+    upstream's `inline` runs with canonicalize and CSE as its pipeline, so
+    that each function is simplified before it is inlined and its caller
+    after (a callee's `xla_gpu.apply_indexing` composes with the ones that
+    compute its arguments, and copies read at equal indices merge). A
+    module without calls is left as it is, at no cost (the inliner would
+    still canonicalize every function once).
+  }];
+}
+
 def ExpandBf16ConversionsPass
     : Pass<"xla-gpu-expand-bf16-conversions", "mlir::func::FuncOp"> {
   let summary = "Expands bf16 extf and truncf into integer code (for the host).";

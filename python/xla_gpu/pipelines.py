@@ -257,11 +257,6 @@ def choose_index_bitwidth(module: ir.Module) -> int:
     return 32
 
 
-# The host's inliner: each function simplified (its index maps composed
-# with those of the calls it inlined, CSE) before it is inlined in turn.
-_INLINE_SIMPLIFIED = f'inline{{default-pipeline="{_CANONICALIZE},cse"}}'
-
-
 def _add_tensor_lowering(passes: list[str], f8_conversions: bool = False,
                          device_info: str = "", inline_calls: bool = False) -> None:
     """What both targets share: calls, narrow floats, index maps, tensors.
@@ -278,7 +273,7 @@ def _add_tensor_lowering(passes: list[str], f8_conversions: bool = False,
     passes += [
         "xla-gpu-propagate-slice-indices",
         "func.func(xla-gpu-convert-pure-call-ops)",
-        *([_INLINE_SIMPLIFIED, _CANONICALIZE, "cse"] if inline_calls else []),
+        *(["xla-gpu-inline-calls"] if inline_calls else []),
         *(["func.func(xla-gpu-convert-float-nvidia)"] if f8_conversions else []),
         "func.func(xla-gpu-expand-float-ops{gpu-approximations=false})",
         "xla-gpu-simplify-affine",
@@ -322,7 +317,9 @@ def add_cpu_lowering_stage(passes: list[str], opts: PipelineOptions) -> None:
     group of 3 (a kernel call 0.66 -> 0.10-0.20 ms, its compile 120 ->
     36 ms). Each function is simplified before it is inlined in turn, so
     that the copies of a subgraph read at equal indices merge (12 nested
-    shifted-slice sums, 2^12 calls unmerged: compile 48 -> 31 ms)."""
+    shifted-slice sums, 2^12 calls unmerged: compile 48 -> 31 ms); a
+    module without calls skips the inliner (-xla-gpu-inline-calls), which
+    would canonicalize every function once more (0.2-0.5 ms a kernel)."""
     _add_tensor_lowering(passes, inline_calls=True)
     passes += [
         "xla-gpu-lower-kernel-to-cpu" + ("" if opts.transposing_writes

@@ -1792,6 +1792,28 @@ func.func @atomics(%p: !llvm.ptr) {
 
 // -----
 
+// A grid of one block is exclusive however it is launched: the branch's
+// condition is the constant true (canonicalize then drops the atomic
+// side), and no block range is compared.
+// CHECK-LABEL: func.func @atomics_of_one_block
+// CHECK-NOT:  arith.andi
+// CHECK:      %[[TRUE:.*]] = arith.constant true
+// CHECK:      scf.if %[[TRUE]] -> (f32) {
+// CHECK:        llvm.load
+// CHECK:        llvm.fadd
+// CHECK:        llvm.store
+// CHECK:      } else {
+// CHECK:        llvm.atomicrmw fadd
+func.func @atomics_of_one_block(%p: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 0 : index]}
+  %one = arith.constant 1.0 : f32
+  %a = llvm.atomicrmw fadd %p, %one monotonic {alignment = 4 : i64} : !llvm.ptr, f32
+  return
+}
+
+// -----
+
 // A kernel whose threads each ran 4 elements (-xla-gpu-fold-loops-into-
 // threads made them 4 threads) interleaves 4 vector iterations of its lane
 // loop where the body has long-latency arithmetic (math, a division): the

@@ -1315,6 +1315,50 @@ def test_the_host_gives_windows_across_rows_a_block_a_row(ctx, ty, operand, wind
                                     seed=7)
 
 
+@pytest.mark.parametrize("body, operand, out, launch", [
+    # A flip along W of NHWC images, 3 channels: rows of 672 (XLA's 1 a
+    # thread at this size), and with XLA's 4 a thread.
+    ("  ROOT r = f32[2,6,224,3] reverse(p0), dimensions={2}", (2, 6, 224, 3), (2, 6, 224, 3),
+     (12, 672)),
+    ("  ROOT r = f32[16,224,224,3] reverse(p0), dimensions={2}", (16, 224, 224, 3),
+     (16, 224, 224, 3), (3584, 168)),
+    # A zero pad of H and W: rows of 678, which 4 does not divide.
+    ("  z = f32[] constant(0)\n"
+     "  ROOT p = f32[2,8,226,3] pad(p0, z), padding=0_0x1_1x1_1x0_0", (2, 6, 224, 3),
+     (2, 8, 226, 3), (16, 678)),
+    # A crop along W, 8 channels: rows of 64 a thread an element (4 would
+    # leave 16 threads).
+    ("  ROOT s = f32[3,4,8,8] slice(p0), slice={[0:3], [0:4], [2:10], [0:8]}", (3, 4, 12, 8),
+     (3, 4, 8, 8), (12, 64)),
+    # Rows of more elements than a block has threads, a flip along H (not
+    # the second minor dimension) or a 32-wide minor dimension: not.
+    ("  ROOT r = f32[2,4,400,3] reverse(p0), dimensions={2}", (2, 4, 400, 3), (2, 4, 400, 3),
+     None),
+    ("  ROOT r = f32[2,6,224,3] reverse(p0), dimensions={1}", (2, 6, 224, 3), (2, 6, 224, 3),
+     None),
+])
+def test_the_host_gives_pixel_rows_shifted_along_w_a_block_a_row(ctx, body, operand, out,
+                                                                 launch):
+    """emit_kernel(host=True) on a loop fusion that pads, slices or
+    reverses along the second minor dimension where the minor one is under
+    32 elements (W and C of NHWC images): a block a row of both, 32 to
+    1024 elements (loop._host_pixel_row_launch), where XLA's blocks of 512
+    elements cut the rows; otherwise XLA's launch. The bits are those of
+    XLA:GPU's launch."""
+    dims = lambda d: ",".join(map(str, d))
+    text = (f"HloModule m\n\nfused {{\n  p0 = f32[{dims(operand)}] parameter(0)\n{body}\n}}\n\n"
+            f"ENTRY e {{\n  p0 = f32[{dims(operand)}] parameter(0)\n"
+            f"  ROOT f = f32[{dims(out)}] fusion(p0), kind=kLoop, calls=fused\n}}\n")
+    fusion = find_fusion(parse_hlo(text))
+    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
+    if launch is None:
+        assert host.launch == gpu.launch
+        return
+    assert host.launch.dims.block_counts == (launch[0], 1, 1)
+    assert host.launch.dims.thread_counts_per_block == (launch[1], 1, 1)
+    _assert_host_bits_as_gpu_launch(fusion, out, seed=8)
+
+
 def test_the_host_reduces_rows_shorter_than_a_warp_a_warp_a_row(ctx):
     """Within host_short_rows() (xla_gpu.jax.jit's kernels), a row
     reduction of 17 to 31 elements is the reduction emitter's, a warp a

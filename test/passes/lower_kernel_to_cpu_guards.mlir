@@ -345,3 +345,57 @@ func.func @pad_of_a_strided_slice(%in: !llvm.ptr, %out: !llvm.ptr) attributes {x
   }
   return
 }
+
+// -----
+
+// The same pad with a block a row (the host's launch, loop.host_row_launch):
+// the term that subtracts, -512 times the row, is the block's, computed
+// before the lane loop; the load is split all the same (from the row's
+// first element, plus 2 * (lane - lower bound), `nusw nuw`). Not split,
+// the whole kernel's lanes were loaded one by one, and only a kernel
+// compiled in parts (the row's loop a function, the row an argument) got
+// vectors and a shuffle.
+// CHECK-LABEL: func.func @pad_of_a_strided_slice_a_row_a_block
+// CHECK:     %[[FIRST:.*]] = llvm.getelementptr %arg0[%{{.*}}]
+// CHECK:     scf.for %[[LANE:.*]] = %[[LB:.*]] to
+// CHECK:       %[[REL:.*]] = arith.subi %[[LANE]], %[[LB]] overflow<nsw, nuw>
+// CHECK:       %[[OFF:.*]] = arith.muli %[[REL]], %c2{{.*}} overflow<nsw, nuw>
+// CHECK:       %[[OFF64:.*]] = arith.index_castui %[[OFF]]
+// CHECK:       %[[P:.*]] = llvm.getelementptr nusw|nuw %[[FIRST]][%[[OFF64]]]
+// CHECK:       llvm.load %[[P]]
+func.func @pad_of_a_strided_slice_a_row_a_block(%in: !llvm.ptr, %out: !llvm.ptr) attributes {xla.launch_dims = {block_counts = array<i64: 515, 1, 1>, thread_counts_per_block = array<i64: 257, 1, 1>}} {
+  %c262140 = arith.constant 262140 : index
+  %c2 = arith.constant 2 : index
+  %c-512 = arith.constant -512 : index
+  %c257 = arith.constant 257 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  %c3 = arith.constant 3 : index
+  %c512 = arith.constant 512 : index
+  %c1 = arith.constant 1 : index
+  %tid = gpu.thread_id  x {xla.range = [0 : index, 256 : index]}
+  %bid = gpu.block_id  x {xla.range = [0 : index, 514 : index]}
+  %row = arith.muli %bid, %c-512 : index
+  %5 = arith.addi %tid, %c1 : index
+  %6 = arith.cmpi sge, %bid, %c1 : index
+  %7 = arith.cmpi sle, %bid, %c512 : index
+  %8 = arith.andi %6, %7 : i1
+  %9 = arith.cmpi sge, %5, %c3 : index
+  %10 = arith.andi %8, %9 : i1
+  %11 = scf.if %10 -> (f32) {
+    %15 = arith.muli %tid, %c2 : index
+    %16 = arith.addi %row, %15 : index
+    %17 = arith.addi %16, %c262140 : index
+    %18 = arith.index_castui %17 : index to i64
+    %19 = llvm.getelementptr inbounds %in[%18] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %20 = llvm.load %19 invariant : !llvm.ptr -> f32
+    scf.yield %20 : f32
+  } else {
+    scf.yield %cst : f32
+  }
+  %o0 = arith.muli %bid, %c257 : index
+  %o1 = arith.addi %o0, %tid : index
+  %o = arith.index_cast %o1 : index to i64
+  %q = llvm.getelementptr %out[%o] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %11, %q : f32, !llvm.ptr
+  return
+}

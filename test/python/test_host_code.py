@@ -1134,6 +1134,47 @@ def test_the_host_composes_a_subgraphs_index_maps_with_its_callers(tmp_path):
     np.testing.assert_allclose(out, h[:, 0:4] + h[:, 1:5] + h[:, 2:6], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype, body, shape, out, width", [
+    # A flip along W of u8 NHWC images: each step's 3 bytes reversed, 32
+    # steps a vector (96 bytes, as 8 steps of 3 f32).
+    ("u8", "  ROOT r = u8[2,8,224,3] reverse(p0), dimensions={2}", (2, 8, 224, 3),
+     (2, 8, 224, 3), 32),
+    ("bf16", "  ROOT r = bf16[2,8,224,3] reverse(p0), dimensions={2}", (2, 8, 224, 3),
+     (2, 8, 224, 3), 16),
+    ("f32", "  ROOT r = f32[2,8,224,3] reverse(p0), dimensions={2}", (2, 8, 224, 3),
+     (2, 8, 224, 3), 8),
+    # A nearest upsampling of u8 images stores each byte it loads twice:
+    # 8 steps (at 16 it ran 9 % slower).
+    ("u8", "  b = u8[2,4,2,112,2,3] broadcast(p0), dimensions={0,1,3,5}\n"
+     "  ROOT r = u8[2,8,224,3] bitcast(b)", (2, 4, 112, 3), (2, 8, 224, 3), 8),
+])
+def test_narrow_permutations_take_more_period_steps_a_vector(dtype, body, shape, out, width):
+    """-xla-gpu-lower-kernel-to-cpu vectorizes a lane loop's period steps 8
+    a vector; one that only moves elements narrower than 32 bits, each
+    loaded one stored once (narrowPermutationBytes), 8 * 4 / bytes of
+    them: a u8 flip's 3 bytes a step were 24-byte vectors. The kernels
+    are numpy's."""
+    from xla_gpu.emitters import emit_kernel, find_fusion
+    from xla_gpu.emitters.fusion_analysis import host_short_rows
+    from xla_gpu.hlo import parse_hlo
+    dims = lambda d: ",".join(map(str, d))
+    text = (f"HloModule m\n\nfused {{\n  p0 = {dtype}[{dims(shape)}] parameter(0)\n{body}\n}}\n\n"
+            f"ENTRY e {{\n  p0 = {dtype}[{dims(shape)}] parameter(0)\n"
+            f"  ROOT f = {dtype}[{dims(out)}] fusion(p0), kind=kLoop, calls=fused\n}}\n")
+    with ir.Context():
+        with host_short_rows():
+            kernel = CpuKernel(emit_kernel(find_fusion(parse_hlo(text)), host=True))
+    widths = set(re.findall(r"loop_vectorize<width = (\d+) : i32>", kernel.llvm_ir))
+    assert widths == {str(width)}
+    x = np.random.default_rng(0).integers(0, 256, shape).astype(np.uint8)
+    x = x.view(np.uint8) if dtype == "u8" else (
+        x.astype(np.uint16).view(kernel.params[0].dtype) if dtype == "bf16" else x.astype(np.float32))
+    y = np.empty(out, x.dtype)
+    kernel(x, y)
+    want = x[:, :, ::-1] if "reverse" in body else np.repeat(np.repeat(x, 2, 1), 2, 2)
+    np.testing.assert_array_equal(y.view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
+
+
 def test_multiplies_and_adds_contract_as_xla_cpus_do():
     """The host's code generator fuses a multiply and the add of its result
     into one fma, as XLA:CPU's does (it always allows FMA fusion): jax's

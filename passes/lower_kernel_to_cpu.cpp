@@ -453,6 +453,8 @@ int64_t narrowPermutationBytes(mlir::scf::ForOp loop) {
   };
   bool loads = false, stores = false;
   loop.getBody()->walk([&](mlir::Operation* op) {
+    // A loop inside (a window's): its loads are not each stored once.
+    if (llvm::isa<mlir::LoopLikeOpInterface>(op)) fits = false;
     if (auto load = llvm::dyn_cast<mlir::LLVM::LoadOp>(op)) {
       access(load.getAddr(), load.getType());
       loads = true;

@@ -40,11 +40,12 @@ def _module(body: str, params: list[str], out: str) -> str:
             "kind=kLoop, calls=fused\n}\n")
 
 
-def _blur_taps(source: str, name: str, shape: str, window: str, size: int) -> str:
-    """HLO of `name` = the sum of a binomial filter's 5 taps over `source`
-    (`ROOT v`: the root, v): tap i its slice `window` (a dimension's
-    `{}:{}`) from i to i + size."""
-    result, name = name, name.split()[-1]
+def _blur_taps(source: str, name: str, shape: str, window: str, size: int,
+               root: bool = False) -> str:
+    """HLO of `name` (the computation's root with `root`) = the sum of a
+    binomial filter's 5 taps over `source`: tap i its slice `window` (a
+    dimension's `{}:{}`) from i to i + size."""
+    result = f"ROOT {name}" if root else name
     lines = []
     for i, weight in enumerate((0.0625, 0.25, 0.375, 0.25, 0.0625)):
         lines += [f"  {name}s{i} = {shape} slice({source}), slice={{{window.format(i, i + size)}}}",
@@ -165,7 +166,8 @@ CASES = {
     # each tap an interleave group of 3 lanes before).
     "separable 5x5 blur f32[8,132,132,3] -> [8,128,128,3]": _module(
         _blur_taps("a0", "h", "f32[8,132,128,3]", "[0:8], [0:132], [{}:{}], [0:3]", 128) + "\n"
-        + _blur_taps("h", "ROOT v", "f32[8,128,128,3]", "[0:8], [{}:{}], [0:128], [0:3]", 128),
+        + _blur_taps("h", "v", "f32[8,128,128,3]", "[0:8], [{}:{}], [0:128], [0:3]", 128,
+                     root=True),
         ["f32[8,132,132,3]"], "f32[8,128,128,3]"),
     # XLA:CPU's integer row sum, x.sum(-1) over s32[4096,1000] (stop 63):
     # a reduce-window of 1x32 at a stride of 32, then a reduce over 32. A
@@ -224,11 +226,11 @@ def bench(text: str, runs: int) -> dict:
     # Our kernels are the CPU target's own variants (host=True), as
     # xla_gpu.jax.jit runs them (since stop 79; XLA:GPU's kernels before:
     # the same for most cases, a narrow middle-dimension sum's small column
-    # variant 3x faster). Where XLA:CPU calls a library (YNNPACK for reductions) it generates no
-    # code; its compile with the libraries off is the code generator's. The
-    # three sides' compiles take turns (compile_times_ms); where XLA calls
-    # no library, the third is the second again, and the second's time is
-    # the code generator's.
+    # variant 3x faster). Where XLA:CPU calls a library (YNNPACK for
+    # reductions) it generates no code; its compile with the libraries off
+    # is the code generator's. The three sides' compiles take turns
+    # (compile_times_ms); where XLA calls no library, the third is the
+    # second again, and the second's time is the code generator's.
     reference = reference_text(module)
     (ours_compile, kernels), (xla_compile, xla), (xla_codegen_compile, _) = compile_times_ms([
         (lambda: _compile(module, None, DEFAULT_DEVICE, host=True), cpu_runtime._cache.clear),

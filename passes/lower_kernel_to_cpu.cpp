@@ -5615,8 +5615,7 @@ Value plainUpdate(mlir::OpBuilder& b, mlir::LLVM::AtomicRMWOp op, Value old) {
 // The kernel argument `address` points into (through getelementptrs), or
 // null.
 mlir::BlockArgument baseArgument(Value address) {
-  while (auto gep = address.getDefiningOp<mlir::LLVM::GEPOp>()) address = gep.getBase();
-  auto arg = llvm::dyn_cast<mlir::BlockArgument>(address);
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(baseOf(address));
   if (!arg || !llvm::isa<mlir::func::FuncOp>(arg.getOwner()->getParentOp())) return {};
   return arg;
 }

@@ -848,3 +848,44 @@ func.func @upsample_pixels(%in: !llvm.ptr, %out: !llvm.ptr) {
   llvm.store %x, %o : f32, !llvm.ptr
   return
 }
+
+// The same upsampling a block a row (loop._host_pixel_row_launch: the 224
+// pixels of 3 channels of an output row, 672 threads): the thread's pixel
+// is tid / 6. Warps of 6 lanes (periodOf's largest divisor, as it was for
+// divisors up to 31) made lane loops of two steps of 3 lanes, in a loop
+// over the warps LLVM left scalar; a divisor of kMaxLanePeriod or less
+// leaves one lane loop, 6 lanes a step (0.107 -> 0.067 ms a kernel call
+// over f32[16,224,224,3]).
+// CHECK-LABEL: func.func @upsample_pixel_row
+// CHECK:       scf.for %{{.*}} = %arg2 to %arg3 step %c1 {
+// CHECK-NEXT:    arith.muli
+// CHECK:         scf.for %[[K:.*]] = %c0 to %c112 step %c1 {
+// CHECK-NOT:       scf.for
+// CHECK-NOT:       arith.divui
+// CHECK-NOT:       arith.remui
+// CHECK-COUNT-6:   llvm.store
+// CHECK:         } {loop_annotation = #[[$STEPS]]}
+// CHECK-NEXT:  } {loop_annotation
+func.func @upsample_pixel_row(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 671 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 3583 : index]}
+  %c3 = arith.constant 3 : index
+  %c6 = arith.constant 6 : index
+  %c336 = arith.constant 336 : index
+  %c672 = arith.constant 672 : index
+  %px = arith.divui %tid, %c6 : index
+  %s3 = arith.muli %px, %c3 : index
+  %ch = arith.remui %tid, %c3 : index
+  %irow = arith.muli %bid, %c336 : index
+  %a = arith.addi %irow, %s3 : index
+  %at = arith.addi %a, %ch : index
+  %i = arith.index_castui %at : index to i64
+  %p = llvm.getelementptr inbounds %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x = llvm.load %p invariant : !llvm.ptr -> f32
+  %orow = arith.muli %bid, %c672 : index
+  %e = arith.addi %orow, %tid : index
+  %j = arith.index_castui %e : index to i64
+  %o = llvm.getelementptr inbounds %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %x, %o : f32, !llvm.ptr
+  return
+}

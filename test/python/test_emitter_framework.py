@@ -1359,6 +1359,38 @@ def test_the_host_gives_pixel_rows_shifted_along_w_a_block_a_row(ctx, body, oper
     _assert_host_bits_as_gpu_launch(fusion, out, seed=8)
 
 
+@pytest.mark.parametrize("body, operand, out, launch", [
+    # A nearest upsampling by 2 of NHWC images of 3 channels ([N,H,2,W,2,C]
+    # as [N,2H,2W,C]): rows of 48 a thread an element (XLA's 1 a thread
+    # at this size), and of 672 with XLA's 4 a thread.
+    ("  b = f32[2,8,2,8,2,3] broadcast(p0), dimensions={0,1,3,5}\n"
+     "  ROOT r = f32[2,16,16,3] bitcast(b)", (2, 8, 8, 3), (2, 16, 16, 3), (32, 48)),
+    ("  b = f32[16,112,2,112,2,3] broadcast(p0), dimensions={0,1,3,5}\n"
+     "  ROOT r = f32[16,224,224,3] bitcast(b)", (16, 112, 112, 3), (16, 224, 224, 3),
+     (3584, 168)),
+    # 5 channels: pixel tid / 10, over kMaxLanePeriod (warps of 10 lanes).
+    ("  b = f32[2,6,2,12,2,5] broadcast(p0), dimensions={0,1,3,5}\n"
+     "  ROOT r = f32[2,12,24,5] bitcast(b)", (2, 6, 12, 5), (2, 12, 24, 5), (24, 120)),
+    # A value a channel: the lane mod 3 along the row.
+    ("  c = f32[3] constant({0.5, -2, 3})\n"
+     "  b = f32[2,6,40,3] broadcast(c), dimensions={3}\n"
+     "  ROOT m = f32[2,6,40,3] multiply(p0, b)", (2, 6, 40, 3), (2, 6, 40, 3), (12, 120)),
+    # Elementwise, a value a pixel broadcast along the channels, and a
+    # bitcast of the major dimensions alone: XLA's launch.
+    ("  ROOT e = f32[2,6,224,3] exponential(p0)", (2, 6, 224, 3), (2, 6, 224, 3), None),
+    ("  ROOT b = f32[2,6,224,3] broadcast(p0), dimensions={0,1,2}", (2, 6, 224), (2, 6, 224, 3),
+     None),
+    ("  ROOT b = f32[12,224,3] bitcast(p0)", (2, 6, 224, 3), (12, 224, 3), None),
+])
+def test_the_host_gives_regrouped_pixel_rows_a_block_a_row(ctx, body, operand, out, launch):
+    """emit_kernel(host=True) on a loop fusion that reads W and C of NHWC
+    images at other indices than the output's by a broadcast or a bitcast
+    (loop._regroups_pixels: a nearest upsampling, a value a channel): a
+    block a row of both, as a pad along W is; otherwise XLA's launch. The
+    bits are those of XLA:GPU's launch."""
+    test_the_host_gives_pixel_rows_shifted_along_w_a_block_a_row(ctx, body, operand, out, launch)
+
+
 def test_the_host_reduces_rows_shorter_than_a_warp_a_warp_a_row(ctx):
     """Within host_short_rows() (xla_gpu.jax.jit's kernels), a row
     reduction of 17 to 31 elements is the reduction emitter's, a warp a

@@ -131,6 +131,37 @@ def _shifts_minor(comp: HloComputation, dims: tuple[int, ...], minor: int | None
     return False
 
 
+def _regroups_pixels(comp: HloComputation, dims: tuple[int, ...]) -> bool:
+    """Whether `comp` reads an operand at other indices than the output's
+    along its two minor dimensions (W and C of NHWC images) by a
+    broadcast or a bitcast: a broadcast of an array of the output's rank
+    that leaves the second minor dimension out (a value a channel, read at
+    every pixel: the row's lane mod C), or a bitcast or reshape between
+    the output's rank and another shape whose two minor dimensions differ
+    (a nearest upsampling's [N,H,2,W,2,C] as [N,2H,2W,C]: pixel (e / C) /
+    2). The lanes' indices then have a period along the row that XLA's
+    blocks of 512 elements cut at every row's end: a nearest upsampling by
+    2 of f32[16,112,112,3] ran 0.093-0.116 -> 0.065-0.083 ms a kernel
+    call a block a row, its compile 26-32 -> 12-15 ms (of u8[8,100,100,4]
+    0.12 -> 0.011 ms); a scale per channel of f32[16,224,224,3] 0.16 ->
+    0.13. Elementwise fusions are left as they are (their lanes' indices
+    the output's: an exp over the same images ran 8 % slower a block a
+    row), as is a value a pixel broadcast along the channels (a scale of
+    each pixel of f32[4096,128,8]: 3-5 % slower)."""
+    rank = len(dims)
+    for i in comp.instructions:
+        if not i.operands:
+            continue
+        op = i.operands[0].shape
+        if i.opcode == "broadcast" and i.shape.rank == rank and op.rank > 0:
+            if rank - 2 not in (i.attr("dimensions") or []):
+                return True
+        elif i.opcode in ("bitcast", "reshape") and rank in (i.shape.rank, op.rank):
+            if op.rank >= 2 and i.shape.rank >= 2 and op.dims[-2:] != i.shape.dims[-2:]:
+                return True
+    return False
+
+
 def _windows_across_rows(comp: HloComputation, dims: tuple[int, ...]) -> bool:
     """Whether `comp` has a reduce-window of the output's rank whose windows
     lie across rows, a lane's elements along the major dimensions: a
@@ -173,7 +204,8 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     dims, unroll = shape.dims, launch.unroll_factor
     if len(dims) < 2 or not shape.has_default_layout:
         return None
-    if dims[-1] < 32 and len(dims) > 2 and _shifts_minor(comp, dims, len(dims) - 2):
+    if dims[-1] < 32 and len(dims) > 2 and (_shifts_minor(comp, dims, len(dims) - 2) or
+                                            _regroups_pixels(comp, dims)):
         return _host_pixel_row_launch(shape, launch, device)
     if dims[-1] % unroll or dims[-1] // unroll < 32:
         unroll = 1

@@ -1552,6 +1552,36 @@ def test_jit_reads_closed_over_arrays_from_xlas_serialized_module():
     assert [p.shape.dims for p in ours.entry.parameters] == [(300, 7), (300,), (50,)]
 
 
+def test_jit_takes_a_fusions_large_constants_as_operands():
+    # XLA:CPU folds the convert of a closed-over bf16 array into an f32
+    # constant inside its (YNNPACK) fusion: in our kernel a table of 4M
+    # values had been 33 MB of kernel text and ~40 s of compile. Constants
+    # of over MAX_FUSED_CONSTANT_ELEMENTS become the fusion's operands
+    # (here, the entry's, then parameters jax passes); the scale of 256
+    # values stays in the kernel.
+    r = np.random.default_rng(16)
+    table = jnp.asarray(r.standard_normal((64, 256)), jnp.bfloat16)
+    scale = jnp.asarray(r.standard_normal(256), jnp.bfloat16)
+
+    def shifted(x):
+        h = x * scale.astype(jnp.float32) + table.astype(jnp.float32)
+        return h - h.max(-1, keepdims=True)
+
+    x = r.standard_normal((64, 256)).astype(np.float32)
+    xla = parse_hlo(_optimized_text(jax.jit(shifted).lower(x).compile()))
+    fused = {i.shape.num_elements for c in xla.computations if c is not xla.entry
+             for i in c.instructions if i.opcode == "constant"}
+    assert {256, 64 * 256} <= fused  # both in XLA's fusion
+    f = xj.jit(shifted)
+    np.testing.assert_allclose(np.asarray(f(x)), np.asarray(jax.jit(shifted)(x)), rtol=1e-6,
+                               atol=1e-6)
+    assert all(d.ours for d in f.decisions()), f.fusion_report()
+    ours = parse_hlo(f._last.call.runtime_executable().hlo_modules()[0].to_string())
+    assert [p.shape.dims for p in ours.entry.parameters] == [(64, 256), (64, 256)]
+    (call,) = [i for i in ours.entry.instructions if i.opcode == "custom-call"]
+    assert [o.shape.dims for o in call.operands] == [(64, 256), (64, 256)]
+
+
 def test_hoisted_constants_follow_jaxs_own():
     # jax passes the constants it hoists itself (its const_args) first:
     # ours go in after them, in the parameters and the entry's layout.

@@ -1034,6 +1034,7 @@ def _replace_fusions_in_context(module: HloModule,
             decisions.append(FusionDecision(inst.name, kind, False,
                                             "an operand or result is not row-major"))
             continue
+        _hoist_fused_constants(inst)
         split = _split_reduction(inst, device)
         if split:
             emitted += split
@@ -1067,6 +1068,41 @@ def _replace_fusions_in_context(module: HloModule,
     module.computations = [c for c in module.computations
                            if c is module.entry or id(c) in called]
     return decisions
+
+
+# A constant of more elements than this in a fusion we take becomes an
+# operand of the fusion (_hoist_fused_constants).
+MAX_FUSED_CONSTANT_ELEMENTS = 1024
+
+
+def _hoist_fused_constants(inst: HloInstruction) -> None:
+    """The large constants of fusion `inst`'s body (over
+    MAX_FUSED_CONSTANT_ELEMENTS elements) as its operands: constants of
+    the computation that holds it, which _hoist_constants makes the
+    program's parameters where that is the entry. XLA:CPU fuses constants
+    of any size (one it folded from a closed-over array, `convert(y)` of a
+    layer norm's residual); in a kernel, a table of 4M floats was 33 MB
+    of kernel text, 1.8 s to emit (three times) and ~35 s of LLVM, the
+    program's first call 41 s (a buffer read like any operand after).
+    XLA:GPU fuses only scalar constants; the small ones stay, values
+    LLVM can fold (a pixel's 3 channel scales)."""
+    comp = inst.fused_computation
+    outer = inst.parent
+    names = {i.name for i in outer.instructions}
+    for const in list(comp.instructions):
+        if (const.opcode != "constant" or const.literal is None or not const.shape.is_array or
+                const.shape.num_elements <= MAX_FUSED_CONSTANT_ELEMENTS):
+            continue
+        name = const.name
+        while name in names:
+            name += ".hoisted"
+        names.add(name)
+        hoisted = HloInstruction(name, "constant", const.shape, literal=const.literal,
+                                 parent=outer, users=[inst])
+        outer.instructions.insert(outer.instructions.index(inst), hoisted)
+        inst.operands.append(hoisted)
+        const.opcode, const.literal = "parameter", None
+        const.parameter_number = len(inst.operands) - 1
 
 
 # A fusion of a loop's body (or a branch, a called computation) that

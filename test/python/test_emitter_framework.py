@@ -1330,10 +1330,18 @@ def test_the_host_gives_windows_across_rows_a_block_a_row(ctx, ty, operand, wind
     # leave 16 threads).
     ("  ROOT s = f32[3,4,8,8] slice(p0), slice={[0:3], [0:4], [2:10], [0:8]}", (3, 4, 12, 8),
      (3, 4, 8, 8), (12, 64)),
-    # Rows of more elements than a block has threads, a flip along H (not
-    # the second minor dimension) or a 32-wide minor dimension: not.
+    # Rows of more elements than a block has threads (1536): XLA's 4 a
+    # thread, a thread's 4 a block's threads apart.
+    ("  ROOT r = f32[8,64,512,3] reverse(p0), dimensions={2}", (8, 64, 512, 3),
+     (8, 64, 512, 3), (512, 384)),
+    # Such rows that XLA's 1 a thread (a small output) or its 4 (a pad to
+    # 514 pixels of 3) does not make fit, a flip along H (not the second
+    # minor dimension) or a 32-wide minor dimension: not.
     ("  ROOT r = f32[2,4,400,3] reverse(p0), dimensions={2}", (2, 4, 400, 3), (2, 4, 400, 3),
      None),
+    ("  z = f32[] constant(0)\n"
+     "  ROOT p = f32[8,66,514,3] pad(p0, z), padding=0_0x1_1x1_1x0_0", (8, 64, 512, 3),
+     (8, 66, 514, 3), None),
     ("  ROOT r = f32[2,6,224,3] reverse(p0), dimensions={1}", (2, 6, 224, 3), (2, 6, 224, 3),
      None),
 ])
@@ -1342,9 +1350,10 @@ def test_the_host_gives_pixel_rows_shifted_along_w_a_block_a_row(ctx, body, oper
     """emit_kernel(host=True) on a loop fusion that pads, slices or
     reverses along the second minor dimension where the minor one is under
     32 elements (W and C of NHWC images): a block a row of both, 32 to
-    1024 elements (loop._host_pixel_row_launch), where XLA's blocks of 512
-    elements cut the rows; otherwise XLA's launch. The bits are those of
-    XLA:GPU's launch."""
+    1024 elements (loop._host_pixel_row_launch), or up to 4096 where
+    XLA's 4 a thread divides the row, where XLA's blocks of 512 elements
+    cut the rows; otherwise XLA's launch. The bits are those of XLA:GPU's
+    launch."""
     dims = lambda d: ",".join(map(str, d))
     text = (f"HloModule m\n\nfused {{\n  p0 = f32[{dims(operand)}] parameter(0)\n{body}\n}}\n\n"
             f"ENTRY e {{\n  p0 = f32[{dims(operand)}] parameter(0)\n"
@@ -1368,6 +1377,12 @@ def test_the_host_gives_pixel_rows_shifted_along_w_a_block_a_row(ctx, body, oper
     ("  b = f32[16,112,2,112,2,3] broadcast(p0), dimensions={0,1,3,5}\n"
      "  ROOT r = f32[16,224,224,3] bitcast(b)", (16, 112, 112, 3), (16, 224, 224, 3),
      (3584, 168)),
+    # A pixel shuffle (depth to space) into rows of 112 pixels of 16
+    # channels, 1792 elements: 4 a thread, a block's threads apart.
+    ("  b = f32[8,56,56,2,2,16] bitcast(p0)\n"
+     "  t = f32[8,56,2,56,2,16]{5,4,2,3,1,0} transpose(b), dimensions={0,1,3,2,4,5}\n"
+     "  c = f32[8,56,2,56,2,16] copy(t)\n"
+     "  ROOT r = f32[8,112,112,16] bitcast(c)", (8, 56, 56, 64), (8, 112, 112, 16), (896, 448)),
     # 5 channels: pixel tid / 10, over kMaxLanePeriod (warps of 10 lanes).
     ("  b = f32[2,6,2,12,2,5] broadcast(p0), dimensions={0,1,3,5}\n"
      "  ROOT r = f32[2,12,24,5] bitcast(b)", (2, 6, 12, 5), (2, 12, 24, 5), (24, 120)),

@@ -159,6 +159,17 @@ CASES = {
         "  b = f32[16,112,2,112,2,3] broadcast(a0), dimensions={0,1,3,5}\n"
         "  ROOT r = f32[16,224,224,3] bitcast(b)",
         ["f32[16,112,112,3]"], "f32[16,224,224,3]"),
+    # A pixel shuffle (depth to space, XLA:CPU's copy of a transpose of a
+    # bitcast) into rows of 112 pixels of 16 channels (stop 81): a block a
+    # row of 1792 elements, 4 a thread a block's threads apart, where
+    # XLA's blocks of 512 elements cut the rows into segments of 32 lanes,
+    # each divided by 112 (0.097 -> 0.063 ms a kernel call).
+    "pixel shuffle f32[8,56,56,64] -> [8,112,112,16]": _module(
+        "  b = f32[8,56,56,2,2,16] bitcast(a0)\n"
+        "  t = f32[8,56,2,56,2,16]{5,4,2,3,1,0} transpose(b), dimensions={0,1,3,2,4,5}\n"
+        "  c = f32[8,56,2,56,2,16] copy(t)\n"
+        "  ROOT r = f32[8,112,112,16] bitcast(c)",
+        ["f32[8,56,56,64]"], "f32[8,112,112,16]"),
     # A separable 5x5 binomial blur of padded NHWC images (stop 80): the
     # horizontal pass h, read at 5 rows by the vertical one, is a subgraph
     # function; the CPU target inlines it while its indices are index

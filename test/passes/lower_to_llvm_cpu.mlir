@@ -269,6 +269,28 @@ func.func @fmod_f32(%x: f32, %y: f32, %a: f64, %b: f64) -> (f32, f64) {
   return %r, %r64 : f32, f64
 }
 
+// f64 tanh as XLA:CPU computes it, in place, a scalar as a vector (no
+// function of libm's): x clamped to +-17.714196154005176, Eigen's 19/18
+// rational of it (numerator's last coefficient 1, times x), +-1 from
+// |x| = 20 on.
+// CPU-LABEL: llvm.func @tanh_f64(%arg0: f64, %arg1: vector<8xf64>) -> !llvm.struct<(f64, vector<8xf64>)>
+// CPU-NOT:   llvm.call
+// CPU:       llvm.mlir.constant(17.714196154005176 : f64)
+// CPU:       llvm.mlir.constant(2.6158007860482231E-23 : f64)
+// CPU:       llvm.intr.fma
+// CPU:       llvm.fdiv
+// CPU:       %[[ABS:.*]] = llvm.intr.fabs(%arg0) : (f64) -> f64
+// CPU:       llvm.fcmp "oge" %[[ABS]], %{{.*}} : f64
+// CPU:       llvm.select
+// CPU-NOT:   llvm.call
+// CPU:       llvm.mlir.constant(dense<17.714196154005176> : vector<8xf64>)
+// CPU:       llvm.return
+func.func @tanh_f64(%x: f64, %v: vector<8xf64>) -> (f64, vector<8xf64>) {
+  %t = math.tanh %x : f64
+  %u = math.tanh %v : vector<8xf64>
+  return %t, %u : f64, vector<8xf64>
+}
+
 // The exact trig functions @trig calls, after every function of the file.
 // CPU-LABEL: llvm.func internal @xla_gpu_host_sin_f32(%arg0: f32) -> f32
 // CPU-SAME:    memory_effects = #llvm.memory_effects<other = none, argMem = none

@@ -1090,8 +1090,10 @@ def _hoist_fused_constants(inst: HloInstruction) -> None:
     outer = inst.parent
     names = {i.name for i in outer.instructions}
     for const in list(comp.instructions):
-        if (const.opcode != "constant" or const.literal is None or not const.shape.is_array or
-                const.shape.num_elements <= MAX_FUSED_CONSTANT_ELEMENTS):
+        # (An elided literal, `{...}`, stays: its fusion is then XLA's.)
+        if (const.opcode != "constant" or const.literal is None or const.literal.value is None
+                or not const.shape.is_array
+                or const.shape.num_elements <= MAX_FUSED_CONSTANT_ELEMENTS):
             continue
         name = const.name
         while name in names:

@@ -1166,6 +1166,19 @@ def test_the_host_reads_rows_of_8_to_16_it_computes_with_an_element_a_lane(ctx, 
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+def _assert_host_row_launch(fusion, shape, launch, dtype=np.float32, seed=4):
+    """The host's launch of `fusion` (make_emitter(host=True)): XLA:GPU's
+    where `launch` is None, else `launch`'s (blocks, threads a block),
+    its bits those of XLA:GPU's launch (_assert_host_bits_as_gpu_launch)."""
+    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
+    if launch is None:
+        assert host.launch == gpu.launch
+        return
+    assert host.launch.dims.block_counts == (launch[0], 1, 1)
+    assert host.launch.dims.thread_counts_per_block == (launch[1], 1, 1)
+    _assert_host_bits_as_gpu_launch(fusion, shape, dtype, seed)
+
+
 def _assert_host_bits_as_gpu_launch(fusion, shape, dtype=np.float32, seed=4):
     """The host's kernel of `fusion` (emit_kernel(host=True): its own
     launch) gives the bits of XLA:GPU's launch on random inputs."""
@@ -1266,13 +1279,7 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
             f"  ROOT f = {shape} fusion({', '.join(f'p{i}' for i in range(len(params)))}), "
             "kind=kLoop, calls=fused\n}\n")
     fusion = find_fusion(parse_hlo(text))
-    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
-    if not row_launch:
-        assert host.launch == gpu.launch
-        return
-    assert host.launch.dims.block_counts == (out[0], 1, 1)
-    assert host.launch.dims.thread_counts_per_block == (out[1], 1, 1)
-    _assert_host_bits_as_gpu_launch(fusion, out, seed=6)
+    _assert_host_row_launch(fusion, out, out if row_launch else None, seed=6)
 
 
 @pytest.mark.parametrize("ty, operand, window, out, row_launch", [
@@ -1305,14 +1312,8 @@ def test_the_host_gives_windows_across_rows_a_block_a_row(ctx, ty, operand, wind
             f"to_apply=r\n}}\n\nENTRY e {{\n  p0 = {ty}[{dims(operand)}] parameter(0)\n"
             f"  ROOT f = {ty}[{dims(out)}] fusion(p0), kind=kLoop, calls=fused\n}}\n")
     fusion = find_fusion(parse_hlo(text))
-    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
-    if not row_launch:
-        assert host.launch == gpu.launch
-        return
-    assert host.launch.dims.block_counts == (int(np.prod(out[:-1])), 1, 1)
-    assert host.launch.dims.thread_counts_per_block == (out[-1], 1, 1)
-    _assert_host_bits_as_gpu_launch(fusion, out, np.int32 if ty == "s32" else np.float32,
-                                    seed=7)
+    launch = (int(np.prod(out[:-1])), out[-1]) if row_launch else None
+    _assert_host_row_launch(fusion, out, launch, np.int32 if ty == "s32" else np.float32, seed=7)
 
 
 @pytest.mark.parametrize("body, operand, out, launch", [
@@ -1359,13 +1360,7 @@ def test_the_host_gives_pixel_rows_shifted_along_w_a_block_a_row(ctx, body, oper
             f"ENTRY e {{\n  p0 = f32[{dims(operand)}] parameter(0)\n"
             f"  ROOT f = f32[{dims(out)}] fusion(p0), kind=kLoop, calls=fused\n}}\n")
     fusion = find_fusion(parse_hlo(text))
-    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
-    if launch is None:
-        assert host.launch == gpu.launch
-        return
-    assert host.launch.dims.block_counts == (launch[0], 1, 1)
-    assert host.launch.dims.thread_counts_per_block == (launch[1], 1, 1)
-    _assert_host_bits_as_gpu_launch(fusion, out, seed=8)
+    _assert_host_row_launch(fusion, out, launch, seed=8)
 
 
 @pytest.mark.parametrize("body, operand, out, launch", [

@@ -1458,16 +1458,17 @@ struct PowByConstant : public mlir::OpRewritePattern<mlir::math::PowFOp> {
 };
 
 // An f64 op replaced by `Approximation::build(F64Ops, operands...)` (the
-// host; a unary or a binary op).
-template <typename Op, typename Approximation>
+// host; a unary or a binary op): a vector, or with `Scalars` a scalar too.
+template <typename Op, typename Approximation, bool Scalars = false>
 struct ApproximateF64 : public mlir::OpRewritePattern<Op> {
   using mlir::OpRewritePattern<Op>::OpRewritePattern;
   mlir::LogicalResult matchAndRewrite(Op op, mlir::PatternRewriter& rewriter) const override {
-    // A scalar is a call of its function with vector variants by now
-    // (addF64Functions), where it is not libm's own op in that function.
-    if (!llvm::isa<mlir::VectorType>(op.getType()) ||
+    // Without `Scalars`, a scalar is a call of its function with vector
+    // variants by now (addF64Functions), where it is not libm's own op in
+    // that function.
+    if ((!Scalars && !llvm::isa<mlir::VectorType>(op.getType())) ||
         !mlir::getElementTypeOrSelf(op.getType()).isF64()) {
-      return rewriter.notifyMatchFailure(op, "only a vector of f64");
+      return rewriter.notifyMatchFailure(op, Scalars ? "only f64" : "only a vector of f64");
     }
     F32Builder builder{rewriter, op.getLoc(), op.getType(), /*host=*/true};
     if constexpr (Op::template hasTrait<mlir::OpTrait::OneOperand>()) {
@@ -1478,23 +1479,6 @@ struct ApproximateF64 : public mlir::OpRewritePattern<Op> {
     return mlir::success();
   }
   bool ldexp;
-};
-
-// An f64 tanh, a scalar or a vector, replaced by XLA:CPU's approximation
-// (Tanh64) in place, as f32's is: its bits then do not depend on whether
-// the loop vectorizer took the element's lane (a call of libm's tanh in a
-// loop's remainder would have given other bits than XLA's).
-struct ApproximateTanh64 : public mlir::OpRewritePattern<mlir::math::TanhOp> {
-  using OpRewritePattern::OpRewritePattern;
-  mlir::LogicalResult matchAndRewrite(mlir::math::TanhOp op,
-                                      mlir::PatternRewriter& rewriter) const override {
-    if (!mlir::getElementTypeOrSelf(op.getType()).isF64()) {
-      return rewriter.notifyMatchFailure(op, "only f64");
-    }
-    F32Builder builder{rewriter, op.getLoc(), op.getType(), /*host=*/true};
-    rewriter.replaceOp(op, Tanh64::build(F64Ops(builder), op.getOperand()));
-    return mlir::success();
-  }
 };
 
 // LLVM's x86 backend (LLVM 22) asserts ("Unexpected illegal type!" in
@@ -1794,7 +1778,13 @@ class LowerToLlvmPass : public impl::LowerToLlvmPassBase<LowerToLlvmPass> {
       approximations.add<HostTrig<mlir::math::SinOp, Sin>, HostTrig<mlir::math::CosOp, Cos>,
                          HostTrig<mlir::math::TanOp, Tan>, HostTrig64<mlir::math::SinOp, Sin>,
                          HostTrig64<mlir::math::CosOp, Cos>, HostTrig64<mlir::math::TanOp, Tan>,
-                         PowByConstant, HostFmod, ApproximateTanh64>(ctx, /*benefit=*/2);
+                         PowByConstant, HostFmod>(ctx, /*benefit=*/2);
+      // f64 tanh, a scalar or a vector, in place as f32's is (no function
+      // with vector variants): its bits then do not depend on whether the
+      // loop vectorizer took the element's lane (libm's tanh in a loop's
+      // remainder would have given other bits than XLA:CPU's).
+      approximations.add<ApproximateF64<mlir::math::TanhOp, Tanh64, /*Scalars=*/true>>(
+          ctx, /*benefit=*/2);
       approximations.add<ApproximateF32<mlir::math::TanhOp, Tanh, /*Host=*/true>,
                          ApproximateF32<mlir::math::LogOp, Log, /*Host=*/true>,
                          ApproximateF32<mlir::math::ErfOp, Erf, /*Host=*/true>,

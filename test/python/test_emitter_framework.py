@@ -1121,6 +1121,9 @@ def test_the_host_takes_columns_with_the_loop_emitter(ctx):
     ((1024, 1000), "bf16", True, 4, 4, 1),  # bf16 exps: an element a load
     ((1024, 1000), "bf16", False, 4, 4, 4),  # converted only: XLA's vectors
     ((256, 2048), "bf16", True, 2, 4, 4),   # past HOST_MAX_UNVECTORIZED_COMPUTED_ROW
+    ((16384, 512), "f32", False, 1, 2, 1),  # 32 MiB (HOST_MIN_STREAMED_ROWS_BYTES): a row a block
+    ((16382, 512), "f32", True, 2, 2, 1),   # just under it: of XLA's 8, 2 divide the rows
+    ((16384, 1024), "bf16", False, 1, 4, 4),  # 32 MiB of bf16: a row a block
 ])
 def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, exp, rows_a_block,
                                                              gpu_vector, host_vector):
@@ -1129,7 +1132,8 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, e
     row, whose bounds check slowed the CPU target's lane loops), and a
     thread reads the elements of a row of up to HOST_MAX_UNVECTORIZED_ROW
     one at a time, not in XLA:GPU's vectors of 2 or 4
-    (RowReductionEmitter._host_rows), and those of a row of 16-bit values of
+    (RowReductionEmitter._host_rows; one, a row a block, where the input
+    has HOST_MIN_STREAMED_ROWS_BYTES), and those of a row of 16-bit values of
     up to HOST_MAX_UNVECTORIZED_COMPUTED_ROW whose fusion computes with them
     (an exp; not a conversion alone). The
     sums are XLA:CPU's within f32's rounding; without `host` the launch is

@@ -142,6 +142,13 @@ def _smallest_input_bits(analysis: FusionAnalysis) -> int | float:
     return min(bits) if bits else float("inf")
 
 
+def _largest_input_bytes(analysis: FusionAnalysis) -> int:
+    """The bytes of the fusion's largest array parameter (0 without one)."""
+    return max((p.shape.num_elements * p.shape.element_type.bits // 8
+                for p in analysis.computation.parameters
+                if p.shape.is_array), default=0)
+
+
 def _hero_output(root: HloInstruction, hero: HloInstruction) -> tuple[HloInstruction, int]:
     """Where `root`'s chain of intermediate ops meets `hero`: the hero
     itself (an array reduce), or the get-tuple-element that picks result k
@@ -599,6 +606,20 @@ HOST_MAX_UNVECTORIZED_ROW = 512
 # bf16[8192,600] 1.40x slower without XLA's vectors, over rows of 1000
 # 1.03x, a row sum 1.01-1.12x).
 HOST_MAX_UNVECTORIZED_COMPUTED_ROW = 1024
+# On the CPU target alone, a row reduction whose largest input has at least
+# this many bytes -- the host's last-level cache (32 MiB here), past which
+# the rows come from memory -- reads a row a block (_host_rows). A block of
+# XLA's several rows walks them side by side (a step of each row, then the
+# next step), and memory streamed that way ran at half the rate of a row at
+# a time: A/B in one process, 2 threads, rows of 64 MiB: a sum over
+# f32[16384,1024] 1.74 -> 1.11 ms, over f32[8192,2048] 1.66 -> 1.06, an exp
+# + sum over f32[8192,2048] 4.09 -> 1.21 (XLA:CPU 0.97, 0.97, 2.99), a max
+# over bf16[32768,1024] 2.59 -> 1.15 (XLA:CPU 1.24); a sum over rows of 256
+# 1.32 -> 1.02. Within the cache the extra blocks cost their trees: a max
+# over bf16[8192,512] 0.23 -> 0.43 ms at 16 MiB, over bf16[24576,512]
+# 0.54 -> 0.66 at 24 MiB, 1.10 -> 0.88 at 32 MiB; f32 rows the same either
+# way within it.
+HOST_MIN_STREAMED_ROWS_BYTES = 32 << 20
 # Set within host_xla_vectors().
 _HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=False)
 
@@ -675,6 +696,8 @@ class RowReductionEmitter(ReductionEmitter):
         32) ran scalar -- softmax(x).max(-1) over f32[10240,100] 2.2 ->
         0.42 ms (jax.jit 0.45); see HOST_MAX_UNVECTORIZED_ROW."""
         d = self.reduction.dimensions
+        if _largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES:
+            return 1
         return max(k for k in range(1, kept + 1) if d[kRowKept] % k == 0)
 
     def _host_computed_16_bit_row(self) -> bool:

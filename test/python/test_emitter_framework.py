@@ -1148,6 +1148,34 @@ def test_the_host_reduces_whole_rows_a_block_an_element_a_load(ctx, shape, ty, e
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("ty, op, cols, rows_a_block", [
+    ("bf16", "add", 512, 8),       # a warp a row, a bf16 sum: XLA's 8 rows a block
+    ("bf16", "add", 1024, 1),      # two warps a row: a row a block
+    ("bf16", "maximum", 512, 1),   # a maximum does not round: a row a block
+    ("f32", "add", 512, 1),
+])
+def test_the_host_streams_rows_from_memory_a_row_a_block(ctx, ty, op, cols, rows_a_block):
+    """emit_kernel(host=True): a row reduction whose input has
+    HOST_MIN_STREAMED_ROWS_BYTES (32 MiB) reads a row a block, except
+    where a row is one warp and its reducer rounds to a 16-bit float at
+    every step (its block's tree then runs a few lanes a level)."""
+    rows = (32 << 20) // (cols * (2 if ty == "bf16" else 4))
+    text = (f"HloModule m\nr {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n"
+            f"  ROOT c = {ty}[] {op}(a, b)\n}}\nfused {{\n  p = {ty}[{rows},{cols}] parameter(0)\n"
+            f"  z = {ty}[] constant(0)\n"
+            f"  ROOT s = {ty}[{rows}] reduce(p, z), dimensions={{1}}, to_apply=r\n}}\n"
+            f"ENTRY e {{\n  p0 = {ty}[{rows},{cols}] parameter(0)\n"
+            f"  ROOT f = {ty}[{rows}] fusion(p0), kind=kInput, calls=fused\n}}\n")
+    fusion = find_fusion(parse_hlo(text))
+    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
+    assert gpu.num_threads[0] == 256 // gpu.num_threads[1] > 1
+    assert host.num_threads == [rows_a_block, gpu.num_threads[1]]
+    # Eight rows fewer: under 32 MiB, XLA's rows (8 divide them).
+    smaller = find_fusion(parse_hlo(text.replace(f"[{rows},", f"[{rows - 8},")
+                                    .replace(f"{ty}[{rows}]", f"{ty}[{rows - 8}]")))
+    assert make_emitter(smaller, host=True).num_threads == gpu.num_threads
+
+
 @pytest.mark.parametrize("cols, exp, host_lanes", [
     (16, True, 16),   # exps: an element a lane, a row a 16-lane vector
     (8, True, 8),

@@ -149,6 +149,19 @@ def _largest_input_bytes(analysis: FusionAnalysis) -> int:
                 if p.shape.is_array), default=0)
 
 
+# The reducer ops that round their result to its type.
+_ROUNDING = frozenset({"add", "subtract", "multiply", "divide"})
+
+
+def _rounds_in_16_bits(analysis: FusionAnalysis) -> bool:
+    """Whether a reduce hero's reducer computes 16-bit floats with an op
+    that rounds (a bf16 add; a maximum does not round)."""
+    return any(inst.opcode in _ROUNDING and inst.shape.is_array
+               and inst.shape.element_type.is_float and inst.shape.element_type.bits == 16
+               for hero in analysis.heroes if hero.opcode == "reduce"
+               for inst in hero.called_computations[0].instructions)
+
+
 def _hero_output(root: HloInstruction, hero: HloInstruction) -> tuple[HloInstruction, int]:
     """Where `root`'s chain of intermediate ops meets `hero`: the hero
     itself (an array reduce), or the get-tuple-element that picks result k
@@ -618,7 +631,12 @@ HOST_MAX_UNVECTORIZED_COMPUTED_ROW = 1024
 # 1.32 -> 1.02. Within the cache the extra blocks cost their trees: a max
 # over bf16[8192,512] 0.23 -> 0.43 ms at 16 MiB, over bf16[24576,512]
 # 0.54 -> 0.66 at 24 MiB, 1.10 -> 0.88 at 32 MiB; f32 rows the same either
-# way within it.
+# way within it. Not where a row is one warp and its reducer rounds to a
+# 16-bit float at every step (a bf16 sum): a block's 32 lanes then run its
+# tree a level at a time, 1-16 of them -- a bf16 sum over rows of 512 at
+# 64 MiB ran 3.47 ms with XLA's 8 rows a block, 4.36 a row a block (rows
+# of 1024 and 2048: 4.07 -> 2.47, 4.83 -> 2.18; a bf16 max over rows of
+# 512 2.84 -> 1.78, an f32 sum 2.26 -> 1.04).
 HOST_MIN_STREAMED_ROWS_BYTES = 32 << 20
 # Set within host_xla_vectors().
 _HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=False)
@@ -668,7 +686,7 @@ class RowReductionEmitter(ReductionEmitter):
                 kept = kThreadsPerBlockTarget // reduced
         v = self.get_vector_size(d[kRowMinorReduced], reduced)
         if self.host:
-            kept = self._host_rows(kept)
+            kept = self._host_rows(kept, reduced)
             if d[kRowMinorReduced] <= HOST_MAX_UNVECTORIZED_ROW or self._host_computed_16_bit_row():
                 v = 1
         self.num_threads = [kept, reduced]
@@ -680,7 +698,7 @@ class RowReductionEmitter(ReductionEmitter):
         self.num_blocks = [_ceil(self.input_shape[1], self.tile_sizes_per_block[0]),
                            _ceil(self.input_shape[2], self.tile_sizes_per_block[1])]
 
-    def _host_rows(self, kept: int) -> int:
+    def _host_rows(self, kept: int, reduced: int) -> int:
         """The rows of a block on the CPU target: the most, up to XLA's
         `kept`, that divide the rows, so that no block holds rows past the
         end. Those rows' bounds check, a condition of the block id in every
@@ -694,9 +712,12 @@ class RowReductionEmitter(ReductionEmitter):
         thread's pair was an interleave group LLVM would not mask, so a
         warp's lanes past a row's partial last step (rows of 100: 14 of
         32) ran scalar -- softmax(x).max(-1) over f32[10240,100] 2.2 ->
-        0.42 ms (jax.jit 0.45); see HOST_MAX_UNVECTORIZED_ROW."""
+        0.42 ms (jax.jit 0.45); see HOST_MAX_UNVECTORIZED_ROW. One row
+        where the rows stream from memory (HOST_MIN_STREAMED_ROWS_BYTES),
+        but for rows of a warp whose reducer rounds to 16 bits."""
         d = self.reduction.dimensions
-        if _largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES:
+        if (_largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES
+                and not (reduced <= self.warp_size and _rounds_in_16_bits(self.analysis))):
             return 1
         return max(k for k in range(1, kept + 1) if d[kRowKept] % k == 0)
 

@@ -1474,6 +1474,50 @@ func.func @near_slab_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// A loop's accumulation (no shuffles) read across its blocks, two blocks
+// a row of 64 columns and the next two 16 KiB on: its batches hold the
+// blocks of two such streams (blocksAlongStream), 4 of the grid's 8.
+// CHECK-LABEL: func.func @two_streams_accumulate
+// CHECK-SAME: %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index)
+// CHECK:     scf.for %[[B0:.*]] = %[[FIRST]] to %[[LAST]] step %c4{{(_[0-9]+)?}}
+// CHECK:       scf.for %[[K:.*]] = %c0{{.*}} to %c8{{.*}} step %c1{{(_[0-9]+)?}}
+// CHECK:         scf.for %[[BID:.*]] = %[[B0]] to %{{.*}} step %c1{{(_[0-9]+)?}}
+func.func @two_streams_accumulate(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 31 : index]}
+  %bid = gpu.block_id x {xla.range = [0 : index, 7 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %c4096 = arith.constant 4096 : index
+  %zero = arith.constant 0.0 : f32
+  %slab = arith.divui %bid, %c2 : index
+  %half = arith.remui %bid, %c2 : index
+  %base = arith.muli %slab, %c4096 : index
+  %col = arith.muli %half, %c32 : index
+  %start = arith.addi %base, %col : index
+  %sum = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %row = arith.muli %k, %c64 : index
+    %at = arith.addi %start, %row : index
+    %e = arith.addi %at, %tid : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %next = arith.addf %acc, %x : f32
+    scf.yield %next : f32
+  }
+  %o0 = arith.muli %bid, %c32 : index
+  %o1 = arith.addi %o0, %tid : index
+  %j = arith.index_cast %o1 : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // A column reduction with two warps a block: a warp reads every other row
 // of the block's 32 columns (row 2 * k + warp), the neighbouring block the
 // next 32 columns of the same rows. Each step runs the warps outside the

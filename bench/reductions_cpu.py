@@ -44,8 +44,8 @@ CASES = {
     # Sums over a middle dimension of 64 MiB that XLA's heuristic leaves to
     # the loop emitter (a thread an output): two blocks a row of 256 columns,
     # batched two rows' streams at a time on the CPU target (8 before: 1.4x
-    # slower); and 16 columns, a block a 16 KiB slab, unbatched (16 slabs
-    # side by side: 2.2x slower). -xla-gpu-lower-kernel-to-cpu's
+    # slower); and 16 columns, a block two slabs of 16 KiB (32 outputs),
+    # unbatched (16 blocks side by side: 2.2x slower). -xla-gpu-lower-kernel-to-cpu's
     # blocksAlongStream and blocksFarApart.
     "middle-dimension sum f32[256,256,256] (64 MiB)": _module(
         "add_f32", "  z = f32[] constant(0)\n"

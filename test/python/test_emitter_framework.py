@@ -1112,6 +1112,39 @@ def test_the_host_takes_columns_with_the_loop_emitter(ctx):
     np.testing.assert_array_equal(out, x[:, i])
 
 
+@pytest.mark.parametrize("shape, perm, ty, loop", [
+    ((4, 56, 56, 8), (0, 3, 1, 2), "f32", True),    # NHWC -> NCHW, 8 channels
+    ((4, 56, 56, 8), (0, 3, 1, 2), "u8", True),
+    ((4, 8, 56, 56), (0, 2, 3, 1), "bf16", True),   # NCHW -> NHWC
+    ((2048, 8), (1, 0), "f32", True),
+    ((4, 56, 56, 10), (0, 3, 1, 2), "u8", False),   # 10 channels: XLA's tiles
+    ((4, 56, 56, 16), (0, 3, 1, 2), "f32", False),
+])
+def test_the_host_transposes_a_side_of_8_with_the_loop_emitter(ctx, shape, perm, ty, loop):
+    """emit_kernel(host=True): a transpose XLA tiles that swaps a dimension
+    of at most HOST_LOOP_TRANSPOSE_MAX_SIDE (8) elements is a loop kernel
+    (XLA's 32 x 32 tiles a quarter full); one of 10 or more keeps XLA:GPU's
+    transpose emitter, as every one does without `host`. The bits are the
+    transpose's."""
+    from xla_gpu.emitters import host_prefers_loop
+    out_shape = tuple(shape[p] for p in perm)
+    dims = lambda d: ",".join(map(str, d))  # noqa: E731
+    fusion = find_fusion(parse_hlo(
+        f"HloModule m\nfused {{\n  x = {ty}[{dims(shape)}] parameter(0)\n"
+        f"  ROOT t = {ty}[{dims(out_shape)}] transpose(x), dimensions={{{dims(perm)}}}\n}}\n"
+        f"ENTRY e {{\n  x = {ty}[{dims(shape)}] parameter(0)\n"
+        f"  ROOT f = {ty}[{dims(out_shape)}] fusion(x), kind=kInput, calls=fused\n}}\n"))
+    assert isinstance(make_emitter(fusion), TransposeEmitter)
+    assert host_prefers_loop(analyze_fusion(fusion)) == loop
+    assert isinstance(make_emitter(fusion, host=True), LoopEmitter if loop else TransposeEmitter)
+    from xla_gpu.tools.test_correctness import random_input
+    x = random_input(parse_shape(f"{ty}[{dims(shape)}]"), np.random.RandomState(1))
+    out = np.zeros(out_shape, x.dtype)
+    CpuKernel(emit_kernel(fusion, host=True))(x, out)
+    want = np.ascontiguousarray(np.transpose(x, perm))
+    np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+
+
 @pytest.mark.parametrize("shape, ty, exp, rows_a_block, gpu_vector, host_vector", [
     ((5322, 197), "f32", False, 6, 1, 1),  # 5322 = 6 * 887: XLA's 8 a block leave 6 past the end
     ((1009, 100), "bf16", False, 1, 2, 1),  # a prime number of rows: a warp a block

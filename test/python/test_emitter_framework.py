@@ -1112,6 +1112,28 @@ def test_the_host_takes_columns_with_the_loop_emitter(ctx):
     np.testing.assert_array_equal(out, x[:, i])
 
 
+@pytest.mark.parametrize("shape, ty, host_threads", [
+    ((13982, 600), "f32", [1, 32]),    # 32 MiB of f32 rows of 600: a warp a row
+    ((8192, 1024), "f32", [1, 32]),
+    ((13974, 600), "f32", [3, 64]),    # under 32 MiB: XLA's two warps (of its 4 rows, 3 divide)
+    ((27964, 600), "bf16", [1, 64]),   # 16-bit rows keep two warps
+    ((16384, 512), "f32", [1, 32]),    # a warp in XLA's launch already
+])
+def test_the_host_streams_rows_of_up_to_1024_a_warp_a_row(ctx, shape, ty, host_threads):
+    """emit_kernel(host=True): a row reduction of 32-bit elements whose
+    input has HOST_MIN_STREAMED_ROWS_BYTES (32 MiB), XLA:GPU's two warps
+    a row, is one warp a row a block, each lane up to 32 elements; the
+    sums are XLA:CPU's within f32's rounding."""
+    fusion = find_fusion(parse_hlo(_sum_over(shape, (1,), ty)))
+    host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
+    assert gpu.num_threads[1] == (32 if shape[1] <= 512 else 64)
+    assert host.num_threads == host_threads
+    # Each lane's steps cover the row: one block a row (of its rows).
+    assert host.launch_dims().block_counts == (shape[0] // host_threads[0], 1, 1)
+    out, want = _sum_and_xla(fusion, emit_kernel(fusion, host=True), 5)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("shape, perm, ty, loop", [
     ((4, 56, 56, 8), (0, 3, 1, 2), "f32", True),    # NHWC -> NCHW, 8 channels
     ((4, 56, 56, 8), (0, 3, 1, 2), "u8", True),

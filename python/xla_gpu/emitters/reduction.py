@@ -638,6 +638,14 @@ HOST_MAX_UNVECTORIZED_COMPUTED_ROW = 1024
 # of 1024 and 2048: 4.07 -> 2.47, 4.83 -> 2.18; a bf16 max over rows of
 # 512 2.84 -> 1.78, an f32 sum 2.26 -> 1.04).
 HOST_MIN_STREAMED_ROWS_BYTES = 32 << 20
+# And such a row of 513 to 1024 32-bit elements, two warps in XLA's launch,
+# is one warp's there (each lane up to 32 elements, not 16): a block of
+# one warp has no second tree over shared memory, the time between its
+# row's reads and the next row's. A/B at 64 MiB, a row a block both sides
+# (ms): sums over rows of 520 1.10 -> 0.81, 600 1.71 -> 1.15, 700 1.75 ->
+# 1.31 (XLA:CPU 0.78, 1.05, 1.06), maxima 1.28 -> 0.93, 2.20 -> 1.50, 1.68
+# -> 1.36; rows of 768, 900, 1000 the same either way (within 5 %). Not
+# 16-bit rows (XLA's vectors of 4: f16 rows of 1000 1.89 -> 1.98).
 # Set within host_xla_vectors().
 _HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=False)
 
@@ -684,6 +692,9 @@ class RowReductionEmitter(ReductionEmitter):
                 kept = d[kRowKept]
             else:
                 kept = kThreadsPerBlockTarget // reduced
+        one_warp = self.host and self._host_streams_a_warp_a_row(reduced)
+        if one_warp:
+            reduced = self.warp_size
         v = self.get_vector_size(d[kRowMinorReduced], reduced)
         if self.host:
             kept = self._host_rows(kept, reduced)
@@ -692,7 +703,9 @@ class RowReductionEmitter(ReductionEmitter):
         self.num_threads = [kept, reduced]
         # The vector is a dimension of its own: loads of v elements.
         self.input_shape = [d[0], d[1], d[2] // v, v]
-        tile = min(kMinorReducedElementsPerThread // v, _ceil(self.input_shape[2], reduced))
+        tile = _ceil(self.input_shape[2], reduced)
+        if not one_warp:
+            tile = min(kMinorReducedElementsPerThread // v, tile)
         self.tile_sizes_per_thread = [d[0], tile, v]
         self.tile_sizes_per_block = [kept, tile * reduced]
         self.num_blocks = [_ceil(self.input_shape[1], self.tile_sizes_per_block[0]),
@@ -720,6 +733,13 @@ class RowReductionEmitter(ReductionEmitter):
                 and not (reduced <= self.warp_size and _rounds_in_16_bits(self.analysis))):
             return 1
         return max(k for k in range(1, kept + 1) if d[kRowKept] % k == 0)
+
+    def _host_streams_a_warp_a_row(self, reduced: int) -> bool:
+        """Whether a row of 32-bit or wider elements that streams from
+        memory (HOST_MIN_STREAMED_ROWS_BYTES) and that XLA gives two warps
+        is one warp's on the CPU target (see HOST_MIN_STREAMED_ROWS_BYTES)."""
+        return (reduced == 2 * self.warp_size and _smallest_input_bits(self.analysis) >= 32
+                and _largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES)
 
     def _host_computed_16_bit_row(self) -> bool:
         """Whether a row of 16-bit inputs is short enough, and its fusion

@@ -1134,6 +1134,43 @@ def test_the_host_streams_rows_of_up_to_1024_a_warp_a_row(ctx, shape, ty, host_t
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+def test_the_host_keeps_two_warps_for_a_streamed_variadic_reduce(ctx):
+    """A variadic reduce (an argmax: a compare and selects a step) over
+    rows of 1024 at 32 MiB keeps XLA:GPU's two warps a row on the host (a
+    row a block); its result is numpy's argmax."""
+    text = """HloModule m
+argmax {
+  a = f32[] parameter(0)
+  i = s32[] parameter(1)
+  b = f32[] parameter(2)
+  j = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GE
+  v = f32[] select(gt, a, b)
+  k = s32[] select(gt, i, j)
+  ROOT t = (f32[], s32[]) tuple(v, k)
+}
+fused {
+  x = f32[8192,1024] parameter(0)
+  i = s32[8192,1024] iota(), iota_dimension=1
+  ninf = f32[] constant(-inf)
+  z = s32[] constant(0)
+  ROOT r = (f32[8192], s32[8192]) reduce(x, i, ninf, z), dimensions={1}, to_apply=argmax
+}
+ENTRY e {
+  x = f32[8192,1024] parameter(0)
+  ROOT f = (f32[8192], s32[8192]) fusion(x), kind=kInput, calls=fused
+}
+"""
+    fusion = find_fusion(parse_hlo(text))
+    host = make_emitter(fusion, host=True)
+    assert host.num_threads == [1, 64]
+    x = np.random.default_rng(2).standard_normal((8192, 1024)).astype(np.float32)
+    best, index = np.zeros(8192, np.float32), np.zeros(8192, np.int32)
+    CpuKernel(emit_kernel(fusion, host=True))(x, best, index)
+    np.testing.assert_array_equal(index, np.argmax(x, axis=1))
+    np.testing.assert_array_equal(best, x.max(axis=1))
+
+
 @pytest.mark.parametrize("shape, perm, ty, loop", [
     ((4, 56, 56, 8), (0, 3, 1, 2), "f32", True),    # NHWC -> NCHW, 8 channels
     ((4, 56, 56, 8), (0, 3, 1, 2), "u8", True),

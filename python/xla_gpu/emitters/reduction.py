@@ -645,7 +645,9 @@ HOST_MIN_STREAMED_ROWS_BYTES = 32 << 20
 # (ms): sums over rows of 520 1.10 -> 0.81, 600 1.71 -> 1.15, 700 1.75 ->
 # 1.31 (XLA:CPU 0.78, 1.05, 1.06), maxima 1.28 -> 0.93, 2.20 -> 1.50, 1.68
 # -> 1.36; rows of 768, 900, 1000 the same either way (within 5 %). Not
-# 16-bit rows (XLA's vectors of 4: f16 rows of 1000 1.89 -> 1.98).
+# 16-bit rows (XLA's vectors of 4: f16 rows of 1000 1.89 -> 1.98), nor a
+# variadic reduce's (its reducer a compare and selects a step: an argmax
+# over f32[16384,1024] through xla_gpu.jax.jit 1.63 -> 1.91 ms).
 # Set within host_xla_vectors().
 _HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=False)
 
@@ -737,9 +739,11 @@ class RowReductionEmitter(ReductionEmitter):
     def _host_streams_a_warp_a_row(self, reduced: int) -> bool:
         """Whether a row of 32-bit or wider elements that streams from
         memory (HOST_MIN_STREAMED_ROWS_BYTES) and that XLA gives two warps
-        is one warp's on the CPU target (see HOST_MIN_STREAMED_ROWS_BYTES)."""
+        is one warp's on the CPU target (see HOST_MIN_STREAMED_ROWS_BYTES);
+        not a variadic reduce's (an argmax)."""
         return (reduced == 2 * self.warp_size and _smallest_input_bits(self.analysis) >= 32
-                and _largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES)
+                and _largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES
+                and not any(hero.shape.is_tuple for hero in self.analysis.heroes))
 
     def _host_computed_16_bit_row(self) -> bool:
         """Whether a row of 16-bit inputs is short enough, and its fusion

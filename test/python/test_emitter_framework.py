@@ -1138,18 +1138,8 @@ def test_the_host_keeps_two_warps_for_a_streamed_variadic_reduce(ctx):
     """A variadic reduce (an argmax: a compare and selects a step) over
     rows of 1024 at 32 MiB keeps XLA:GPU's two warps a row on the host (a
     row a block); its result is numpy's argmax."""
-    text = """HloModule m
-argmax {
-  a = f32[] parameter(0)
-  i = s32[] parameter(1)
-  b = f32[] parameter(2)
-  j = s32[] parameter(3)
-  gt = pred[] compare(a, b), direction=GE
-  v = f32[] select(gt, a, b)
-  k = s32[] select(gt, i, j)
-  ROOT t = (f32[], s32[]) tuple(v, k)
-}
-fused {
+    # ARGMAX's reducer over rows of 1024.
+    text = ARGMAX.split("fused {")[0] + """fused {
   x = f32[8192,1024] parameter(0)
   i = s32[8192,1024] iota(), iota_dimension=1
   ninf = f32[] constant(-inf)

@@ -1117,13 +1117,15 @@ def test_the_host_takes_columns_with_the_loop_emitter(ctx):
     ((8192, 1024), "f32", [1, 32]),
     ((13974, 600), "f32", [3, 64]),    # under 32 MiB: XLA's two warps (of its 4 rows, 3 divide)
     ((27964, 600), "bf16", [1, 64]),   # 16-bit rows keep two warps
+    ((7000, 600), "f64", [1, 64]),     # and so do f64 rows
     ((16384, 512), "f32", [1, 32]),    # a warp in XLA's launch already
 ])
 def test_the_host_streams_rows_of_up_to_1024_a_warp_a_row(ctx, shape, ty, host_threads):
     """emit_kernel(host=True): a row reduction of 32-bit elements whose
     input has HOST_MIN_STREAMED_ROWS_BYTES (32 MiB), XLA:GPU's two warps
-    a row, is one warp a row a block, each lane up to 32 elements; the
-    sums are XLA:CPU's within f32's rounding."""
+    a row, is one warp a row a block, each lane up to 32 elements (16-bit
+    and f64 rows keep two warps); the sums are XLA:CPU's within f32's
+    rounding."""
     fusion = find_fusion(parse_hlo(_sum_over(shape, (1,), ty)))
     host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
     assert gpu.num_threads[1] == (32 if shape[1] <= 512 else 64)

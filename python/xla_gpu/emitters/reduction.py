@@ -645,7 +645,8 @@ HOST_MIN_STREAMED_ROWS_BYTES = 32 << 20
 # (ms): sums over rows of 520 1.10 -> 0.81, 600 1.71 -> 1.15, 700 1.75 ->
 # 1.31 (XLA:CPU 0.78, 1.05, 1.06), maxima 1.28 -> 0.93, 2.20 -> 1.50, 1.68
 # -> 1.36; rows of 768, 900, 1000 the same either way (within 5 %). Not
-# 16-bit rows (XLA's vectors of 4: f16 rows of 1000 1.89 -> 1.98), nor a
+# 16-bit rows (XLA's vectors of 4: f16 rows of 1000 1.89 -> 1.98), nor
+# f64 rows (sums over rows of 600 1.16 -> 1.22, of 1000 0.90 -> 0.98), nor a
 # variadic reduce's (its reducer a compare and selects a step: an argmax
 # over f32[16384,1024] through xla_gpu.jax.jit 1.63 -> 1.91 ms).
 # Set within host_xla_vectors().
@@ -737,11 +738,11 @@ class RowReductionEmitter(ReductionEmitter):
         return max(k for k in range(1, kept + 1) if d[kRowKept] % k == 0)
 
     def _host_streams_a_warp_a_row(self, reduced: int) -> bool:
-        """Whether a row of 32-bit or wider elements that streams from
+        """Whether a row of 32-bit elements that streams from
         memory (HOST_MIN_STREAMED_ROWS_BYTES) and that XLA gives two warps
         is one warp's on the CPU target (see HOST_MIN_STREAMED_ROWS_BYTES);
         not a variadic reduce's (an argmax)."""
-        return (reduced == 2 * self.warp_size and _smallest_input_bits(self.analysis) >= 32
+        return (reduced == 2 * self.warp_size and _smallest_input_bits(self.analysis) == 32
                 and _largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES
                 and not any(hero.shape.is_tuple for hero in self.analysis.heroes))
 

@@ -2292,15 +2292,25 @@ class KernelLowering {
     bool accumulates = llvm::any_of(interchanged_, [](mlir::Operation* loop) {
       return loop->getNumResults() > 0;
     });
-    bool across = llvm::any_of(interchanged_, [&](mlir::Operation* loop) {
-      return readsAcrossBlocks(llvm::cast<mlir::scf::ForOp>(loop));
-    });
+    bool mayBatch = numPhases > 1 || accumulates;
+    // The interchanged loops that read across the blocks
+    // (readsAcrossBlocks), where that decides: a kernel with shuffles, or
+    // an accumulation (a batch's streams, below).
+    SmallVector<mlir::scf::ForOp> across;
+    if (mayBatch && (hasShuffles_ || accumulates)) {
+      for (mlir::Operation* loop : interchanged_) {
+        auto forOp = llvm::cast<mlir::scf::ForOp>(loop);
+        if (readsAcrossBlocks(forOp)) across.push_back(forOp);
+      }
+    }
     // An accumulation of blocks far apart (blocksFarApart) runs a block at
     // a time, each block's stream whole.
-    bool farApart = accumulates && llvm::all_of(interchanged_, [&](mlir::Operation* loop) {
-      return blocksFarApart(llvm::cast<mlir::scf::ForOp>(loop));
-    });
-    if ((numPhases > 1 || accumulates) && (across || (!hasShuffles_ && !farApart))) {
+    auto farApart = [&] {
+      return accumulates && llvm::all_of(interchanged_, [&](mlir::Operation* loop) {
+               return blocksFarApart(llvm::cast<mlir::scf::ForOp>(loop));
+             });
+    };
+    if (mayBatch && (!across.empty() || (!hasShuffles_ && !farApart()))) {
       // An accumulation's batch shares its partial sums' visits (see
       // emitInterchanged) within a core's L2; any other batch's shared
       // tiles and slots stay in the L1 between the phase that writes them
@@ -2311,13 +2321,9 @@ class KernelLowering {
                                    std::min<int64_t>(accumulates ? 1 : 2, most), most);
       // A loop's accumulation read across its blocks (no shuffles) batches
       // the blocks of two streams at most (blocksAlongStream).
-      if (accumulates && across && !hasShuffles_) {
-        for (mlir::Operation* loop : interchanged_) {
-          if (loop->getNumResults() == 0) continue;
-          auto forOp = llvm::cast<mlir::scf::ForOp>(loop);
-          if (readsAcrossBlocks(forOp)) {
-            batch_ = std::min(batch_, 2 * blocksAlongStream(forOp));
-          }
+      if (!hasShuffles_) {
+        for (mlir::scf::ForOp loop : across) {
+          if (loop->getNumResults() > 0) batch_ = std::min(batch_, 2 * blocksAlongStream(loop));
         }
       }
     }

@@ -142,11 +142,12 @@ def _smallest_input_bits(analysis: FusionAnalysis) -> int | float:
     return min(bits) if bits else float("inf")
 
 
-def _largest_input_bytes(analysis: FusionAnalysis) -> int:
-    """The bytes of the fusion's largest array parameter (0 without one)."""
+def _streams_from_memory(analysis: FusionAnalysis) -> bool:
+    """Whether the fusion's largest array parameter has at least
+    HOST_MIN_STREAMED_ROWS_BYTES: its rows come from memory."""
     return max((p.shape.num_elements * p.shape.element_type.bits // 8
                 for p in analysis.computation.parameters
-                if p.shape.is_array), default=0)
+                if p.shape.is_array), default=0) >= HOST_MIN_STREAMED_ROWS_BYTES
 
 
 # The reducer ops that round their result to its type.
@@ -732,7 +733,7 @@ class RowReductionEmitter(ReductionEmitter):
         where the rows stream from memory (HOST_MIN_STREAMED_ROWS_BYTES),
         but for rows of a warp whose reducer rounds to 16 bits."""
         d = self.reduction.dimensions
-        if (_largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES
+        if (_streams_from_memory(self.analysis)
                 and not (reduced <= self.warp_size and _rounds_in_16_bits(self.analysis))):
             return 1
         return max(k for k in range(1, kept + 1) if d[kRowKept] % k == 0)
@@ -743,7 +744,7 @@ class RowReductionEmitter(ReductionEmitter):
         is one warp's on the CPU target (see HOST_MIN_STREAMED_ROWS_BYTES);
         not a variadic reduce's (an argmax)."""
         return (reduced == 2 * self.warp_size and _smallest_input_bits(self.analysis) == 32
-                and _largest_input_bytes(self.analysis) >= HOST_MIN_STREAMED_ROWS_BYTES
+                and _streams_from_memory(self.analysis)
                 and not any(hero.shape.is_tuple for hero in self.analysis.heroes))
 
     def _host_computed_16_bit_row(self) -> bool:

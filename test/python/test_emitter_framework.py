@@ -1378,6 +1378,20 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     ("  s = f32[300,100] slice(p0), slice={[1:301], [0:100]}\n"
      "  ROOT e = f32[300,100] exponential(s)", (300, 100), ["f32[302,100]"], False),
     ("  ROOT e = f32[300,100] exponential(p0)", (300, 100), ["f32[300,100]"], False),
+    # Rows of more than 1024 elements where XLA's blocks are 128 (an odd
+    # element count): a block a row, 2 or 3 elements a thread a block's
+    # threads apart, the last ones past the row idle. A row's broadcast
+    # value too (exp(x - max)).
+    ("  z = f32[] constant(0)\n  ROOT p = f32[301,1025] pad(p0, z), padding=0_0x1_1",
+     (301, 1025), ["f32[301,1023]"], (301, 513, 2)),
+    ("  r = f32[301,2049] reverse(p0), dimensions={1}\n"
+     "  ROOT e = f32[301,2049] exponential(r)", (301, 2049), ["f32[301,2049]"], (301, 683, 3)),
+    ("  b = f32[301,1025] broadcast(p1), dimensions={0}\n"
+     "  s = f32[301,1025] subtract(p0, b)\n  ROOT e = f32[301,1025] exponential(s)",
+     (301, 1025), ["f32[301,1025]", "f32[301]"], (301, 513, 2)),
+    # ... and where they are 512 (XLA's 4 a thread), XLA's launch.
+    ("  z = f32[] constant(0)\n  ROOT p = f32[300,1025] pad(p0, z), padding=0_0x1_1",
+     (300, 1025), ["f32[300,1023]"], False),
 ])
 def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, params,
                                                              row_launch):
@@ -1386,8 +1400,10 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
     hero is the concatenate emitter's):
     a block a row, whose lanes are the row's elements -- XLA's blocks of 512
     elements cut every row's end into a loop of its own, a pad's edge a
-    guard in each. Along the major dimension, or elementwise, XLA's launch.
-    The bits are those of XLA:GPU's launch."""
+    guard in each; a row of more than 1024 elements only where XLA's
+    blocks are 128 elements, a thread's elements a block apart. Along the
+    major dimension, or elementwise, XLA's launch. The bits are those of
+    XLA:GPU's launch."""
     entry = "\n".join(f"  p{i} = {t} parameter({i})" for i, t in enumerate(params))
     fused = "\n".join(f"  p{i} = {t} parameter({i})" for i, t in enumerate(params))
     shape = f"f32[{out[0]},{out[1]}]"
@@ -1395,7 +1411,12 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
             f"  ROOT f = {shape} fusion({', '.join(f'p{i}' for i in range(len(params)))}), "
             "kind=kLoop, calls=fused\n}\n")
     fusion = find_fusion(parse_hlo(text))
-    _assert_host_row_launch(fusion, out, out if row_launch else None, seed=6)
+    launch = row_launch[:2] if isinstance(row_launch, tuple) else out if row_launch else None
+    _assert_host_row_launch(fusion, out, launch, seed=6)
+    if isinstance(row_launch, tuple):
+        host = make_emitter(fusion, host=True)
+        assert host.launch.unroll_factor == row_launch[2] and host.launch.unroll_apart
+        assert f"th_x + unroll_id * {row_launch[1]}" in str(host.thread_to_output_map())
 
 
 @pytest.mark.parametrize("ty, operand, window, out, row_launch", [

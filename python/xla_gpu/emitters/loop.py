@@ -194,7 +194,8 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     """For the CPU target alone: a block a row of the output's minor
     dimension (its threads times the elements a thread makes), where the
     fusion reads values broadcast along that dimension (a row's max, its
-    log-sum; not a scalar's broadcast) and a row is 32 to 1024 threads.
+    log-sum; not a scalar's broadcast) and a row is 32 to 1024 threads
+    (a longer one several elements a thread, where XLA's are 128 a block).
     The row is then the block's, one value for all of its lanes, where
     XLA's blocks of 512 elements cut rows of 1000: each lane's row
     computed, the values gathered lane by lane. A row that XLA's unroll
@@ -219,6 +220,22 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     short = 8 < threads < 32
     if short:
         threads = 32
+    # A row of more than 1024 elements where XLA's blocks are 128 (an
+    # element count that 2 does not divide): as many elements a thread as
+    # make it 1024 threads at most, the last ones a block's threads apart
+    # past the row idle. Each of XLA's blocks was a step of its lanes cut
+    # at a row's end, a loop of its own either side, under ten vectors
+    # each: A/B in one process at 16-24 MiB, a pad of a reversed strided
+    # slice into f32[2051,1025] 0.33 -> 0.24 ms (XLA:CPU 0.26), x[:, :-2]
+    # + 2 x[:, 1:-1] + x[:, 2:] into f32[2047,2999] 1.17 -> 0.93, exp(x -
+    # max) over f32[4095,1025] 0.80 -> 0.56 and over f32[1023,5001] 0.94
+    # -> 0.74. Where XLA's blocks are 256 or 512 elements they stay: exp(x
+    # - max) over f32[4096,1025] ran 0.47 -> 0.54 a block a row, the
+    # three shifted slices into f32[2048,2998] 0.81 -> 0.89.
+    long = threads > device.threads_per_block_limit and launch.unroll_factor == 1
+    if long:
+        unroll = -(-dims[-1] // device.threads_per_block_limit)
+        threads = -(-dims[-1] // unroll)
     if not 32 <= threads <= 1024:
         return None
     # Rows read at an offset (_shifts_minor) only from a warp's 32 elements
@@ -230,7 +247,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     # A row of more elements than a block has threads: the CPU pipeline's
     # -xla-gpu-fold-loops-into-threads, which makes a thread's unrolled
     # elements neighbouring threads, cannot fold it (see unroll_apart_map).
-    apart = threads * unroll > device.threads_per_block_limit or short
+    apart = threads * unroll > device.threads_per_block_limit or short or long
     return LoopLaunch(launch_grid(shape.num_elements // dims[-1], threads, device), unroll,
                       unroll_apart=apart)
 

@@ -30,9 +30,14 @@ namespace xla::gpu {
 #include "passes/Passes.h.inc"
 
 /// A GPU's limit on the threads of a block, which the CPU target keeps too
-/// (-xla-gpu-lower-kernel-to-cpu checks it, -xla-gpu-fold-loops-into-threads
-/// folds no loop past it).
+/// (-xla-gpu-lower-kernel-to-cpu checks it).
 inline constexpr int64_t kMaxThreadsPerBlock = 1024;
+
+/// The CPU target's limit on a block's threads once
+/// -xla-gpu-fold-loops-into-threads made each of a GPU block's threads K
+/// (xla.elements_per_thread): the loop emitter's 4 elements a thread of
+/// 1024 threads (a row of 4096 a block).
+inline constexpr int64_t kMaxFoldedThreadsPerBlock = 4 * kMaxThreadsPerBlock;
 
 /// The argument attribute naming an argument's buffer slice (XLA's ABI):
 /// arguments of one slice are one buffer (-xla-gpu-propagate-slice-indices

@@ -105,7 +105,10 @@ def FoldLoopsIntoThreadsPass
     Only where no thread can tell: no barrier, shuffle, shared memory,
     block or grid size, no thread id but x's, the loop's carried values
     tensors the kernel's arguments start (and it returns), written only by
-    tensor.insert and never read, and K times the threads at most 1024.
+    tensor.insert and never read, no packed sub-byte tensor, and K times
+    the threads at most 4096 (kMaxFoldedThreadsPerBlock: a GPU's 1024
+    threads of the loop emitter's 4 elements; -xla-gpu-lower-kernel-to-cpu
+    takes such a block of 1024 times xla.elements_per_thread threads).
   }];
   let dependentDialects = ["::xla::gpu::XlaGpuDialect"];
 }

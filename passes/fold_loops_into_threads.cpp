@@ -81,7 +81,7 @@ mlir::scf::ForOp foldableLoop(mlir::func::FuncOp f, int64_t& threads) {
   auto upper = mlir::getConstantIntValue(loop.getUpperBound());
   auto step = mlir::getConstantIntValue(loop.getStep());
   if (!lower || !upper || !step || *lower != 0 || *step != 1 || *upper < 2 ||
-      threads * *upper > kMaxThreadsPerBlock || loop.getNumRegionIterArgs() == 0) {
+      threads * *upper > kMaxFoldedThreadsPerBlock || loop.getNumRegionIterArgs() == 0) {
     return {};
   }
   // The carried values: tensors the kernel's arguments start, returned.

@@ -1340,9 +1340,17 @@ mlir::FailureOr<Grid> findGrid(mlir::func::FuncOp f) {
       grid.threads[i] = std::max(grid.threads[i], threads[i]);
     }
   }
-  if (grid.numThreads() > kMaxThreadsPerBlock) {
+  // A GPU's block, or one whose threads -xla-gpu-fold-loops-into-threads
+  // made K each (a GPU's block of K elements a thread).
+  int64_t maxThreads = kMaxThreadsPerBlock;
+  if (auto k = f->getAttrOfType<mlir::IntegerAttr>("xla.elements_per_thread")) {
+    maxThreads = std::clamp<int64_t>(kMaxThreadsPerBlock * k.getInt(), kMaxThreadsPerBlock,
+                                     kMaxFoldedThreadsPerBlock);
+  }
+  if (grid.numThreads() > maxThreads) {
     return f.emitOpError() << "has " << grid.numThreads() << " threads per block; at most "
-                           << kMaxThreadsPerBlock << " (as on a GPU)";
+                           << maxThreads << " (as on a GPU"
+                           << (maxThreads > kMaxThreadsPerBlock ? ", its threads folded)" : ")");
   }
   // The block order an emitter asks the CPU for (a GPU's blocks have
   // none): a transpose's tiles in groups along the input's rows, so that

@@ -110,8 +110,9 @@ func.func @sub_byte(%in: tensor<512xi4>, %out: tensor<512xi4>) -> tensor<512xi4>
 
 // -----
 
-// More than a GPU's 1024 threads a block once folded.
-func.func @too_many_threads(%in: tensor<8192xf32>, %out: tensor<8192xf32>) -> tensor<8192xf32>
+// More than a GPU's 1024 threads a block once folded, up to 4096
+// (kMaxFoldedThreadsPerBlock: the loop emitter's 4 a thread of 1024).
+func.func @past_a_gpu_block(%in: tensor<8192xf32>, %out: tensor<8192xf32>) -> tensor<8192xf32>
     attributes {xla.launch_dims = {block_counts = array<i64: 1, 1, 1>,
                                    thread_counts_per_block = array<i64: 512, 1, 1>}} {
   %c0 = arith.constant 0 : index
@@ -126,6 +127,31 @@ func.func @too_many_threads(%in: tensor<8192xf32>, %out: tensor<8192xf32>) -> te
   }
   return %r : tensor<8192xf32>
 }
+// CHECK-LABEL: func.func @past_a_gpu_block
+// CHECK-SAME:    xla.elements_per_thread = 4
+// CHECK-SAME:    thread_counts_per_block = array<i64: 2048, 1, 1>
+// CHECK:         gpu.thread_id x {xla.range = [0 : index, 2047 : index]}
+// CHECK-NOT:     scf.for
+// CHECK:         return
+
+// -----
+
+// More than 4096 threads a block once folded.
+func.func @too_many_threads(%in: tensor<8192xf32>, %out: tensor<8192xf32>) -> tensor<8192xf32>
+    attributes {xla.launch_dims = {block_counts = array<i64: 1, 1, 1>,
+                                   thread_counts_per_block = array<i64: 1024, 1, 1>}} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %tid = gpu.thread_id x {xla.range = [0 : index, 1023 : index]}
+  %r = scf.for %k = %c0 to %c5 step %c1 iter_args(%o = %out) -> (tensor<8192xf32>) {
+    %i = arith.addi %tid, %k : index
+    %x = tensor.extract %in[%i] : tensor<8192xf32>
+    %w = tensor.insert %x into %o[%i] : tensor<8192xf32>
+    scf.yield %w : tensor<8192xf32>
+  }
+  return %r : tensor<8192xf32>
+}
 // CHECK-LABEL: func.func @too_many_threads
-// CHECK-SAME:    thread_counts_per_block = array<i64: 512, 1, 1>
+// CHECK-SAME:    thread_counts_per_block = array<i64: 1024, 1, 1>
 // CHECK:         scf.for

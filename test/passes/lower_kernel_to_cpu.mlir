@@ -154,6 +154,47 @@ func.func @barrier_in_control_flow(%c: i1) {
 
 // -----
 
+// A GPU's block: at most 1024 threads.
+// expected-error@+1 {{has 2048 threads per block; at most 1024 (as on a GPU)}}
+func.func @too_many_threads(%out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 2047 : index]}
+  %i = arith.index_cast %tid : index to i64
+  %v = arith.trunci %i : i64 to i32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  llvm.store %v, %o : i32, !llvm.ptr
+  return
+}
+
+// -----
+
+// -xla-gpu-fold-loops-into-threads made each of a GPU block's threads 4
+// (xla.elements_per_thread): up to 4 x 1024 (kMaxFoldedThreadsPerBlock).
+// CHECK-LABEL: func.func @folded_threads
+// CHECK:         scf.for %{{.*}} = %c0 to %c4096
+func.func @folded_threads(%out: !llvm.ptr) attributes {xla.elements_per_thread = 4 : i64} {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 4095 : index]}
+  %i = arith.index_cast %tid : index to i64
+  %v = arith.trunci %i : i64 to i32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  llvm.store %v, %o : i32, !llvm.ptr
+  return
+}
+
+// -----
+
+// expected-error@+1 {{has 8192 threads per block; at most 4096 (as on a GPU, its threads folded)}}
+func.func @too_many_folded_threads(%out: !llvm.ptr) attributes {
+    xla.elements_per_thread = 8 : i64} {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 8191 : index]}
+  %i = arith.index_cast %tid : index to i64
+  %v = arith.trunci %i : i64 to i32
+  %o = llvm.getelementptr %out[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+  llvm.store %v, %o : i32, !llvm.ptr
+  return
+}
+
+// -----
+
 func.func @no_range(%out: !llvm.ptr) {
   // expected-error@+1 {{needs an xla.range attribute for the CPU target to know the size of the grid}}
   %tid = gpu.thread_id x

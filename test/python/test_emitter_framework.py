@@ -5,6 +5,7 @@ EmittedKernel, XLA's six-dimensional kernel maps, and grids that use block y
 import dataclasses
 import re
 
+import ml_dtypes
 import numpy as np
 import pytest
 from mlir import ir
@@ -1312,7 +1313,7 @@ def _assert_host_bits_as_gpu_launch(fusion, shape, dtype=np.float32, seed=4):
     (197, 197, 1, False),     # 4 does not divide a row
     (48, 48, 1, False),
     (1000, 250, 4, False),    # XLA's unroll kept
-    (4096, 1024, 4, True),    # more elements than threads: a thread's 4 a block apart
+    (4096, 1024, 4, False),   # more elements than threads: XLA's map, the loop folded
     (24, 32, 1, True),        # a row shorter than a warp: a warp, 8 lanes idle
     (12, 32, 1, True),        # 20 lanes idle
     (8, None, None, False),   # a quarter of a warp or less: XLA's launch
@@ -1323,9 +1324,10 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
     which XLA's unroll factor leaves fewer than 32 threads, or which it
     does not divide, is still a block's, a thread an element (host_row_launch);
     a row of more elements than a block's 1024 threads has a thread's
-    elements 1024 apart (unroll_apart_map), fewer next to each other as in
-    XLA's map; a row of 9 to 31 elements is a warp's, its lanes past the
-    row idle. The bits are those of XLA:GPU's launch."""
+    elements next to each other as in XLA's map (the CPU pipeline folds
+    them into 4096 threads); a row of 9 to 31 elements is a warp's, its
+    lanes past the row idle (host_row_map). The bits are those of
+    XLA:GPU's launch."""
     fusion = find_fusion(parse_hlo(_ROW_VALUES.replace("1000", str(cols))))
     host, gpu = make_emitter(fusion, host=True), make_emitter(fusion)
     if threads is None:
@@ -1379,16 +1381,20 @@ def test_the_host_gives_short_rows_a_block_a_row_an_element_a_thread(ctx, cols, 
      "  ROOT e = f32[300,100] exponential(s)", (300, 100), ["f32[302,100]"], False),
     ("  ROOT e = f32[300,100] exponential(p0)", (300, 100), ["f32[300,100]"], False),
     # Rows of more than 1024 elements where XLA's blocks are 128 (an odd
-    # element count): a block a row, 2 or 3 elements a thread a block's
-    # threads apart, the last ones past the row idle. A row's broadcast
-    # value too (exp(x - max)).
+    # element count): a block a row, 2 or 3 elements a thread next to each
+    # other, the last ones past the row idle; 5 a block's threads apart
+    # past 4096 (the CPU pipeline folds no more). A row's broadcast value
+    # too (exp(x - max)).
     ("  z = f32[] constant(0)\n  ROOT p = f32[301,1025] pad(p0, z), padding=0_0x1_1",
-     (301, 1025), ["f32[301,1023]"], (301, 513, 2)),
+     (301, 1025), ["f32[301,1023]"], (301, 513, 2, False)),
     ("  r = f32[301,2049] reverse(p0), dimensions={1}\n"
-     "  ROOT e = f32[301,2049] exponential(r)", (301, 2049), ["f32[301,2049]"], (301, 683, 3)),
+     "  ROOT e = f32[301,2049] exponential(r)", (301, 2049), ["f32[301,2049]"],
+     (301, 683, 3, False)),
     ("  b = f32[301,1025] broadcast(p1), dimensions={0}\n"
      "  s = f32[301,1025] subtract(p0, b)\n  ROOT e = f32[301,1025] exponential(s)",
-     (301, 1025), ["f32[301,1025]", "f32[301]"], (301, 513, 2)),
+     (301, 1025), ["f32[301,1025]", "f32[301]"], (301, 513, 2, False)),
+    ("  z = f32[] constant(0)\n  ROOT p = f32[301,5001] pad(p0, z), padding=0_0x1_1",
+     (301, 5001), ["f32[301,4999]"], (301, 1001, 5, True)),
     # ... and where they are 512 (XLA's 4 a thread), XLA's launch.
     ("  z = f32[] constant(0)\n  ROOT p = f32[300,1025] pad(p0, z), padding=0_0x1_1",
      (300, 1025), ["f32[300,1023]"], False),
@@ -1401,7 +1407,9 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
     a block a row, whose lanes are the row's elements -- XLA's blocks of 512
     elements cut every row's end into a loop of its own, a pad's edge a
     guard in each; a row of more than 1024 elements only where XLA's
-    blocks are 128 elements, a thread's elements a block apart. Along the
+    blocks are 128 elements, a thread's elements next to each other (a
+    block's threads apart past 4096, which the CPU pipeline does not fold
+    into its threads). Along the
     major dimension, or elementwise, XLA's launch. The bits are those of
     XLA:GPU's launch."""
     entry = "\n".join(f"  p{i} = {t} parameter({i})" for i, t in enumerate(params))
@@ -1414,9 +1422,14 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
     launch = row_launch[:2] if isinstance(row_launch, tuple) else out if row_launch else None
     _assert_host_row_launch(fusion, out, launch, seed=6)
     if isinstance(row_launch, tuple):
+        _, threads, unroll, apart = row_launch
         host = make_emitter(fusion, host=True)
-        assert host.launch.unroll_factor == row_launch[2] and host.launch.unroll_apart
-        assert f"th_x + unroll_id * {row_launch[1]}" in str(host.thread_to_output_map())
+        assert host.launch.unroll_factor == unroll
+        assert host.launch.unroll_apart == apart
+        assert host.launch.past_row == (not apart and threads * unroll != out[1])
+        if apart or host.launch.past_row:
+            column = f"th_x + unroll_id * {threads}" if apart else f"th_x * {unroll} + unroll_id"
+            assert f"{column} in [0, {out[1] - 1}]" in str(host.thread_to_output_map())
 
 
 @pytest.mark.parametrize("ty, operand, window, out, row_launch", [
@@ -1469,7 +1482,8 @@ def test_the_host_gives_windows_across_rows_a_block_a_row(ctx, ty, operand, wind
     ("  ROOT s = f32[3,4,8,8] slice(p0), slice={[0:3], [0:4], [2:10], [0:8]}", (3, 4, 12, 8),
      (3, 4, 8, 8), (12, 64)),
     # Rows of more elements than a block has threads (1536): XLA's 4 a
-    # thread, a thread's 4 a block's threads apart.
+    # thread next to each other (the CPU pipeline folds them into 1536
+    # threads).
     ("  ROOT r = f32[8,64,512,3] reverse(p0), dimensions={2}", (8, 64, 512, 3),
      (8, 64, 512, 3), (512, 384)),
     # Such rows that XLA's 1 a thread (a small output) or its 4 (a pad to
@@ -1498,6 +1512,29 @@ def test_the_host_gives_pixel_rows_shifted_along_w_a_block_a_row(ctx, body, oper
             f"  ROOT f = f32[{dims(out)}] fusion(p0), kind=kLoop, calls=fused\n}}\n")
     fusion = find_fusion(parse_hlo(text))
     _assert_host_row_launch(fusion, out, launch, seed=8)
+    # Neighbours, which fold (apart and folded, a block's lanes scatter).
+    assert not make_emitter(fusion, host=True).launch.unroll_apart
+
+
+def test_the_host_keeps_packed_pixel_rows_elements_apart(ctx):
+    """A row of more elements than a block has threads whose output packs
+    its elements under a byte (s4): -xla-gpu-fold-loops-into-threads does
+    not fold a thread's elements (each byte is one thread's), so they lie
+    a block's threads apart, each step a lane loop along the row
+    (host_row_map); the flip is numpy's."""
+    text = ("HloModule m\n\nfused {\n  p0 = s4[8,64,512,3] parameter(0)\n"
+            "  ROOT r = s4[8,64,512,3] reverse(p0), dimensions={2}\n}\n\n"
+            "ENTRY e {\n  p0 = s4[8,64,512,3] parameter(0)\n"
+            "  ROOT f = s4[8,64,512,3] fusion(p0), kind=kLoop, calls=fused\n}\n")
+    fusion = find_fusion(parse_hlo(text))
+    host = make_emitter(fusion, host=True)
+    assert host.launch.unroll_apart and host.launch.unroll_factor == 4
+    assert host.launch.dims.thread_counts_per_block == (384, 1, 1)
+    assert "th_x floordiv 3 + unroll_id * 128" in str(host.thread_to_output_map())
+    x = np.random.RandomState(9).randint(-8, 8, (8, 64, 512, 3)).astype(ml_dtypes.int4)
+    got = np.zeros_like(x)
+    CpuKernel(emit_kernel(fusion, host=True))(x, got)
+    np.testing.assert_array_equal(got.astype(np.int8), x[:, :, ::-1].astype(np.int8))
 
 
 @pytest.mark.parametrize("body, operand, out, launch", [
@@ -1510,7 +1547,7 @@ def test_the_host_gives_pixel_rows_shifted_along_w_a_block_a_row(ctx, body, oper
      "  ROOT r = f32[16,224,224,3] bitcast(b)", (16, 112, 112, 3), (16, 224, 224, 3),
      (3584, 168)),
     # A pixel shuffle (depth to space) into rows of 112 pixels of 16
-    # channels, 1792 elements: 4 a thread, a block's threads apart.
+    # channels, 1792 elements: 4 a thread, folded into 1792 threads.
     ("  b = f32[8,56,56,2,2,16] bitcast(p0)\n"
      "  t = f32[8,56,2,56,2,16]{5,4,2,3,1,0} transpose(b), dimensions={0,1,3,2,4,5}\n"
      "  c = f32[8,56,2,56,2,16] copy(t)\n"

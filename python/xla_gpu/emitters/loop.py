@@ -42,6 +42,10 @@ class LoopLaunch:
     # threads apart (not next to each other), threads past the row idle
     # (host_row_launch).
     unroll_apart: bool = False
+    # A block a row of the output whose threads' elements, next to each
+    # other, reach past the row's end, the elements past it idle
+    # (host_row_launch).
+    past_row: bool = False
     # The minor dimensions such a row spans: 2 for the W and C of NHWC
     # images (_host_pixel_row_launch).
     row_dims: int = 1
@@ -202,7 +206,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     factor does not divide, or leaves fewer than 32 threads, is a thread
     an element (rows of 48 to 197: softmax through xla_gpu.jax.jit 2x
     jax.jit's time before, 0.93-1.0x after); a row of 9 to 31 elements
-    a warp's, its last lanes idle (unroll_apart_map: softmax over
+    a warp's, its last lanes idle (host_row_map: softmax over
     f32[32768,24] 0.90 -> 0.49 ms, jax.jit 0.47-0.49; over f32[87381,12]
     1.07 -> 0.64, jax.jit 0.69-0.72). None where that does not apply."""
     dims, unroll = shape.dims, launch.unroll_factor
@@ -210,7 +214,7 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
         return None
     if dims[-1] < 32 and len(dims) > 2 and (_shifts_minor(comp, dims, len(dims) - 2) or
                                             _regroups_pixels(comp, dims)):
-        return _host_pixel_row_launch(shape, launch, device)
+        return _host_pixel_row_launch(comp, shape, launch, device)
     if dims[-1] % unroll or dims[-1] // unroll < 32:
         unroll = 1
     threads = dims[-1] // unroll
@@ -222,16 +226,17 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
         threads = 32
     # A row of more than 1024 elements where XLA's blocks are 128 (an
     # element count that 2 does not divide): as many elements a thread as
-    # make it 1024 threads at most, the last ones a block's threads apart
-    # past the row idle. Each of XLA's blocks was a step of its lanes cut
-    # at a row's end, a loop of its own either side, under ten vectors
-    # each: A/B in one process at 16-24 MiB, a pad of a reversed strided
-    # slice into f32[2051,1025] 0.33 -> 0.24 ms (XLA:CPU 0.26), x[:, :-2]
-    # + 2 x[:, 1:-1] + x[:, 2:] into f32[2047,2999] 1.17 -> 0.93, exp(x -
-    # max) over f32[4095,1025] 0.80 -> 0.56 and over f32[1023,5001] 0.94
-    # -> 0.74. Where XLA's blocks are 256 or 512 elements they stay: exp(x
-    # - max) over f32[4096,1025] ran 0.47 -> 0.54 a block a row, the
-    # three shifted slices into f32[2048,2998] 0.81 -> 0.89.
+    # make it 1024 threads at most, those past the row idle. Each of XLA's
+    # blocks was a step of its lanes cut at a row's end, a loop of its own
+    # either side, under ten vectors each: A/B in one process at 16-24
+    # MiB, a pad of a reversed strided slice into f32[2051,1025] 0.33 ->
+    # 0.24 ms a thread's 2 elements apart, 0.15 next to each other
+    # (XLA:CPU 0.20-0.26), x[:, :-2] + 2 x[:, 1:-1] + x[:, 2:] into
+    # f32[2047,2999] 1.17 -> 0.93 (0.72-0.76 either way), exp(x - max)
+    # over f32[4095,1025] 0.80 -> 0.56 (0.36-0.38), over f32[1023,5001]
+    # 0.94 -> 0.74 (5 apart). Where XLA's blocks are 256 or 512 elements
+    # they stay: exp(x - max) over f32[4096,1025] ran 0.47 -> 0.54 a block
+    # a row, the three shifted slices into f32[2048,2998] 0.81 -> 0.89.
     long = threads > device.threads_per_block_limit and launch.unroll_factor == 1
     if long:
         unroll = -(-dims[-1] // device.threads_per_block_limit)
@@ -244,15 +249,43 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     if not (broadcasts_along(comp, dims, len(dims) - 1) or
             (not short and (_shifts_minor(comp, dims) or _windows_across_rows(comp, dims)))):
         return None
-    # A row of more elements than a block has threads: the CPU pipeline's
-    # -xla-gpu-fold-loops-into-threads, which makes a thread's unrolled
-    # elements neighbouring threads, cannot fold it (see unroll_apart_map).
-    apart = threads * unroll > device.threads_per_block_limit or short or long
+    # A row of more elements than a block has threads: a thread's elements
+    # next to each other, which the CPU pipeline's
+    # -xla-gpu-fold-loops-into-threads makes neighbouring threads (up to
+    # HOST_MAX_FOLDED_THREADS), the block's lanes one walk along the row.
+    # Until stop 83 they were a block's threads apart (host_row_map),
+    # each step of the lanes a stretch of the row, walked side by side: a
+    # stream each, which from memory ran at two thirds the rate of one
+    # (A/B in one process, 16 MiB in and out: a row's scale over
+    # f32[2048,2048] 0.41 -> 0.29 ms, over rows of 1028 0.44 -> 0.30;
+    # exp(x - max) over f32[2048,2048] 0.44 -> 0.25; a layer norm's last
+    # step into bf16[2048,2048] 0.26 -> 0.15). Apart where the threads do
+    # not fold: past HOST_MAX_FOLDED_THREADS, packed sub-byte outputs.
+    wide = threads * unroll > device.threads_per_block_limit
+    apart = short or (wide and not _folds(comp, threads * unroll))
     return LoopLaunch(launch_grid(shape.num_elements // dims[-1], threads, device), unroll,
-                      unroll_apart=apart)
+                      unroll_apart=apart,
+                      past_row=not apart and threads * unroll != dims[-1])
 
 
-def _host_pixel_row_launch(shape: Shape, launch: LoopLaunch,
+# The CPU target's limit on a block's threads once
+# -xla-gpu-fold-loops-into-threads made each of them K (passes/Passes.h:
+# kMaxFoldedThreadsPerBlock).
+HOST_MAX_FOLDED_THREADS = 4096
+
+
+def _folds(comp: HloComputation, lanes: int) -> bool:
+    """Whether -xla-gpu-fold-loops-into-threads folds a loop kernel of
+    `comp` whose blocks have `lanes` threads times elements a thread: at
+    most HOST_MAX_FOLDED_THREADS, no output of packed sub-byte elements
+    (each of their bytes is a thread's)."""
+    root = comp.root
+    outputs = root.operands if root.opcode == "tuple" else [root]
+    return lanes <= HOST_MAX_FOLDED_THREADS and all(
+        o.shape.element_type is None or o.shape.element_type.bits >= 8 for o in outputs)
+
+
+def _host_pixel_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
                            device: DeviceDescription) -> LoopLaunch | None:
     """host_row_launch's row of the two minor dimensions, for a fusion that
     shifts or reverses along the second one, the minor one under 32
@@ -265,25 +298,33 @@ def _host_pixel_row_launch(shape: Shape, launch: LoopLaunch,
     vectors (A/B in one process, two threads: 0.154-0.167 -> 0.107-0.115
     ms a kernel call, its compile 24 -> 15 ms; a zero pad of H and W of
     the same images 0.14 -> 0.10 ms, a u8 flip 0.070 -> 0.039). A row of
-    1025 to 4096 elements, XLA's 4 a thread, the thread's 4 apart (a pixel
-    shuffle into f32[8,112,112,16], rows of 1792: 0.097 -> 0.063 ms; a flip
-    along W of u8[8,64,512,3] 0.024 -> 0.013, an upsampling into
-    u8[4,128,512,3] 0.020 -> 0.010). None where the row does not fit."""
+    1025 to 4096 elements, XLA's 4 a thread next to each other, folded
+    into the block's threads (a pixel shuffle into f32[8,112,112,16], rows
+    of 1792: 0.097 -> 0.063 ms the thread's 4 a block's threads apart,
+    until stop 83; 0.058 folded, A/B in one process 0.142 (*) -> 0.058,
+    into f32[16,224,224,16] 5.5 (*) -> 2.0; a flip along W of
+    u8[8,64,512,3] 0.024 -> 0.013 apart, 0.011 folded, of f32[16,224,512,3]
+    1.50 (*) -> 0.66; an upsampling into u8[4,128,512,3] 0.020 -> 0.010
+    apart, 0.009 folded). (*) apart and folded, which scatters a block's
+    lanes: the CPU pipeline folds up to 4096 threads since stop 83. None
+    where the row does not fit."""
     dims, unroll = shape.dims, launch.unroll_factor
     row, limit = dims[-1] * dims[-2], device.threads_per_block_limit
     blocks = shape.num_elements // row
     if row > limit:
-        # More elements than a block has threads, which
-        # -xla-gpu-fold-loops-into-threads does not fold into them: a
-        # thread's elements a block's threads apart (unroll_apart_map),
-        # each of its steps a lane loop along the row. Only where XLA's
-        # unroll factor divides the row (a zero pad of W to 514 pixels of 3
-        # channels: 4 steps of 386 lanes, the last two idle, ran 7 % slower
-        # in f32 and bf16; 2 steps of 771 lanes 1.3-2.2x slower).
+        # More elements than a block has threads: XLA's unroll factor of
+        # them a thread, which -xla-gpu-fold-loops-into-threads folds into
+        # the block's threads, one walk along the row -- or, where it does
+        # not (packed sub-byte outputs), a thread's elements a block's
+        # threads apart (host_row_map), each of its steps a lane loop along
+        # the row. Only where XLA's unroll factor divides the row (a zero
+        # pad of W to 514 pixels of 3 channels apart: 4 steps of 386 lanes,
+        # the last two idle, ran 7 % slower in f32 and bf16; 2 steps of 771
+        # lanes 1.3-2.2x slower).
         if row % unroll or row // unroll > limit:
             return None
-        return LoopLaunch(launch_grid(blocks, row // unroll, device), unroll, unroll_apart=True,
-                          row_dims=2)
+        return LoopLaunch(launch_grid(blocks, row // unroll, device), unroll,
+                          unroll_apart=not _folds(comp, row), row_dims=2)
     if row % unroll or row // unroll < 32:
         unroll = 1
     if row // unroll < 32:
@@ -373,22 +414,25 @@ def _dim_position(expr: ir.AffineExpr) -> int | None:
     return expr.position if isinstance(expr, ir.AffineDimExpr) else None
 
 
-def unroll_apart_map(emitter: EmitterBase, launch: LoopLaunch,
-                     shape: tuple[int, ...]) -> IndexingMap:
-    """The thread map of a host_row_launch of unroll_apart: block b takes
-    row b (row-major over the leading dimensions), thread t its elements
-    t + k * threads for unroll_id k that are in the row -- the block's
-    lanes side by side at each k, which the CPU target's lane loops load
-    and store as whole vectors. (With XLA's map, a thread's k next to
-    each other, each lane's elements were a stride-4 group that LLVM
-    loaded with permutes and stored an element at a time: softmax over
-    f32[1024,4096] through xla_gpu.jax.jit took 1.7x jax.jit's time.
-    Where the loop folds into the threads, XLA's map is what makes the
-    folded threads' elements neighbours.)"""
+def host_row_map(emitter: EmitterBase, launch: LoopLaunch,
+                 shape: tuple[int, ...]) -> IndexingMap:
+    """The thread map of a host_row_launch of unroll_apart or past_row:
+    block b takes row b (row-major over the leading dimensions), thread t
+    its elements t + k * threads for unroll_id k that are in the row
+    (unroll_apart), else t * unroll + k. Apart, the block's lanes lie side
+    by side at each k, which the CPU target's lane loops load and store as
+    whole vectors where the loop does not fold into the threads (with
+    XLA's map, unfolded, each lane's elements were a stride-4 group that
+    LLVM loaded with permutes and stored an element at a time: softmax
+    over f32[1024,4096] through xla_gpu.jax.jit took 1.7x jax.jit's
+    time). Where the loop folds into the threads, XLA's map is what makes
+    the folded threads' elements neighbours."""
     unroll_id = ir.AffineSymbolExpr.get(0)
     minor = shape[len(shape) - launch.row_dims:]
     row, constraints = block_row(launch.dims, shape[:len(shape) - launch.row_dims])
-    column = ir.AffineDimExpr.get(0) + unroll_id * launch.threads
+    thread = ir.AffineDimExpr.get(0)
+    column = (thread + unroll_id * launch.threads if launch.unroll_apart
+              else thread * launch.unroll_factor + unroll_id)
     if launch.threads * launch.unroll_factor != prod(minor):
         constraints.append((column, (0, prod(minor) - 1)))
     return emitter.kernel_map(row + delinearize(column, minor),
@@ -511,8 +555,8 @@ class LoopEmitter(EmitterBase):
         root = self.output_roots()[root_index]
         if root.shape.num_elements == 0:
             raise EmitterError(root, "the output has no elements, no thread writes one")
-        if self.launch.unroll_apart:
-            return unroll_apart_map(self, self.launch, root.shape.dims)
+        if self.launch.unroll_apart or self.launch.past_row:
+            return host_row_map(self, self.launch, root.shape.dims)
         return default_thread_map(self, self.launch.dims, self.launch.unroll_factor,
                                   root.shape.dims, last=self.host_transposed)
 

@@ -1494,6 +1494,35 @@ def test_jit_merges_a_bf16_layer_norms_mean_and_variance():
     assert last.reason == "as 2 kernels (its reductions split or taken out)", f.fusion_report()
 
 
+def _kernel_launches(f) -> list[tuple[int, int]]:
+    """(blocks, threads a block) of each of the kernels `f`'s program calls."""
+    text = f._last.call.runtime_executable().hlo_modules()[0].to_string()
+    return [(int(b), int(t)) for b, t in re.findall(
+        r"launch = \{block_counts = array<i64: (\d+), 1, 1>, "
+        r"thread_counts_per_block = array<i64: (\d+), 1, 1>\}", text)]
+
+
+@pytest.mark.parametrize("rows, cols, row_a_block", [
+    (2048, 2048, True),    # 16 MiB in, 16 out: a row a block
+    (16384, 256, True),
+    (512, 1024, False),    # 2 MiB each way: XLA's rows a block
+])
+def test_jit_reduces_a_softmaxs_rows_a_block_where_they_stream_from_memory(rows, cols,
+                                                                          row_a_block):
+    # A softmax's fusion that reads and writes 32 MiB or more in all (the
+    # host's last-level cache): its max and exp-sum parts are emitted as
+    # where their rows come from memory (reduction.host_streamed_rows), a
+    # row a block, where XLA's blocks have 2 to 8 rows. Within f32's
+    # rounding of jax.jit's result.
+    x = np.random.default_rng(31).standard_normal((rows, cols)).astype(np.float32)
+    f = xj.jit(lambda v: jax.nn.softmax(v, -1))
+    got = np.asarray(f(x))
+    np.testing.assert_allclose(got, np.asarray(jax.jit(lambda v: jax.nn.softmax(v, -1))(x)),
+                               rtol=1e-5, atol=1e-7)
+    blocks = [b for b, _ in _kernel_launches(f)]
+    assert min(blocks) == rows if row_a_block else min(blocks) < rows, blocks
+
+
 def test_jit_keeps_the_values_of_closed_over_arrays():
     # Closed-over arrays are constants of XLA's optimized module, which
     # `Compiled.as_text()` prints as `{...}`: read back, a masked softmax's

@@ -144,10 +144,12 @@ def _smallest_input_bits(analysis: FusionAnalysis) -> int | float:
 
 def _streams_from_memory(analysis: FusionAnalysis) -> bool:
     """Whether the fusion's largest array parameter has at least
-    HOST_MIN_STREAMED_ROWS_BYTES: its rows come from memory."""
-    return max((p.shape.num_elements * p.shape.element_type.bits // 8
-                for p in analysis.computation.parameters
-                if p.shape.is_array), default=0) >= HOST_MIN_STREAMED_ROWS_BYTES
+    HOST_MIN_STREAMED_ROWS_BYTES, or this is within host_streamed_rows():
+    its rows come from memory."""
+    return _HOST_STREAMED_ROWS.get() or max(
+        (p.shape.num_elements * p.shape.element_type.bits // 8
+         for p in analysis.computation.parameters if p.shape.is_array),
+        default=0) >= HOST_MIN_STREAMED_ROWS_BYTES
 
 
 # The reducer ops that round their result to its type.
@@ -652,6 +654,24 @@ HOST_MIN_STREAMED_ROWS_BYTES = 32 << 20
 # over f32[16384,1024] through xla_gpu.jax.jit 1.63 -> 1.91 ms).
 # Set within host_xla_vectors().
 _HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=False)
+
+
+# Set within host_streamed_rows().
+_HOST_STREAMED_ROWS = contextvars.ContextVar("xla_gpu_host_streamed_rows", default=False)
+
+
+def host_streamed_rows():
+    """Within it, row reductions are emitted as where their rows stream from
+    memory (HOST_MIN_STREAMED_ROWS_BYTES): for the parts of one row
+    program (xla_gpu.jax.jit's _emitted_parts) whose fusion reads and
+    writes that many bytes in all -- its output as large as its input, a
+    softmax's -- which a part's own inputs do not tell."""
+    return flag_set(_HOST_STREAMED_ROWS)
+
+
+def emits_streamed_rows() -> bool:
+    """Whether this is within host_streamed_rows()."""
+    return _HOST_STREAMED_ROWS.get()
 
 
 def host_xla_vectors():

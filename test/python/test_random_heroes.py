@@ -131,6 +131,13 @@ class _Builder:
                 # s16 divide(x - x, x - x) to 0 / 0 and dies of SIGFPE.
                 fresh = r.random() < 0.3 or op in ("divide", "remainder")
                 other = self.param(t, shape) if fresh else r.choice(values)
+                # No float square: XLA's algebraic simplifier makes
+                # sqrt(x * x) |x| (through abs and transposes between),
+                # right for reals, not where x * x overflows (f16 past
+                # |x| = 256: ours inf, as the HLO says, XLA:CPU's 17.3;
+                # seed 3217, past the seeds CI runs).
+                if t in FLOATS and op == "multiply" and other == a:
+                    op = "add"
                 values.append(self.add(t, shape, f"{op}({a}, {other})"))
         return values[-1]
 

@@ -1506,14 +1506,15 @@ def _kernel_launches(f) -> list[tuple[int, int]]:
     (2048, 2048, True),    # 16 MiB in, 16 out: a row a block
     (16384, 256, True),
     (512, 1024, False),    # 2 MiB each way: XLA's rows a block
+    (32768, 128, False),   # rows under 256 elements (HOST_MIN_STREAMED_PART_ROW) too
 ])
 def test_jit_reduces_a_softmaxs_rows_a_block_where_they_stream_from_memory(rows, cols,
                                                                           row_a_block):
     # A softmax's fusion that reads and writes 32 MiB or more in all (the
     # host's last-level cache): its max and exp-sum parts are emitted as
     # where their rows come from memory (reduction.host_streamed_rows), a
-    # row a block, where XLA's blocks have 2 to 8 rows. Within f32's
-    # rounding of jax.jit's result.
+    # row a block, where XLA's blocks have 2 to 8 rows; not rows under 256
+    # elements. Within f32's rounding of jax.jit's result.
     x = np.random.default_rng(31).standard_normal((rows, cols)).astype(np.float32)
     f = xj.jit(lambda v: jax.nn.softmax(v, -1))
     got = np.asarray(f(x))

@@ -142,11 +142,12 @@ def _smallest_input_bits(analysis: FusionAnalysis) -> int | float:
     return min(bits) if bits else float("inf")
 
 
-def _streams_from_memory(analysis: FusionAnalysis) -> bool:
+def _streams_from_memory(analysis: FusionAnalysis, row: int) -> bool:
     """Whether the fusion's largest array parameter has at least
-    HOST_MIN_STREAMED_ROWS_BYTES, or this is within host_streamed_rows():
-    its rows come from memory."""
-    return _HOST_STREAMED_ROWS.get() or max(
+    HOST_MIN_STREAMED_ROWS_BYTES, or this is within host_streamed_rows()
+    and its rows have HOST_MIN_STREAMED_PART_ROW elements or more: its rows
+    come from memory."""
+    return (_HOST_STREAMED_ROWS.get() and row >= HOST_MIN_STREAMED_PART_ROW) or max(
         (p.shape.num_elements * p.shape.element_type.bits // 8
          for p in analysis.computation.parameters if p.shape.is_array),
         default=0) >= HOST_MIN_STREAMED_ROWS_BYTES
@@ -656,6 +657,12 @@ HOST_MIN_STREAMED_ROWS_BYTES = 32 << 20
 _HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=False)
 
 
+# The shortest rows host_streamed_rows() reads a row a block: through
+# xla_gpu.jax.jit, A/B in one process, softmax over f32[32768,128] ran 0.74
+# -> 0.79 ms a row a block (XLA's 8 rows), over f32[33600,125] 1.45 ->
+# 1.48; over f32[16384,256] 0.88 -> 0.72 and 1.00 -> 0.83 (two
+# processes), over f32[16800,250] 1.00 -> 0.93 and 0.81 -> 0.91.
+HOST_MIN_STREAMED_PART_ROW = 256
 # Set within host_streamed_rows().
 _HOST_STREAMED_ROWS = contextvars.ContextVar("xla_gpu_host_streamed_rows", default=False)
 
@@ -753,7 +760,7 @@ class RowReductionEmitter(ReductionEmitter):
         where the rows stream from memory (HOST_MIN_STREAMED_ROWS_BYTES),
         but for rows of a warp whose reducer rounds to 16 bits."""
         d = self.reduction.dimensions
-        if (_streams_from_memory(self.analysis)
+        if (_streams_from_memory(self.analysis, d[kRowMinorReduced])
                 and not (reduced <= self.warp_size and _rounds_in_16_bits(self.analysis))):
             return 1
         return max(k for k in range(1, kept + 1) if d[kRowKept] % k == 0)
@@ -764,7 +771,8 @@ class RowReductionEmitter(ReductionEmitter):
         is one warp's on the CPU target (see HOST_MIN_STREAMED_ROWS_BYTES);
         not a variadic reduce's (an argmax)."""
         return (reduced == 2 * self.warp_size and _smallest_input_bits(self.analysis) == 32
-                and _streams_from_memory(self.analysis)
+                and _streams_from_memory(self.analysis,
+                                         self.reduction.dimensions[kRowMinorReduced])
                 and not any(hero.shape.is_tuple for hero in self.analysis.heroes))
 
     def _host_computed_16_bit_row(self) -> bool:

@@ -228,15 +228,17 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     # element count that 2 does not divide): as many elements a thread as
     # make it 1024 threads at most, those past the row idle. Each of XLA's
     # blocks was a step of its lanes cut at a row's end, a loop of its own
-    # either side, under ten vectors each: A/B in one process at 16-24
-    # MiB, a pad of a reversed strided slice into f32[2051,1025] 0.33 ->
-    # 0.24 ms a thread's 2 elements apart, 0.15 next to each other
-    # (XLA:CPU 0.20-0.26), x[:, :-2] + 2 x[:, 1:-1] + x[:, 2:] into
-    # f32[2047,2999] 1.17 -> 0.93 (0.72-0.76 either way), exp(x - max)
-    # over f32[4095,1025] 0.80 -> 0.56 (0.36-0.38), over f32[1023,5001]
-    # 0.94 -> 0.74 (5 apart). Where XLA's blocks are 256 or 512 elements
-    # they stay: exp(x - max) over f32[4096,1025] ran 0.47 -> 0.54 a block
-    # a row, the three shifted slices into f32[2048,2998] 0.81 -> 0.89.
+    # either side, under ten vectors each. A/B in one process, the same
+    # buffers, 16-24 MiB (ms): a pad of a reversed strided slice into
+    # f32[2051,1025] 0.23-0.26 -> 0.13-0.14 (XLA:CPU 0.17-0.19), x[:, :-2]
+    # + 2 x[:, 1:-1] + x[:, 2:] into f32[2047,2999] 1.12-1.17 -> 0.68-0.73,
+    # a reverse of f32[2047,3001] 0.84 -> 0.55, exp(x - max) over
+    # f32[4095,1025] 0.63-0.73 -> 0.28-0.30 (0.64), a row scale there 0.40
+    # -> 0.17-0.19, exp(x - max) over f32[1023,5001] (5 a thread, apart)
+    # 0.98-1.03 -> 0.55-0.61 (0.76). Where XLA's blocks are 256 or 512
+    # elements they stay: exp(x - max) over f32[4096,1025] ran 0.47 ->
+    # 0.54 a block a row, the three shifted slices into f32[2048,2998]
+    # 0.81 -> 0.89 (a thread's 2 or 3 elements apart, other buffers).
     long = threads > device.threads_per_block_limit and launch.unroll_factor == 1
     if long:
         unroll = -(-dims[-1] // device.threads_per_block_limit)
@@ -255,12 +257,14 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     # HOST_MAX_FOLDED_THREADS), the block's lanes one walk along the row.
     # Until stop 83 they were a block's threads apart (host_row_map),
     # each step of the lanes a stretch of the row, walked side by side: a
-    # stream each, which from memory ran at two thirds the rate of one
-    # (A/B in one process, 16 MiB in and out: a row's scale over
-    # f32[2048,2048] 0.41 -> 0.29 ms, over rows of 1028 0.44 -> 0.30;
-    # exp(x - max) over f32[2048,2048] 0.44 -> 0.25; a layer norm's last
-    # step into bf16[2048,2048] 0.26 -> 0.15). Apart where the threads do
-    # not fold: past HOST_MAX_FOLDED_THREADS, packed sub-byte outputs.
+    # stream each, which from memory ran at about half the rate of one.
+    # A/B in one process, the same buffers, 16 MiB in and out (ms): a
+    # row's scale over f32[2048,2048] 0.27-0.30 -> 0.16-0.19, over rows of
+    # 1028 0.34-0.35 -> 0.18-0.21; exp(x - max) over f32[2048,2048]
+    # 0.39-0.48 -> 0.24-0.25; a layer norm's last step into bf16[2048,2048]
+    # 0.19-0.21 -> 0.15; a bf16 row scale 0.15 -> 0.13. Apart where the
+    # threads do not fold: past HOST_MAX_FOLDED_THREADS, packed sub-byte
+    # outputs.
     wide = threads * unroll > device.threads_per_block_limit
     apart = short or (wide and not _folds(comp, threads * unroll))
     return LoopLaunch(launch_grid(shape.num_elements // dims[-1], threads, device), unroll,

@@ -3,7 +3,9 @@ compares, selects and indexing ops (reverse, transpose, slice+pad,
 slice+concatenate, reshape, broadcast) over every integer and float type
 the emitters have, each run on the CPU target and by XLA:CPU on the same
 random inputs. Seeded: a failure names its seed, and `fusion_text(seed)`
-gives the HLO to reproduce it with test-correctness.
+gives the HLO to reproduce it with test-correctness. And fusions over rows
+of more than 1024 elements run as the CPU target's own kernels
+(`long_row_fusion_text`: its row launches, since stop 83).
 
 The ops are those whose results are exact in both (no transcendentals),
 so every type must match bit for bit -- but f32, where XLA:CPU contracts a
@@ -196,3 +198,67 @@ def test_random_fusion_matches_xla(seed):
         in_place(*inputs, again)
         np.testing.assert_array_equal(again.view(np.uint8), out.view(np.uint8),
                                       err_msg=f"seed {seed}, over operand {k}")
+
+
+# The element types of the long-row fusions (long_row_fusion_text).
+LONG_ROW_TYPES = ["f32", "bf16", "f16", "f64", "s8", "u8", "s16", "s32"]
+
+
+def long_row_fusion_text(seed: int) -> tuple[str, str]:
+    """A random loop fusion over rows of more than 1024 elements, the CPU
+    target's own launches (loop.host_row_launch: a block a row, a thread's
+    2-5 elements next to each other and folded into up to 4096 threads,
+    those past an odd row idle, or apart past 4096): a reverse, a pad of a
+    slice, a concatenate, a row's broadcast value, shifted slices or a pad
+    of a reversed strided slice along the rows, then an op with the input;
+    and its element type."""
+    r = random.Random(seed)
+    t = r.choice(LONG_ROW_TYPES)
+    rows = r.choice([3, 4, 5, 7, 8])
+    c = r.choice([1025, 1026, 1100, 1536, 2048, 2049, 2999, 3000, 4096, 4097, 5001])
+    s = f"[{rows},{c}]"
+    half = (c + 1) // 2
+    lines = {
+        0: [f"a = {t}{s} reverse(p0), dimensions={{1}}"],
+        1: [f"x = {t}[{rows},{c - 3}] slice(p0), slice={{[0:{rows}], [1:{c - 2}]}}",
+            f"z = {t}[] constant(1)", f"a = {t}{s} pad(x, z), padding=0_0x2_1"],
+        2: [f"x = {t}[{rows},{(k := r.randrange(1, c))}] slice(p0), slice={{[0:{rows}], [0:{k}]}}",
+            f"y = {t}[{rows},{c - k}] slice(p0), slice={{[0:{rows}], [{k}:{c}]}}",
+            f"a = {t}{s} concatenate(y, x), dimensions={{1}}"],
+        3: [f"b = {t}{s} broadcast(p1), dimensions={{0}}", f"a = {t}{s} subtract(p0, b)"],
+        4: [f"x = {t}[{rows},{c - 2}] slice(p0), slice={{[0:{rows}], [0:{c - 2}]}}",
+            f"y = {t}[{rows},{c - 2}] slice(p0), slice={{[0:{rows}], [2:{c}]}}",
+            f"d = {t}[{rows},{c - 2}] add(x, y)", f"z = {t}[] constant(0)",
+            f"a = {t}{s} pad(d, z), padding=0_0x0_2"],
+        5: [f"x = {t}[{rows},{half}] slice(p0), slice={{[0:{rows}], [0:{c}:2]}}",
+            f"v = {t}[{rows},{half}] reverse(x), dimensions={{0}}", f"z = {t}[] constant(0)",
+            f"a = {t}{s} pad(v, z), padding=0_0x{c - half}_0"],
+    }[r.randrange(6)]
+    op = r.choice(["maximum", "add", "multiply"])
+    body = "\n  ".join([f"p0 = {t}{s} parameter(0)", f"p1 = {t}[{rows}] parameter(1)", *lines,
+                        f"ROOT o = {t}{s} {op}(a, p0)"])
+    return (f"HloModule long_rows\n\nfused {{\n  {body}\n}}\n\nENTRY e {{\n"
+            f"  p0 = {t}{s} parameter(0)\n  p1 = {t}[{rows}] parameter(1)\n"
+            f"  ROOT f = {t}{s} fusion(p0, p1), kind=kLoop, calls=fused\n}}\n"), t
+
+
+@pytest.mark.parametrize("seed", random_seeds(24))
+def test_random_long_row_fusion_matches_xla(seed):
+    """The CPU target's own kernel (emit_kernel(host=True)) of a random
+    fusion over rows of more than 1024 elements gives XLA:CPU's bits (f32
+    within its FMA contraction)."""
+    from xla_gpu.emitters.fusion_analysis import host_short_rows
+    text, t = long_row_fusion_text(seed)
+    fusion = find_fusion(parse_hlo(text))
+    comp = fusion.fused_computation
+    rng = np.random.RandomState(seed)
+    inputs = [random_input(p.shape, rng) for p in comp.parameters]
+    out = np.zeros(comp.root.shape.dims, comp.root.shape.element_type.dtype)
+    with ir.Context(), host_short_rows():
+        kernel = CpuKernel(emit_kernel(fusion, host=True))
+    kernel(*inputs, out)
+    (want,) = run_with_xla(reference_text(comp), inputs)
+    diff, rel = errors(out, want)
+    bound = 1e-5 if t == "f32" else 0
+    ok = (diff <= bound) | (rel <= bound)
+    assert ok.all(), f"seed {seed}: {int((~ok).sum())} elements differ\n{text}"

@@ -1524,6 +1524,30 @@ def test_jit_reduces_a_softmaxs_rows_a_block_where_they_stream_from_memory(rows,
     assert min(blocks) == rows if row_a_block else min(blocks) < rows, blocks
 
 
+@pytest.mark.parametrize("name", ["layer norm", "log_softmax", "bf16 softmax", "x - mean"])
+def test_jit_row_programs_streamed_from_memory_match_jax(name):
+    # Row programs of 32 MiB or more in all (their reduction parts a row a
+    # block, reduction.host_streamed_rows): jax.jit's results within the
+    # rounding of their types.
+    def layer_norm(v):
+        m = v.mean(-1, keepdims=True)
+        return (v - m) * jax.lax.rsqrt(v.var(-1, keepdims=True) + 1e-5)
+
+    fn, dtype, tol = {
+        "layer norm": (layer_norm, jnp.float32, 1e-5),
+        "log_softmax": (lambda v: jax.nn.log_softmax(v, -1), jnp.float32, 1e-5),
+        "bf16 softmax": (lambda v: jax.nn.softmax(v, -1), jnp.bfloat16, 2 ** -7),
+        "x - mean": (lambda v: v - v.mean(-1, keepdims=True), jnp.float32, 1e-5),
+    }[name]
+    shape = (4096, 2048) if dtype == jnp.bfloat16 else (2048, 2048)
+    x = jnp.asarray(np.random.default_rng(37).standard_normal(shape), dtype)
+    f = xj.jit(fn)
+    got = np.asarray(f(x), np.float32)
+    want = np.asarray(jax.jit(fn)(x), np.float32)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert min(b for b, _ in _kernel_launches(f)) == shape[0], f.fusion_report()
+
+
 def test_jit_keeps_the_values_of_closed_over_arrays():
     # Closed-over arrays are constants of XLA's optimized module, which
     # `Compiled.as_text()` prints as `{...}`: read back, a masked softmax's

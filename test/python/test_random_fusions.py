@@ -171,22 +171,31 @@ def fusion_text(seed: int) -> tuple[str, str]:
     return text, root_type
 
 
-@pytest.mark.parametrize("seed", random_seeds(64))
-def test_random_fusion_matches_xla(seed):
-    text, root_type = fusion_text(seed)
+def _matches_xla(seed: int, text: str, root_type: str, make_kernel):
+    """Runs `make_kernel(fusion)` (in a context) on fusion `text` over
+    seeded random inputs and asserts XLA:CPU's results (f32 within its FMA
+    contraction); the fusion, the inputs, the output and the random state."""
     fusion = find_fusion(parse_hlo(text))
     comp = fusion.fused_computation
     rng = np.random.RandomState(seed)
     inputs = [random_input(p.shape, rng) for p in comp.parameters]
     out = np.zeros(comp.root.shape.dims, comp.root.shape.element_type.dtype)
     with ir.Context():
-        kernel = CpuKernel(str(emit_fusion(fusion)))
+        kernel = make_kernel(fusion)
     kernel(*inputs, out)
     (want,) = run_with_xla(reference_text(comp), inputs)
     diff, rel = errors(out, want)
     bound = 1e-5 if root_type == "f32" else 0
     ok = (diff <= bound) | (rel <= bound)
     assert ok.all(), f"seed {seed}: {int((~ok).sum())} elements differ\n{text}"
+    return fusion, inputs, out, rng
+
+
+@pytest.mark.parametrize("seed", random_seeds(64))
+def test_random_fusion_matches_xla(seed):
+    text, root_type = fusion_text(seed)
+    fusion, inputs, out, rng = _matches_xla(seed, text, root_type,
+                                            lambda f: CpuKernel(str(emit_fusion(f))))
     # Written over an operand's buffer (xla_gpu.jax.jit's buffer sharing),
     # the kernel reads and writes one buffer: the same bits.
     shareable = shareable_operands(fusion)
@@ -248,17 +257,10 @@ def test_random_long_row_fusion_matches_xla(seed):
     fusion over rows of more than 1024 elements gives XLA:CPU's bits (f32
     within its FMA contraction)."""
     from xla_gpu.emitters.fusion_analysis import host_short_rows
+
+    def host_kernel(fusion):
+        with host_short_rows():
+            return CpuKernel(emit_kernel(fusion, host=True))
+
     text, t = long_row_fusion_text(seed)
-    fusion = find_fusion(parse_hlo(text))
-    comp = fusion.fused_computation
-    rng = np.random.RandomState(seed)
-    inputs = [random_input(p.shape, rng) for p in comp.parameters]
-    out = np.zeros(comp.root.shape.dims, comp.root.shape.element_type.dtype)
-    with ir.Context(), host_short_rows():
-        kernel = CpuKernel(emit_kernel(fusion, host=True))
-    kernel(*inputs, out)
-    (want,) = run_with_xla(reference_text(comp), inputs)
-    diff, rel = errors(out, want)
-    bound = 1e-5 if t == "f32" else 0
-    ok = (diff <= bound) | (rel <= bound)
-    assert ok.all(), f"seed {seed}: {int((~ok).sum())} elements differ\n{text}"
+    _matches_xla(seed, text, t, host_kernel)

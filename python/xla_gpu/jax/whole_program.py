@@ -415,7 +415,7 @@ def _split_reduction(inst: HloInstruction,
     parts' kernels (tree_reduction.split_reduction), the parts put in
     `inst`'s computation before it, and it becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
-    with host_streamed_rows() if _streams_from_memory(inst) else contextlib.nullcontext():
+    with host_streamed_rows() if _moves_past_the_cache(inst) else contextlib.nullcontext():
         got = _emitted_parts(inst, device, BLOCK_SIDE_BITS)
         if got is None or not _sides_stay_in_blocks(*got[1:]):
             got = _emitted_parts(inst, device, NARROW_SIDE_BITS)
@@ -441,7 +441,7 @@ def _split_reduction(inst: HloInstruction,
     return _merge_row_parts([*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
 
 
-def _streams_from_memory(inst: HloInstruction) -> bool:
+def _moves_past_the_cache(inst: HloInstruction) -> bool:
     """Whether fusion `inst` reads and writes HOST_MIN_STREAMED_ROWS_BYTES
     or more in all, its operands and its outputs (the host's last-level
     cache): its row reductions' parts are emitted as where their rows come
@@ -454,8 +454,7 @@ def _streams_from_memory(inst: HloInstruction) -> bool:
     f32[8192,768] 1.73 -> 1.46 (jax.jit 1.05, 6.8 -- its output's pages
     faulted --, 1.11, 1.12, 3.8); rows of 960 and 1000, whose row counts
     XLA's rows a block divide less, the same (within 5 %)."""
-    shapes = [o.shape for o in inst.operands] + [inst.shape]
-    arrays = [a for s in shapes for a in (s.tuple_shapes if s.is_tuple else [s]) if a.is_array]
+    arrays = [a for i in [*inst.operands, inst] for a in i.shape.leaves() if a.is_array]
     return sum(a.num_elements * a.element_type.bits // 8
                for a in arrays) >= HOST_MIN_STREAMED_ROWS_BYTES
 

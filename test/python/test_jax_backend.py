@@ -1502,33 +1502,50 @@ def _kernel_launches(f) -> list[tuple[int, int]]:
         r"thread_counts_per_block = array<i64: (\d+), 1, 1>\}", text)]
 
 
-@pytest.mark.parametrize("rows, cols, row_a_block", [
-    (2048, 2048, True),    # 16 MiB in, 16 out: a row a block
-    (16384, 256, True),
-    (512, 1024, False),    # 2 MiB each way: XLA's rows a block
-    (32768, 128, False),   # rows under 256 elements (HOST_MIN_STREAMED_PART_ROW) too
+@pytest.mark.parametrize("rows, cols, row_a_block, kernels", [
+    (2048, 2048, True, 2),    # 16 MiB in, 16 out: a row a block, the last part apart
+    (1024, 4096, True, 2),    # (XLA's launch a row a block already)
+    (1100, 2000, True, 2),    # 16.8 MiB in all: rows of 1025 and more from 16 MiB
+    (900, 2000, False, 1),    # 13.7 MiB: XLA's 2 rows a block, the last part row-mapped
+    (3600, 1000, True, 1),    # 27.5 MiB: rows of 513 to 1024 from 24 MiB, row-mapped
+    (8192, 768, True, 1),
+    (2700, 1000, False, 1),   # 20.6 MiB: XLA's 4 rows a block
+    (16384, 256, True, 2),    # rows of 256 from 32 MiB, the last part apart
+    (512, 1024, False, 1),    # 2 MiB each way: XLA's rows a block
+    (32768, 128, False, 1),   # rows under 256 elements (HOST_MIN_STREAMED_PART_ROW) too
 ])
 def test_jit_reduces_a_softmaxs_rows_a_block_where_they_stream_from_memory(rows, cols,
-                                                                          row_a_block):
-    # A softmax's fusion that reads and writes 32 MiB or more in all (the
-    # host's last-level cache): its max and exp-sum parts are emitted as
-    # where their rows come from memory (reduction.host_streamed_rows), a
-    # row a block, where XLA's blocks have 2 to 8 rows; not rows under 256
-    # elements. Within f32's rounding of jax.jit's result.
+                                                                          row_a_block, kernels):
+    # A softmax's fusion that reads and writes enough in all for its rows
+    # (reduction._min_streamed_program_bytes: 32 MiB, the host's last-level
+    # cache, for rows of up to 512 elements, XLA's 8 a block; 24 MiB for
+    # rows of 513 to 1024, 4 a block; 16 MiB for longer rows): its max and
+    # exp-sum parts are emitted as where their rows come from memory
+    # (reduction.host_streamed_rows), a row a block; not rows under 256
+    # elements. The last part joins them row-mapped where a row is one
+    # warp's, more than 8 elements a lane (STREAMED_ROW_MAPPED_ROWS), and
+    # where the rows are XLA's. Within f32's rounding of jax.jit's result.
     x = np.random.default_rng(31).standard_normal((rows, cols)).astype(np.float32)
     f = xj.jit(lambda v: jax.nn.softmax(v, -1))
     got = np.asarray(f(x))
     np.testing.assert_allclose(got, np.asarray(jax.jit(lambda v: jax.nn.softmax(v, -1))(x)),
                                rtol=1e-5, atol=1e-7)
-    blocks = [b for b, _ in _kernel_launches(f)]
-    assert min(blocks) == rows if row_a_block else min(blocks) < rows, blocks
+    launches = _kernel_launches(f)
+    blocks = [b for b, _ in launches]
+    assert min(blocks) == rows if row_a_block else min(blocks) < rows, launches
+    assert len(launches) == kernels, launches
 
 
-@pytest.mark.parametrize("name", ["layer norm", "log_softmax", "bf16 softmax", "x - mean"])
-def test_jit_row_programs_streamed_from_memory_match_jax(name):
-    # Row programs of 32 MiB or more in all (their reduction parts a row a
-    # block, reduction.host_streamed_rows): jax.jit's results within the
-    # rounding of their types.
+@pytest.mark.parametrize("name, rows, cols", [
+    ("layer norm", 2048, 2048), ("log_softmax", 2048, 2048), ("bf16 softmax", 4096, 2048),
+    ("x - mean", 2048, 2048),
+    # Rows of one warp's, the last part row-mapped with them (one kernel).
+    ("layer norm", 3600, 1000), ("log_softmax", 3600, 1000), ("x - mean", 8192, 768),
+])
+def test_jit_row_programs_streamed_from_memory_match_jax(name, rows, cols):
+    # Row programs that move enough bytes for their rows (their reduction
+    # parts a row a block, reduction.host_streamed_rows): jax.jit's results
+    # within the rounding of their types.
     def layer_norm(v):
         m = v.mean(-1, keepdims=True)
         return (v - m) * jax.lax.rsqrt(v.var(-1, keepdims=True) + 1e-5)
@@ -1539,7 +1556,7 @@ def test_jit_row_programs_streamed_from_memory_match_jax(name):
         "bf16 softmax": (lambda v: jax.nn.softmax(v, -1), jnp.bfloat16, 2 ** -7),
         "x - mean": (lambda v: v - v.mean(-1, keepdims=True), jnp.float32, 1e-5),
     }[name]
-    shape = (4096, 2048) if dtype == jnp.bfloat16 else (2048, 2048)
+    shape = (rows, cols)
     x = jnp.asarray(np.random.default_rng(37).standard_normal(shape), dtype)
     f = xj.jit(fn)
     got = np.asarray(f(x), np.float32)

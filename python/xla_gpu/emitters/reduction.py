@@ -30,8 +30,10 @@ one group per block y.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
+import math
 from dataclasses import dataclass
 from math import gcd, prod
 
@@ -145,9 +147,9 @@ def _smallest_input_bits(analysis: FusionAnalysis) -> int | float:
 def _streams_from_memory(analysis: FusionAnalysis, row: int) -> bool:
     """Whether the fusion's largest array parameter has at least
     HOST_MIN_STREAMED_ROWS_BYTES, or this is within host_streamed_rows()
-    and its rows have HOST_MIN_STREAMED_PART_ROW elements or more: its rows
-    come from memory."""
-    return (_HOST_STREAMED_ROWS.get() and row >= HOST_MIN_STREAMED_PART_ROW) or max(
+    of a program moving as many bytes as rows of `row` elements ask for
+    (_min_streamed_program_bytes): its rows come from memory."""
+    return streams_program_rows(row) or max(
         (p.shape.num_elements * p.shape.element_type.bits // 8
          for p in analysis.computation.parameters if p.shape.is_array),
         default=0) >= HOST_MIN_STREAMED_ROWS_BYTES
@@ -663,22 +665,64 @@ _HOST_XLA_VECTORS = contextvars.ContextVar("xla_gpu_host_xla_vectors", default=F
 # 1.48; over f32[16384,256] 0.88 -> 0.72 and 1.00 -> 0.83 (two
 # processes), over f32[16800,250] 1.00 -> 0.93 and 0.81 -> 0.91.
 HOST_MIN_STREAMED_PART_ROW = 256
-# Set within host_streamed_rows().
-_HOST_STREAMED_ROWS = contextvars.ContextVar("xla_gpu_host_streamed_rows", default=False)
+# The bytes a row program reads and writes in all from which
+# host_streamed_rows() reads its rows a row a block, by the rows XLA's
+# launch puts in a block: 8 or more for rows of up to 512 elements, 4 for
+# rows of 513 to 1024 (32 MiB, 24 MiB), 2 or 1 for longer rows (16 MiB;
+# XLA's one row is a row a block already, and then the last part stays
+# apart, whole_program.STREAMED_ROW_MAPPED_ROWS). The fewer rows a block
+# walks side by side, the sooner a row a block pays. Through
+# xla_gpu.jax.jit, ratios of a row a block to XLA's rows (the medians of
+# three processes, A/B in one process each) for a layer norm, softmax,
+# log_softmax and x - mean: rows of 1000 at 27.5 MiB 0.78, 1.00, 0.91,
+# 0.67, at 25.2 MiB 0.89, 0.96, 0.98, 0.75 and (again) 1.11, 1.06, 0.99,
+# 0.77, at 23.4 MiB 1.00, 1.06, 1.06, 0.89, at 20.6 MiB 1.18, 1.10, 1.17,
+# 0.95 (not taken); rows of 768 at 28.7 MiB 0.75, 0.94, 0.88, 0.56; rows of
+# 2000 at 24.4 MiB 0.73, 0.77, 0.88, 0.69, at 19.8 MiB 0.79, 0.86, 0.94,
+# 0.75, at 16.8 MiB 0.96, 0.80, 1.07, 0.94, at 15.3 MiB 0.93, 0.85, 1.05,
+# 1.01 (not taken); rows of 4096 at 20 MiB 0.94, 0.86, 0.99, 0.95. Rows of
+# 512 at 24-28 MiB ran 1.2-1.3x slower a row a block, at 32 MiB within
+# noise (0.85-1.18x).
+_MIN_STREAMED_PROGRAM_BYTES = ((512, HOST_MIN_STREAMED_ROWS_BYTES), (1024, 24 << 20))
+HOST_MIN_STREAMED_LONG_ROWS_BYTES = 16 << 20
+# Set within host_streamed_rows(): the program's bytes.
+_HOST_STREAMED_ROWS = contextvars.ContextVar("xla_gpu_host_streamed_rows", default=0)
 
 
-def host_streamed_rows():
+def _min_streamed_program_bytes(row: int) -> float:
+    """The bytes a row program moves from which its rows of `row` elements
+    are read a row a block (_MIN_STREAMED_PROGRAM_BYTES); never rows under
+    HOST_MIN_STREAMED_PART_ROW."""
+    if row < HOST_MIN_STREAMED_PART_ROW:
+        return math.inf
+    return next((b for longest, b in _MIN_STREAMED_PROGRAM_BYTES if row <= longest),
+                HOST_MIN_STREAMED_LONG_ROWS_BYTES)
+
+
+@contextlib.contextmanager
+def host_streamed_rows(program_bytes: int):
     """Within it, row reductions are emitted as where their rows stream from
-    memory (HOST_MIN_STREAMED_ROWS_BYTES): for the parts of one row
-    program (xla_gpu.jax.jit's _emitted_parts) whose fusion reads and
-    writes that many bytes in all -- its output as large as its input, a
-    softmax's -- which a part's own inputs do not tell."""
-    return flag_set(_HOST_STREAMED_ROWS)
+    memory (HOST_MIN_STREAMED_ROWS_BYTES) if the row program they are parts
+    of (xla_gpu.jax.jit's _emitted_parts) reads and writes `program_bytes`
+    in all and that is enough for their rows (_min_streamed_program_bytes):
+    a fusion whose output is as large as its input (a softmax's) moves
+    twice the bytes its parts' own inputs tell."""
+    token = _HOST_STREAMED_ROWS.set(program_bytes)
+    try:
+        yield
+    finally:
+        _HOST_STREAMED_ROWS.reset(token)
 
 
-def emits_streamed_rows() -> bool:
-    """Whether this is within host_streamed_rows()."""
+def streamed_program_bytes() -> int:
+    """The program's bytes within host_streamed_rows(), else 0."""
     return _HOST_STREAMED_ROWS.get()
+
+
+def streams_program_rows(row: int) -> bool:
+    """Whether rows of `row` elements are read a row a block within the
+    current host_streamed_rows() (_min_streamed_program_bytes)."""
+    return _HOST_STREAMED_ROWS.get() >= _min_streamed_program_bytes(row)
 
 
 def host_xla_vectors():

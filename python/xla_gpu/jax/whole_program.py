@@ -26,7 +26,6 @@ For the shapes of a call:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -61,8 +60,8 @@ from ..emitters.fusion_merger import (computes_cheaply, is_elementwise_producer,
                                       reads_each_element_once)
 from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
 from ..emitters.merged_kernel import _function, merge_kernels, same_row_blocks
-from ..emitters.reduction import (HOST_MIN_STREAMED_ROWS_BYTES, emits_streamed_rows,
-                                  host_streamed_rows, host_xla_vectors, keeps_xla_vectors)
+from ..emitters.reduction import (host_streamed_rows, host_xla_vectors, keeps_xla_vectors,
+                                  streamed_program_bytes, streams_program_rows)
 from ..emitters.tree_reduction import COSTLY_OPS, split_reduction
 from ..hlo.opcodes import ELEMENTWISE
 from ..hlo.shape import Shape
@@ -174,7 +173,7 @@ def _emit(fusion: HloInstruction, device: DeviceDescription,
     if memo is None:
         return emit_kernel(fusion, device, shared_operand, host=True)
     key = (_fusion_key(fusion), device, shared_operand, keeps_xla_vectors(),
-           emits_streamed_rows())
+           streamed_program_bytes())
     kernel = memo.get(key)
     if kernel is None:
         kernel = memo[key] = emit_kernel(fusion, device, shared_operand, host=True)
@@ -415,7 +414,8 @@ def _split_reduction(inst: HloInstruction,
     parts' kernels (tree_reduction.split_reduction), the parts put in
     `inst`'s computation before it, and it becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
-    with host_streamed_rows() if _moves_past_the_cache(inst) else contextlib.nullcontext():
+    moved = _bytes_moved(inst)
+    with host_streamed_rows(moved):
         got = _emitted_parts(inst, device, BLOCK_SIDE_BITS)
         if got is None or not _sides_stay_in_blocks(*got[1:]):
             got = _emitted_parts(inst, device, NARROW_SIDE_BITS)
@@ -438,25 +438,22 @@ def _split_reduction(inst: HloInstruction,
         o.users = [inst if u is last else u for u in o.users]
     if (shared := _shared_operand(inst)) is not None:
         kernels[-1] = _emit(inst, device, shared)
-    return _merge_row_parts([*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
+    with host_streamed_rows(moved):  # a row-mapped last part as its rows' parts
+        return _merge_row_parts([*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
 
 
-def _moves_past_the_cache(inst: HloInstruction) -> bool:
-    """Whether fusion `inst` reads and writes HOST_MIN_STREAMED_ROWS_BYTES
-    or more in all, its operands and its outputs (the host's last-level
-    cache): its row reductions' parts are emitted as where their rows come
-    from memory (reduction.host_streamed_rows), a row a block where XLA's
-    blocks have several (walked side by side, see
-    HOST_MIN_STREAMED_ROWS_BYTES). Through xla_gpu.jax.jit, A/B in one
-    process (ms): softmax over f32[2048,2048] (16 MiB in, 16 out) 1.24 ->
-    0.89, over f32[4096,1536] 1.95 -> 1.57, over f32[16384,256] 1.00 ->
-    0.83; a layer norm over f32[2048,2048] 1.03 -> 0.61, over
-    f32[8192,768] 1.73 -> 1.46 (jax.jit 1.05, 6.8 -- its output's pages
-    faulted --, 1.11, 1.12, 3.8); rows of 960 and 1000, whose row counts
-    XLA's rows a block divide less, the same (within 5 %)."""
+def _bytes_moved(inst: HloInstruction) -> int:
+    """The bytes fusion `inst` reads and writes in all, its operands and
+    its outputs: from enough (reduction._min_streamed_program_bytes) its
+    row reductions' parts are emitted as where their rows come from memory
+    (reduction.host_streamed_rows), a row a block where XLA's blocks have
+    several. Through xla_gpu.jax.jit, A/B in one process (ms): softmax
+    over f32[2048,2048] (16 MiB in, 16 out) 1.24 -> 0.89, over
+    f32[4096,1536] 1.95 -> 1.57, over f32[16384,256] 1.00 -> 0.83; a layer
+    norm over f32[2048,2048] 1.03 -> 0.61, over f32[8192,768] 1.73 -> 1.46
+    (jax.jit 1.05, 6.8 -- its output's pages faulted --, 1.11, 1.12, 3.8)."""
     arrays = [a for i in [*inst.operands, inst] for a in i.shape.leaves() if a.is_array]
-    return sum(a.num_elements * a.element_type.bits // 8
-               for a in arrays) >= HOST_MIN_STREAMED_ROWS_BYTES
+    return sum(a.num_elements * a.element_type.bits // 8 for a in arrays)
 
 
 def _reads_by_row(part: HloInstruction, k: int) -> bool:
@@ -576,6 +573,22 @@ _ROW_MAPPED_FROM: "weakref.WeakKeyDictionary[HloInstruction, HloInstruction]" = 
 # The longest rows (elements reduced) whose row-mapped part may not
 # compute a costly op an element (see _row_mapped).
 MAX_COSTLY_ROW = 64
+# The rows (elements reduced) whose row-mapped part joins their parts
+# where those read a row a block as from memory (host_streamed_rows):
+# rows a block's one warp reduces, each lane more than 8 elements. Through
+# xla_gpu.jax.jit, A/B in one process, a layer norm, softmax, log_softmax
+# and x - mean (ms, the last part a kernel apart -> row-mapped): over
+# f32[4096,1000] 0.73, 0.99, 0.99, 0.55 -> 0.74, 0.98, 0.85, 0.50, over
+# f32[8192,768] 1.53, 1.71, 1.63, 1.06 -> 0.99, 1.42, 1.29, 0.77, over
+# f32[12288,512] 1.57, 1.90, 1.90, 1.14 -> 1.09, 1.52, 1.43, 0.83, over
+# f32[11000,384] 0.75, 1.09, 1.33, 0.54 -> 0.70, 1.02, 0.94, 0.41. Not
+# over rows of 256 (0.59, 0.84, 0.83, 0.55 -> 0.57, 0.93, 1.05, 0.65), nor
+# over longer rows, a block's several warps (f32[3000,1500] 0.77, 1.09,
+# 1.08, 0.62 -> 1.12, 1.20, 1.27, 0.84; f32[1536,4096] 0.84, 1.19, 1.43,
+# 1.00 -> 1.19, 1.36, 1.63, 1.05). Until stop 84 the part was row-mapped
+# as XLA's rows, which joined streamed rows only where XLA's launch is a
+# row a block already (rows of more than 2048).
+STREAMED_ROW_MAPPED_ROWS = range(257, 1025)
 
 
 def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
@@ -615,6 +628,8 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
         return None
     comp = part.fused_computation
     row = math.prod(rows.dims[d] for d in reduce.dimensions)
+    if streams_program_rows(row) and row not in STREAMED_ROW_MAPPED_ROWS:
+        return None
     if row <= MAX_COSTLY_ROW and any(i.opcode in COSTLY_OPS and i.shape.dims == rows.dims
                                      for i in comp.instructions):
         return None

@@ -1536,6 +1536,19 @@ def test_jit_reduces_a_softmaxs_rows_a_block_where_they_stream_from_memory(rows,
     assert len(launches) == kernels, launches
 
 
+def test_jit_keeps_xlas_rows_of_16_bit_row_programs_under_32_mib():
+    # The lower bytes of rows of 513 and more (24 and 16 MiB) are 32-bit
+    # inputs' alone (reduction._min_streamed_program_bytes): a bf16
+    # softmax of 25.2 MiB in all keeps XLA's rows a block (4 of 1000).
+    x = jnp.asarray(np.random.default_rng(32).standard_normal((6600, 1000)), jnp.bfloat16)
+    f = xj.jit(lambda v: jax.nn.softmax(v, -1))
+    np.testing.assert_allclose(np.asarray(f(x), np.float32),
+                               np.asarray(jax.jit(lambda v: jax.nn.softmax(v, -1))(x), np.float32),
+                               rtol=2 ** -7, atol=2 ** -7)
+    launches = _kernel_launches(f)
+    assert min(b for b, _ in launches) < 6600, launches
+
+
 @pytest.mark.parametrize("name, rows, cols", [
     ("layer norm", 2048, 2048), ("log_softmax", 2048, 2048), ("bf16 softmax", 4096, 2048),
     ("x - mean", 2048, 2048),

@@ -685,44 +685,52 @@ HOST_MIN_STREAMED_PART_ROW = 256
 # noise (0.85-1.18x).
 _MIN_STREAMED_PROGRAM_BYTES = ((512, HOST_MIN_STREAMED_ROWS_BYTES), (1024, 24 << 20))
 HOST_MIN_STREAMED_LONG_ROWS_BYTES = 16 << 20
-# Set within host_streamed_rows(): the program's bytes.
-_HOST_STREAMED_ROWS = contextvars.ContextVar("xla_gpu_host_streamed_rows", default=0)
+# Set within host_streamed_rows(): the program's bytes and its inputs'
+# narrowest element type's bits.
+_HOST_STREAMED_ROWS = contextvars.ContextVar("xla_gpu_host_streamed_rows", default=(0, 0))
 
 
-def _min_streamed_program_bytes(row: int) -> float:
+def _min_streamed_program_bytes(row: int, input_bits: int) -> float:
     """The bytes a row program moves from which its rows of `row` elements
     are read a row a block (_MIN_STREAMED_PROGRAM_BYTES); never rows under
-    HOST_MIN_STREAMED_PART_ROW."""
+    HOST_MIN_STREAMED_PART_ROW. Inputs other than 32-bit from
+    HOST_MIN_STREAMED_ROWS_BYTES: a layer norm, softmax, log_softmax and
+    x - mean over bf16[6600,1000] (25.2 MiB) and bf16[2200,2000] (16.8
+    MiB) ran 1.03-1.13x slower a row a block (two processes)."""
     if row < HOST_MIN_STREAMED_PART_ROW:
         return math.inf
+    if input_bits != 32:
+        return HOST_MIN_STREAMED_ROWS_BYTES
     return next((b for longest, b in _MIN_STREAMED_PROGRAM_BYTES if row <= longest),
                 HOST_MIN_STREAMED_LONG_ROWS_BYTES)
 
 
 @contextlib.contextmanager
-def host_streamed_rows(program_bytes: int):
+def host_streamed_rows(program_bytes: int, input_bits: int):
     """Within it, row reductions are emitted as where their rows stream from
     memory (HOST_MIN_STREAMED_ROWS_BYTES) if the row program they are parts
     of (xla_gpu.jax.jit's _emitted_parts) reads and writes `program_bytes`
-    in all and that is enough for their rows (_min_streamed_program_bytes):
-    a fusion whose output is as large as its input (a softmax's) moves
-    twice the bytes its parts' own inputs tell."""
-    token = _HOST_STREAMED_ROWS.set(program_bytes)
+    in all, its narrowest input of `input_bits`, and that is enough for
+    their rows (_min_streamed_program_bytes): a fusion whose output is as
+    large as its input (a softmax's) moves twice the bytes its parts' own
+    inputs tell."""
+    token = _HOST_STREAMED_ROWS.set((program_bytes, input_bits))
     try:
         yield
     finally:
         _HOST_STREAMED_ROWS.reset(token)
 
 
-def streamed_program_bytes() -> int:
-    """The program's bytes within host_streamed_rows(), else 0."""
+def streamed_program() -> tuple[int, int]:
+    """host_streamed_rows()'s bytes and bits, else (0, 0)."""
     return _HOST_STREAMED_ROWS.get()
 
 
 def streams_program_rows(row: int) -> bool:
     """Whether rows of `row` elements are read a row a block within the
     current host_streamed_rows() (_min_streamed_program_bytes)."""
-    return _HOST_STREAMED_ROWS.get() >= _min_streamed_program_bytes(row)
+    program_bytes, input_bits = _HOST_STREAMED_ROWS.get()
+    return program_bytes >= _min_streamed_program_bytes(row, input_bits)
 
 
 def host_xla_vectors():

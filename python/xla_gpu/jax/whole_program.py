@@ -61,7 +61,7 @@ from ..emitters.fusion_merger import (computes_cheaply, is_elementwise_producer,
 from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
 from ..emitters.merged_kernel import _function, merge_kernels, same_row_blocks
 from ..emitters.reduction import (host_streamed_rows, host_xla_vectors, keeps_xla_vectors,
-                                  streamed_program_bytes, streams_program_rows)
+                                  streamed_program, streams_program_rows)
 from ..emitters.tree_reduction import COSTLY_OPS, split_reduction
 from ..hlo.opcodes import ELEMENTWISE
 from ..hlo.shape import Shape
@@ -173,7 +173,7 @@ def _emit(fusion: HloInstruction, device: DeviceDescription,
     if memo is None:
         return emit_kernel(fusion, device, shared_operand, host=True)
     key = (_fusion_key(fusion), device, shared_operand, keeps_xla_vectors(),
-           streamed_program_bytes())
+           streamed_program())
     kernel = memo.get(key)
     if kernel is None:
         kernel = memo[key] = emit_kernel(fusion, device, shared_operand, host=True)
@@ -414,8 +414,8 @@ def _split_reduction(inst: HloInstruction,
     parts' kernels (tree_reduction.split_reduction), the parts put in
     `inst`'s computation before it, and it becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
-    moved = _bytes_moved(inst)
-    with host_streamed_rows(moved):
+    moved = _bytes_moved(inst), _narrowest_input_bits(inst)
+    with host_streamed_rows(*moved):
         got = _emitted_parts(inst, device, BLOCK_SIDE_BITS)
         if got is None or not _sides_stay_in_blocks(*got[1:]):
             got = _emitted_parts(inst, device, NARROW_SIDE_BITS)
@@ -438,7 +438,7 @@ def _split_reduction(inst: HloInstruction,
         o.users = [inst if u is last else u for u in o.users]
     if (shared := _shared_operand(inst)) is not None:
         kernels[-1] = _emit(inst, device, shared)
-    with host_streamed_rows(moved):  # a row-mapped last part as its rows' parts
+    with host_streamed_rows(*moved):  # a row-mapped last part as its rows' parts
         return _merge_row_parts([*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
 
 
@@ -454,6 +454,13 @@ def _bytes_moved(inst: HloInstruction) -> int:
     (jax.jit 1.05, 6.8 -- its output's pages faulted --, 1.11, 1.12, 3.8)."""
     arrays = [a for i in [*inst.operands, inst] for a in i.shape.leaves() if a.is_array]
     return sum(a.num_elements * a.element_type.bits // 8 for a in arrays)
+
+
+def _narrowest_input_bits(inst: HloInstruction) -> int:
+    """The bits of the narrowest element type of `inst`'s array operands
+    (0 where it has none)."""
+    return min((a.element_type.bits for o in inst.operands for a in o.shape.leaves()
+                if a.is_array), default=0)
 
 
 def _reads_by_row(part: HloInstruction, k: int) -> bool:

@@ -694,6 +694,39 @@ def test_the_host_sums_short_columns_with_the_loop_emitter(ctx, shape, dims, ty,
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6 * rows)
 
 
+@pytest.mark.parametrize("shape, launch", [
+    ((16, 512, 500), (16, 500, 1)),    # XLA's blocks of 128 cut rows of 500: a block a row
+    ((4, 1000, 700), (4, 700, 1)),
+    ((8, 64, 1500), (8, 750, 2)),      # 2 a thread, next to each other (folded)
+    ((2, 64, 40), (2, 40, 1)),
+    ((256, 64, 256), None),            # XLA's blocks tile the rows: its launch
+    ((16, 64, 512), None),
+])
+def test_the_host_sums_columns_a_block_a_row_where_xlas_blocks_cut_rows(ctx, shape, launch):
+    """A column reduction the loop emitter takes on the CPU target
+    (host_prefers_loop) whose rows XLA's blocks do not tile runs a block
+    a row of its output (loop._reduces_columns_across_blocks): a block's
+    lanes in one row, each step one vector load (lanes in two rows made
+    LLVM gather them, 8x slower). Each output its column summed in order:
+    numpy's sequential f32 sums (cumsum), bit for bit."""
+    fusion = find_fusion(parse_hlo(_sum_over(shape, (1,))))
+    host = make_emitter(fusion, host=True)
+    assert isinstance(host, LoopEmitter)
+    if launch is None:
+        assert host.launch.threads % 128 == 0 and not host.launch.past_row, host.launch
+        assert host.launch.dims.num_blocks > shape[0], host.launch
+    else:
+        blocks, threads, unroll = launch
+        assert host.launch.dims.block_counts == (blocks, 1, 1)
+        assert host.launch.dims.thread_counts_per_block == (threads, 1, 1)
+        assert host.launch.unroll_factor == unroll
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    out = np.zeros((shape[0], shape[2]), np.float32)
+    CpuKernel(emit_kernel(fusion, host=True))(x, out)
+    want = np.cumsum(x, axis=1, dtype=np.float32)[:, -1, :]
+    np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
+
+
 @pytest.mark.parametrize("shape, dims, threads", [
     ((512, 512, 3), (1,), 96),        # 3 image channels: 3 warps, 32 rows a column
     ((64, 1000, 5), (1,), 160),

@@ -249,7 +249,8 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     # up: a row of 16 a warp, half its lanes idle, ran jax.lax.cummax over
     # f32[64,500] 1.3-1.5x slower.
     if not (broadcasts_along(comp, dims, len(dims) - 1) or
-            (not short and (_shifts_minor(comp, dims) or _windows_across_rows(comp, dims)))):
+            (not short and (_shifts_minor(comp, dims) or _windows_across_rows(comp, dims) or
+                            _reduces_columns_across_blocks(comp, dims, launch)))):
         return None
     # A row of more elements than a block has threads: a thread's elements
     # next to each other, which the CPU pipeline's
@@ -270,6 +271,34 @@ def host_row_launch(comp: HloComputation, shape: Shape, launch: LoopLaunch,
     return LoopLaunch(launch_grid(shape.num_elements // dims[-1], threads, device), unroll,
                       unroll_apart=apart,
                       past_row=not apart and threads * unroll != dims[-1])
+
+
+def _reduces_columns_across_blocks(comp: HloComputation, dims: tuple[int, ...],
+                                   launch: LoopLaunch) -> bool:
+    """Whether `comp` reduces columns into its output of `dims` (a reduce of
+    that shape keeping its operand's minor dimension: a column reduction
+    the loop emitter takes on the CPU target, host_prefers_loop_for), and
+    XLA's blocks (`launch`) do not tile a row of it: a block's lanes then
+    span two rows of the batch, each lane's column at (block * threads +
+    lane) mod W, and LLVM gathers each step's loads lane by lane. A block
+    a row makes them one vector load a step. A/B, two threads (ms, ours
+    XLA's blocks -> a block a row; XLA:CPU): f32[16,512,500] summed over
+    its middle dimension (a 16 MiB column sum split in 16, the first part
+    of jnp.sum(x, 0) over f32[8192,500] through xla_gpu.jax.jit) 0.92 ->
+    0.11 (0.16-0.28), f32[8,512,1000] 0.92 -> 0.09 (0.15-0.23),
+    f32[4,1000,700] 0.64 -> 0.11 (0.17), f32[8,1024,1500] 3.85 -> 0.79
+    (0.81-0.84), bf16[16,512,500] 10.1 -> 0.14 (XLA:CPU 10.7), s32 0.56 ->
+    0.10; f32[64,100,300] and [32,256,200] the same. Where XLA's blocks
+    tile the rows it keeps them: f32[256,256,256] ran 1.00 -> 1.17 a block
+    a row."""
+    threads = launch.threads * launch.unroll_factor
+    if dims[-1] % threads == 0:
+        return False
+    for inst in comp.instructions:
+        if (inst.opcode == "reduce" and inst.shape.is_array and tuple(inst.shape.dims) == tuple(dims)
+                and inst.operands[0].shape.rank - 1 not in inst.dimensions):
+            return True
+    return False
 
 
 # The CPU target's limit on a block's threads once

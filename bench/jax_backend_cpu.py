@@ -43,8 +43,9 @@
     split), and NHWC images' reflect pad (a concatenate's block a row),
     NHWC -> NCHW (the channels walked last) and RGBA -> RGB (a step's
     3 bytes of stride 4 vectorized), a bf16 layer norm (its mean and
-    variance one kernel), and a layer norm of 31.2 MiB in all (a row a
-    block, its last part row-mapped). Its compile is jax's
+    variance one kernel), a layer norm of 31.2 MiB in all (a row a
+    block, its last part row-mapped), and a column sum over rows of 500
+    (its first part's blocks a row each). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -193,6 +194,7 @@ def cases(runs: int) -> list[dict]:
     rows, residual = (jnp.asarray(np.random.default_rng(41 + i).standard_normal(
         (4096, 1024), np.float32), jnp.bfloat16) for i in range(2))
     narrow = jnp.asarray(np.random.default_rng(31).standard_normal((1024, 1024, 5), np.float32))
+    columns = jnp.asarray(np.random.default_rng(43).standard_normal((8192, 500), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
                 for name, fn, make, arg in [
@@ -215,6 +217,11 @@ def cases(runs: int) -> list[dict]:
                     # partial sums, where XLA:GPU's split leaves 128).
                     ("column sum bf16[8192,512]", _column_sum,
                      lambda k: lambda v: _column_sum(v * (1.0 + k)), c),
+                    # Rows of 500, split in 16 parts of 512 rows (stop 84:
+                    # the first part a block a row of [16,500], 4.7x
+                    # jax.jit's time with XLA's blocks cutting its rows).
+                    ("column sum f32[8192,500]", _column_sum,
+                     lambda k: lambda v: _column_sum(v * (1.0 + k)), columns),
                     # Reduces that a later reduce or op reads (stop 62).
                     ("cross-entropy f32[4096,1000]", _cross_entropy,
                      lambda k: lambda v: _cross_entropy(v * (1.0 + k)), e),

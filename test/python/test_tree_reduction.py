@@ -3,6 +3,7 @@ reductions it splits, into what, and that each part is race-free."""
 
 import math
 
+import numpy as np
 import pytest
 
 from xla_gpu.emitters import analyze_fusion
@@ -183,6 +184,48 @@ def test_the_host_splits_a_column_where_its_threads_sum_the_most_rows(param, out
     rows_split = _fusion("f32[1024,1024]", "f32[]", "0,1")
     assert [r.shape.dims for r in _reduces(split_reduction(rows_split, host=True))] == \
         [r.shape.dims for r in _reduces(split_reduction(rows_split))]
+
+
+@pytest.mark.parametrize("param, out, dims, k, rows", [
+    ("f32[3000,700]", "f32[700]", "0", 6, 500),
+    ("f32[2000,1500]", "f32[1500]", "0", 4, 500),
+    ("f32[4096,1024]", "f32[1024]", "0", 8, 512),
+    ("f32[8,1025,64]", "f32[8,64]", "1", 5, 205),      # 5 x 205 pads none
+    ("f32[1024,1024]", "f32[1024]", "0", None, None),   # the loop kernel's rows already
+    ("f32[3000,8]", "f32[8]", "0", None, None),         # narrower than 16 columns
+])
+def test_the_host_splits_race_free_columns_longer_than_its_loop_kernels(param, out, dims, k,
+                                                                        rows):
+    """A race-free column reduction (XLA:GPU leaves it whole) of more rows
+    than the CPU target's loop kernel sums (HOST_LOOP_COLUMN_ROWS), at
+    least HOST_LOOP_COLUMN_LANES columns wide, is split for the CPU target
+    alone (needs_tree_split(host=True), _host_splits_columns): its first
+    part such a loop kernel of at most 512 rows a part. Its sums on the
+    CPU target are XLA:CPU's within f32's rounding."""
+    from mlir import ir
+    from xla_gpu.emitters import LoopEmitter, emit_kernel, make_emitter
+    from xla_gpu.emitters.tree_reduction import needs_tree_split
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.runtime import CpuKernel
+    from xla_gpu.tools.test_correctness import reference_text
+    fusion = _fusion(param, out, dims)
+    assert not needs_tree_split(fusion) and split_reduction(fusion) is None
+    assert needs_tree_split(fusion, host=True) == (k is not None)
+    if k is None:
+        return
+    parts = split_reduction(fusion, host=True)
+    inner, outer = _reduces(parts)
+    assert reduction_dimensions(outer).dimensions[1] == k
+    assert reduction_dimensions(inner).dimensions[1] == rows
+    x = np.random.default_rng(3).standard_normal(fusion.operands[0].shape.dims).astype(np.float32)
+    with ir.Context():
+        assert isinstance(make_emitter(parts[0], host=True), LoopEmitter)
+        first = np.zeros(parts[0].shape.dims, np.float32)
+        CpuKernel(emit_kernel(parts[0], host=True))(x, first)
+        got = np.zeros(parts[1].shape.dims, np.float32)
+        CpuKernel(emit_kernel(parts[1], host=True))(x, first, got)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("param, out, dims, prologue", [

@@ -1465,6 +1465,29 @@ def test_the_host_gives_rows_read_at_an_offset_a_block_a_row(ctx, body, out, par
             assert f"{column} in [0, {out[1] - 1}]" in str(host.thread_to_output_map())
 
 
+@pytest.mark.parametrize("dims, launch", [
+    ((100, 625, 16), (12500, 80)),   # 10000 a batch: blocks of 80 (5 rows of 16), not 128
+    ((6, 250, 16), (300, 80)),
+    ((100, 624, 16), None),          # 9984 = 78 x 128: XLA's blocks tile a batch
+    ((10, 127, 16), None),           # 2032 = 127 x 16: no multiple of 16 from 32 divides it
+])
+def test_the_host_tiles_a_reduce_windows_batches_with_whole_blocks(ctx, dims, launch):
+    """A reduce-window of 16 along the minor dimension (a cumsum's, as jax
+    lowers it for the CPU) whose batches XLA's blocks of 128 do not tile
+    runs in blocks of the most threads a batch is a multiple of
+    (loop.host_whole_batch_launch): a block's lanes in one batch. The bits
+    of XLA:GPU's launch."""
+    shape = f"f32[{','.join(map(str, dims))}]"
+    text = (f"HloModule m\n\nadd {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            f"  ROOT c = f32[] add(a, b)\n}}\n\nfused {{\n  p = {shape} parameter(0)\n"
+            f"  z = f32[] constant(0)\n  ROOT r = {shape} reduce-window(p, z), "
+            f"window={{size=1x1x16 pad=0_0x0_0x15_0}}, to_apply=add\n}}\n\nENTRY e {{\n"
+            f"  p0 = {shape} parameter(0)\n  ROOT f = {shape} fusion(p0), kind=kLoop, "
+            f"calls=fused\n}}\n")
+    fusion = find_fusion(parse_hlo(text))
+    _assert_host_row_launch(fusion, dims, launch)
+
+
 @pytest.mark.parametrize("ty, operand, window, out, row_launch", [
     # XLA:CPU's integer column sum: 32x1 windows, then a reduce.
     ("s32", (1024, 33), "size=32x1 stride=32x1", (32, 33), True),

@@ -876,6 +876,41 @@ def test_the_host_walks_a_transposed_small_dimension_last(ctx, dims, permutation
     np.testing.assert_array_equal(out, want)
 
 
+@pytest.mark.parametrize("dims, permutation, versioned", [
+    ((500, 3000), (1, 0), True),         # both swapped dimensions' last tiles partial
+    ((100, 10000), (1, 0), True),
+    ((3, 300, 500), (0, 2, 1), True),
+    ((512, 3000), (1, 0), True),         # one
+    ((512, 3008), (1, 0), False),        # whole tiles everywhere
+])
+def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, permutation,
+                                                                   versioned):
+    """emit_kernel(host=True) on a transpose whose tiles are partial at an
+    edge emits each of its two loops twice, under an scf.if of the block's
+    tile being whole (TransposeEmitter._versioned_kernel_loop): the whole
+    tiles' loops without the edges' bounds checks, which the CPU target
+    ran lane by lane in every block. Every element numpy's, bit for bit;
+    without `host` XLA:GPU's kernel (no scf.if)."""
+    from xla_gpu.emitters.transpose import TransposeEmitter
+    out_dims = tuple(dims[k] for k in permutation)
+    text = lambda d: f"f32[{','.join(map(str, d))}]"  # noqa: E731
+    hlo = (f"HloModule m\nfused {{\n  p = {text(dims)} parameter(0)\n"
+           f"  t = {text(out_dims)} transpose(p), dimensions={{{','.join(map(str, permutation))}}}\n"
+           f"  c = f32[] constant(2)\n  b = {text(out_dims)} broadcast(c), dimensions={{}}\n"
+           f"  ROOT m = {text(out_dims)} multiply(t, b)\n}}\nENTRY e {{\n"
+           f"  p0 = {text(dims)} parameter(0)\n  ROOT f = {text(out_dims)} fusion(p0), "
+           f"kind=kInput, calls=fused\n}}\n")
+    fusion = find_fusion(parse_hlo(hlo))
+    assert type(make_emitter(fusion, host=True)) is TransposeEmitter
+    kernel = emit_kernel(fusion, host=True)
+    assert ("scf.if" in kernel.text) == versioned
+    assert "scf.if" not in emit_kernel(fusion).text
+    x = np.random.default_rng(8).standard_normal(dims).astype(np.float32)
+    out = np.zeros(out_dims, np.float32)
+    CpuKernel(kernel)(x, out)
+    np.testing.assert_array_equal(out, np.transpose(x, permutation) * np.float32(2))
+
+
 def _histogram_scatter(bins: int, updates: int, unique: bool = False) -> str:
     """A scatter-add of `updates` ones into `bins` bins at given indices."""
     flag = ", unique_indices=true" if unique else ""

@@ -161,3 +161,8 @@ class PackedTransposeEmitter(TransposeEmitter):
         """XLA's packed tiles are numbered in the output's row-major order
         already (block_counts is over the canonical output)."""
         return None
+
+    def _partial_tile_dims(self) -> list[int]:
+        """None: the packed tiles' loops are not versioned for the CPU
+        target (TransposeEmitter._versioned_kernel_loop)."""
+        return []

@@ -164,5 +164,8 @@ class PackedTransposeEmitter(TransposeEmitter):
 
     def _partial_tile_dims(self) -> list[int]:
         """None: the packed tiles' loops are not versioned for the CPU
-        target (TransposeEmitter._versioned_kernel_loop)."""
+        target (TransposeEmitter._versioned_kernel_loop). Versioned, A/B on
+        the same buffers: a 021 transpose of bf16[16,300,500] ran 0.53 ->
+        0.65 ms, of u8 0.21 -> 0.39, of the bench's f16[8,200,96] 0.030 ->
+        0.025."""
         return []

@@ -894,8 +894,9 @@ def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, pe
     from xla_gpu.emitters.transpose import TransposeEmitter
     out_dims = tuple(dims[k] for k in permutation)
     text = lambda d: f"f32[{','.join(map(str, d))}]"  # noqa: E731
+    order = ",".join(map(str, permutation))
     hlo = (f"HloModule m\nfused {{\n  p = {text(dims)} parameter(0)\n"
-           f"  t = {text(out_dims)} transpose(p), dimensions={{{','.join(map(str, permutation))}}}\n"
+           f"  t = {text(out_dims)} transpose(p), dimensions={{{order}}}\n"
            f"  c = f32[] constant(2)\n  b = {text(out_dims)} broadcast(c), dimensions={{}}\n"
            f"  ROOT m = {text(out_dims)} multiply(t, b)\n}}\nENTRY e {{\n"
            f"  p0 = {text(dims)} parameter(0)\n  ROOT f = {text(out_dims)} fusion(p0), "

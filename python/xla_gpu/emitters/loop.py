@@ -294,11 +294,8 @@ def _reduces_columns_across_blocks(comp: HloComputation, dims: tuple[int, ...],
     threads = launch.threads * launch.unroll_factor
     if dims[-1] % threads == 0:
         return False
-    for inst in comp.instructions:
-        if (inst.opcode == "reduce" and inst.shape.is_array and tuple(inst.shape.dims) == tuple(dims)
-                and inst.operands[0].shape.rank - 1 not in inst.dimensions):
-            return True
-    return False
+    return any(i.opcode == "reduce" and i.shape.is_array and tuple(i.shape.dims) == tuple(dims)
+               and i.operands[0].shape.rank - 1 not in i.dimensions for i in comp.instructions)
 
 
 # The CPU target's limit on a block's threads once

@@ -55,9 +55,9 @@ import math
 from ..hlo import HloInstruction, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
 from ..hlo.shape import Layout, Shape
-from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, HOST_LOOP_COLUMN_ROWS, EmitterKind, _consecutive, _non_unit,
-                              ReductionDimensions, analyze_fusion, broadcasts_along,
-                              is_reduction_from_or_to_contiguous,
+from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, HOST_LOOP_COLUMN_ROWS, EmitterKind,
+                              _consecutive, _non_unit, ReductionDimensions, analyze_fusion,
+                              broadcasts_along, is_reduction_from_or_to_contiguous,
                               kBatchedReductionRaceFreeBound, kColumnReductionTileY,
                               kMinThreadsXRowReduction, kRowReductionTileX,
                               reduction_dimensions, reduction_is_race_free)

@@ -49,6 +49,13 @@ CASES = {
     "NHWC -> NCHW u8[16,112,112,8]": _module(
         "  ROOT t = u8[16,8,112,112] transpose(a0), dimensions={0,3,1,2}",
         ["u8[16,112,112,8]"], "u8[16,8,112,112]"),
+    # Partial tiles along both swapped dimensions (stop 84): whole tiles'
+    # loops without bounds checks (TransposeEmitter._versioned_kernel_loop;
+    # 0.275 -> 0.178 ms a kernel call).
+    "021 transpose f32[16,300,500] + 1": _module(
+        "  t = f32[16,500,300] transpose(a0), dimensions={0,2,1}\n"
+        "  c = f32[] constant(1)\n  b = f32[16,500,300] broadcast(c), dimensions={}\n"
+        "  ROOT r = f32[16,500,300] add(t, b)", ["f32[16,300,500]"], "f32[16,500,300]"),
     "concatenate f32[1024,{100,200,28}]": _module(
         "  e = f32[1024,100] exponential(a0)\n  m = f32[1024,28] multiply(a2, a2)\n"
         "  ROOT c = f32[1024,328] concatenate(e, a1, m), dimensions={1}",

@@ -40,6 +40,13 @@ def _module(body: str, params: list[str], out: str) -> str:
             "kind=kLoop, calls=fused\n}\n")
 
 
+def _summing_module(ty: str, body: str, params: list[str], out: str) -> str:
+    """_module with a computation add_<ty> (a + b) for its reductions."""
+    return (f"HloModule bench\n\nadd_{ty} {{\n  a = {ty}[] parameter(0)\n"
+            f"  b = {ty}[] parameter(1)\n  ROOT c = {ty}[] add(a, b)\n}}\n\n" +
+            _module(body, params, out).removeprefix("HloModule bench\n\n"))
+
+
 def _blur_taps(source: str, name: str, shape: str, window: str, size: int,
                root: bool = False) -> str:
     """HLO of `name` (the computation's root with `root`) = the sum of a
@@ -201,22 +208,18 @@ CASES = {
     # thread's window is one contiguous walk, its padding the loop's
     # bounds (1.45 -> 0.35 ms).
     "s32 row sum's reduce-window 1x32 stride 32":
-        "HloModule bench\n\nadd_s32 {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n"
-        "  ROOT c = s32[] add(a, b)\n}\n\n" +
-        _module("  ROOT r = s32[4096,32] reduce-window(a0, a1), window={size=1x32 stride=1x32 "
-                "pad=0_0x12_12}, to_apply=add_s32", ["s32[4096,1000]", "s32[]"],
-                "s32[4096,32]").removeprefix("HloModule bench\n\n"),
+        _summing_module("s32", "  ROOT r = s32[4096,32] reduce-window(a0, a1), window={size=1x32 "
+                        "stride=1x32 pad=0_0x12_12}, to_apply=add_s32",
+                        ["s32[4096,1000]", "s32[]"], "s32[4096,32]"),
     # jnp.cumsum(x, 1) over f32[100,10000] (stop 84, through
     # xla_gpu.jax.jit): jax's first reduce-window, windows of 16 over
     # [100,625,16], in blocks of 80 that tile each batch of 10000
     # (loop.host_whole_batch_launch; blocks of 128 crossed a batch's end,
     # every load gathered: 3.0 -> 0.37 ms a kernel call).
     "cumsum's reduce-window of 16 f32[100,625,16]":
-        "HloModule bench\n\nadd_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-        "  ROOT c = f32[] add(a, b)\n}\n\n" +
-        _module("  ROOT r = f32[100,625,16] reduce-window(a0, a1), window={size=1x1x16 "
-                "pad=0_0x0_0x15_0}, to_apply=add_f32", ["f32[100,625,16]", "f32[]"],
-                "f32[100,625,16]").removeprefix("HloModule bench\n\n"),
+        _summing_module("f32", "  ROOT r = f32[100,625,16] reduce-window(a0, a1), "
+                        "window={size=1x1x16 pad=0_0x0_0x15_0}, to_apply=add_f32",
+                        ["f32[100,625,16]", "f32[]"], "f32[100,625,16]"),
     # jnp.pad(x[::-1, ::2], ((1, 2), (3, 0)))[:, 1:-1] (stop 73, found
     # running jax programs through xla_gpu.jax.jit): rows of 257 over
     # blocks of 128, each row's segment cut at the pad's first column and
@@ -257,10 +260,8 @@ CASES = {
         "  s = f32[2048,2048] subtract(a0, b)\n  ROOT e = f32[2048,2048] exponential(s)",
         ["f32[2048,2048]", "f32[2048]"], "f32[2048,2048]"),
     "sum over dimensions 0 and 2 of f32[8,16,32,24]":
-        "HloModule bench\n\nadd_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
-        "  ROOT c = f32[] add(a, b)\n}\n\n" +
-        _module("  ROOT r = f32[16,24] reduce(a0, a1), dimensions={0,2}, to_apply=add_f32",
-                ["f32[8,16,32,24]", "f32[]"], "f32[16,24]").removeprefix("HloModule bench\n\n"),
+        _summing_module("f32", "  ROOT r = f32[16,24] reduce(a0, a1), dimensions={0,2}, "
+                        "to_apply=add_f32", ["f32[8,16,32,24]", "f32[]"], "f32[16,24]"),
 }
 
 

@@ -294,7 +294,7 @@ def _reduces_columns_across_blocks(comp: HloComputation, dims: tuple[int, ...],
     threads = launch.threads * launch.unroll_factor
     if dims[-1] % threads == 0:
         return False
-    return any(i.opcode == "reduce" and i.shape.is_array and tuple(i.shape.dims) == tuple(dims)
+    return any(i.opcode == "reduce" and i.shape.is_array and i.shape.dims == dims
                and i.operands[0].shape.rank - 1 not in i.dimensions for i in comp.instructions)
 
 
@@ -416,13 +416,11 @@ def host_whole_batch_launch(comp: HloComputation, shape: Shape, launch: LoopLaun
     is reduce-windows of 16 over [100,625,16] (blocks of 80, not 128): its
     first kernel 3.0 -> 0.37 ms (XLA:CPU 0.69), the program 4.64 -> 1.82
     (jax.jit 2.36). `launch` itself where that does not apply (XLA's
-    unroll factor over 1, rows a block of their own)."""
+    unroll factor over 1)."""
     dims = shape.dims
-    if (len(dims) < 2 or launch.unroll_factor != 1 or launch.unroll_apart or launch.past_row
-            or not shape.has_default_layout):
+    if len(dims) < 2 or launch.unroll_factor != 1 or not shape.has_default_layout:
         return launch
-    if not any(i.opcode == "reduce-window" and tuple(i.shape.dims) == tuple(dims)
-               for i in comp.instructions):
+    if not any(i.opcode == "reduce-window" and i.shape.dims == dims for i in comp.instructions):
         return launch
     batch, threads = prod(dims[1:]), launch.threads
     if batch % threads == 0 or batch < threads or threads % dims[-1]:

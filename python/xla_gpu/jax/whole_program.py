@@ -314,6 +314,13 @@ def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: i
         return None
 
 
+def _wide_sides(part: HloInstruction) -> tuple[Shape, list[Shape]]:
+    """The shape of the rows split part `part` reduces, and the side values
+    it writes that are wider than NARROW_SIDE_BITS."""
+    rows, *sides = part.shape.tuple_shapes if part.shape.is_tuple else (part.shape,)
+    return rows, [side for side in sides if side.element_type.bits > NARROW_SIDE_BITS]
+
+
 def _wide_side_before_a_loop(fusions) -> bool:
     """Whether a part writing a side value wider than NARROW_SIDE_BITS has
     a loop fusion after it: a reduction's kernel and a loop kernel never
@@ -321,12 +328,9 @@ def _wide_side_before_a_loop(fusions) -> bool:
     (_sides_stay_in_blocks), and the parts of such sides need not be
     emitted (a softmax's f32 exp: its fusion's emission over
     f32[1024,4096] 21-29 -> 17-22 ms, six compiles a side)."""
-    for w, part in enumerate(fusions):
-        _, *sides = part.shape.tuple_shapes if part.shape.is_tuple else (part.shape,)
-        if any(side.element_type.bits > NARROW_SIDE_BITS for side in sides) and any(
-                analyze_fusion(f).kind != EmitterKind.REDUCTION for f in fusions[w + 1:]):
-            return True
-    return False
+    return any(_wide_sides(part)[1] and any(analyze_fusion(f).kind != EmitterKind.REDUCTION
+                                            for f in fusions[w + 1:])
+               for w, part in enumerate(fusions))
 
 
 def _rows_apart_by_vectors(fusions, kernels) -> bool:
@@ -354,10 +358,9 @@ def _sides_stay_in_blocks(fusions, kernels) -> bool:
     (_block_bytes): merged with them, it stays in its blocks
     (_keep_sides_in_blocks)."""
     for w, part in enumerate(fusions):
-        rows, *sides = part.shape.tuple_shapes if part.shape.is_tuple else (part.shape,)
-        for side in sides:
-            if side.element_type.bits > NARROW_SIDE_BITS and (
-                    _block_bytes(kernels[w], side, rows) is None or
+        rows, wide = _wide_sides(part)
+        for side in wide:
+            if (_block_bytes(kernels[w], side, rows) is None or
                     not all(same_row_blocks(kernels[w], k) for k in kernels[w + 1:])):
                 return False
     return True

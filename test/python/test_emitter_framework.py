@@ -888,8 +888,8 @@ def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, pe
     """emit_kernel(host=True) on a transpose whose tiles are partial at an
     edge emits each of its two loops twice, under an scf.if of the block's
     tile being whole (TransposeEmitter._versioned_kernel_loop): the whole
-    tiles' loops without the edges' bounds checks, which the CPU target
-    ran lane by lane in every block. Every element numpy's, bit for bit;
+    tiles' loops without the edges' bounds checks (their maps without
+    constraints), which the CPU target ran lane by lane in every block. Every element numpy's, bit for bit;
     without `host` XLA:GPU's kernel (no scf.if)."""
     from xla_gpu.emitters.transpose import TransposeEmitter
     out_dims = tuple(dims[k] for k in permutation)
@@ -906,6 +906,15 @@ def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, pe
     kernel = emit_kernel(fusion, host=True)
     assert ("scf.if" in kernel.text) == versioned
     assert "scf.if" not in emit_kernel(fusion).text
+    # Each loop's map: how many ranges its domain states beyond its four
+    # variables' (th_x, bl_x, loop, vector) -- the bounds checks.
+    maps = dict(re.findall(r"^(#indexing_map\d*) = (.*)$", kernel.text, re.M))
+    checks = [maps[m].count(" in [") - 4
+              for m in re.findall(r"xla_gpu\.loop .* in (#indexing_map\d*)", kernel.text)]
+    # The read and write loops: (whole tiles', the edges') each, or one each.
+    assert len(checks) == (4 if versioned else 2)
+    if versioned:
+        assert checks[0] == checks[2] == 0 and checks[1] > 0 and checks[3] > 0
     x = np.random.default_rng(8).standard_normal(dims).astype(np.float32)
     out = np.zeros(out_dims, np.float32)
     CpuKernel(kernel)(x, out)

@@ -231,12 +231,10 @@ class TransposeEmitter(EmitterBase):
         linear = loop * stride + thread * self.vector_size + vec
         return delinearize(linear, self.block_sizes if input_side else self.output_block_sizes)
 
-    def _tile_map(self, input_side: bool, shape: tuple[int, ...],
-                  bounded: bool = True) -> IndexingMap:
+    def _tile_map(self, input_side: bool, shape: tuple[int, ...]) -> IndexingMap:
         """XLA's GetIndexing: (th_x, ..., bl_z)[loop, vector] -> the element
         of `shape` (a bitcast of the normalized input or output) a thread
-        handles; constraints cut the partial tiles at the edges (none
-        without `bounded`: for a block whose tile is whole)."""
+        handles; constraints cut the partial tiles at the edges."""
         block = ir.AffineDimExpr.get(3)
         block_ids = delinearize(block, self.block_counts)
         sizes = self.block_sizes
@@ -247,8 +245,7 @@ class TransposeEmitter(EmitterBase):
         offsets = [b * s + t for b, s, t in zip(block_ids, sizes,
                                                  self._thread_offsets(input_side))]
         m = self.kernel_map(offsets, self._symbols(),
-                            [(e, (0, n - 1)) for e, n in zip(offsets, normalized)]
-                            if bounded else [])
+                            [(e, (0, n - 1)) for e, n in zip(offsets, normalized)])
         return m.then(bitcast_map(tuple(normalized), tuple(shape))).simplify()
 
     # Whether the kernel is for the CPU target alone (for_host).
@@ -298,7 +295,11 @@ class TransposeEmitter(EmitterBase):
         keep = tuple(range(bounded.num_symbols))
         if not self.host or not self._partial_tile_dims():
             return self.emit_kernel_loop(bounded, inits, body, keep_symbols=keep, ids=ids)
-        whole = self._tile_map(input_side, shape, bounded=False)
+        # Not the map without the edges' constraints alone: composed with
+        # the bitcast it gains the normalized shape's ranges, the same
+        # checks (LLVM proved them true from the branch's condition, in a
+        # compile of 47 ms instead of 36, f32[16,300,500] -> [16,500,300]).
+        whole = bounded.without_constraints()
         branch = scf.IfOp(self._whole_tile(ids[3]), [v.type for v in inits], has_else=True)
         for block, m in ((branch.then_block, whole), (branch.else_block, bounded)):
             with ir.InsertionPoint(block):

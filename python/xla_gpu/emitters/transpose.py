@@ -295,10 +295,13 @@ class TransposeEmitter(EmitterBase):
         keep = tuple(range(bounded.num_symbols))
         if not self.host or not self._partial_tile_dims():
             return self.emit_kernel_loop(bounded, inits, body, keep_symbols=keep, ids=ids)
-        # Not the map without the edges' constraints alone: composed with
-        # the bitcast it gains the normalized shape's ranges, the same
-        # checks (LLVM proved them true from the branch's condition, in a
-        # compile of 47 ms instead of 36, f32[16,300,500] -> [16,500,300]).
+        # This class's tile map constrains the edges alone (the packed
+        # tiles' also their populated rows: they are not versioned), so a
+        # whole tile's map is the map without constraints -- not the map
+        # built without the edges': composed with the bitcast it gains the
+        # normalized shape's ranges, the same checks (LLVM proved them true
+        # from the branch's condition, in a compile of 47 ms instead of 36,
+        # f32[16,300,500] -> [16,500,300]).
         whole = bounded.without_constraints()
         branch = scf.IfOp(self._whole_tile(ids[3]), [v.type for v in inits], has_else=True)
         for block, m in ((branch.then_block, whole), (branch.else_block, bounded)):

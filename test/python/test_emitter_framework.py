@@ -876,21 +876,27 @@ def test_the_host_walks_a_transposed_small_dimension_last(ctx, dims, permutation
     np.testing.assert_array_equal(out, want)
 
 
-@pytest.mark.parametrize("dims, permutation, versioned", [
-    ((500, 3000), (1, 0), True),         # both swapped dimensions' last tiles partial
-    ((100, 10000), (1, 0), True),
-    ((3, 300, 500), (0, 2, 1), True),
-    ((512, 3000), (1, 0), True),         # one
-    ((512, 3008), (1, 0), False),        # whole tiles everywhere
+@pytest.mark.parametrize("dims, permutation, edges", [
+    ((500, 3000), (1, 0), "shifted"),    # both swapped dimensions' last tiles partial
+    ((100, 10000), (1, 0), "shifted"),
+    ((3, 300, 500), (0, 2, 1), "shifted"),
+    ((512, 3000), (1, 0), "shifted"),    # one
+    ((45, 70, 2), (1, 0, 2), "shifted"),  # a kept minor dimension (the vector)
+    ((31, 1000), (1, 0), "versioned"),   # a partial dimension of one tile
+    ((512, 3008), (1, 0), "whole"),      # whole tiles everywhere
 ])
 def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, permutation,
-                                                                   versioned):
+                                                                   edges):
     """emit_kernel(host=True) on a transpose whose tiles are partial at an
-    edge emits each of its two loops twice, under an scf.if of the block's
-    tile being whole (TransposeEmitter._versioned_kernel_loop): the whole
-    tiles' loops without the edges' bounds checks (their maps without
-    constraints), which the CPU target ran lane by lane in every block. Every element numpy's, bit for bit;
-    without `host` XLA:GPU's kernel (no scf.if)."""
+    edge runs every block on a whole tile, without the edges' bounds
+    checks (maps without constraints), which the CPU target ran lane by
+    lane in every block: a block at an edge takes the last whole tile,
+    overlapping its neighbour's (TransposeEmitter._shifts_edge_tiles), or
+    where a partial dimension has one tile alone each loop is emitted
+    twice, under an scf.if of the block's tile being whole
+    (_versioned_kernel_loop). Every element (the transpose's and a side
+    output's) numpy's, bit for bit; without `host` XLA:GPU's kernel (no
+    scf.if, its edges constrained)."""
     from xla_gpu.emitters.transpose import TransposeEmitter
     out_dims = tuple(dims[k] for k in permutation)
     text = lambda d: f"f32[{','.join(map(str, d))}]"  # noqa: E731
@@ -898,27 +904,36 @@ def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, pe
     hlo = (f"HloModule m\nfused {{\n  p = {text(dims)} parameter(0)\n"
            f"  t = {text(out_dims)} transpose(p), dimensions={{{order}}}\n"
            f"  c = f32[] constant(2)\n  b = {text(out_dims)} broadcast(c), dimensions={{}}\n"
-           f"  ROOT m = {text(out_dims)} multiply(t, b)\n}}\nENTRY e {{\n"
-           f"  p0 = {text(dims)} parameter(0)\n  ROOT f = {text(out_dims)} fusion(p0), "
-           f"kind=kInput, calls=fused\n}}\n")
+           f"  m = {text(out_dims)} multiply(t, b)\n  e = {text(dims)} add(p, p)\n"
+           f"  ROOT r = ({text(out_dims)}, {text(dims)}) tuple(m, e)\n}}\nENTRY e {{\n"
+           f"  p0 = {text(dims)} parameter(0)\n  ROOT f = ({text(out_dims)}, {text(dims)}) "
+           f"fusion(p0), kind=kInput, calls=fused\n}}\n")
     fusion = find_fusion(parse_hlo(hlo))
     assert type(make_emitter(fusion, host=True)) is TransposeEmitter
+
+    def checks(kernel) -> list[int]:
+        """Each loop's map: how many ranges its domain states beyond its
+        four variables' (th_x, bl_x, loop, vector) -- the bounds checks."""
+        maps = dict(re.findall(r"^(#indexing_map\d*) = (.*)$", kernel.text, re.M))
+        return [maps[m].count(" in [") - 4
+                for m in re.findall(r"xla_gpu\.loop .* in (#indexing_map\d*)", kernel.text)]
+
     kernel = emit_kernel(fusion, host=True)
-    assert ("scf.if" in kernel.text) == versioned
-    assert "scf.if" not in emit_kernel(fusion).text
-    # Each loop's map: how many ranges its domain states beyond its four
-    # variables' (th_x, bl_x, loop, vector) -- the bounds checks.
-    maps = dict(re.findall(r"^(#indexing_map\d*) = (.*)$", kernel.text, re.M))
-    checks = [maps[m].count(" in [") - 4
-              for m in re.findall(r"xla_gpu\.loop .* in (#indexing_map\d*)", kernel.text)]
-    # The read and write loops: (whole tiles', the edges') each, or one each.
-    assert len(checks) == (4 if versioned else 2)
-    if versioned:
-        assert checks[0] == checks[2] == 0 and checks[1] > 0 and checks[3] > 0
+    gpu = emit_kernel(fusion)
+    assert "scf.if" not in gpu.text
+    assert ("scf.if" in kernel.text) == (edges == "versioned")
+    if edges == "versioned":   # the read and write loops: the whole tiles', the edges'
+        assert checks(kernel)[0] == checks(kernel)[2] == 0
+        assert checks(kernel)[1] > 0 and checks(kernel)[3] > 0
+    else:
+        assert checks(kernel) == [0, 0]
+    if edges == "shifted":
+        assert checks(gpu)[0] > 0 and checks(gpu)[1] > 0
     x = np.random.default_rng(8).standard_normal(dims).astype(np.float32)
-    out = np.zeros(out_dims, np.float32)
-    CpuKernel(kernel)(x, out)
+    out, side = np.zeros(out_dims, np.float32), np.zeros(dims, np.float32)
+    CpuKernel(kernel)(x, out, side)
     np.testing.assert_array_equal(out, np.transpose(x, permutation) * np.float32(2))
+    np.testing.assert_array_equal(side, x + x)
 
 
 def _histogram_scatter(bins: int, updates: int, unique: bool = False) -> str:

@@ -883,6 +883,7 @@ def test_the_host_walks_a_transposed_small_dimension_last(ctx, dims, permutation
     ((512, 3000), (1, 0), "shifted"),    # one
     ((45, 70, 2), (1, 0, 2), "shifted"),  # a kept minor dimension (the vector)
     ((31, 1000), (1, 0), "versioned"),   # a partial dimension of one tile
+    ((16, 100, 33), (0, 2, 1), "versioned"),  # shifted, the blocks would cover 2.48x it
     ((512, 3008), (1, 0), "whole"),      # whole tiles everywhere
 ])
 def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, permutation,
@@ -892,9 +893,9 @@ def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, pe
     checks (maps without constraints), which the CPU target ran lane by
     lane in every block: a block at an edge takes the last whole tile,
     overlapping its neighbour's (TransposeEmitter._shifts_edge_tiles), or
-    where a partial dimension has one tile alone each loop is emitted
-    twice, under an scf.if of the block's tile being whole
-    (_versioned_kernel_loop). Every element (the transpose's and a side
+    where a partial dimension has one tile alone, or the blocks would
+    cover over twice the shape, each loop is emitted twice, under an
+    scf.if of the block's tile being whole (_versioned_kernel_loop). Every element (the transpose's and a side
     output's) numpy's, bit for bit; without `host` XLA:GPU's kernel (no
     scf.if, its edges constrained)."""
     from xla_gpu.emitters.transpose import TransposeEmitter
@@ -934,6 +935,57 @@ def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, pe
     CpuKernel(kernel)(x, out, side)
     np.testing.assert_array_equal(out, np.transpose(x, permutation) * np.float32(2))
     np.testing.assert_array_equal(side, x + x)
+
+
+@pytest.mark.parametrize("dtype, dims, shifted", [
+    ("bf16", (16, 300, 500), True),    # the blocks cover 1.09x the shape
+    ("f16", (16, 270, 500), True),     # 1.21x
+    ("u8", (16, 380, 500), True),      # 1.04x
+    ("u8", (16, 300, 500), False),     # 1.31x: its edges stay checked
+    ("bf16", (16, 70, 500), False),    # 1.87x
+])
+def test_the_host_shifts_packed_transpose_edge_tiles_where_they_overlap_little(
+        ctx, dtype, dims, shifted):
+    """The packed (16- and 8-bit) transpose on the CPU target: its blocks
+    at a partial edge take the last whole tile where the blocks then cover
+    at most 1.25x the shape (PackedTransposeEmitter.max_shifted_cover):
+    its loops' maps keep the populated rows' and columns' constraints
+    alone, fewer than XLA:GPU's kernel's, which also bound the edges.
+    Every element numpy's, bit for bit."""
+    import ml_dtypes
+    from xla_gpu.emitters.packed_transpose import PackedTransposeEmitter
+    np_type = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "u8": np.uint8}[dtype]
+    out_dims = (dims[0], dims[2], dims[1])
+    text = lambda d: f"{dtype}[{','.join(map(str, d))}]"  # noqa: E731
+    hlo = (f"HloModule m\nfused {{\n  p = {text(dims)} parameter(0)\n"
+           f"  q = {text(out_dims)} parameter(1)\n"
+           f"  t = {text(out_dims)} transpose(p), dimensions={{0,2,1}}\n"
+           f"  ROOT a = {text(out_dims)} add(t, q)\n}}\nENTRY e {{\n"
+           f"  p0 = {text(dims)} parameter(0)\n  p1 = {text(out_dims)} parameter(1)\n"
+           f"  ROOT f = {text(out_dims)} fusion(p0, p1), kind=kInput, calls=fused\n}}\n")
+    fusion = find_fusion(parse_hlo(hlo))
+    assert type(make_emitter(fusion, host=True)) is PackedTransposeEmitter
+
+    def ranges(kernel) -> list[int]:
+        """The ranges each loop's map states (variables' and constraints')."""
+        maps = dict(re.findall(r"^(#indexing_map\d*) = (.*)$", kernel.text, re.M))
+        return [maps[m].count(" in [")
+                for m in re.findall(r"xla_gpu\.loop .* in (#indexing_map\d*)", kernel.text)]
+
+    host, gpu = emit_kernel(fusion, host=True), emit_kernel(fusion)
+    assert "scf.if" not in host.text
+    assert len(ranges(host)) == len(ranges(gpu)) == 2
+    if shifted:
+        assert all(h < g for h, g in zip(ranges(host), ranges(gpu)))
+    else:
+        assert ranges(host) == ranges(gpu)
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 100, dims).astype(np_type)
+    y = rng.integers(0, 100, out_dims).astype(np_type)
+    out = np.zeros(out_dims, np_type)
+    CpuKernel(host)(x, y, out)
+    want = (np.transpose(x, (0, 2, 1)).astype(np.float32) + y.astype(np.float32)).astype(np_type)
+    np.testing.assert_array_equal(out, want)
 
 
 def _histogram_scatter(bins: int, updates: int, unique: bool = False) -> str:

@@ -119,30 +119,46 @@ class PackedTransposeEmitter(TransposeEmitter):
                    ("vector_h", 0, v - 1), ("vector_v", 0, v - 1)]
         return symbols, lane * v + vv, (loop * kNumWarpsPerBlock + warp) * v + h
 
-    def _canonical_map(self, input_side: bool) -> IndexingMap:
+    def _canonical_map(self, input_side: bool, shifted: bool = False) -> IndexingMap:
         spec = self.spec
         symbols, row, col = self._write_side() if input_side else self._read_side()
         block_ids = delinearize(ir.AffineDimExpr.get(3), self.block_counts)
+        origins = [b * t for b, t in zip(block_ids, self.output_tile)]
+        if shifted:  # see TransposeEmitter._tile_map
+            origins = [o - ir.AffineExpr.get_floor_div(b, count - 1) * (t - n % t)
+                       if n % t else o for o, b, t, n, count in
+                       zip(origins, block_ids, self.output_tile, spec.canonical_output_shape,
+                           self.block_counts)]
         if input_side:
-            block_ids = _permute(block_ids, spec.canonical_inv_permutation)
-        tile = self.input_tile if input_side else self.output_tile
+            origins = _permute(origins, spec.canonical_inv_permutation)
         within = [ir.AffineConstantExpr.get(0)] * spec.rank
         within[spec.a_id] = ir.AffineExpr.get_floor_div(col, self.tile_t1)
         t1 = spec.t1_input_id if input_side else spec.t1_output_id
         t2 = spec.t2_input_id if input_side else spec.t2_output_id
         within[t1] = col % self.tile_t1
         within[t2] = row
-        offsets = [b * t + w for b, t, w in zip(block_ids, tile, within)]
+        offsets = [o + w for o, w in zip(origins, within)]
         shape = spec.canonical_input_shape if input_side else spec.canonical_output_shape
         constraints = [(col, (0, self.populated_cols - 1)), (row, (0, self.populated_rows - 1))]
-        constraints += [(e, (0, n - 1)) for e, n in zip(offsets, shape)]
+        if not shifted:
+            constraints += [(e, (0, n - 1)) for e, n in zip(offsets, shape)]
         return self.kernel_map(offsets, symbols, constraints).simplify()
 
-    def _tile_map(self, input_side: bool, shape: tuple[int, ...]) -> IndexingMap:
+    def _tile_map(self, input_side: bool, shape: tuple[int, ...],
+                  shifted: bool = False) -> IndexingMap:
         canonical = (self.spec.canonical_input_shape if input_side
                      else self.spec.canonical_output_shape)
-        return self._canonical_map(input_side).then(
+        m = self._canonical_map(input_side, shifted).then(
             bitcast_map(tuple(canonical), tuple(shape))).simplify()
+        if not shifted:
+            return m
+        # Without the bitcast's ranges (they hold), the populated rows' and
+        # columns' constraints alone.
+        _, row, col = self._write_side() if input_side else self._read_side()
+        m = m.without_constraints()
+        for expr, n in ((col, self.populated_cols), (row, self.populated_rows)):
+            m = m.with_constraint(expr, (0, n - 1))
+        return m.simplify()
 
     def shared_memory_map(self, read: bool) -> IndexingMap:
         symbols, row, col = self._read_side() if read else self._write_side()
@@ -162,13 +178,25 @@ class PackedTransposeEmitter(TransposeEmitter):
         already (block_counts is over the canonical output)."""
         return None
 
-    def _partial_tile_dims(self) -> list[int]:
-        """None: the packed tiles' loops are not versioned for the CPU
-        target (TransposeEmitter._versioned_kernel_loop). Versioned, A/B on
-        the same buffers: a 021 transpose of bf16[16,300,500] ran 0.53 ->
-        0.65 ms, of u8 0.21 -> 0.39, of the bench's f16[8,200,96] 0.030 ->
-        0.025. Tried again in stop 85 with the whole tiles' maps keeping
-        the populated rows' and columns' constraints alone (the base's
-        without the bitcast's ranges): bf16 0.52 -> 0.61, u8 0.19 -> 0.28,
-        f16[16,300,500] 0.53 -> 1.72 ms and a compile of 0.97 s."""
-        return []
+    def _tile_grid(self) -> tuple[list[int], list[int]]:
+        """The canonical output and its tile (block_counts is over it)."""
+        return list(self.spec.canonical_output_shape), list(self.output_tile)
+
+    # The packed tiles shift their edges (TransposeEmitter._shifts_edge_tiles)
+    # where the blocks cover at most 1.25x the shape: A/B against the
+    # bounds-checked loops, the same buffers (ms), 1.09x: a 021 transpose
+    # of bf16[16,300,500] 0.51-0.53 -> 0.42-0.44, of f16 0.53-0.54 ->
+    # 0.44-0.45; 1.21x, bf16[16,270,500] 0.49 -> 0.44; 1.04x,
+    # u8[16,380,500] the same; but 1.31x, u8[16,300,500] 0.19 -> 0.24, and
+    # 1.87x, bf16[16,70,500] 0.14 -> 0.17 (their checks cost less than the
+    # 32 x 33 tiles': the whole tiles' loops gain less).
+    max_shifted_cover = 1.25
+    # Nor are they versioned where they do not shift
+    # (TransposeEmitter._versioned_kernel_loop). Versioned, A/B on the same
+    # buffers: a 021 transpose of bf16[16,300,500] ran 0.53 -> 0.65 ms, of
+    # u8 0.21 -> 0.39, of the bench's f16[8,200,96] 0.030 -> 0.025; in stop
+    # 85 with the whole tiles' maps keeping the populated rows' and
+    # columns' constraints alone (the base's without the bitcast's
+    # ranges) bf16 0.52 -> 0.61, u8 0.19 -> 0.28, f16[16,300,500] 0.53 ->
+    # 1.72 ms and a compile of 0.97 s.
+    versions_edge_tiles = False

@@ -271,32 +271,52 @@ class TransposeEmitter(EmitterBase):
         (_versioned_kernel_loop)."""
         self.host = True
 
+    def _tile_grid(self) -> tuple[list[int], list[int]]:
+        """The shape the blocks tile, and the tile (block_counts is over
+        it): the normalized input."""
+        return list(self.input_shape), list(self.block_sizes)
+
     def _partial_tile_dims(self) -> list[int]:
-        """The dimensions of the normalized input whose last tile is partial."""
-        return [d for d, (n, b) in enumerate(zip(self.input_shape, self.block_sizes)) if n % b]
+        """The dimensions of the tiled shape whose last tile is partial."""
+        return [d for d, (n, t) in enumerate(zip(*self._tile_grid())) if n % t]
+
+    # Where the edge tiles shift (_shifts_edge_tiles), how much more of the
+    # shape the blocks may cover in all than it has: the overlap is
+    # computed twice. A/B against the scf.if (_versioned_kernel_loop), the
+    # same buffers (ms): covering 1.09x, f32[16,300,500] to [16,500,300]
+    # 0.298 -> 0.172; 1.64x, f32[8,1000,40] 0.036 -> 0.028; 1.98x,
+    # f32[16,33,500] 0.037 -> 0.029; but 2.48x, f32[16,100,33] 0.009 ->
+    # 0.010, and 3.1x, f32[64,40,33] 0.013 -> 0.015.
+    max_shifted_cover = 2.0
+    # Whether tiles that do not shift are versioned (_versioned_kernel_loop).
+    versions_edge_tiles = True
 
     def _shifts_edge_tiles(self) -> bool:
         """Whether the CPU target's blocks at a partial edge take the last
         whole tile (_tile_map's `shifted`): where every partial dimension
-        has two tiles or more, and no output is written in place of an
-        input (the overlap is computed twice, by two blocks: a block that
-        read an element its neighbour had already written over would
-        write back a wrong value). Transposes are never merged into other
-        kernels, whose later phases could write over the overlap."""
-        return (all(self.block_counts[d] > 1 for d in self._partial_tile_dims())
-                and not self.buffer_aliases())
+        has two tiles or more, the blocks then cover at most
+        max_shifted_cover times the shape, and no output is written in
+        place of an input (the overlap is computed twice, by two blocks: a
+        block that read an element its neighbour had already written over
+        would write back a wrong value). Transposes are never merged into
+        other kernels, whose later phases could write over the overlap."""
+        shape, tile = self._tile_grid()
+        partial = self._partial_tile_dims()
+        cover = prod(self.block_counts[d] * tile[d] / shape[d] for d in partial)
+        return (all(self.block_counts[d] > 1 for d in partial)
+                and cover <= self.max_shifted_cover and not self.buffer_aliases())
 
     def _whole_tile(self, block: ir.Value) -> ir.Value:
         """Whether block `block`'s tile is whole (an i1)."""
         d0 = ir.AffineDimExpr.get(0)
         ids = delinearize(d0, self.block_counts)
+        shape, tile = self._tile_grid()
         partial = self._partial_tile_dims()
         m = IndexingMap.get(ir.AffineMap.get(1, 0, [ids[d] for d in partial]),
                             [(0, prod(self.block_counts) - 1)], [])
         whole = None
         for d, bid in zip(partial, apply_map(m, [block])):
-            full = arith.ConstantOp(ir.IndexType.get(),
-                                    self.input_shape[d] // self.block_sizes[d]).result
+            full = arith.ConstantOp(ir.IndexType.get(), shape[d] // tile[d]).result
             below = arith.CmpIOp(arith.CmpIPredicate.ult, bid, full).result
             whole = below if whole is None else arith.AndIOp(whole, below).result
         return whole
@@ -315,9 +335,12 @@ class TransposeEmitter(EmitterBase):
         the same (f32[512,3000], f32[500,3008], the bench's seed transpose
         f32[20,160,170]).
 
-        Since stop 85, where every partial dimension has two tiles or more,
+        Since stop 85, where every partial dimension has two tiles or more
+        (and the blocks cover at most max_shifted_cover times the shape),
         no scf.if: a block at an edge takes the last whole tile instead
-        (_shifts_edge_tiles), and both loops run unchecked in every block.
+        (_shifts_edge_tiles), and both loops run unchecked in every block;
+        elsewhere a class without versions_edge_tiles (the packed tiles)
+        keeps the checked loop alone.
         The overlap with the neighbouring tile is computed twice, by two
         blocks, each writing the same values (a kernel that writes over an
         input keeps the scf.if). A/B against the scf.if, the same buffers
@@ -333,6 +356,8 @@ class TransposeEmitter(EmitterBase):
         if self._shifts_edge_tiles():
             return self.emit_kernel_loop(self._tile_map(input_side, shape, shifted=True),
                                          inits, body, keep_symbols=keep, ids=ids)
+        if not self.versions_edge_tiles:
+            return self.emit_kernel_loop(bounded, inits, body, keep_symbols=keep, ids=ids)
         # This class's tile map constrains the edges alone (the packed
         # tiles' also their populated rows: they are not versioned), so a
         # whole tile's map is the map without constraints -- not the map

@@ -485,13 +485,14 @@ def test_emitter_kind_follows_xlas_order(ctx, body, params, out, kind):
 
 # --- a loop fusion's result over an operand's buffer ------------------------
 
-def _loop_fusion(params: list[str], body: str, out: str, args: str | None = None):
+def _loop_fusion(params: list[str], body: str, out: str, args: str | None = None,
+                 kind: str = "kLoop"):
     decls = "\n".join(f"p{i} = {t} parameter({i})" for i, t in enumerate(params))
     entry = "\n".join(f"a{i} = {t} parameter({i})" for i, t in enumerate(params))
     args = args or ", ".join(f"a{i}" for i in range(len(params)))
     add = "add {\na = f32[] parameter(0)\nb = f32[] parameter(1)\nROOT s = f32[] add(a, b)\n}\n"
     text = (f"HloModule m\n{add}fused {{\n{decls}\n{body}\n}}\nENTRY e {{\n{entry}\n"
-            f"ROOT f = {out} fusion({args}), kind=kLoop, calls=fused\n}}\n")
+            f"ROOT f = {out} fusion({args}), kind={kind}, calls=fused\n}}\n")
     return find_fusion(parse_hlo(text))
 
 
@@ -876,6 +877,14 @@ def test_the_host_walks_a_transposed_small_dimension_last(ctx, dims, permutation
     np.testing.assert_array_equal(out, want)
 
 
+def _loop_map_ranges(kernel) -> list[int]:
+    """How many ranges each xla_gpu.loop's map states, its variables' and
+    its constraints', in the order of the loops."""
+    maps = dict(re.findall(r"^(#indexing_map\d*) = (.*)$", kernel.text, re.M))
+    return [maps[m].count(" in [")
+            for m in re.findall(r"xla_gpu\.loop .* in (#indexing_map\d*)", kernel.text)]
+
+
 @pytest.mark.parametrize("dims, permutation, edges", [
     ((500, 3000), (1, 0), "shifted"),    # both swapped dimensions' last tiles partial
     ((100, 10000), (1, 0), "shifted"),
@@ -902,22 +911,19 @@ def test_the_host_runs_whole_transpose_tiles_without_bounds_checks(ctx, dims, pe
     out_dims = tuple(dims[k] for k in permutation)
     text = lambda d: f"f32[{','.join(map(str, d))}]"  # noqa: E731
     order = ",".join(map(str, permutation))
-    hlo = (f"HloModule m\nfused {{\n  p = {text(dims)} parameter(0)\n"
-           f"  t = {text(out_dims)} transpose(p), dimensions={{{order}}}\n"
-           f"  c = f32[] constant(2)\n  b = {text(out_dims)} broadcast(c), dimensions={{}}\n"
-           f"  m = {text(out_dims)} multiply(t, b)\n  e = {text(dims)} add(p, p)\n"
-           f"  ROOT r = ({text(out_dims)}, {text(dims)}) tuple(m, e)\n}}\nENTRY e {{\n"
-           f"  p0 = {text(dims)} parameter(0)\n  ROOT f = ({text(out_dims)}, {text(dims)}) "
-           f"fusion(p0), kind=kInput, calls=fused\n}}\n")
-    fusion = find_fusion(parse_hlo(hlo))
+    fusion = _loop_fusion(
+        [text(dims)],
+        f"t = {text(out_dims)} transpose(p0), dimensions={{{order}}}\n"
+        f"c = f32[] constant(2)\nb = {text(out_dims)} broadcast(c), dimensions={{}}\n"
+        f"m = {text(out_dims)} multiply(t, b)\ne = {text(dims)} add(p0, p0)\n"
+        f"ROOT r = ({text(out_dims)}, {text(dims)}) tuple(m, e)",
+        f"({text(out_dims)}, {text(dims)})", kind="kInput")
     assert type(make_emitter(fusion, host=True)) is TransposeEmitter
 
     def checks(kernel) -> list[int]:
         """Each loop's map: how many ranges its domain states beyond its
         four variables' (th_x, bl_x, loop, vector) -- the bounds checks."""
-        maps = dict(re.findall(r"^(#indexing_map\d*) = (.*)$", kernel.text, re.M))
-        return [maps[m].count(" in [") - 4
-                for m in re.findall(r"xla_gpu\.loop .* in (#indexing_map\d*)", kernel.text)]
+        return [n - 4 for n in _loop_map_ranges(kernel)]
 
     kernel = emit_kernel(fusion, host=True)
     gpu = emit_kernel(fusion)
@@ -957,21 +963,12 @@ def test_the_host_shifts_packed_transpose_edge_tiles_where_they_overlap_little(
     np_type = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "u8": np.uint8}[dtype]
     out_dims = (dims[0], dims[2], dims[1])
     text = lambda d: f"{dtype}[{','.join(map(str, d))}]"  # noqa: E731
-    hlo = (f"HloModule m\nfused {{\n  p = {text(dims)} parameter(0)\n"
-           f"  q = {text(out_dims)} parameter(1)\n"
-           f"  t = {text(out_dims)} transpose(p), dimensions={{0,2,1}}\n"
-           f"  ROOT a = {text(out_dims)} add(t, q)\n}}\nENTRY e {{\n"
-           f"  p0 = {text(dims)} parameter(0)\n  p1 = {text(out_dims)} parameter(1)\n"
-           f"  ROOT f = {text(out_dims)} fusion(p0, p1), kind=kInput, calls=fused\n}}\n")
-    fusion = find_fusion(parse_hlo(hlo))
+    fusion = _loop_fusion([text(dims), text(out_dims)],
+                          f"t = {text(out_dims)} transpose(p0), dimensions={{0,2,1}}\n"
+                          f"ROOT a = {text(out_dims)} add(t, p1)", text(out_dims), kind="kInput")
     assert type(make_emitter(fusion, host=True)) is PackedTransposeEmitter
 
-    def ranges(kernel) -> list[int]:
-        """The ranges each loop's map states (variables' and constraints')."""
-        maps = dict(re.findall(r"^(#indexing_map\d*) = (.*)$", kernel.text, re.M))
-        return [maps[m].count(" in [")
-                for m in re.findall(r"xla_gpu\.loop .* in (#indexing_map\d*)", kernel.text)]
-
+    ranges = _loop_map_ranges
     host, gpu = emit_kernel(fusion, host=True), emit_kernel(fusion)
     assert "scf.if" not in host.text
     assert len(ranges(host)) == len(ranges(gpu)) == 2

@@ -188,8 +188,8 @@ class PackedTransposeEmitter(TransposeEmitter):
     # of bf16[16,300,500] 0.51-0.53 -> 0.42-0.44, of f16 0.53-0.54 ->
     # 0.44-0.45; 1.21x, bf16[16,270,500] 0.49 -> 0.44; 1.04x,
     # u8[16,380,500] the same; but 1.31x, u8[16,300,500] 0.19 -> 0.24, and
-    # 1.87x, bf16[16,70,500] 0.14 -> 0.17 (their checks cost less than the
-    # 32 x 33 tiles': the whole tiles' loops gain less).
+    # 1.87x, bf16[16,70,500] 0.14 -> 0.17 (unchecked loops gain less over
+    # the checked ones here than the 32 x 33 tiles' do).
     max_shifted_cover = 1.25
     # Nor are they versioned where they do not shift
     # (TransposeEmitter._versioned_kernel_loop). Versioned, A/B on the same

@@ -71,6 +71,27 @@ class PackedTransposeEmitter(TransposeEmitter):
         return len(heroes) * (kNumShmemBanks * v) ** 2 * max(1, element_bits(heroes[0]) // 8)
 
     @classmethod
+    def host_class(cls, analysis: FusionAnalysis, device) -> type:
+        """On the CPU target 16-bit transposes take the 32 x 33 tiles
+        (TransposeEmitter): its copies into and out of the packed 64 x 64
+        tile, swizzled, matched none of the CPU lowering's transposing
+        copies once an epilogue computed anything, and LLVM made gathers
+        of them. A/B, the same buffers (ms, packed -> 32 x 33): a 021
+        transpose + 1 of f16[16,320,512] 0.598 -> 0.291, f16[16,300,500]
+        0.489 -> 0.303, bf16[16,256,512] 0.371 -> 0.261, bf16[16,300,500]
+        0.527 -> 0.362, f16[64,128,96] 0.170 -> 0.088, f16[8,200,96] 0.042
+        -> 0.022, bf16[32,197,197] the same, -x of bf16[1024,1024] 0.159 ->
+        0.135; pure copies: the bench's f16[8,200,96] 0.032 -> 0.009,
+        f16[64,128,96] 0.112 -> 0.028, bf16[32,512,512] 1.055 -> 0.905,
+        f16[2048,1000] 0.187 -> 0.170, f16[16,320,512] the same, but
+        bf16[16,256,512] 0.071 -> 0.079 and f16[1024,1024] 0.054 -> 0.059.
+        8-bit ones keep the packed tile (u8[16,300,500] + 1 0.217 -> 0.232
+        on 32 x 33 tiles, its copy 0.286 -> 0.255)."""
+        if element_bits(_transposes(analysis)[0]) == 16:
+            return TransposeEmitter
+        return cls
+
+    @classmethod
     def decline_reason(cls, analysis, device) -> str | None:
         used = cls.shared_memory_bytes(analysis)
         if used > device.shared_memory_per_block:
@@ -119,46 +140,30 @@ class PackedTransposeEmitter(TransposeEmitter):
                    ("vector_h", 0, v - 1), ("vector_v", 0, v - 1)]
         return symbols, lane * v + vv, (loop * kNumWarpsPerBlock + warp) * v + h
 
-    def _canonical_map(self, input_side: bool, shifted: bool = False) -> IndexingMap:
+    def _canonical_map(self, input_side: bool) -> IndexingMap:
         spec = self.spec
         symbols, row, col = self._write_side() if input_side else self._read_side()
         block_ids = delinearize(ir.AffineDimExpr.get(3), self.block_counts)
-        origins = [b * t for b, t in zip(block_ids, self.output_tile)]
-        if shifted:  # see TransposeEmitter._tile_map
-            origins = [o - ir.AffineExpr.get_floor_div(b, count - 1) * (t - n % t)
-                       if n % t else o for o, b, t, n, count in
-                       zip(origins, block_ids, self.output_tile, spec.canonical_output_shape,
-                           self.block_counts)]
         if input_side:
-            origins = _permute(origins, spec.canonical_inv_permutation)
+            block_ids = _permute(block_ids, spec.canonical_inv_permutation)
+        tile = self.input_tile if input_side else self.output_tile
         within = [ir.AffineConstantExpr.get(0)] * spec.rank
         within[spec.a_id] = ir.AffineExpr.get_floor_div(col, self.tile_t1)
         t1 = spec.t1_input_id if input_side else spec.t1_output_id
         t2 = spec.t2_input_id if input_side else spec.t2_output_id
         within[t1] = col % self.tile_t1
         within[t2] = row
-        offsets = [o + w for o, w in zip(origins, within)]
+        offsets = [b * t + w for b, t, w in zip(block_ids, tile, within)]
         shape = spec.canonical_input_shape if input_side else spec.canonical_output_shape
         constraints = [(col, (0, self.populated_cols - 1)), (row, (0, self.populated_rows - 1))]
-        if not shifted:
-            constraints += [(e, (0, n - 1)) for e, n in zip(offsets, shape)]
+        constraints += [(e, (0, n - 1)) for e, n in zip(offsets, shape)]
         return self.kernel_map(offsets, symbols, constraints).simplify()
 
-    def _tile_map(self, input_side: bool, shape: tuple[int, ...],
-                  shifted: bool = False) -> IndexingMap:
+    def _tile_map(self, input_side: bool, shape: tuple[int, ...]) -> IndexingMap:
         canonical = (self.spec.canonical_input_shape if input_side
                      else self.spec.canonical_output_shape)
-        m = self._canonical_map(input_side, shifted).then(
+        return self._canonical_map(input_side).then(
             bitcast_map(tuple(canonical), tuple(shape))).simplify()
-        if not shifted:
-            return m
-        # Without the bitcast's ranges (they hold), the populated rows' and
-        # columns' constraints alone.
-        _, row, col = self._write_side() if input_side else self._read_side()
-        m = m.without_constraints()
-        for expr, n in ((col, self.populated_cols), (row, self.populated_rows)):
-            m = m.with_constraint(expr, (0, n - 1))
-        return m.simplify()
 
     def shared_memory_map(self, read: bool) -> IndexingMap:
         symbols, row, col = self._read_side() if read else self._write_side()
@@ -178,25 +183,15 @@ class PackedTransposeEmitter(TransposeEmitter):
         already (block_counts is over the canonical output)."""
         return None
 
-    def _tile_grid(self) -> tuple[list[int], list[int]]:
-        """The canonical output and its tile (block_counts is over it)."""
-        return list(self.spec.canonical_output_shape), list(self.output_tile)
-
-    # The packed tiles shift their edges (TransposeEmitter._shifts_edge_tiles)
-    # where the blocks cover at most 1.25x the shape: A/B against the
-    # bounds-checked loops, the same buffers (ms), 1.09x: a 021 transpose
-    # of bf16[16,300,500] 0.51-0.53 -> 0.42-0.44, of f16 0.53-0.54 ->
-    # 0.44-0.45; 1.21x, bf16[16,270,500] 0.49 -> 0.44; 1.04x,
-    # u8[16,380,500] the same; but 1.31x, u8[16,300,500] 0.19 -> 0.24, and
-    # 1.87x, bf16[16,70,500] 0.14 -> 0.17 (unchecked loops gain less over
-    # the checked ones here than the 32 x 33 tiles' do).
-    max_shifted_cover = 1.25
-    # Nor are they versioned where they do not shift
-    # (TransposeEmitter._versioned_kernel_loop). Versioned, A/B on the same
-    # buffers: a 021 transpose of bf16[16,300,500] ran 0.53 -> 0.65 ms, of
-    # u8 0.21 -> 0.39, of the bench's f16[8,200,96] 0.030 -> 0.025; in stop
-    # 85 with the whole tiles' maps keeping the populated rows' and
-    # columns' constraints alone (the base's without the bitcast's
-    # ranges) bf16 0.52 -> 0.61, u8 0.19 -> 0.28, f16[16,300,500] 0.53 ->
-    # 1.72 ms and a compile of 0.97 s.
-    versions_edge_tiles = False
+    def _partial_tile_dims(self) -> list[int]:
+        """None: the packed tiles' loops are neither versioned nor shifted
+        for the CPU target (TransposeEmitter._versioned_kernel_loop), which
+        takes them for 8-bit types alone (host_class). Versioned, A/B on
+        the same buffers: a 021 transpose of bf16[16,300,500] ran 0.53 ->
+        0.65 ms, of u8 0.21 -> 0.39, of the bench's f16[8,200,96] 0.030 ->
+        0.025; in stop 85 with the whole tiles' maps keeping the populated
+        rows' and columns' constraints alone, bf16 0.52 -> 0.61, u8 0.19 ->
+        0.28. Shifted (the last whole tile at an edge, its 128 x 128 tile
+        overlapping its neighbour's), u8[16,380,500] + 1 ran 0.92-0.99x
+        the time, u8[16,300,500] + 1 (128 rows of overlap a 300) 1.22x."""
+        return []

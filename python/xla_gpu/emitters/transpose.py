@@ -288,8 +288,6 @@ class TransposeEmitter(EmitterBase):
     # f32[16,33,500] 0.037 -> 0.029; but 2.48x, f32[16,100,33] 0.009 ->
     # 0.010, and 3.1x, f32[64,40,33] 0.013 -> 0.015.
     max_shifted_cover = 2.0
-    # Whether tiles that do not shift are versioned (_versioned_kernel_loop).
-    versions_edge_tiles = True
 
     def _shifts_edge_tiles(self) -> bool:
         """Whether the CPU target's blocks at a partial edge take the last
@@ -345,9 +343,7 @@ class TransposeEmitter(EmitterBase):
         (ms): f32[16,300,500] to [16,500,300] (+ 1) 0.298-0.317 ->
         0.172-0.228, 2 x transpose of f32[500,3000] 0.200 -> 0.089, of
         f32[100,10000] 0.120 -> 0.067, of f32[512,3000] 0.191 -> 0.128;
-        each compiled in ~20 ms instead of 29-41. Where the tiles do not
-        shift, a class without versions_edge_tiles (the packed tiles)
-        keeps its checked loop alone."""
+        each compiled in ~20 ms instead of 29-41."""
         shape = tuple(self.input_shape if input_side else self.output_shape)
         bounded = self._tile_map(input_side, shape)
         keep = tuple(range(bounded.num_symbols))
@@ -356,8 +352,6 @@ class TransposeEmitter(EmitterBase):
         if self._shifts_edge_tiles():
             return self.emit_kernel_loop(self._tile_map(input_side, shape, shifted=True),
                                          inits, body, keep_symbols=keep, ids=ids)
-        if not self.versions_edge_tiles:
-            return self.emit_kernel_loop(bounded, inits, body, keep_symbols=keep, ids=ids)
         # This class's tile map constrains the edges alone (the packed
         # tiles' also their populated rows: they are not versioned), so a
         # whole tile's map is the map without constraints -- not the map

@@ -1590,6 +1590,46 @@ def test_the_host_tiles_a_reduce_windows_batches_with_whole_blocks(ctx, dims, la
     _assert_host_row_launch(fusion, dims, launch)
 
 
+@pytest.mark.parametrize("dtype, heads, out", [
+    ("bf16", (2, 12, 128, 64), (2, 128, 768)),  # -> [2,128,12,64] -> [2,128,768]
+    ("f32", (4, 12, 64, 64), (4, 64, 768)),
+    ("bf16", (3, 5, 70, 48), (3, 70, 240)),     # a ragged last block
+    ("f32", (2, 4, 96, 40), (192, 160)),        # both pairs merged
+    ("f32", (2, 4, 96, 40), (96, 320)),         # not neighbours' products: the root's
+])
+def test_the_host_walks_the_dimensions_a_root_bitcast_merges(ctx, dtype, heads, out):
+    """A transformer's heads merged back as XLA:CPU leaves it: a copy into
+    a transposed layout's default one, bitcast to merge the last two
+    dimensions. On the CPU target the threads walk the copy's dimensions
+    (loop.host_walked_dims): the loop's map has the operand's four
+    results, the root's index their linear combination, where XLA:GPU's
+    kernel walks the root's three. A root bitcast that does not only
+    merge neighbouring dimensions keeps the root's. Every element numpy's,
+    bit for bit."""
+    import ml_dtypes
+    np_type = {"bf16": ml_dtypes.bfloat16, "f32": np.float32}[dtype]
+    b, h, s, d = heads
+    text = lambda dims, layout="": f"{dtype}[{','.join(map(str, dims))}]{layout}"  # noqa: E731
+    walked = out[0] in (b, b * s)
+    fusion = _loop_fusion(
+        [text(heads)],
+        f"t = {text((b, s, h, d), '{3,1,2,0}')} transpose(p0), dimensions={{0,2,1,3}}\n"
+        f"c = {text((b, s, h, d))} copy(t)\nROOT r = {text(out)} bitcast(c)", text(out))
+
+    def loop_results(kernel) -> int:
+        maps = dict(re.findall(r"^(#indexing_map\d*) = (.*)$", kernel.text, re.M))
+        loop_map = re.search(r"xla_gpu\.loop .* in (#indexing_map\d*)", kernel.text).group(1)
+        return maps[loop_map].split("->")[1].split(", domain")[0].count(",") + 1
+
+    host = emit_kernel(fusion, host=True)
+    assert loop_results(emit_kernel(fusion)) == len(out)
+    assert loop_results(host) == (4 if walked else len(out))
+    x = np.random.default_rng(5).standard_normal(heads).astype(np_type)
+    got = np.zeros(out, np_type)
+    CpuKernel(host)(x, got)
+    np.testing.assert_array_equal(got, np.transpose(x, (0, 2, 1, 3)).reshape(out))
+
+
 @pytest.mark.parametrize("ty, operand, window, out, row_launch", [
     # XLA:CPU's integer column sum: 32x1 windows, then a reduce.
     ("s32", (1024, 33), "size=32x1 stride=32x1", (32, 33), True),

@@ -466,6 +466,38 @@ def host_transposed_dim(comp: HloComputation, shape: Shape) -> int | None:
     return None
 
 
+def host_walked_dims(comp: HloComputation) -> tuple[int, ...] | None:
+    """For the CPU target alone: the dimensions of the root's operand where
+    the root is a bitcast (or reshape) of it that only merges neighbouring
+    dimensions of it (each of the root's dimensions the product of a run
+    of the operand's), else None. The threads walk the operand's
+    dimensions (the same elements in the same order) and the root's index
+    is their linear combination: with the root's dimensions walked, its
+    operand's index was a division and remainder of the root's merged
+    dimension, which LLVM computed lane by lane, the loads gathered. A
+    transformer's heads merged back, transpose(0, 2, 1, 3) of
+    [8,12,512,64] reshaped to [8,512,768] (XLA:CPU's copy and bitcast),
+    A/B on the same buffers: bf16 0.340 -> 0.101 ms (XLA:CPU 0.107), f32
+    0.413 -> 0.257 (0.368); compiled in 15 ms instead of 29."""
+    root = comp.root
+    if root.opcode not in ("bitcast", "reshape") or not root.shape.is_array:
+        return None
+    operand = root.operands[0].shape
+    if (not operand.is_array or operand.dims == root.shape.dims or
+            not operand.has_default_layout or not root.shape.has_default_layout):
+        return None
+    fine = [d for d in operand.dims if d != 1]
+    k = 0
+    for merged in (d for d in root.shape.dims if d != 1):
+        product = 1
+        while product < merged and k < len(fine):
+            product *= fine[k]
+            k += 1
+        if product != merged:
+            return None
+    return tuple(operand.dims) if k == len(fine) else None
+
+
 def _dim_position(expr: ir.AffineExpr) -> int | None:
     """The position of a dimension expression (d3: 3); None for others."""
     expr = expr.maybe_downcast()
@@ -592,13 +624,18 @@ class LoopEmitter(EmitterBase):
         # The output dimension the threads walk last (for_host), or None:
         # row-major.
         self.host_transposed: int | None = None
+        # The dimensions the threads walk in the output's place (for_host:
+        # host_walked_dims), or None.
+        self.host_walk: tuple[int, ...] | None = None
 
     def for_host(self) -> None:
         """A kernel for the CPU target alone: a block a row where that
         keeps per-row values out of the lanes' gathers (host_row_launch);
         else the elements in the order of an input the output transposes
         a small dimension of (host_transposed_dim), or blocks that tile a
-        batch of a reduce-window's output (host_whole_batch_launch)."""
+        batch of a reduce-window's output (host_whole_batch_launch), and
+        a root bitcast's operand's dimensions walked where it merges them
+        (host_walked_dims)."""
         rows = host_row_launch(self.computation, self.output_shape, self.launch, self.device)
         if rows is not None:
             self.launch = rows
@@ -609,6 +646,8 @@ class LoopEmitter(EmitterBase):
         if self.host_transposed is None:
             self.launch = host_whole_batch_launch(self.computation, self.output_shape,
                                                   self.launch, self.device)
+        if self.host_transposed is None:
+            self.host_walk = host_walked_dims(self.computation)
 
     def launch_dims(self) -> LaunchDimensions:
         return self.launch.dims
@@ -619,6 +658,9 @@ class LoopEmitter(EmitterBase):
             raise EmitterError(root, "the output has no elements, no thread writes one")
         if self.launch.unroll_apart or self.launch.past_row:
             return host_row_map(self, self.launch, root.shape.dims)
+        if self.host_walk is not None:
+            return self._walked_map().then(
+                bitcast_map(self.host_walk, tuple(root.shape.dims))).simplify()
         return default_thread_map(self, self.launch.dims, self.launch.unroll_factor,
                                   root.shape.dims, last=self.host_transposed)
 
@@ -639,8 +681,11 @@ class LoopEmitter(EmitterBase):
         params = list(entry.arguments)[: len(self.params)]
         outs = list(entry.arguments)[len(self.params):]
         root_subgraph = call_targets.subgraph_of(roots[0])
+        walk = self.host_walk
         with ir.InsertionPoint(entry.entry_block):
             def body(ivs, index, iters):
+                if walk is not None:
+                    index = apply_map(bitcast_map(walk, tuple(self.output_shape.dims)), index)
                 values = call_targets.call_all(root_subgraph, params, index)
                 by_root = dict(zip((id(r) for r in root_subgraph.roots), values))
                 written = []
@@ -648,8 +693,13 @@ class LoopEmitter(EmitterBase):
                     written.append(tensor.insert(by_root[id(r)], t, self._index_of(r, index)))
                 return written
 
-            func.ReturnOp(self.emit_kernel_loop(self.thread_to_output_map(0), outs, body,
-                                                keep_symbols=(1,)))
+            loop_map = self.thread_to_output_map(0) if walk is None else self._walked_map()
+            func.ReturnOp(self.emit_kernel_loop(loop_map, outs, body, keep_symbols=(1,)))
+
+    def _walked_map(self) -> IndexingMap:
+        """The thread map over host_walk's dimensions."""
+        return default_thread_map(self, self.launch.dims, self.launch.unroll_factor,
+                                  self.host_walk)
 
     def _index_of(self, root: HloInstruction, index: list[ir.Value]) -> list[ir.Value]:
         """The element of `root` at the first output's `index`: the same

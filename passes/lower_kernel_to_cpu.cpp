@@ -1577,6 +1577,43 @@ bool readsItsOwnRun(mlir::func::FuncOp f, mlir::scf::ForOp loop) {
   return reads && !result.wasInterrupted();
 }
 
+// The most ops a value an accumulation carries may pass through from one
+// step to the next (its add) while the loop stays whole in its lane loop
+// (readsItsOwnRun): with more, each thread's steps are one chain of their
+// latency, which interchanged the threads' chains overlap. XLA:CPU's
+// bf16 row sum over [8,12,256,256] (a softmax's gradient through
+// xla_gpu.jax.jit): reduce-windows of 1x32 whose add rounds to bf16 each
+// step (add, truncf, extf: 3 ops) ran 35.1 ms a kernel call whole on one
+// thread, 2.7 interchanged (17.6 -> 1.2 on two; bits the same); the
+// gradient 11.7 -> 7.0 ms (jax.jit 7.1-9.3). Plain f32 or s32 adds (1 op)
+// stay whole: windows of 32, 16, 12 and 8 ran the same, each interchanged
+// 1.6-6x slower.
+constexpr int64_t kMaxWholeChainOps = 2;
+
+// The most ops on a path from one of `loop`'s carried values to what it
+// yields for the next step (ops with regions count once).
+int64_t carriedChainOps(mlir::scf::ForOp loop) {
+  llvm::DenseMap<Value, int64_t> depth;
+  for (Value arg : loop.getRegionIterArgs()) depth[arg] = 0;
+  int64_t longest = 0;
+  for (mlir::Operation& op : loop.getBody()->without_terminator()) {
+    std::optional<int64_t> from;
+    op.walk([&](mlir::Operation* inner) {
+      for (Value operand : inner->getOperands()) {
+        auto it = depth.find(operand);
+        if (it != depth.end()) from = std::max(from.value_or(0), it->second);
+      }
+    });
+    if (!from) continue;
+    for (Value result : op.getResults()) depth[result] = *from + 1;
+  }
+  for (Value yielded : loop.getBody()->getTerminator()->getOperands()) {
+    auto it = depth.find(yielded);
+    if (it != depth.end()) longest = std::max(longest, it->second);
+  }
+  return longest;
+}
+
 // Whether `a` and `b` are the same value: the same SSA value, or the same
 // result of equivalent pure ops without regions on the same values (two
 // copies of one index computation, made each where a step or a vector
@@ -2086,7 +2123,8 @@ class KernelLowering {
       }
       if (isInterchangeable(&op) &&
           !(grid_.threads[1] * grid_.threads[2] == 1 &&
-            readsItsOwnRun(f_, llvm::cast<mlir::scf::ForOp>(op)))) {
+            readsItsOwnRun(f_, llvm::cast<mlir::scf::ForOp>(op)) &&
+            carriedChainOps(llvm::cast<mlir::scf::ForOp>(op)) <= kMaxWholeChainOps)) {
         // A loop every thread of a group runs alike is run once a group,
         // whole (see uniformGroupOf); any other, interchanged.
         if (int64_t group = uniformGroupOf(llvm::cast<mlir::scf::ForOp>(op)); group > 0) {

@@ -786,6 +786,39 @@ func.func @accumulate_own_runs(%in: !llvm.ptr, %out: !llvm.ptr) {
 
 // -----
 
+// A run of its own whose sum rounds to bf16 each step (add, truncf, extf:
+// a chain of 3 ops from one step to the next) is interchanged: whole, each
+// thread's steps were one chain of their latency.
+// CHECK-LABEL: func.func @accumulate_own_runs_through_a_long_chain
+// CHECK:     llvm.alloca %{{.*}} x f32
+// CHECK:     scf.for %{{.*}} = %c0{{.*}} to %c12{{.*}} step %c1{{(_[0-9]+)?}}
+// CHECK:       scf.for %{{.*}} = %c0{{.*}} to %c64
+// CHECK:         arith.truncf
+func.func @accumulate_own_runs_through_a_long_chain(%in: !llvm.ptr, %out: !llvm.ptr) {
+  %tid = gpu.thread_id x {xla.range = [0 : index, 63 : index]}
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c12 = arith.constant 12 : index
+  %zero = arith.constant 0.0 : f32
+  %run = arith.muli %tid, %c12 : index
+  %sum = scf.for %k = %c0 to %c12 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %e = arith.addi %run, %k : index
+    %i = arith.index_cast %e : index to i64
+    %p = llvm.getelementptr %in[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %x = llvm.load %p : !llvm.ptr -> f32
+    %add = arith.addf %acc, %x : f32
+    %bf = arith.truncf %add : f32 to bf16
+    %next = arith.extf %bf : bf16 to f32
+    scf.yield %next : f32
+  }
+  %j = arith.index_cast %tid : index to i64
+  %o = llvm.getelementptr %out[%j] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  llvm.store %sum, %o : f32, !llvm.ptr
+  return
+}
+
+// -----
+
 // Runs 16 apart, 12 of each read: interchanged as any accumulation.
 // CHECK-LABEL: func.func @accumulate_runs_apart
 // CHECK:     llvm.alloca %{{.*}} x f32

@@ -646,7 +646,6 @@ class LoopEmitter(EmitterBase):
         if self.host_transposed is None:
             self.launch = host_whole_batch_launch(self.computation, self.output_shape,
                                                   self.launch, self.device)
-        if self.host_transposed is None:
             self.host_walk = host_walked_dims(self.computation)
 
     def launch_dims(self) -> LaunchDimensions:
@@ -682,10 +681,12 @@ class LoopEmitter(EmitterBase):
         outs = list(entry.arguments)[len(self.params):]
         root_subgraph = call_targets.subgraph_of(roots[0])
         walk = self.host_walk
+        to_root = (bitcast_map(walk, tuple(self.output_shape.dims)) if walk is not None
+                   else None)
         with ir.InsertionPoint(entry.entry_block):
             def body(ivs, index, iters):
-                if walk is not None:
-                    index = apply_map(bitcast_map(walk, tuple(self.output_shape.dims)), index)
+                if to_root is not None:
+                    index = apply_map(to_root, index)
                 values = call_targets.call_all(root_subgraph, params, index)
                 by_root = dict(zip((id(r) for r in root_subgraph.roots), values))
                 written = []

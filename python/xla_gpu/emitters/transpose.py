@@ -271,14 +271,9 @@ class TransposeEmitter(EmitterBase):
         (_versioned_kernel_loop)."""
         self.host = True
 
-    def _tile_grid(self) -> tuple[list[int], list[int]]:
-        """The shape the blocks tile, and the tile (block_counts is over
-        it): the normalized input."""
-        return list(self.input_shape), list(self.block_sizes)
-
     def _partial_tile_dims(self) -> list[int]:
-        """The dimensions of the tiled shape whose last tile is partial."""
-        return [d for d, (n, t) in enumerate(zip(*self._tile_grid())) if n % t]
+        """The dimensions of the normalized input whose last tile is partial."""
+        return [d for d, (n, b) in enumerate(zip(self.input_shape, self.block_sizes)) if n % b]
 
     # Where the edge tiles shift (_shifts_edge_tiles), how much more of the
     # shape the blocks may cover in all than it has: the overlap is
@@ -298,9 +293,9 @@ class TransposeEmitter(EmitterBase):
         block that read an element its neighbour had already written over
         would write back a wrong value). Transposes are never merged into
         other kernels, whose later phases could write over the overlap."""
-        shape, tile = self._tile_grid()
         partial = self._partial_tile_dims()
-        cover = prod(self.block_counts[d] * tile[d] / shape[d] for d in partial)
+        cover = prod(self.block_counts[d] * self.block_sizes[d] / self.input_shape[d]
+                     for d in partial)
         return (all(self.block_counts[d] > 1 for d in partial)
                 and cover <= self.max_shifted_cover and not self.buffer_aliases())
 
@@ -308,13 +303,13 @@ class TransposeEmitter(EmitterBase):
         """Whether block `block`'s tile is whole (an i1)."""
         d0 = ir.AffineDimExpr.get(0)
         ids = delinearize(d0, self.block_counts)
-        shape, tile = self._tile_grid()
         partial = self._partial_tile_dims()
         m = IndexingMap.get(ir.AffineMap.get(1, 0, [ids[d] for d in partial]),
                             [(0, prod(self.block_counts) - 1)], [])
         whole = None
         for d, bid in zip(partial, apply_map(m, [block])):
-            full = arith.ConstantOp(ir.IndexType.get(), shape[d] // tile[d]).result
+            full = arith.ConstantOp(ir.IndexType.get(),
+                                    self.input_shape[d] // self.block_sizes[d]).result
             below = arith.CmpIOp(arith.CmpIPredicate.ult, bid, full).result
             whole = below if whole is None else arith.AndIOp(whole, below).result
         return whole
@@ -345,13 +340,14 @@ class TransposeEmitter(EmitterBase):
         f32[100,10000] 0.120 -> 0.067, of f32[512,3000] 0.191 -> 0.128;
         each compiled in ~20 ms instead of 29-41."""
         shape = tuple(self.input_shape if input_side else self.output_shape)
-        bounded = self._tile_map(input_side, shape)
-        keep = tuple(range(bounded.num_symbols))
-        if not self.host or not self._partial_tile_dims():
-            return self.emit_kernel_loop(bounded, inits, body, keep_symbols=keep, ids=ids)
-        if self._shifts_edge_tiles():
-            return self.emit_kernel_loop(self._tile_map(input_side, shape, shifted=True),
-                                         inits, body, keep_symbols=keep, ids=ids)
+        versioned = self.host and bool(self._partial_tile_dims())
+        shifted = versioned and self._shifts_edge_tiles()
+        # (Not `shifted` passed on: the packed tiles' map takes none.)
+        tile_map = (self._tile_map(input_side, shape, shifted=True) if shifted
+                    else self._tile_map(input_side, shape))
+        keep = tuple(range(tile_map.num_symbols))
+        if not versioned or shifted:
+            return self.emit_kernel_loop(tile_map, inits, body, keep_symbols=keep, ids=ids)
         # This class's tile map constrains the edges alone (the packed
         # tiles' also their populated rows: they are not versioned), so a
         # whole tile's map is the map without constraints -- not the map
@@ -359,9 +355,9 @@ class TransposeEmitter(EmitterBase):
         # normalized shape's ranges, the same checks (LLVM proved them true
         # from the branch's condition, in a compile of 47 ms instead of 36,
         # f32[16,300,500] -> [16,500,300]).
-        whole = bounded.without_constraints()
+        whole = tile_map.without_constraints()
         branch = scf.IfOp(self._whole_tile(ids[3]), [v.type for v in inits], has_else=True)
-        for block, m in ((branch.then_block, whole), (branch.else_block, bounded)):
+        for block, m in ((branch.then_block, whole), (branch.else_block, tile_map)):
             with ir.InsertionPoint(block):
                 scf.YieldOp(self.emit_kernel_loop(m, inits, body, keep_symbols=keep, ids=ids))
         return list(branch.results)

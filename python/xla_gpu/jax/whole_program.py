@@ -1219,7 +1219,6 @@ def _control_flow_computations(module: HloModule) -> list:
 class _Compiled:
     call: jax.stages.Compiled  # XLA's executable of our module (_with_executable)
     decisions: list[FusionDecision]
-    tree: object  # the arguments' pytree structure (its key's first part)
 
     @property
     def executable(self) -> XlaCpuExecutable:
@@ -1325,8 +1324,8 @@ def _disk_file(lowered, device: DeviceDescription) -> Path | None:
     return Path(folder) / "jit" / f"{key}.bin"
 
 
-def _load(path: Path, lowered, tree) -> _Compiled | None:
-    """A program _store wrote for `lowered` (of arguments `tree`): jax's
+def _load(path: Path, lowered) -> _Compiled | None:
+    """A program _store wrote for `lowered`: jax's
     executable (its custom calls' kernels compiled, from the kernel cache,
     as XLA loads it: `import xla_gpu.jax` installed the handler's
     compiler) and the decisions; None where there is none or it does not
@@ -1348,7 +1347,7 @@ def _load(path: Path, lowered, tree) -> _Compiled | None:
             device = call._executable._unloaded_executable.device_list[0]
             call = _compiled_like(call, call._executable,
                                   [jax.device_put(c, device) for c in constants])
-        return _Compiled(call, decisions, tree)
+        return _Compiled(call, decisions)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError, pickle.UnpicklingError,
             EOFError):
         return None
@@ -1487,6 +1486,7 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         self.device = device
         self._compiled: dict[tuple, _Compiled] = {}
         self._last: _Compiled | None = None
+        self._dispatch = None  # the C++ dispatch of self._last's program
         functools.update_wrapper(self, fn)
         # What the module's parse errors name: a functools.partial (which
         # jax.jit takes) has no __name__ for update_wrapper to copy.
@@ -1499,15 +1499,14 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         key = (tree, *((a.shape, a.dtype) if isinstance(a, jax.Array)
                        else (np.shape(a), jax.numpy.result_type(a)) for a in leaves))
         if key not in self._compiled:
-            avals = tuple(jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in key[1:])
-            fn = self.fn
-
-            def flat(*flat_args):  # the module's parameters: the leaves
-                return fn(*jax.tree_util.tree_unflatten(tree, list(flat_args)))
-
-            lowered = jax.jit(flat, keep_unused=True).lower(*avals)
+            avals = [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in key[1:]]
+            # Lowered over the arguments' own tree (the module's parameters
+            # are its leaves): the compiled call takes the arguments as
+            # given and flattens them in C++ (__call__).
+            lowered = jax.jit(self.fn, keep_unused=True).lower(
+                *jax.tree_util.tree_unflatten(tree, avals))
             disk = _disk_file(lowered, self.device)
-            loaded = _load(disk, lowered, tree) if disk is not None and disk.exists() else None
+            loaded = _load(disk, lowered) if disk is not None and disk.exists() else None
             if loaded is not None:
                 self._compiled[key] = loaded
             else:
@@ -1526,8 +1525,7 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
                 with as_xla_takes_it(module.computations):
                     text = module.to_text()
                 self._compiled[key] = _Compiled(
-                    _with_executable(optimized, XlaCpuExecutable(text), constants),
-                    decisions, tree)
+                    _with_executable(optimized, XlaCpuExecutable(text), constants), decisions)
                 if disk is not None:
                     _store(disk, self._compiled[key])
         self._last = self._compiled[key]
@@ -1538,18 +1536,22 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
         return self._compile(leaves, tree), leaves
 
     def __call__(self, *args):
-        leaves, tree = jax.tree_util.tree_flatten(args)
         # Results not waited for: jax arrays are futures, as jax.jit's are.
-        last = self._last
-        if last is not None and last.tree == tree:
-            # The last program's dispatch checks the arguments' shapes and
-            # types itself, in C++, and raises TypeError where they differ:
-            # _compile's key of a model's 200 parameters took 76 us a call.
+        dispatch = self._dispatch
+        if dispatch is not None:
+            # The last program's dispatch flattens the arguments and checks
+            # their tree, shapes and types itself, in C++, and raises
+            # TypeError where they differ: _compile's key of a model's 200
+            # parameters took 76 us a call; the tree flattened here and
+            # jax's Compiled.__call__ took ~0.9 us of a small program's ~4.
             try:
-                return last.call(*leaves)
+                return dispatch(*args)
             except TypeError:
                 pass
-        return self._compile(leaves, tree).call(*leaves)
+        call = self._compile_args(args)[0].call
+        out = call(*args)
+        self._dispatch = getattr(call, "_call", None)  # made by the call above
+        return out
 
     def fusion_report(self, *args) -> str:
         """Which fusions of XLA's module are ours, which stayed XLA's and why

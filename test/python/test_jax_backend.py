@@ -1286,6 +1286,119 @@ def test_jit_merges_an_optimizers_moments_into_its_update():
     assert text.count("custom_call_target=\"xla_gpu_cpu_kernel\"") == 1
 
 
+def test_jit_merges_sibling_loop_fusions():
+    # XLA:CPU computes sin(a) + b and cos(a) * b in two loop fusions that
+    # both read a and b; merged as XLA:GPU's multi-output fusion merges
+    # siblings, one kernel reads them once. Results as jax.jit's.
+    def two(a, b):
+        return jnp.sin(a) + b, jnp.cos(a) * b
+
+    r = np.random.default_rng(43)
+    a, b = (r.standard_normal((512, 384), np.float32) for _ in range(2))
+    f = xj.jit(two)
+    for got, want in zip(f(a, b), jax.jit(two)(a, b)):
+        close(np.asarray(got), np.asarray(want), 1e-6)
+    siblings = [d for d in f.decisions() if d.reason.endswith("(siblings)")]
+    assert len(siblings) == 1 and all(d.ours for d in f.decisions()), f.fusion_report()
+    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    assert text.count('custom_call_target="xla_gpu_cpu_kernel"') == 1
+
+
+def test_jit_merges_the_halves_of_a_threefry_step():
+    # jax.random's threefry: each iteration of its while loop computes the
+    # two halves of the next counters in two loop fusions that read both
+    # halves, and share three of their four rounds. One kernel an
+    # iteration (a multi-output fusion whose rounds are computed once),
+    # the bits jax.jit's.
+    def draw(key):
+        return jax.random.uniform(key, (256, 384)), jax.random.bits(key, (64, 512))
+
+    f = xj.jit(draw)
+    key = jax.random.PRNGKey(7)
+    for got, want in zip(f(key), jax.jit(draw)(key)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    siblings = [d for d in f.decisions() if d.reason.endswith("(siblings)")]
+    assert len(siblings) >= 2 and all(d.ours for d in siblings), f.fusion_report()
+    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    loops = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
+    assert len(loops) == 2
+    for loop in loops:
+        # (its condition's root is a pred, its body's the loop's state)
+        body = next(c for c in loop.called_computations if c.root.opcode == "tuple")
+        calls = [i for i in body.instructions if i.opcode == "custom-call"]
+        assert len(calls) == 1 and calls[0].shape.is_tuple, body.to_text()
+
+
+# An entry of two loop fusions, %first and %second (FUSIONS: their lines,
+# and the entry's result's), over p0, p1 (f32[64,512]) and p2 (f32[]).
+_SIBLINGS = """HloModule siblings
+
+%exp (p: f32[64,512]) -> f32[64,512] {
+  %p = f32[64,512]{1,0} parameter(0)
+  ROOT %e = f32[64,512]{1,0} exponential(%p)
+}
+
+%log_of_sum (p: f32[64,512], q: f32[64,512]) -> f32[64,512] {
+  %p = f32[64,512]{1,0} parameter(0)
+  %q = f32[64,512]{1,0} parameter(1)
+  %s = f32[64,512]{1,0} add(%p, %q)
+  ROOT %l = f32[64,512]{1,0} log(%s)
+}
+
+%scaled (p: f32[64,512], s: f32[]) -> f32[64,512] {
+  %p = f32[64,512]{1,0} parameter(0)
+  %s = f32[] parameter(1)
+  %b = f32[64,512]{1,0} broadcast(%s), dimensions={}
+  ROOT %m = f32[64,512]{1,0} multiply(%p, %b)
+}
+
+ENTRY %main (p0: f32[64,512], p1: f32[64,512], p2: f32[]) -> (f32[64,512], f32[64,512]) {
+  %p0 = f32[64,512]{1,0} parameter(0)
+  %p1 = f32[64,512]{1,0} parameter(1)
+  %p2 = f32[] parameter(2)
+FUSIONS
+}
+"""
+_FIRST = "  %first = f32[64,512]{1,0} fusion(%p0), kind=kLoop, calls=%exp\n"
+_BOTH = "  ROOT %out = (f32[64,512]{1,0}, f32[64,512]{1,0}) tuple(%first, %second)"
+
+
+@pytest.mark.parametrize("fusions, merged, calls", [
+    # Both read p0, neither the other: one fusion.
+    (_FIRST + "  %second = f32[64,512]{1,0} fusion(%p0, %p1), kind=kLoop, calls=%log_of_sum\n"
+     + _BOTH, True, 1),
+    # The second reads the first: no siblings (the first, elementwise,
+    # merges into it as its producer).
+    (_FIRST + "  %second = f32[64,512]{1,0} fusion(%p0, %first), kind=kLoop, calls=%log_of_sum\n"
+     + _BOTH, False, 1),
+    # An op between them reads the first: the merged fusion, where the
+    # second stands, would come after its reader.
+    (_FIRST + "  %neg = f32[64,512]{1,0} negate(%first)\n"
+     "  %second = f32[64,512]{1,0} fusion(%p0, %p1), kind=kLoop, calls=%log_of_sum\n"
+     "  ROOT %out = (f32[64,512]{1,0}, f32[64,512]{1,0}) tuple(%neg, %second)", False, 2),
+    # No operand read by both.
+    (_FIRST + "  %second = f32[64,512]{1,0} fusion(%p1, %p1), kind=kLoop, calls=%log_of_sum\n"
+     + _BOTH, False, 2),
+    # Only a scalar read by both: nothing read once for two.
+    ("  %first = f32[64,512]{1,0} fusion(%p0, %p2), kind=kLoop, calls=%scaled\n"
+     "  %second = f32[64,512]{1,0} fusion(%p1, %p2), kind=kLoop, calls=%scaled\n"
+     + _BOTH, False, 2),
+])
+def test_sibling_fusions_merge_only_where_one_kernel_can_stand_for_both(fusions, merged, calls):
+    module = parse_hlo(_SIBLINGS.replace("FUSIONS", fusions))
+    decisions = whole_program._replace_fusions(module, DEFAULT_DEVICE)
+    siblings = [d for d in decisions if d.reason.endswith("(siblings)")]
+    assert len(siblings) == int(merged), decisions
+    entry = module.entry
+    order = {id(i): k for k, i in enumerate(entry.instructions)}
+    assert all(order[id(o)] < order[id(i)] for i in entry.instructions for o in i.operands)
+    kernels = [i for i in entry.instructions if i.opcode == "custom-call"]
+    assert len(kernels) == calls, entry.to_text()
+    if merged:
+        assert kernels[0].shape.is_tuple and [o.name for o in kernels[0].operands] == ["p0", "p1"]
+        assert sorted(i.name for i in kernels[0].users) == ["first.result", "second"]
+
+
 @pytest.mark.parametrize("dtype, weighted", [(jnp.float32, False), (jnp.float32, True),
                                              (jnp.bfloat16, False)])
 def test_jit_computes_a_take_along_axis_gradient_as_a_one_hot(dtype, weighted):

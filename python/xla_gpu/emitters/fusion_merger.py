@@ -16,6 +16,12 @@ parsed attributes): the consumer's parameters but k, then the producer's
 (numbered after them, its operands after the consumer's), the producer's
 instructions (renamed where the consumer has the name), and the
 consumer's, which read the producer's root where they read parameter k.
+
+Siblings -- two fusions reading one operand, neither the other's result
+-- are one multi-output fusion the same way, as XLA:GPU's multi-output
+fusion makes them (XLA:CPU keeps them apart):
+
+    merged = merge_siblings(first, second)   # results: first's, second's
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from ..hlo import HloInstruction, Shape, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
 from .tree_reduction import COSTLY_OPS, call_the_originals
 
-__all__ = ["computes_cheaply", "is_elementwise_producer", "merge_producer",
+__all__ = ["computes_cheaply", "is_elementwise_producer", "merge_producer", "merge_siblings",
            "reads_at_own_indices", "reads_each_element_once"]
 
 
@@ -207,14 +213,6 @@ def merge_producer(consumer: HloInstruction, k: int, keep: bool = False) -> HloI
         taken.add(new)
         return new
 
-    def line(inst, name: str, operands) -> str:
-        # The instruction's text under another name and operands (named by
-        # stand-ins), never ROOT.
-        clone = dataclasses.replace(
-            inst, name=name, parent=None,
-            operands=[dataclasses.replace(o, name=names[id(o)]) for o in operands])
-        return clone.to_text()
-
     kept = sorted((p for p in cc.parameters if p.parameter_number != k),
                   key=lambda p: p.parameter_number)
     lines = []
@@ -236,7 +234,7 @@ def merge_producer(consumer: HloInstruction, k: int, keep: bool = False) -> HloI
     for inst in pc.topological_order():
         if inst.opcode != "parameter":
             names[id(inst)] = fresh(inst.name)
-            lines.append(line(inst, names[id(inst)], inst.operands))
+            lines.append(_renamed_line(inst, names[id(inst)], names))
     (param,) = [p for p in cc.parameters if p.parameter_number == k]
     names[id(param)] = names[id(pc.root)]
     shape = consumer.shape
@@ -248,21 +246,104 @@ def merge_producer(consumer: HloInstruction, k: int, keep: bool = False) -> HloI
             continue
         names[id(inst)] = inst.name
         lines.append(("ROOT " if inst is cc.root and not keep else "") +
-                     line(inst, inst.name, inst.operands))
+                     _renamed_line(inst, inst.name, names))
     if keep:
         shape = Shape(tuple_shapes=tuple(r.shape for r in results))
         lines.append(f"ROOT %{fresh(consumer.name + '.results')} = {shape} tuple("
                      + ", ".join(f"%{names[id(r)]}" for r in results) + ")")
-    name = f"{cc.name}.{pc.name}"
-    called = (pc.callees() + [c for c in cc.callees() if c not in pc.callees()])
+    return _fusion_of(consumer.name, consumer.fusion_kind or "kLoop", f"{cc.name}.{pc.name}",
+                      lines, operands, shape, (pc, cc),
+                      f"<{producer.name} merged into {consumer.name}>")
+
+
+def merge_siblings(first: HloInstruction, second: HloInstruction) -> HloInstruction:
+    """Fusions `first` and `second` (of one computation, neither reading
+    the other) as one multi-output fusion, as XLA:GPU's sibling
+    multi-output fusion makes them: a new fusion of `first`'s name and
+    kind on `first`'s operands followed by `second`'s that `first` does
+    not read already (an operand both read is read once), calling a new
+    computation of both's instructions (`second`'s renamed where `first`
+    has the name), whose result is the tuple of `first`'s results (a
+    tuple's elements) and `second`'s. In no computation yet."""
+    fc, sc = first.fused_computation, second.fused_computation
+    taken = {i.name for i in fc.instructions}
+    names: dict[int, str] = {}
+
+    def fresh(name: str) -> str:
+        new, n = name, 0
+        while new in taken:
+            n += 1
+            new = f"{name}.{second.name}{n if n > 1 else ''}"
+        taken.add(new)
+        return new
+
+    lines, operands = [], list(first.operands)
+    for p in sorted(fc.parameters, key=lambda p: p.parameter_number):
+        names[id(p)] = p.name
+        lines.append(f"%{p.name} = {p.shape} parameter({p.parameter_number})")
+    for p in sorted(sc.parameters, key=lambda p: p.parameter_number):
+        o = second.operands[p.parameter_number]
+        k = next((k for k, r in enumerate(operands) if r is o), None)
+        if k is not None and k < len(first.operands):
+            (shared,) = [q for q in fc.parameters if q.parameter_number == k]
+            names[id(p)] = shared.name
+            continue
+        names[id(p)] = fresh(p.name)
+        lines.append(f"%{names[id(p)]} = {p.shape} parameter({len(operands)})")
+        operands.append(o)
+    # An instruction of `second` that computes what one of `first` does
+    # (the same op on the same values) is that one: jax's threefry steps
+    # share three of their four rounds.
+    computed: dict[tuple, str] = {}
+    results = []
+    for comp in (fc, sc):
+        for inst in comp.topological_order():
+            if inst.opcode == "parameter" or (inst is comp.root and inst.opcode == "tuple"):
+                continue
+            key = (inst.opcode, str(inst.shape), tuple(names[id(o)] for o in inst.operands),
+                   inst.operand_text() if inst.opcode == "constant" else None,
+                   tuple((a.name, a.text) for a in inst.attributes.values()
+                         if a.name != "metadata"))
+            if comp is sc and not inst.called_computations and key in computed:
+                names[id(inst)] = computed[key]
+                continue
+            names[id(inst)] = inst.name if comp is fc else fresh(inst.name)
+            computed.setdefault(key, names[id(inst)])
+            lines.append(_renamed_line(inst, names[id(inst)], names))
+        results += list(comp.root.operands) if comp.root.opcode == "tuple" else [comp.root]
+    shape = Shape(tuple_shapes=tuple(r.shape for r in results))
+    lines.append(f"ROOT %{fresh(first.name + '.results')} = {shape} tuple("
+                 + ", ".join(f"%{names[id(r)]}" for r in results) + ")")
+    return _fusion_of(first.name, first.fusion_kind or "kLoop", f"{fc.name}.{sc.name}", lines,
+                      operands, shape, (fc, sc), f"<{second.name} merged with {first.name}>")
+
+
+def _renamed_line(inst: HloInstruction, name: str, names: dict[int, str]) -> str:
+    """`inst`'s text under `name`, its operands under their `names` (by
+    id), never ROOT."""
+    clone = dataclasses.replace(
+        inst, name=name, parent=None,
+        operands=[dataclasses.replace(o, name=names[id(o)]) for o in inst.operands])
+    return clone.to_text()
+
+
+def _fusion_of(name: str, kind: str, computation: str, lines: list[str],
+               operands: list[HloInstruction], shape: Shape, sources, source: str
+               ) -> HloInstruction:
+    """A new fusion `name` of `kind` on `operands`, of result `shape`,
+    calling a new computation named `computation` of `lines` (its
+    parameters and instructions, its ROOT last), built as HLO text and
+    parsed; the computations the `sources`' instructions call are called
+    as they are. In no computation yet."""
+    called = []
+    for comp in sources:
+        called += [c for c in comp.callees() if c not in called]
     args = ", ".join(f"%arg{i}" for i in range(len(operands)))
-    kind = consumer.fusion_kind or "kLoop"
     text = ("HloModule merged\n\n" + "".join(c.to_text() + "\n\n" for c in called) +
-            f"%{name} {{\n  " + "\n  ".join(lines) + "\n}\n\nENTRY %merged {\n" +
+            f"%{computation} {{\n  " + "\n  ".join(lines) + "\n}\n\nENTRY %merged {\n" +
             "".join(f"  %arg{i} = {o.shape} parameter({i})\n" for i, o in enumerate(operands)) +
-            f"  ROOT %{consumer.name} = {shape} fusion({args}), kind={kind}, "
-            f"calls=%{name}\n}}\n")
-    module = parse_hlo(text, source=f"<{producer.name} merged into {consumer.name}>")
+            f"  ROOT %{name} = {shape} fusion({args}), kind={kind}, calls=%{computation}\n}}\n")
+    module = parse_hlo(text, source=source)
     merged = module.entry.root
     merged.operands = operands
     merged.shape = shape

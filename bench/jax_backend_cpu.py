@@ -44,8 +44,9 @@
     NHWC -> NCHW (the channels walked last) and RGBA -> RGB (a step's
     3 bytes of stride 4 vectorized), a bf16 layer norm (its mean and
     variance one kernel), a layer norm of 31.2 MiB in all (a row a
-    block, its last part row-mapped), and a column sum over rows of 500
-    (its first part's blocks a row each). Its compile is jax's
+    block, its last part row-mapped), a column sum over rows of 500
+    (its first part's blocks a row each) and a dropout (jax.random's
+    threefry steps, their two fusions one kernel). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -194,6 +195,7 @@ def cases(runs: int) -> list[dict]:
     rows, residual = (jnp.asarray(np.random.default_rng(41 + i).standard_normal(
         (4096, 1024), np.float32), jnp.bfloat16) for i in range(2))
     narrow = jnp.asarray(np.random.default_rng(31).standard_normal((1024, 1024, 5), np.float32))
+    key = jax.random.PRNGKey(44)
     columns = jnp.asarray(np.random.default_rng(43).standard_normal((8192, 500), np.float32))
     programs = [_case(f"jax_backend_cpu: xla_gpu.jax.jit {name}", fn, make, arg, runs,
                       jit=xj_jit)
@@ -396,8 +398,21 @@ def cases(runs: int) -> list[dict]:
                     ("layer norm f32[4096,1000]", _layer_norm,
                      lambda k: lambda v: _layer_norm(v * (1.0 + k)), e),
                     ("Adam step f32[1024,1024] and [1024]", _adam,
-                     lambda k: functools.partial(_adam, lr=1e-3 * (1 + k)), adam_state)]]
+                     lambda k: functools.partial(_adam, lr=1e-3 * (1 + k)), adam_state),
+                    # Dropout (stop 86): jax.random's threefry, a while
+                    # loop whose steps compute the two halves of the next
+                    # counters in two fusions that read both and share
+                    # three of their four rounds, now one multi-output
+                    # kernel a step (siblings merged: 0.84x the time apart).
+                    ("dropout f32[2048,1024]", _dropout,
+                     lambda k: functools.partial(_dropout, rate=0.1 + k / 100), (key, d))]]
     return [overhead, gelu, loss, *programs]
+
+
+def _dropout(key_and_x, rate=0.1):
+    key, x = key_and_x
+    keep = jax.random.bernoulli(key, 1 - rate, x.shape)
+    return jnp.where(keep, x / (1 - rate), 0)
 
 
 def _lookup(table):

@@ -944,6 +944,10 @@ def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int,
 # result's indices, or broadcast to them.
 _SIBLING_OPS = ELEMENTWISE | {"parameter", "constant", "broadcast", "slice", "bitcast", "reshape",
                               "iota", "tuple"}
+# Of those, the ops that move elements: on smaller values only (the loop
+# emitter's walks of a fusion whose results are a slice, a bitcast or a
+# reshape are its own).
+_MOVING_OPS = {"slice", "bitcast", "reshape"}
 # The most instructions of a fusion _merge_siblings makes.
 MAX_SIBLING_INSTRUCTIONS = 512
 
@@ -951,19 +955,26 @@ MAX_SIBLING_INSTRUCTIONS = 512
 def _sibling_dims(inst: HloInstruction) -> tuple[int, ...] | None:
     """The dimensions of loop fusion `inst`'s results, where it may join
     siblings of those dimensions (_merge_siblings): results all of one
-    shape, computed by _SIBLING_OPS, row-major, without a large constant
-    (MAX_FUSED_CONSTANT_ELEMENTS) or a control dependency; else None."""
+    shape (of a tuple, each read through get-tuple-elements alone),
+    computed by _SIBLING_OPS (_MOVING_OPS on smaller values), row-major,
+    without a large constant (MAX_FUSED_CONSTANT_ELEMENTS) or a control
+    dependency; else None."""
     if (inst.opcode != "fusion" or inst.fusion_kind != "kLoop" or inst.control_predecessors
-            or not kernel_row_major(inst)):
+            or not kernel_row_major(inst) or (inst.shape.is_tuple and any(
+                u.opcode != "get-tuple-element" for u in inst.users))):
         return None
     dims = {tuple(leaf.dims) for leaf in inst.shape.leaves()}
-    comp = inst.fused_computation
-    if len(dims) != 1 or any(
-            i.opcode not in _SIBLING_OPS or (i.opcode == "constant" and i.shape.is_array and
-                                            i.shape.num_elements > MAX_FUSED_CONSTANT_ELEMENTS)
-            for i in comp.instructions):
+    if len(dims) != 1:
         return None
-    return dims.pop()
+    (dims,) = dims
+    for i in inst.fused_computation.instructions:
+        if i.opcode not in _SIBLING_OPS or (
+                i.opcode == "constant" and i.shape.is_array and
+                i.shape.num_elements > MAX_FUSED_CONSTANT_ELEMENTS):
+            return None
+        if i.opcode in _MOVING_OPS and i.shape.is_array and tuple(i.shape.dims) == dims:
+            return None  # (values of the results' shape read at their own indices alone)
+    return dims
 
 
 def _reads(inst: HloInstruction, other: HloInstruction) -> bool:

@@ -202,16 +202,8 @@ def merge_producer(consumer: HloInstruction, k: int, keep: bool = False) -> HloI
     the producer's, last. In no computation yet."""
     producer = consumer.operands[k]
     cc, pc = consumer.fused_computation, producer.fused_computation
-    taken = {i.name for i in cc.instructions}
+    fresh = _fresh_names(cc, producer.name)
     names: dict[int, str] = {}
-
-    def fresh(name: str) -> str:
-        new, n = name, 0
-        while new in taken:
-            n += 1
-            new = f"{name}.{producer.name}{n if n > 1 else ''}"
-        taken.add(new)
-        return new
 
     kept = sorted((p for p in cc.parameters if p.parameter_number != k),
                   key=lambda p: p.parameter_number)
@@ -266,16 +258,8 @@ def merge_siblings(first: HloInstruction, second: HloInstruction) -> HloInstruct
     has the name), whose result is the tuple of `first`'s results (a
     tuple's elements) and `second`'s. In no computation yet."""
     fc, sc = first.fused_computation, second.fused_computation
-    taken = {i.name for i in fc.instructions}
+    fresh = _fresh_names(fc, second.name)
     names: dict[int, str] = {}
-
-    def fresh(name: str) -> str:
-        new, n = name, 0
-        while new in taken:
-            n += 1
-            new = f"{name}.{second.name}{n if n > 1 else ''}"
-        taken.add(new)
-        return new
 
     lines, operands = [], list(first.operands)
     for p in sorted(fc.parameters, key=lambda p: p.parameter_number):
@@ -316,6 +300,23 @@ def merge_siblings(first: HloInstruction, second: HloInstruction) -> HloInstruct
                  + ", ".join(f"%{names[id(r)]}" for r in results) + ")")
     return _fusion_of(first.name, first.fusion_kind or "kLoop", f"{fc.name}.{sc.name}", lines,
                       operands, shape, (fc, sc), f"<{second.name} merged with {first.name}>")
+
+
+def _fresh_names(comp, source: str):
+    """A function that returns a name for an instruction joining `comp`:
+    its own, or where that is taken (by `comp` or an earlier one) its own
+    followed by `source` (the fusion it comes from) and a number."""
+    taken = {i.name for i in comp.instructions}
+
+    def fresh(name: str) -> str:
+        new, n = name, 0
+        while new in taken:
+            n += 1
+            new = f"{name}.{source}{n if n > 1 else ''}"
+        taken.add(new)
+        return new
+
+    return fresh
 
 
 def _renamed_line(inst: HloInstruction, name: str, names: dict[int, str]) -> str:

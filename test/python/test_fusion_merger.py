@@ -8,7 +8,7 @@ from mlir import ir
 
 from xla_gpu.emitters import emit_kernel
 from xla_gpu.emitters.fusion_merger import (computes_cheaply, is_elementwise_producer,
-                                            merge_producer, reads_at_own_indices,
+                                            merge_producer, merge_siblings, reads_at_own_indices,
                                             reads_each_element_once)
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.runtime import CpuKernel
@@ -227,6 +227,65 @@ def test_merged_names_do_not_collide(ctx):
     names = [i.name for i in merged.fused_computation.instructions]
     assert len(names) == len(set(names)), names
     emit_kernel(merged)
+
+
+_SIBLINGS = """HloModule m
+first {
+  a = f32[64,300] parameter(0)
+  k = f32[] parameter(1)
+  b = f32[64,300] broadcast(k), dimensions={}
+  e = f32[64,300] exponential(a)
+  s = f32[64,300] add(e, b)
+  ROOT r = f32[64,300] multiply(s, s)
+}
+second {
+  x = f32[64,300] parameter(0)
+  y = f32[64,300] parameter(1)
+  k = f32[] parameter(2)
+  b = f32[64,300] broadcast(k), dimensions={}
+  e = f32[64,300] exponential(y)
+  s = f32[64,300] add(e, b)
+  ROOT r = f32[64,300] subtract(s, x)
+}
+ENTRY main {
+  p = f32[64,300] parameter(0)
+  q = f32[64,300] parameter(1)
+  c = f32[] parameter(2)
+  f = f32[64,300] fusion(p, c), kind=kLoop, calls=first
+  g = f32[64,300] fusion(q, p, c), kind=kLoop, calls=second
+  ROOT t = (f32[64,300], f32[64,300]) tuple(f, g)
+}
+"""
+
+
+def test_merged_siblings_read_a_shared_operand_once_and_compute_a_shared_value_once(ctx):
+    """merge_siblings: one loop fusion of both, its results the first's
+    then the second's, on the first's operands and then the second's
+    others (p and c read by both, once), the second's exp(p) + c being
+    the first's (one exponential); the bits of the two kernels."""
+    module = parse_hlo(_SIBLINGS)
+    f, g = module.entry.instruction("f"), module.entry.instruction("g")
+    merged = merge_siblings(f, g)
+    assert merged.name == "f" and [t.dims for t in merged.shape.tuple_shapes] == \
+        [(64, 300), (64, 300)]
+    assert [o.name for o in merged.operands] == ["p", "c", "q"]
+    ops = [i.opcode for i in merged.fused_computation.instructions]
+    assert ops.count("parameter") == 3 and ops.count("exponential") == 1, ops
+    assert ops.count("add") == 1 and ops.count("broadcast") == 1, ops
+    root = merged.fused_computation.root
+    assert root.opcode == "tuple" and [o.opcode for o in root.operands] == ["multiply", "subtract"]
+    names = [i.name for i in merged.fused_computation.instructions]
+    assert len(names) == len(set(names)), names
+    rng = np.random.RandomState(5)
+    p, q = (rng.standard_normal((64, 300)).astype(np.float32) for _ in range(2))
+    c = np.array(0.25, np.float32)
+    want_f, want_g = np.zeros((64, 300), np.float32), np.zeros((64, 300), np.float32)
+    CpuKernel(emit_kernel(f).text)(p, c, want_f)
+    CpuKernel(emit_kernel(g).text)(q, p, c, want_g)
+    got_f, got_g = np.zeros((64, 300), np.float32), np.zeros((64, 300), np.float32)
+    CpuKernel(emit_kernel(merged).text)(p, c, q, got_f, got_g)
+    np.testing.assert_array_equal(got_f, want_f)
+    np.testing.assert_array_equal(got_g, want_g)
 
 
 _BROADCASTS = """HloModule m

@@ -1,6 +1,7 @@
 """An elementwise producer fusion merged into the one fusion that reads it
 (emitters/fusion_merger.py; xla_gpu.jax.jit merges XLA:CPU's
-`wrapped_convert` of a bf16 input into the reduction reading it)."""
+`wrapped_convert` of a bf16 input into the reduction reading it), and two
+sibling fusions merged into one multi-output fusion."""
 
 import numpy as np
 import pytest

@@ -266,6 +266,13 @@ def OptimizeLoopsPass : Pass<"xla-gpu-optimize-loops", "mlir::func::FuncOp"> {
            "of a top-level scf.if's then-branch; false for the CPU target, which "
            "runs such a loop interchanged with the threads: LLVM vectorizes one "
            "copy of the math a step instead of one a step unrolled">,
+    Option<"unrollNestedShortLoops", "unroll-nested-short-loops", "bool",
+           /*default=*/"false",
+           "Unroll loops of at most 4 iterations below the top level of a "
+           "function whatever their size (a thread's vector of 2 inside its "
+           "steps); true for the CPU target, where such a loop runs inside the "
+           "loop over a block's threads and, left a loop, is the innermost one, "
+           "which LLVM vectorizes instead of the threads">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }

@@ -69,6 +69,11 @@ class PipelineOptions:
     # transpose's rows of exp); the CPU target keeps it a loop too, run
     # interchanged: one copy of the math for LLVM to vectorize.
     unroll_math_loops: bool = True
+    # Unroll a loop of at most 4 iterations below the top level whatever
+    # its size (a thread's vector of 2 inside its steps): on the CPU target
+    # it runs inside the loop over a block's threads, and left a loop it is
+    # the innermost, which LLVM vectorizes instead of the threads.
+    unroll_nested_short_loops: bool = False
     # XLA's partial unrolling of long loops (by the largest factor that
     # divides the trip count and keeps the body small); the CPU target
     # leaves that to LLVM's unroller.
@@ -228,6 +233,8 @@ def add_loop_transformation_stage(passes: list[str], opts: PipelineOptions) -> N
             options.append("unroll-top-level-accumulations=false")
         if not opts.unroll_math_loops:
             options.append("unroll-top-level-math-loops=false")
+        if opts.unroll_nested_short_loops:
+            options.append("unroll-nested-short-loops=true")
         if not opts.partial_unroll:
             options.append("partial-unroll=false")
         if opts.max_unrolled_ops != XLA_MAX_UNROLLED_OPS:

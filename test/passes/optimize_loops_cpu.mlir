@@ -2,6 +2,13 @@
 // RUN: xla-gpu-opt %s -split-input-file \
 // RUN:   -xla-gpu-optimize-loops="pipeline-loads=false unroll-top-level-accumulations=false \
 // RUN:   unroll-top-level-math-loops=false" | FileCheck %s --check-prefix=CPU
+// RUN: xla-gpu-opt %s -split-input-file \
+// RUN:   -xla-gpu-optimize-loops="pipeline-loads=false unroll-top-level-accumulations=false \
+// RUN:   unroll-top-level-math-loops=false max-unrolled-ops=8" | FileCheck %s --check-prefix=KEPT
+// RUN: xla-gpu-opt %s -split-input-file \
+// RUN:   -xla-gpu-optimize-loops="pipeline-loads=false unroll-top-level-accumulations=false \
+// RUN:   unroll-top-level-math-loops=false max-unrolled-ops=8 unroll-nested-short-loops=true" \
+// RUN:   | FileCheck %s --check-prefix=NESTED
 
 // A thread's accumulation over 8 elements at the top level of the kernel:
 // unrolled for the GPU; for the CPU target (unroll-top-level-accumulations
@@ -261,4 +268,69 @@ func.func @accumulate_nine_bytes(%t: tensor<4608xi8>, %tid: index) -> i8 {
     scf.yield %next : i8
   }
   return %m : i8
+}
+
+// -----
+
+// A thread's steps far apart (kept, run interchanged with the threads)
+// around its vector of 2 elements, whose body is over max-unrolled-ops:
+// kept, the vector's loop is the innermost in the CPU target's loop over
+// the lanes, which LLVM then vectorizes instead of the lanes; with
+// unroll-nested-short-loops (the CPU target's) it is unrolled. A nested
+// loop of 5 stays.
+// KEPT-LABEL: func.func @nested_vector
+// KEPT:       scf.for
+// KEPT:       scf.for
+// KEPT-COUNT-1: math.exp
+// KEPT-NOT:   math.exp
+// KEPT-LABEL: func.func @nested_five
+// NESTED-LABEL: func.func @nested_vector
+// NESTED:     scf.for {{.*}} iter_args
+// NESTED-NOT: scf.for
+// NESTED-COUNT-2: math.exp
+// NESTED-NOT: math.exp
+// NESTED-LABEL: func.func @nested_five
+// NESTED:     scf.for
+// NESTED:     scf.for
+// NESTED-COUNT-1: math.exp
+// NESTED-NOT: math.exp
+func.func @nested_vector(%t: tensor<16384xf32>, %tid: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %inner = scf.for %v = %c0 to %c2 step %c1 iter_args(%a = %acc) -> (f32) {
+      %i = xla_gpu.apply_indexing #xla_gpu.indexing_map<"(d0, d1, d2) -> (d0 * 2048 + d2 * 2 + d1), domain: d0 in [0, 7], d1 in [0, 1], d2 in [0, 1023]">(%k, %v, %tid)
+      %x = tensor.extract %t[%i] : tensor<16384xf32>
+      %e = math.exp %x : f32
+      %l = math.log %e : f32
+      %m = arith.mulf %e, %l : f32
+      %n = arith.addf %a, %m : f32
+      scf.yield %n : f32
+    }
+    scf.yield %inner : f32
+  }
+  return %sum : f32
+}
+func.func @nested_five(%t: tensor<40960xf32>, %tid: index) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %k = %c0 to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %inner = scf.for %v = %c0 to %c5 step %c1 iter_args(%a = %acc) -> (f32) {
+      %i = xla_gpu.apply_indexing #xla_gpu.indexing_map<"(d0, d1, d2) -> (d0 * 5120 + d2 * 5 + d1), domain: d0 in [0, 7], d1 in [0, 4], d2 in [0, 1023]">(%k, %v, %tid)
+      %x = tensor.extract %t[%i] : tensor<40960xf32>
+      %e = math.exp %x : f32
+      %l = math.log %e : f32
+      %m = arith.mulf %e, %l : f32
+      %n = arith.addf %a, %m : f32
+      scf.yield %n : f32
+    }
+    scf.yield %inner : f32
+  }
+  return %sum : f32
 }

@@ -1304,12 +1304,38 @@ def test_jit_merges_sibling_loop_fusions():
     assert text.count('custom_call_target="xla_gpu_cpu_kernel"') == 1
 
 
-def test_jit_merges_the_halves_of_a_threefry_step():
-    # jax.random's threefry: each iteration of its while loop computes the
-    # two halves of the next counters in two loop fusions that read both
-    # halves, and share three of their four rounds. One kernel an
-    # iteration (a multi-output fusion whose rounds are computed once),
-    # the bits jax.jit's.
+def test_jit_merges_siblings_in_a_loops_body():
+    # Each step of the loop computes its two new states in two loop
+    # fusions that both read both states: one multi-output kernel a step,
+    # the results jax.jit's.
+    def loop(a, b):
+        def step(i, s):
+            x, y = s
+            return x + jnp.sin(y), y * jnp.cos(x)
+        return jax.lax.fori_loop(0, 3, step, (a, b))
+
+    r = np.random.default_rng(47)
+    a, b = (r.standard_normal((128, 256), np.float32) for _ in range(2))
+    f = xj.jit(loop)
+    for got, want in zip(f(a, b), jax.jit(loop)(a, b)):
+        close(np.asarray(got), np.asarray(want), 1e-6)
+    siblings = [d for d in f.decisions() if d.reason.endswith("(siblings)")]
+    assert len(siblings) == 1 and all(d.ours for d in siblings), f.fusion_report()
+    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    (loop_op,) = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
+    # (its condition's root is a pred, its body's the loop's state)
+    body = next(c for c in loop_op.called_computations if c.root.opcode == "tuple")
+    calls = [i for i in body.instructions if i.opcode == "custom-call"]
+    assert len(calls) == 1 and calls[0].shape.is_tuple, body.to_text()
+
+
+def test_jit_lowers_threefry_as_for_xla_gpu():
+    # jax lowers jax.random's threefry2x32 for the CPU as a while loop of
+    # five steps (each a fusion reading and writing the counters), for the
+    # GPU with its 20 rounds unrolled: XLA then fuses the key's hash into
+    # the values drawn, one loop fusion. Our programs are lowered as for
+    # the GPU, the bits jax.jit's; jax.jit's own lowering (its cache) keeps
+    # the loop.
     def draw(key):
         return jax.random.uniform(key, (256, 384)), jax.random.bits(key, (64, 512))
 
@@ -1317,16 +1343,11 @@ def test_jit_merges_the_halves_of_a_threefry_step():
     key = jax.random.PRNGKey(7)
     for got, want in zip(f(key), jax.jit(draw)(key)):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    siblings = [d for d in f.decisions() if d.reason.endswith("(siblings)")]
-    assert len(siblings) >= 2 and all(d.ours for d in siblings), f.fusion_report()
-    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
-    loops = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
-    assert len(loops) == 2
-    for loop in loops:
-        # (its condition's root is a pred, its body's the loop's state)
-        body = next(c for c in loop.called_computations if c.root.opcode == "tuple")
-        calls = [i for i in body.instructions if i.opcode == "custom-call"]
-        assert len(calls) == 1 and calls[0].shape.is_tuple, body.to_text()
+    assert all(d.ours for d in f.decisions()), f.fusion_report()
+    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    assert " while(" not in text
+    assert text.count('custom_call_target="xla_gpu_cpu_kernel"') == 2
+    assert " while(" in jax.jit(draw).lower(key).compile().as_text()
 
 
 # An entry of two loop fusions, %first and %second (FUSIONS: their lines,

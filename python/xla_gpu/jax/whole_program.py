@@ -1637,6 +1637,27 @@ def _split_top_level(text: str) -> tuple[list[str], str]:
     raise ValueError(f"no closing ')' in {text!r}")
 
 
+@functools.cache
+def _as_for_xla_gpu():
+    """jax's lowering parameters for our programs: its rules for XLA:GPU
+    where its CPU rule differs for XLA:CPU's sake. jax lowers threefry2x32
+    (jax.random's bits) on the CPU as a while loop of five steps of four
+    rounds (compile time), each step a fusion that reads and writes the
+    counters' two halves; for the GPU it unrolls the 20 rounds, which
+    XLA's fusion makes one loop fusion from the key to the result, the
+    counters never in memory: uniform f32[2048,1024] ~3.9 -> ~X ms, the
+    bits the same. The rules are part of the lowering's cache key (jax's
+    export uses them so): a `jax.jit` of the same function is lowered by
+    its own."""
+    from jax._src.interpreters import mlir
+    try:
+        from jax._src.random import threefry2x32
+        rules = ((threefry2x32.threefry2x32_p, threefry2x32._threefry2x32_lowering_rule),)
+    except (ImportError, AttributeError):  # another jax: its own rules
+        rules = None
+    return mlir.LoweringParameters(override_lowering_rules=rules)
+
+
 class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
     """A jax function compiled by XLA with our kernels in place of the
     fusions our emitters take. CPU only (the CPU target); positional
@@ -1664,8 +1685,9 @@ class jit:  # noqa: N801  (named as jax.jit, which it stands beside)
             # Lowered over the arguments' own tree (the module's parameters
             # are its leaves): the compiled call takes the arguments as
             # given and flattens them in C++ (__call__).
-            lowered = jax.jit(self.fn, keep_unused=True).lower(
-                *jax.tree_util.tree_unflatten(tree, avals))
+            lowered = jax.jit(self.fn, keep_unused=True).trace(
+                *jax.tree_util.tree_unflatten(tree, avals)).lower(
+                    _private_parameters=_as_for_xla_gpu())
             disk = _disk_file(lowered, self.device)
             loaded = _load(disk, lowered) if disk is not None and disk.exists() else None
             if loaded is not None:

@@ -105,8 +105,8 @@ _CPUS = os.cpu_count() or 1
 _WIDE_VECTORS = has_512_bit_vectors()
 CPU_DEFAULT_OPTIONS = pipelines.PipelineOptions(
     vectorize=False, pipeline_loads=False, unroll_accumulations=False, unroll_math_loops=False,
-    partial_unroll=False, max_unrolled_ops=128, index_bitwidth=64, peel_innermost=False,
-    peel_accumulations_only=True, bound_innermost=True,
+    unroll_nested_short_loops=True, partial_unroll=False, max_unrolled_ops=128,
+    index_bitwidth=64, peel_innermost=False, peel_accumulations_only=True, bound_innermost=True,
     fold_loops_into_threads=True, transposing_writes=_WIDE_VECTORS, ldexp_scaling=_WIDE_VECTORS,
     f64_vector_lanes=8 if _WIDE_VECTORS else 4)
 

@@ -522,6 +522,14 @@ _SHARING = {
                     "ROOT r = f32[64,64] negate(t)", "f32[64,64]", None, []),
     "one buffer read twice": (["f32[256]", "f32[256]"], "ROOT r = f32[256] add(p0, p1)",
                               "f32[256]", "a0, a0", []),
+    # 40 rounds of a hash, each value read twice (jax.random's threefry
+    # unrolled): 2^40 paths from p0 to the root, walked once each value.
+    "a hash's rounds": (
+        ["u32[4096]", "u32[4096]"],
+        "x0 = u32[4096] add(p0, p1)\ny0 = u32[4096] xor(x0, p1)\n" + "".join(
+            f"x{k} = u32[4096] add(x{k - 1}, y{k - 1})\ny{k} = u32[4096] xor(x{k}, y{k - 1})\n"
+            for k in range(1, 40)) + "ROOT r = u32[4096] add(x39, y39)", "u32[4096]", None,
+        [0, 1]),
 }
 
 

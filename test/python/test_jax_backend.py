@@ -1350,6 +1350,22 @@ def test_jit_lowers_threefry_as_for_xla_gpu():
     assert " while(" in jax.jit(draw).lower(key).compile().as_text()
 
 
+def test_jit_draws_normals_in_a_loops_body():
+    # The unrolled hash in a loop's body, with an erf_inv after it: its
+    # fusion's operand sharing walked each path of the hash's rounds (each
+    # reading both halves) and never finished. Results as jax.jit's (the
+    # erf_inv's float rounding aside).
+    def noise(key, x):
+        return jax.lax.fori_loop(
+            0, 4, lambda i, v: v + jax.random.normal(jax.random.fold_in(key, i), v.shape), x)
+
+    key = jax.random.PRNGKey(3)
+    x = np.random.default_rng(53).standard_normal((256, 256)).astype(np.float32)
+    f = xj.jit(noise)
+    close(np.asarray(f(key, x)), np.asarray(jax.jit(noise)(key, x)), 1e-6)
+    assert any(d.ours and d.kind == "kLoop" for d in f.decisions()), f.fusion_report()
+
+
 # An entry of two loop fusions, %first and %second (FUSIONS: their lines,
 # and the entry's result's), over p0, p1 (f32[64,512]) and p2 (f32[]).
 _SIBLINGS = """HloModule siblings

@@ -584,13 +584,16 @@ def shareable_operands(fusion: HloInstruction) -> list[int]:
             analyze_fusion(fusion).kind != EmitterKind.LOOP):
         return []
     root = comp.root
-
-    def elementwise_to_root(inst) -> bool:
-        if inst is root:
-            return True
-        return bool(inst.users) and all(
-            u.opcode in ELEMENTWISE and u.shape.dims == out.dims and elementwise_to_root(u)
-            for u in inst.users)
+    # Whether every path from an instruction to the root is elementwise ops
+    # of the result's dimensions: users first, each instruction once (walked
+    # path by path, a DAG of values read twice took time exponential in its
+    # depth: jax.random's hash unrolled, 20 rounds each reading both halves,
+    # never finished).
+    to_root: dict[int, bool] = {}
+    for inst in reversed(comp.topological_order()):
+        to_root[id(inst)] = inst is root or (bool(inst.users) and all(
+            u.opcode in ELEMENTWISE and u.shape.dims == out.dims and to_root.get(id(u), False)
+            for u in inst.users))
 
     shareable = []
     for p in comp.parameters:
@@ -599,7 +602,7 @@ def shareable_operands(fusion: HloInstruction) -> list[int]:
         if (s.is_array and s.dims == out.dims and s.element_type.bits == out.element_type.bits
                 and s.minor_to_major == out.minor_to_major and p is not root
                 and sum(o is fusion.operands[k] for o in fusion.operands) == 1
-                and elementwise_to_root(p)):
+                and to_root[id(p)]):
             shareable.append(k)
     return shareable
 

@@ -35,6 +35,15 @@ def kernel_row_major(inst: HloInstruction) -> bool:
     return _all_row_major([*inst.shape.leaves(), *(o.shape for o in inst.operands)])
 
 
+def _layout_constrained(inst: HloInstruction) -> bool:
+    """Whether `inst` is a custom call whose operands' layouts are part of
+    its contract (operand_layout_constraints: LAPACK's column-major
+    matrices), and so is its result's layout: without it XLA took the
+    result as row-major and read jax.random.orthogonal's Q, which LAPACK
+    wrote column-major in place of its operand, as values of ~1e13."""
+    return inst.opcode == "custom-call" and "operand_layout_constraints" in inst.attributes
+
+
 def _without_layouts(shape: Shape) -> Shape:
     if shape.is_tuple:
         return dataclasses.replace(
@@ -125,7 +134,8 @@ def as_xla_takes_it(computations: Iterable[HloComputation]) -> Iterator[None]:
                 comp.instructions[at:at] = added
         for c in computations:
             for inst in c.instructions:
-                inst.shape = _without_layouts(inst.shape)
+                if not _layout_constrained(inst):
+                    inst.shape = _without_layouts(inst.shape)
         yield
     finally:
         for inst, opcode, attributes, operands, shape in saved:

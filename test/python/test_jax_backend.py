@@ -1366,6 +1366,27 @@ def test_jit_draws_normals_in_a_loops_body():
     assert any(d.ours and d.kind == "kLoop" for d in f.decisions()), f.fusion_report()
 
 
+@pytest.mark.parametrize("name", ["qr", "cholesky", "solve", "orthogonal"])
+def test_jit_keeps_the_layouts_lapacks_custom_calls_take(name):
+    # LAPACK's custom calls take and write column-major matrices
+    # (operand_layout_constraints, the result in place of its operand):
+    # the module we hand XLA dropped their results' layouts too, XLA took
+    # them as row-major, and QR, Cholesky, solve and jax.random.orthogonal
+    # came back as values up to ~1e34. As jax.jit's, bit for bit.
+    r = np.random.default_rng(59)
+    a = r.standard_normal((48, 48)).astype(np.float32)
+    b = r.standard_normal((48, 4)).astype(np.float32)
+    fn, arg = {
+        "qr": (lambda m: jnp.linalg.qr(m), a),
+        "cholesky": (lambda m: jnp.linalg.cholesky(m), a @ a.T + 48 * np.eye(48, dtype=np.float32)),
+        "solve": (lambda m: jnp.linalg.solve(m, b), a),
+        "orthogonal": (lambda k: jax.random.orthogonal(k, 32), jax.random.PRNGKey(5)),
+    }[name]
+    got, want = xj.jit(fn)(arg), jax.jit(fn)(arg)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
 # An entry of two loop fusions, %first and %second (FUSIONS: their lines,
 # and the entry's result's), over p0, p1 (f32[64,512]) and p2 (f32[]).
 _SIBLINGS = """HloModule siblings

@@ -1387,6 +1387,22 @@ def test_jit_keeps_the_layouts_lapacks_custom_calls_take(name):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
+def test_jit_fixes_the_layouts_of_our_calls():
+    # jax.scipy.linalg.expm: a [16,16] difference of a conditional's two
+    # results, our kernel, feeds LAPACK's solve in a conditional after it;
+    # XLA's layout assignment of the module made the call's result
+    # column-major and read our row-major values transposed (an error of
+    # 0.21). Our calls constrain their operands' layouts and keep their
+    # result's: as jax.jit's, bit for bit.
+    x = np.random.default_rng(61).standard_normal((16, 16)).astype(np.float32)
+    fn = lambda v: jax.scipy.linalg.expm(v * 0.1)
+    f = xj.jit(fn)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(jax.jit(fn)(x)))
+    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    calls = [line for line in text.splitlines() if 'custom_call_target="xla_gpu_cpu_kernel"' in line]
+    assert calls and all("operand_layout_constraints=" in line for line in calls)
+
+
 # An entry of two loop fusions, %first and %second (FUSIONS: their lines,
 # and the entry's result's), over p0, p1 (f32[64,512]) and p2 (f32[]).
 _SIBLINGS = """HloModule siblings

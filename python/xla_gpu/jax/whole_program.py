@@ -184,8 +184,18 @@ def _as_custom_call(inst: HloInstruction, call: KernelCall) -> None:
     """Turns fusion `inst` into the typed-FFI custom call of `call` (in the
     current context)."""
     config = str(ir.DictAttr.get({k: _mlir_attribute(v) for k, v in call.attributes.items()}))
+    # The kernel takes and writes row-major arrays (kernel_row_major): its
+    # operands' layouts are part of the call, and so is its result's
+    # (as_xla_takes_it keeps it). Unconstrained, XLA's layout assignment
+    # of the module may pick another for the result: in jax.scipy.linalg.
+    # expm it made a [16,16] difference of a conditional's results
+    # column-major, for LAPACK's solve after it, and read our row-major
+    # values transposed.
+    constraints = ", ".join(o.shape.to_text() for o in inst.operands)
     attributes = {
         "custom_call_target": Attribute("custom_call_target", _hlo_string(call.target)),
+        "operand_layout_constraints": Attribute("operand_layout_constraints",
+                                                f"{{{constraints}}}"),
         "api_version": Attribute("api_version", "API_VERSION_TYPED_FFI"),
         "backend_config": Attribute("backend_config", _hlo_string(config)),
     }

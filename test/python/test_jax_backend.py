@@ -1286,6 +1286,19 @@ def test_jit_merges_an_optimizers_moments_into_its_update():
     assert text.count("custom_call_target=\"xla_gpu_cpu_kernel\"") == 1
 
 
+def _jit_of_two_arrays(fn, shape, seed):
+    """xj.jit(fn) called on two random f32 arrays of `shape`: its results
+    jax.jit's, one sibling merge among its decisions, that one ours."""
+    r = np.random.default_rng(seed)
+    a, b = (r.standard_normal(shape, np.float32) for _ in range(2))
+    f = xj.jit(fn)
+    for got, want in zip(f(a, b), jax.jit(fn)(a, b)):
+        close(np.asarray(got), np.asarray(want), 1e-6)
+    siblings = [d for d in f.decisions() if d.reason.endswith("(siblings)")]
+    assert len(siblings) == 1 and siblings[0].ours, f.fusion_report()
+    return f
+
+
 def test_jit_merges_sibling_loop_fusions():
     # XLA:CPU computes sin(a) + b and cos(a) * b in two loop fusions that
     # both read a and b; merged as XLA:GPU's multi-output fusion merges
@@ -1293,13 +1306,8 @@ def test_jit_merges_sibling_loop_fusions():
     def two(a, b):
         return jnp.sin(a) + b, jnp.cos(a) * b
 
-    r = np.random.default_rng(43)
-    a, b = (r.standard_normal((512, 384), np.float32) for _ in range(2))
-    f = xj.jit(two)
-    for got, want in zip(f(a, b), jax.jit(two)(a, b)):
-        close(np.asarray(got), np.asarray(want), 1e-6)
-    siblings = [d for d in f.decisions() if d.reason.endswith("(siblings)")]
-    assert len(siblings) == 1 and all(d.ours for d in f.decisions()), f.fusion_report()
+    f = _jit_of_two_arrays(two, (512, 384), 43)
+    assert all(d.ours for d in f.decisions()), f.fusion_report()
     text = f._last.executable.executable.hlo_modules()[0].to_string()
     assert text.count('custom_call_target="xla_gpu_cpu_kernel"') == 1
 
@@ -1314,13 +1322,7 @@ def test_jit_merges_siblings_in_a_loops_body():
             return x + jnp.sin(y), y * jnp.cos(x)
         return jax.lax.fori_loop(0, 3, step, (a, b))
 
-    r = np.random.default_rng(47)
-    a, b = (r.standard_normal((128, 256), np.float32) for _ in range(2))
-    f = xj.jit(loop)
-    for got, want in zip(f(a, b), jax.jit(loop)(a, b)):
-        close(np.asarray(got), np.asarray(want), 1e-6)
-    siblings = [d for d in f.decisions() if d.reason.endswith("(siblings)")]
-    assert len(siblings) == 1 and all(d.ours for d in siblings), f.fusion_report()
+    f = _jit_of_two_arrays(loop, (128, 256), 47)
     module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
     (loop_op,) = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
     # (its condition's root is a pred, its body's the loop's state)

@@ -262,19 +262,18 @@ def merge_siblings(first: HloInstruction, second: HloInstruction) -> HloInstruct
     names: dict[int, str] = {}
 
     lines, operands = [], list(first.operands)
+    param_of: dict[int, str] = {}  # an operand's parameter in the merged fusion
     for p in sorted(fc.parameters, key=lambda p: p.parameter_number):
         names[id(p)] = p.name
+        param_of.setdefault(id(first.operands[p.parameter_number]), p.name)
         lines.append(f"%{p.name} = {p.shape} parameter({p.parameter_number})")
     for p in sorted(sc.parameters, key=lambda p: p.parameter_number):
         o = second.operands[p.parameter_number]
-        k = next((k for k, r in enumerate(operands) if r is o), None)
-        if k is not None and k < len(first.operands):
-            (shared,) = [q for q in fc.parameters if q.parameter_number == k]
-            names[id(p)] = shared.name
-            continue
-        names[id(p)] = fresh(p.name)
-        lines.append(f"%{names[id(p)]} = {p.shape} parameter({len(operands)})")
-        operands.append(o)
+        if id(o) not in param_of:
+            param_of[id(o)] = fresh(p.name)
+            lines.append(f"%{param_of[id(o)]} = {p.shape} parameter({len(operands)})")
+            operands.append(o)
+        names[id(p)] = param_of[id(o)]
     # An instruction of `second` that computes what one of `first` does
     # (the same op on the same values) is that one: jax's threefry steps
     # share three of their four rounds.

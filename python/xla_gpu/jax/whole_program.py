@@ -923,9 +923,7 @@ def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int,
     entry = module.entry
     if keep and not consumer.shape.is_tuple:
         name = consumer.name
-        taken = {i.name for c in module.computations for i in c.instructions}
-        element = next(n for n in (f"{name}.result{j or ''}" for j in range(len(taken) + 1))
-                       if n not in taken)
+        element = _result_name(name, {i.name for c in module.computations for i in c.instructions})
         consumer = _as_tuple_of([consumer], list(consumer.operands))
         consumer.name, consumer.users[0].name = name, element
     merged = merge_producer(consumer, k, keep)
@@ -1094,11 +1092,16 @@ def _merged_siblings(a: HloInstruction, b: HloInstruction,
         offset += 1
     name = a.name
     if not a.shape.is_tuple:
-        taken = {i.name for i in comp.instructions}
-        a.name = next(n for n in (f"{name}.result{j or ''}" for j in range(len(taken) + 1))
-                      if n not in taken)
+        a.name = _result_name(name, {i.name for i in comp.instructions})
     merged.name = name
     return merged
+
+
+def _result_name(name: str, taken: set[str]) -> str:
+    """The name of the get-tuple-element that fusion `name` becomes where a
+    merged fusion takes its name: `name.result`, numbered past `taken`."""
+    return next(n for n in (f"{name}.result{j or ''}" for j in range(len(taken) + 1))
+                if n not in taken)
 
 
 def _is_row_program(instructions: list[HloInstruction]) -> bool:

@@ -1324,10 +1324,13 @@ struct PowF64 {
     mlir::Value zeroX = d.cmp(P::OEQ, ax, zero);
     mlir::Value notFinite = d.cmp(P::UGE, ax, inf);
     lHi = d.select(zeroX, d.c(-kInfinity), d.select(notFinite, ax, lHi));
-    // t = y log|x| as tHi + tLow (tLow 0 where tHi is not finite).
+    // t = y log|x| as tHi + tLow; tLow 0 where exp64 clamps tHi (past
+    // [-746, 710], where tLow, up to |tHi| 2^-52, is no small term: it
+    // had joined the clamped reduction, and pow(65520, 1e38) was -inf) and
+    // where tHi is not finite.
     mlir::Value tHi = d.mul(y, lHi);
     mlir::Value tLow = d.add(d.fma(y, lHi, negate(tHi)), d.mul(y, lLow));
-    tLow = d.select(d.cmp(P::OLT, d.abs(tHi), d.c(1e300)), tLow, zero);
+    tLow = d.select(d.cmp(P::OLT, d.abs(tHi), d.c(746.0)), tLow, zero);
     mlir::Value r = Exp64::exp64(d, tHi, tLow);
     return powSpecialCases(d.f32, x, y, r);
   }

@@ -340,6 +340,32 @@ def test_pow_special_values(pow_kernel):
     assert np.all(np.abs(got[rest] - want[rest]) <= np.spacing(np.abs(want[rest])))
 
 
+def test_pow_past_exps_range(pow_kernel):
+    """pow where y log|x| is finite but far past exp's range (|y| up to
+    1e300): +inf, 0 or, for a negative x to an odd integer y, their
+    negatives, as libm gives them. The low part of y log|x| had joined
+    exp's reduction unclamped (up to |y| 2^-53 of it): pow(65520, 1e38)
+    was -inf, pow(0.1075, 4e17) -0, pow(4.5e-12, 8e26) -1.2e-174."""
+    n = N // 4
+    x = np.concatenate([np.exp(_RNG.uniform(-700, 700, n)), -np.exp(_RNG.uniform(-700, 700, n)),
+                        1 + _RNG.uniform(-1e-3, 1e-3, n)])
+    y = np.concatenate([10 ** _RNG.uniform(3, 300, n) * _RNG.choice([-1, 1], n),
+                        np.floor(10 ** _RNG.uniform(3, 15, n)) * _RNG.choice([-1, 1], n),
+                        10 ** _RNG.uniform(5, 300, n) * _RNG.choice([-1, 1], n)])
+    got = _run2(pow_kernel, x, y)
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)
+    saturated = ~np.isfinite(want) | (want == 0)
+    assert saturated.sum() > len(want) // 2
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[saturated], want[saturated])
+    np.testing.assert_array_equal(np.signbit(got[saturated]), np.signbit(want[saturated]))
+    with np.errstate(all="ignore"):
+        exact = np.power(x.astype(LONG), y.astype(LONG))
+    rest = np.isfinite(want) & ~saturated
+    assert _max_ulp_error(got[rest], exact[rest]) < 1.0
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("c", [0.5, 2.0, -1.0, 1.0])
 def test_pow_by_constant_is_llvms_fold(dtype, c):

@@ -767,7 +767,13 @@ def _literal_element(values: np.ndarray, etype: ElementType, dims: Sequence[int]
                                                  dims, index))
     if not dims:
         v = flat[0].item()
-        return arith.constant(t, float(v) if etype.is_float else int(v))
+        if etype.is_float:
+            return arith.constant(t, float(v))
+        # An unsigned value from 2^(bits-1) on as the signless bits' signed
+        # value (the attribute takes an int64: a u64 of 2^63 or more was a
+        # TypeError).
+        bits = etype.bits
+        return arith.constant(t, int(v) - (1 << bits) * (int(v) >= 1 << (bits - 1)))
     tensor_type = ir.RankedTensorType.get(list(dims), t)
     # From the values' bytes where they are the type's storage (floats by
     # their bits): a table of 2M floats took 0.95 s to emit as text, each

@@ -1265,8 +1265,14 @@ struct CbrtF64 {
     mlir::Value q = d.div(x, d.mul(t, t));
     mlir::Value step = d.div(d.sub(q, t), d.add(d.add(t, t), q));
     mlir::Value y = d.add(t, d.mul(t, step));
+    // A subnormal x whose scaling made 0 is read as 0 (the host flushes
+    // subnormal inputs: XLA:CPU runs with DAZ set), and is one too: its
+    // guess's divisions by x had made NaN.
+    mlir::Value flushed = rewriter.create<mlir::arith::AndIOp>(
+        loc, subnormal, d.cmp(P::OEQ, scaled, d.c(0.0)));
     mlir::Value special = rewriter.create<mlir::arith::OrIOp>(
-        loc, d.cmp(P::OEQ, x, d.c(0.0)), d.cmp(P::UEQ, d.abs(x), d.c(kInfinity)));
+        loc, rewriter.create<mlir::arith::OrIOp>(loc, d.cmp(P::OEQ, x, d.c(0.0)), flushed),
+        d.cmp(P::UEQ, d.abs(x), d.c(kInfinity)));
     return d.select(special, d.add(x, x), y);
   }
 };

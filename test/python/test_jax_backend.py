@@ -945,6 +945,29 @@ def test_jit_f64_functions_within_one_ulp():
         assert np.max(np.abs((got.astype(np.longdouble) - want) / ulp)) < 1.0
 
 
+def test_jit_f64_functions_of_subnormals_as_xla_cpu_flushes_them():
+    """XLA:CPU runs its programs with subnormal inputs read as zero (DAZ),
+    our kernels in them too: f64 cbrt of a subnormal x had made NaN (its
+    guess divided by x, read as 0), now +-0 as jax.jit's. And pow where y
+    log|x| is past exp's range (a low part of it had joined exp's clamped
+    reduction: pow(65520, 1e38) was -inf)."""
+    x = np.array([1e-310, -1e-310, 5e-324, -2.2e-308, 1e-300, 8.0, -27.0, 0.0, -0.0] * 8)
+    base = np.array([65520.0, 0.1075, 4.5e-12, 5.9e14, -3.0, 2.0, 1e-300, 7.0, 0.5] * 8)
+    y = np.array([1e38, 4e17, 8e26, 3.8e14, 1e20, -2e18, 1e5, 1e300, -1e300] * 8)
+    with jax.enable_x64(True):
+        f = xj.jit(lambda a, b, c: (jnp.cbrt(a), b ** c))
+        got = [np.asarray(v) for v in f(x, base, y)]
+        assert all(d.ours for d in f.decisions(x, base, y)), f.fusion_report()
+        want = [np.asarray(v) for v in jax.jit(lambda a, b, c: (jnp.cbrt(a), b ** c))(x, base, y)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        saturated = (w == 0) | np.isinf(w)  # exact, signs too
+        np.testing.assert_array_equal(g[saturated], w[saturated])
+        np.testing.assert_array_equal(np.signbit(g[saturated]), np.signbit(w[saturated]))
+        rest = ~saturated & ~np.isnan(w)  # XLA:CPU's cbrt(-27) is 1 ulp off
+        assert np.all(np.abs(g[rest] - w[rest]) <= np.spacing(np.abs(w[rest])))
+
+
 def test_jit_takes_library_fusions_without_dots():
     # At this size XLA:CPU puts reductions into YNNPACK (kCustom) fusions
     # too; those without a dot are ours.

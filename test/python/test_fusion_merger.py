@@ -1,7 +1,8 @@
 """An elementwise producer fusion merged into the one fusion that reads it
 (emitters/fusion_merger.py; xla_gpu.jax.jit merges XLA:CPU's
 `wrapped_convert` of a bf16 input into the reduction reading it), and two
-sibling fusions merged into one multi-output fusion."""
+sibling fusions merged into one multi-output fusion, and a bare
+concatenate wrapped in a fusion with the slices it reads (a roll)."""
 
 import numpy as np
 import pytest
@@ -9,8 +10,10 @@ from mlir import ir
 
 from xla_gpu.emitters import emit_kernel
 from xla_gpu.emitters.fusion_merger import (computes_cheaply, is_elementwise_producer,
-                                            merge_producer, merge_siblings, reads_at_own_indices,
-                                            reads_each_element_once)
+                                            merge_producer, merge_siblings, moves_elements,
+                                            reads_at_own_indices,
+                                            reads_each_element_at_most_once,
+                                            reads_each_element_once, wrapped)
 from xla_gpu.hlo import parse_hlo
 from xla_gpu.runtime import CpuKernel
 
@@ -395,4 +398,113 @@ def test_merged_broadcasts_give_the_two_kernels_bits(ctx, body):
     CpuKernel(emit_kernel(consumer).text)(w, x, want)
     got = np.zeros(64, np.float32)
     CpuKernel(emit_kernel(merged).text)(x, g, s, got)
+    np.testing.assert_array_equal(got, want)
+
+
+# jnp.roll(u, 1, 1) as XLA:CPU leaves it: two `wrapped_slice` fusions and
+# a bare concatenate of them, read by a stencil's loop fusion.
+_ROLL = """HloModule m
+first {
+  p = f32[64,300] parameter(0)
+  ROOT s = f32[64,1] slice(p), slice={[0:64], [299:300]}
+}
+rest {
+  p = f32[64,300] parameter(0)
+  ROOT s = f32[64,299] slice(p), slice={[0:64], [0:299]}
+}
+stencil {
+  u = f32[64,300] parameter(0)
+  r = f32[64,300] parameter(1)
+  %s = f32[64,300] subtract(r, u)
+  ROOT %o = f32[64,300] %STENCIL_ROOT
+}
+ENTRY main {
+  u = f32[64,300] parameter(0)
+  a = f32[64,1] fusion(u), kind=kLoop, calls=first
+  b = f32[64,299] fusion(u), kind=kLoop, calls=rest
+  c = f32[64,300] concatenate(a, b), dimensions={1}
+  ROOT o = f32[64,300] fusion(u, c), kind=kLoop, calls=stencil
+}
+"""
+
+
+@pytest.mark.parametrize("root, once", [
+    ("multiply(s, r)", True),                 # r read by two elementwise ops, at its index
+    ("reverse(s), dimensions={1}", True),     # each element moved once
+    ("add(s, u)", True),
+])
+def test_a_roll_is_read_at_most_once_an_element(root, once):
+    module = parse_hlo(_ROLL.replace("%STENCIL_ROOT", root))
+    entry = module.entry
+    assert reads_each_element_at_most_once(entry.instruction("o"), 1) is once
+    for piece in ("a", "b"):
+        assert moves_elements(entry.instruction(piece))
+    assert not moves_elements(entry.instruction("o"))
+    concat = wrapped(entry.instruction("c"))
+    assert concat.fusion_kind == "kLoop" and concat.fused_computation.root.opcode == "concatenate"
+    assert [o.name for o in concat.operands] == ["a", "b"]
+    assert all(reads_each_element_at_most_once(concat, k) for k in (0, 1))
+
+
+_TWICE = """HloModule m
+twice {
+  p = f32[64,300] parameter(0)
+  r = f32[64,300] reverse(p), dimensions={1}
+  ROOT s = f32[64,300] add(p, r)
+}
+sliced_twice {
+  p = f32[64,300] parameter(0)
+  a = f32[64,299] slice(p), slice={[0:64], [0:299]}
+  b = f32[64,299] slice(p), slice={[0:64], [1:300]}
+  ROOT s = f32[64,299] add(a, b)
+}
+broadcast {
+  p = f32[64] parameter(0)
+  ROOT b = f32[64,300] broadcast(p), dimensions={0}
+}
+ENTRY main {
+  u = f32[64,300] parameter(0)
+  v = f32[64] parameter(1)
+  t = f32[64,300] fusion(u), kind=kLoop, calls=twice
+  s = f32[64,299] fusion(u), kind=kLoop, calls=sliced_twice
+  ROOT b = f32[64,300] fusion(v), kind=kLoop, calls=broadcast
+}
+"""
+
+
+@pytest.mark.parametrize("name", ["t", "s", "b"])
+def test_a_value_moved_and_read_again_is_not_read_at_most_once(name):
+    """An element read at its own index and moved (x + reverse(x)), two
+    slices of one value (each element read twice) and a broadcast (each
+    element read for a whole row)."""
+    fusion = parse_hlo(_TWICE).entry.instruction(name)
+    assert not reads_each_element_at_most_once(fusion, 0)
+    assert not moves_elements(fusion)
+
+
+def test_merged_roll_gives_the_kernels_bits(ctx):
+    """The slices merged into the wrapped concatenate and that into the
+    stencil: one kernel of u alone, the bits of the four kernels and the
+    concatenate apart."""
+    module = parse_hlo(_ROLL.replace("%STENCIL_ROOT", "multiply(s, r)"))
+    entry = module.entry
+    moved = wrapped(entry.instruction("c"))
+    for _ in range(2):
+        moved = merge_producer(moved, 0)
+    assert [o.name for o in moved.operands] == ["u"]
+    stencil = entry.instruction("o")
+    import dataclasses
+    merged = merge_producer(dataclasses.replace(stencil, operands=[stencil.operands[0], moved]), 1)
+    assert [o.name for o in merged.operands] == ["u"]
+    ops = [i.opcode for i in merged.fused_computation.instructions]
+    assert ops.count("slice") == 2 and ops.count("concatenate") == 1, ops
+    u = np.random.RandomState(7).standard_normal((64, 300)).astype(np.float32)
+    a, b = np.zeros((64, 1), np.float32), np.zeros((64, 299), np.float32)
+    CpuKernel(emit_kernel(entry.instruction("a")).text)(u, a)
+    CpuKernel(emit_kernel(entry.instruction("b")).text)(u, b)
+    want = np.zeros((64, 300), np.float32)
+    CpuKernel(emit_kernel(stencil).text)(u, np.concatenate([a, b], 1), want)
+    np.testing.assert_array_equal(want, (np.roll(u, 1, 1) - u) * np.roll(u, 1, 1))
+    got = np.zeros((64, 300), np.float32)
+    CpuKernel(emit_kernel(merged).text)(u, got)
     np.testing.assert_array_equal(got, want)

@@ -1354,6 +1354,80 @@ def test_jit_merges_siblings_in_a_loops_body():
     assert len(calls) == 1 and calls[0].shape.is_tuple, body.to_text()
 
 
+def _laplacian_by_rolls(u):
+    return (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1) + jnp.roll(u, -1, 1)
+            - 4 * u)
+
+
+def _our_calls(f, computation_of=lambda module: module.entry) -> list:
+    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    return [i for i in computation_of(module).instructions if i.opcode == "custom-call"]
+
+
+def _sin_and_cos_of_a_roll(u):
+    r = jnp.roll(u, 1, 1)
+    return jnp.sin(r) + u, r * jnp.cos(u)
+
+
+@pytest.mark.parametrize("fn, pieces", [(_laplacian_by_rolls, 4), (_sin_and_cos_of_a_roll, 2)])
+def test_jit_merges_a_roll_into_the_stencil_reading_it(fn, pieces):
+    # XLA:CPU leaves jnp.roll along the minor axis as two `wrapped_slice`
+    # fusions and a bare concatenate of them (a copy of each piece), read
+    # by the stencil's fusion: the slices and the concatenate merged into
+    # the stencil, one kernel of u, the results jax.jit's. Two sibling
+    # readers of a roll are one fusion first.
+    u = np.random.default_rng(53).standard_normal((256, 384), np.float32)
+    f = xj.jit(fn)
+    for got, want in zip(jax.tree_util.tree_leaves(f(u)),
+                         jax.tree_util.tree_leaves(jax.jit(fn)(u))):
+        close(np.asarray(got), np.asarray(want), 1e-6)
+    moved = [d for d in f.decisions() if d.reason.endswith("(with a concatenate)")]
+    assert len(moved) == pieces and all(d.ours for d in f.decisions()), f.fusion_report()
+    (call,) = _our_calls(f)
+    assert [o.opcode for o in call.operands] == ["parameter"]
+
+
+def test_jit_merges_rolls_in_a_loops_body():
+    # A heat equation's steps: the rolls merged in the loop's body too.
+    u = np.random.default_rng(59).standard_normal((256, 384), np.float32)
+
+    def heat(v):
+        return jax.lax.fori_loop(0, 3, lambda i, w: w + 0.1 * _laplacian_by_rolls(w), v)
+
+    f = xj.jit(heat)
+    np.testing.assert_array_equal(np.asarray(f(u)), np.asarray(jax.jit(heat)(u)))
+    assert sum(d.reason.endswith("(with a concatenate)") for d in f.decisions()) == 4, \
+        f.fusion_report()
+
+    def body(module):
+        (loop_op,) = [i for c in module.computations for i in c.instructions
+                      if i.opcode == "while"]
+        return next(c for c in loop_op.called_computations if c.root.opcode == "tuple")
+
+    assert len(_our_calls(f, body)) == 1
+    assert not any(i.opcode == "concatenate" for i in body(parse_hlo(
+        f._last.executable.executable.hlo_modules()[0].to_string())).instructions)
+
+
+def test_jit_keeps_a_concatenate_that_two_fusions_read():
+    # Read by two fusions (a loop fusion and a reduction), the
+    # concatenate is written once (XLA's copy), nothing merged into
+    # either reader; the results jax.jit's.
+    def two_readers(u):
+        r = jnp.roll(u, 1, 1)
+        return r * jnp.cos(u), jnp.sin(r).sum(1)
+
+    u = np.random.default_rng(61).standard_normal((256, 384), np.float32)
+    f = xj.jit(two_readers)
+    for got, want in zip(f(u), jax.jit(two_readers)(u)):
+        close(np.asarray(got), np.asarray(want), 1e-5)  # (the sum's order)
+    assert not any(d.reason.endswith("(with a concatenate)") for d in f.decisions()), \
+        f.fusion_report()
+    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    (concat,) = [i for i in module.entry.instructions if i.opcode == "concatenate"]
+    assert len(concat.users) == 2
+
+
 def test_jit_lowers_threefry_as_for_xla_gpu():
     # jax lowers jax.random's threefry2x32 for the CPU as a while loop of
     # five steps (each a fusion reading and writing the counters), for the

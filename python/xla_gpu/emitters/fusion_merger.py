@@ -33,7 +33,8 @@ from ..hlo.opcodes import ELEMENTWISE
 from .tree_reduction import COSTLY_OPS, call_the_originals
 
 __all__ = ["computes_cheaply", "is_elementwise_producer", "merge_producer", "merge_siblings",
-           "reads_at_own_indices", "reads_each_element_once"]
+           "moves_elements", "reads_at_own_indices", "reads_each_element_at_most_once",
+           "reads_each_element_once", "wrapped"]
 
 
 # The most elements of an array constant in an elementwise producer (a
@@ -148,6 +149,81 @@ def reads_each_element_once(consumer: HloInstruction, k: int) -> bool:
             return False
         inst = user
     return True
+
+
+# Ops whose result holds each element of their operand (the first, of a
+# pad) at most once: a read of each result element reads each operand
+# element at most once.
+_INJECTIVE_MOVES = {"slice", "concatenate", "pad", "bitcast", "reshape", "reverse"}
+
+
+def reads_each_element_at_most_once(consumer: HloInstruction, k: int) -> bool:
+    """Whether fusion `consumer` reads each element of operand k at most
+    once: it is its operand once, and from its parameter each value is
+    read by elementwise ops of its dimensions alone (all at the element's
+    own index), or by one op that moves elements injectively
+    (_INJECTIVE_MOVES: a slice, a concatenate's piece, a pad's operand),
+    on to the root (a tuple's element) or a reduction's input. A roll
+    (jnp.roll: a concatenate of two slices) merged into the stencil that
+    reads it, each element of the rolled array computed once."""
+    if sum(o is consumer.operands[k] for o in consumer.operands) != 1:
+        return False
+    comp = consumer.fused_computation
+    (param,) = [p for p in comp.parameters if p.parameter_number == k]
+    seen, todo = set(), [param]
+    while todo:
+        inst = todo.pop()
+        if id(inst) in seen:
+            continue
+        seen.add(id(inst))
+        users = list({id(u): u for u in inst.users}.values())
+        if inst is comp.root or (len(users) == 1 and users[0] is comp.root and
+                                 users[0].opcode == "tuple"):
+            continue
+        if len(users) == 1 and users[0].opcode in _INJECTIVE_MOVES:
+            user = users[0]
+            if sum(o is inst for o in user.operands) != 1 or (
+                    user.opcode == "pad" and user.operands[0] is not inst):
+                return False
+            todo.append(user)
+            continue
+        for user in users:
+            if user.opcode == "reduce":
+                if any(o is inst for o in user.operands[len(user.operands) // 2:]):
+                    return False  # read as an init
+                continue
+            if user is comp.root and user.opcode == "tuple":
+                continue
+            if user.opcode not in ELEMENTWISE or user.shape.dims != inst.shape.dims:
+                return False
+            todo.append(user)
+    return True
+
+
+def moves_elements(fusion: HloInstruction) -> bool:
+    """Whether `fusion` (one array result) only moves its operands'
+    elements (parameters through slices, concatenates, pads, bitcasts,
+    reshapes and reverses: XLA:CPU's `wrapped_slice`), each element
+    written from at most one read."""
+    comp = fusion.fused_computation
+    return (comp is not None and fusion.shape.is_array and comp.root.opcode != "parameter" and
+            all(i.opcode == "parameter" or (i.opcode in _INJECTIVE_MOVES and i.shape.is_array)
+                or (i.opcode == "constant" and not i.shape.dims)  # a pad's value
+                for i in comp.instructions))
+
+
+def wrapped(inst: HloInstruction) -> HloInstruction:
+    """A loop fusion of instruction `inst` alone (of one array result, a
+    bare concatenate of XLA:CPU's entry) on its operands, as XLA's
+    `wrapped_` fusions are. In no computation yet."""
+    lines = [f"%p{i} = {o.shape} parameter({i})" for i, o in enumerate(inst.operands)]
+    names = {id(o): f"p{i}" for i, o in enumerate(inst.operands)}
+    if len(names) != len(inst.operands):
+        raise ValueError(f"{inst.name} reads an operand twice")
+    lines.append("ROOT " + _renamed_line(inst, inst.name, names))
+    return _fusion_of(f"wrapped_{inst.name}", "kLoop", f"wrapped_{inst.name}_computation",
+                      lines, list(inst.operands), inst.shape, (),
+                      f"<{inst.name} wrapped>")
 
 
 def computes_cheaply(fusion: HloInstruction) -> bool:

@@ -56,6 +56,7 @@ from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_all
                          kernel_row_major)
 from ..emitters.tree_reduction import _before, call_the_originals
 from ..emitters.fusion_merger import (computes_cheaply, is_elementwise_producer, merge_producer,
+                                      moves_elements, reads_each_element_at_most_once, wrapped,
                                       merge_siblings, reads_at_own_indices,
                                       reads_each_element_once)
 from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
@@ -1097,6 +1098,81 @@ def _merged_siblings(a: HloInstruction, b: HloInstruction,
     return merged
 
 
+def _merge_moves(module: HloModule, device: DeviceDescription
+                 ) -> list[tuple[HloInstruction, HloInstruction]]:
+    """A bare concatenate of a computation (XLA:CPU fuses none: it copies
+    each piece into place) whose one reader is a loop fusion, merged into
+    it with the fusions that only move elements into it (its pieces:
+    XLA:CPU's `wrapped_slice`s) and that it alone reads, where the reader
+    reads each of its elements at most once and so do the concatenate and
+    those pieces (fusion_merger.reads_each_element_at_most_once): one
+    kernel, as XLA:GPU fuses them, instead of the pieces' kernels writing
+    them, XLA's copies into the concatenate and the reader reading it. A
+    jnp.roll's stencil (u rolled by one each way along both axes,
+    f64[1024,1024]) was four slice kernels, two copies and the stencil's
+    kernel, 24 MiB written and read between them. A merge whose kernel our
+    emitters refuse is not made. Returns (gone, the fusion it went into)
+    for each fusion merged."""
+    merges = []
+    for comp in (module.entry, *_control_flow_computations(module)):
+        for concat in [i for i in comp.instructions if i.opcode == "concatenate"]:
+            merges += _merged_moves(comp, concat, device)
+    return merges
+
+
+def _merged_moves(comp, concat: HloInstruction, device: DeviceDescription
+                  ) -> list[tuple[HloInstruction, HloInstruction]]:
+    """_merge_moves's merge of bare concatenate `concat` of `comp`, in
+    place: (gone, into) for each fusion merged; [] where none is."""
+    users = {id(u): u for u in concat.users}
+    if (len(users) != 1 or not concat.shape.is_array or concat.is_root or
+            not concat.shape.has_default_layout or
+            len({id(o) for o in concat.operands}) != len(concat.operands)):
+        return []
+    (reader,) = users.values()
+    if (reader.opcode != "fusion" or reader.fusion_kind != "kLoop" or
+            not kernel_row_major(reader) or concat.control_predecessors or
+            not all(o.shape.is_array and o.shape.has_default_layout for o in concat.operands)):
+        return []
+    k = next(j for j, o in enumerate(reader.operands) if o is concat)
+    moved = wrapped(concat)
+    pieces = []
+    # The pieces that only move elements and that the concatenate alone
+    # reads, merged in (each merge puts the piece's operands last).
+    while (j := next((j for j, o in enumerate(moved.operands)
+                      if o.opcode == "fusion" and o.parent is comp and not o.is_root and
+                      all(u is concat for u in o.users) and not o.control_predecessors and
+                      moves_elements(o) and kernel_row_major(o) and
+                      reads_each_element_at_most_once(moved, j)), None)) is not None:
+        pieces.append(moved.operands[j])
+        moved = merge_producer(moved, j)
+    if not reads_each_element_at_most_once(reader, k):
+        return []
+    merged = merge_producer(replace(reader, operands=[
+        moved if j == k else o for j, o in enumerate(reader.operands)]), k)
+    merged.parent = comp
+    if comp is not comp.module.entry and _xlas_in_control_flow(merged):
+        return []
+    try:
+        _emit(merged, device)  # kept for the fusion's turn (_emit's memo)
+    except EmitterError:
+        return []
+    gone = {id(i) for i in (concat, reader, *pieces)}
+    for o in reader.operands:
+        o.users = [u for u in o.users if u is not reader]
+    reader.operands = merged.operands
+    reader.called_computations = merged.called_computations
+    reader.attributes = merged.attributes
+    for o in merged.operands:
+        o.users = [u for u in o.users if id(u) not in gone] + [reader]
+    comp.instructions = [i for i in comp.instructions
+                         if i is reader or id(i) not in gone]
+    module = comp.module
+    module.computations.insert(module.computations.index(module.entry),
+                               merged.fused_computation)
+    return [(piece, reader) for piece in pieces]
+
+
 def _result_name(name: str, taken: set[str]) -> str:
     """The name of the get-tuple-element that fusion `name` becomes where a
     merged fusion takes its name: `name.result`, numbered past `taken`."""
@@ -1249,6 +1325,12 @@ def _replace_fusions_in_context(module: HloModule,
         merged.append((len(decisions), into))
         decisions.append(FusionDecision(gone.name, "kLoop", True,
                                         f"merged into {into.name} (siblings)"))
+    # Then bare concatenates into their one reader (after: two siblings
+    # that read one are its one reader then).
+    for gone, into in _merge_moves(module, device):
+        merged.append((len(decisions), into))
+        decisions.append(FusionDecision(gone.name, gone.fusion_kind or "?", True,
+                                        f"merged into {into.name} (with a concatenate)"))
     # The fusions now: the merged producers (their decisions), then those
     # of the computations (the new ones among them).
     fusions = [inst for inst in fusions if id(inst) in consumers] + [

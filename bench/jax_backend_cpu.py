@@ -45,8 +45,9 @@
     3 bytes of stride 4 vectorized), a bf16 layer norm (its mean and
     variance one kernel), a layer norm of 31.2 MiB in all (a row a
     block, its last part row-mapped), a column sum over rows of 500
-    (its first part's blocks a row each) and a dropout (jax.random's
-    threefry lowered as for the GPU, one kernel). Its compile is jax's
+    (its first part's blocks a row each), a dropout (jax.random's
+    threefry lowered as for the GPU, one kernel) and a Laplacian of
+    jnp.rolls (the rolls' slices and concatenates merged into it). Its compile is jax's
     lowering, XLA:CPU's compile for the fusions, ours of the kernels and
     XLA:CPU's again of the module that calls them.
 
@@ -405,8 +406,20 @@ def cases(runs: int) -> list[dict]:
                     # GPU: its 20 rounds one kernel from the key to the
                     # result (3.9-4.7 -> 0.9-1.0 ms; jax.jit 4.7-5.1).
                     ("dropout f32[2048,1024]", _dropout,
-                     lambda k: functools.partial(_dropout, rate=0.1 + k / 100), (key, d))]]
+                     lambda k: functools.partial(_dropout, rate=0.1 + k / 100), (key, d)),
+                    # A Laplacian of jnp.rolls (stop 87): XLA:CPU's slices
+                    # of each minor-axis roll and its copies into their
+                    # concatenates, merged into the stencil (four slice
+                    # kernels, two copies and the stencil before: 1.2-1.6x
+                    # jax.jit's time).
+                    ("Laplacian by rolls f32[1024,1024]", _laplacian_by_rolls,
+                     lambda k: lambda v: _laplacian_by_rolls(v * (1.0 + k)), x)]]
     return [overhead, gelu, loss, *programs]
+
+
+def _laplacian_by_rolls(u):
+    return (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1) + jnp.roll(u, -1, 1)
+            - 4 * u)
 
 
 def _dropout(key_and_x, rate=0.1):

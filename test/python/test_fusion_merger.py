@@ -462,21 +462,30 @@ broadcast {
   p = f32[64] parameter(0)
   ROOT b = f32[64,300] broadcast(p), dimensions={0}
 }
+branched {
+  p = f32[64,300] parameter(0)
+  a = f32[64,300] negate(p)
+  b = f32[64,300] exponential(p)
+  c = f32[64,600] concatenate(a, b), dimensions={1}
+  ROOT s = f32[64,600] multiply(c, c)
+}
 ENTRY main {
   u = f32[64,300] parameter(0)
   v = f32[64] parameter(1)
   t = f32[64,300] fusion(u), kind=kLoop, calls=twice
   s = f32[64,299] fusion(u), kind=kLoop, calls=sliced_twice
+  d = f32[64,600] fusion(u), kind=kLoop, calls=branched
   ROOT b = f32[64,300] fusion(v), kind=kLoop, calls=broadcast
 }
 """
 
 
-@pytest.mark.parametrize("name", ["t", "s", "b"])
+@pytest.mark.parametrize("name", ["t", "s", "b", "d"])
 def test_a_value_moved_and_read_again_is_not_read_at_most_once(name):
     """An element read at its own index and moved (x + reverse(x)), two
-    slices of one value (each element read twice) and a broadcast (each
-    element read for a whole row)."""
+    slices of one value (each element read twice), a broadcast (each
+    element read for a whole row), and two values of each element both
+    concatenated (each element read for two of the result's)."""
     fusion = parse_hlo(_TWICE).entry.instruction(name)
     assert not reads_each_element_at_most_once(fusion, 0)
     assert not moves_elements(fusion)

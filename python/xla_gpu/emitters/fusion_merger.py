@@ -166,27 +166,36 @@ def reads_each_element_at_most_once(consumer: HloInstruction, k: int) -> bool:
     on to the root (a tuple's element) or a reduction's input. A roll
     (jnp.roll: a concatenate of two slices) merged into the stencil that
     reads it, each element of the rolled array computed once."""
+    return _reads_at_indices(consumer, k, moves=True)
+
+
+def _reads_at_indices(consumer: HloInstruction, k: int, moves: bool) -> bool:
+    """reads_at_own_indices (without `moves`) or
+    reads_each_element_at_most_once (with): the walk from operand k's
+    parameter (k once an operand), each value read by elementwise ops of
+    its dimensions (at its own index) and the inputs of reduces, or with
+    `moves` by one injective move (_INJECTIVE_MOVES) alone, where no
+    value before it had two readers (two values of one element, each
+    moved elsewhere, would read it twice)."""
     if sum(o is consumer.operands[k] for o in consumer.operands) != 1:
         return False
     comp = consumer.fused_computation
     (param,) = [p for p in comp.parameters if p.parameter_number == k]
-    seen, todo = set(), [param]
+    seen, todo = set(), [(param, False)]  # a value, whether a value before it branched
     while todo:
-        inst = todo.pop()
+        inst, branched = todo.pop()
         if id(inst) in seen:
             continue
         seen.add(id(inst))
         users = list({id(u): u for u in inst.users}.values())
-        if inst is comp.root or (len(users) == 1 and users[0] is comp.root and
-                                 users[0].opcode == "tuple"):
-            continue
-        if len(users) == 1 and users[0].opcode in _INJECTIVE_MOVES:
+        if moves and len(users) == 1 and users[0].opcode in _INJECTIVE_MOVES:
             user = users[0]
-            if sum(o is inst for o in user.operands) != 1 or (
+            if branched or sum(o is inst for o in user.operands) != 1 or (
                     user.opcode == "pad" and user.operands[0] is not inst):
                 return False
-            todo.append(user)
+            todo.append((user, branched))
             continue
+        branched = branched or len(users) > 1
         for user in users:
             if user.opcode == "reduce":
                 if any(o is inst for o in user.operands[len(user.operands) // 2:]):
@@ -196,7 +205,7 @@ def reads_each_element_at_most_once(consumer: HloInstruction, k: int) -> bool:
                 continue
             if user.opcode not in ELEMENTWISE or user.shape.dims != inst.shape.dims:
                 return False
-            todo.append(user)
+            todo.append((user, branched))
     return True
 
 
@@ -243,27 +252,7 @@ def reads_at_own_indices(consumer: HloInstruction, k: int) -> bool:
     the indices of its elements, by elementwise ops of its dimensions and
     the inputs of reduces (a row's sum and the value beside it: a
     cross-entropy gradient's one-hot), each element a few times."""
-    if sum(o is consumer.operands[k] for o in consumer.operands) != 1:
-        return False
-    comp = consumer.fused_computation
-    (param,) = [p for p in comp.parameters if p.parameter_number == k]
-    dims, seen, todo = param.shape.dims, set(), [param]
-    while todo:
-        inst = todo.pop()
-        if id(inst) in seen:
-            continue
-        seen.add(id(inst))
-        for user in inst.users:
-            if user.opcode == "reduce":
-                if any(o is inst for o in user.operands[len(user.operands) // 2:]):
-                    return False  # read as an init
-                continue
-            if user is comp.root and user.opcode == "tuple":
-                continue
-            if user.opcode not in ELEMENTWISE or user.shape.dims != dims:
-                return False
-            todo.append(user)
-    return True
+    return _reads_at_indices(consumer, k, moves=False)
 
 
 def merge_producer(consumer: HloInstruction, k: int, keep: bool = False) -> HloInstruction:

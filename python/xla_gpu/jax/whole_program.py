@@ -56,9 +56,9 @@ from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_all
                          kernel_row_major)
 from ..emitters.tree_reduction import _before, call_the_originals
 from ..emitters.fusion_merger import (computes_cheaply, is_elementwise_producer, merge_producer,
-                                      moves_elements, reads_each_element_at_most_once, wrapped,
-                                      merge_siblings, reads_at_own_indices,
-                                      reads_each_element_once)
+                                      merge_siblings, moves_elements, reads_at_own_indices,
+                                      reads_each_element_at_most_once, reads_each_element_once,
+                                      wrapped)
 from ..emitters.fusion_analysis import EmitterKind, analyze_fusion, host_short_rows
 from ..emitters.merged_kernel import _function, merge_kernels, same_row_blocks
 from ..emitters.reduction import (host_streamed_rows, host_xla_vectors, keeps_xla_vectors,

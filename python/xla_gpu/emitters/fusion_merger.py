@@ -211,13 +211,14 @@ def _reads_at_indices(consumer: HloInstruction, k: int, moves: bool) -> bool:
 
 def moves_elements(fusion: HloInstruction) -> bool:
     """Whether `fusion` (one array result) only moves its operands'
-    elements (parameters through slices, concatenates, pads, bitcasts,
-    reshapes and reverses: XLA:CPU's `wrapped_slice`), each element
-    written from at most one read."""
+    elements and maps them elementwise: parameters through slices,
+    concatenates, pads, bitcasts, reshapes, reverses and elementwise ops
+    with scalar constants (XLA:CPU's `wrapped_slice`, a bf16 roll's
+    converts of the slices to f32)."""
     comp = fusion.fused_computation
     return (comp is not None and fusion.shape.is_array and comp.root.opcode != "parameter" and
-            all(i.opcode == "parameter" or (i.opcode in _INJECTIVE_MOVES and i.shape.is_array)
-                or (i.opcode == "constant" and not i.shape.dims)  # a pad's value
+            all(i.opcode == "parameter" or (i.opcode == "constant" and not i.shape.dims) or
+                (i.opcode in _INJECTIVE_MOVES | ELEMENTWISE and i.shape.is_array)
                 for i in comp.instructions))
 
 

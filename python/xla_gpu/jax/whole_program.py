@@ -1102,8 +1102,8 @@ def _merge_moves(module: HloModule, device: DeviceDescription
                  ) -> list[tuple[HloInstruction, HloInstruction]]:
     """A bare concatenate of a computation (XLA:CPU fuses none: it copies
     each piece into place) whose one reader is a loop fusion, merged into
-    it with the fusions that only move elements into it (its pieces:
-    XLA:CPU's `wrapped_slice`s) and that it alone reads, where the reader
+    it with the fusions that only move (and map) elements into it (its
+    pieces: XLA:CPU's `wrapped_slice`s) and that it alone reads, where the reader
     reads each of its elements at most once and so do the concatenate and
     those pieces (fusion_merger.reads_each_element_at_most_once): one
     kernel, as XLA:GPU fuses them, instead of the pieces' kernels writing
@@ -1137,8 +1137,9 @@ def _merged_moves(comp, concat: HloInstruction, device: DeviceDescription
     k = next(j for j, o in enumerate(reader.operands) if o is concat)
     moved = wrapped(concat)
     pieces = []
-    # The pieces that only move elements and that the concatenate alone
-    # reads, merged in (each merge puts the piece's operands last).
+    # The pieces that only move (and map) elements and that the
+    # concatenate alone reads, merged in (each merge puts the piece's
+    # operands last).
     while (j := next((j for j, o in enumerate(moved.operands)
                       if o.opcode == "fusion" and o.parent is comp and not o.is_root and
                       all(u is concat for u in o.users) and not o.control_predecessors and

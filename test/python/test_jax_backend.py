@@ -1369,18 +1369,21 @@ def _sin_and_cos_of_a_roll(u):
     return jnp.sin(r) + u, r * jnp.cos(u)
 
 
-@pytest.mark.parametrize("fn, pieces", [(_laplacian_by_rolls, 4), (_sin_and_cos_of_a_roll, 2)])
-def test_jit_merges_a_roll_into_the_stencil_reading_it(fn, pieces):
+@pytest.mark.parametrize("fn, pieces, dtype", [(_laplacian_by_rolls, 4, np.float32),
+                                               (_laplacian_by_rolls, 4, jnp.bfloat16),
+                                               (_sin_and_cos_of_a_roll, 2, np.float32)])
+def test_jit_merges_a_roll_into_the_stencil_reading_it(fn, pieces, dtype):
     # XLA:CPU leaves jnp.roll along the minor axis as two `wrapped_slice`
     # fusions and a bare concatenate of them (a copy of each piece), read
     # by the stencil's fusion: the slices and the concatenate merged into
-    # the stencil, one kernel of u, the results jax.jit's. Two sibling
-    # readers of a roll are one fusion first.
-    u = np.random.default_rng(53).standard_normal((256, 384), np.float32)
+    # the stencil, one kernel of u, the results jax.jit's. In bf16 the
+    # pieces are the slices converted to f32. Two sibling readers of a
+    # roll are one fusion first.
+    u = np.random.default_rng(53).standard_normal((256, 384), np.float32).astype(dtype)
     f = xj.jit(fn)
     for got, want in zip(jax.tree_util.tree_leaves(f(u)),
                          jax.tree_util.tree_leaves(jax.jit(fn)(u))):
-        close(np.asarray(got), np.asarray(want), 1e-6)
+        close(np.asarray(got, np.float32), np.asarray(want, np.float32), 1e-6)
     moved = [d for d in f.decisions() if d.reason.endswith("(with a concatenate)")]
     assert len(moved) == pieces and all(d.ours for d in f.decisions()), f.fusion_report()
     (call,) = _our_calls(f)

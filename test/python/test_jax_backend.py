@@ -1412,6 +1412,25 @@ def test_jit_merges_rolls_in_a_loops_body():
         f._last.executable.executable.hlo_modules()[0].to_string())).instructions)
 
 
+def test_jit_reads_a_concatenate_of_arguments_from_them():
+    # A concatenate of the arguments that its one reader reads twice (at
+    # each element's index and reversed): merged, the reader reads x and
+    # y twice instead of XLA's copy of both, the bits jax.jit's.
+    def read_twice(x, y):
+        c = jnp.concatenate([x, y], 1)
+        return c * 2 + c[:, ::-1]
+
+    r = np.random.default_rng(67)
+    x, y = (r.standard_normal((256, 384), np.float32) for _ in range(2))
+    f = xj.jit(read_twice)
+    np.testing.assert_array_equal(np.asarray(f(x, y)), np.asarray(jax.jit(read_twice)(x, y)))
+    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    assert not any(i.opcode == "concatenate" for i in module.entry.instructions), \
+        module.to_text()
+    (call,) = _our_calls(f)
+    assert [o.opcode for o in call.operands] == ["parameter", "parameter"]
+
+
 def test_jit_keeps_a_concatenate_that_two_fusions_read():
     # Read by two fusions (a loop fusion and a reduction), the
     # concatenate is written once (XLA's copy), nothing merged into

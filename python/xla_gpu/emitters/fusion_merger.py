@@ -209,17 +209,17 @@ def _reads_at_indices(consumer: HloInstruction, k: int, moves: bool) -> bool:
     return True
 
 
-def moves_elements(fusion: HloInstruction) -> bool:
+def moves_elements(fusion: HloInstruction, maps: bool = True) -> bool:
     """Whether `fusion` (one array result) only moves its operands'
-    elements and maps them elementwise: parameters through slices,
-    concatenates, pads, bitcasts, reshapes, reverses and elementwise ops
-    with scalar constants (XLA:CPU's `wrapped_slice`, a bf16 roll's
-    converts of the slices to f32)."""
+    elements and (with `maps`) maps them elementwise: parameters through
+    slices, concatenates, pads, bitcasts, reshapes, reverses and
+    elementwise ops with scalar constants (XLA:CPU's `wrapped_slice`, a
+    bf16 roll's converts of the slices to f32)."""
     comp = fusion.fused_computation
+    ops = _INJECTIVE_MOVES | ELEMENTWISE if maps else _INJECTIVE_MOVES
     return (comp is not None and fusion.shape.is_array and comp.root.opcode != "parameter" and
             all(i.opcode == "parameter" or (i.opcode == "constant" and not i.shape.dims) or
-                (i.opcode in _INJECTIVE_MOVES | ELEMENTWISE and i.shape.is_array)
-                for i in comp.instructions))
+                (i.opcode in ops and i.shape.is_array) for i in comp.instructions))
 
 
 def wrapped(inst: HloInstruction) -> HloInstruction:

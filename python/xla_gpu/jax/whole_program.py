@@ -1104,8 +1104,10 @@ def _merge_moves(module: HloModule, device: DeviceDescription
     each piece into place) whose one reader is a loop fusion, merged into
     it with the fusions that only move (and map) elements into it (its
     pieces: XLA:CPU's `wrapped_slice`s) and that it alone reads, where the reader
-    reads each of its elements at most once and so do the concatenate and
-    those pieces (fusion_merger.reads_each_element_at_most_once): one
+    reads each of its elements at most once (or the concatenate with its
+    pieces computes nothing: only moves elements) and so do the
+    concatenate and those pieces
+    (fusion_merger.reads_each_element_at_most_once): one
     kernel, as XLA:GPU fuses them, instead of the pieces' kernels writing
     them, XLA's copies into the concatenate and the reader reading it. A
     jnp.roll's stencil (u rolled by one each way along both axes,
@@ -1147,7 +1149,9 @@ def _merged_moves(comp, concat: HloInstruction, device: DeviceDescription
                       reads_each_element_at_most_once(moved, j)), None)) is not None:
         pieces.append(moved.operands[j])
         moved = merge_producer(moved, j)
-    if not reads_each_element_at_most_once(reader, k):
+    # (A concatenate of its operands' elements alone, read twice, is read
+    # from them twice instead: its copy saved.)
+    if not (reads_each_element_at_most_once(reader, k) or moves_elements(moved, maps=False)):
         return []
     merged = merge_producer(replace(reader, operands=[
         moved if j == k else o for j, o in enumerate(reader.operands)]), k)

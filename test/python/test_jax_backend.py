@@ -1431,6 +1431,24 @@ def test_jit_reads_a_concatenate_of_arguments_from_them():
     assert [o.opcode for o in call.operands] == ["parameter", "parameter"]
 
 
+@pytest.mark.parametrize("axis, merged", [(1, False), (0, True)])
+def test_jit_merges_a_concatenate_of_many_pieces_along_a_major_axis_alone(axis, merged):
+    # Along the minor axis a vector's lanes pick their pieces by
+    # comparisons each element: a concatenate of more than
+    # MAX_MINOR_PIECES stays XLA's copy; along a major axis a row's one
+    # piece, merged. The results jax.jit's either way.
+    def many(*pieces):
+        return jnp.sin(jnp.concatenate(pieces, axis)) * 2
+
+    r = np.random.default_rng(71)
+    shape = (256, 64) if axis == 1 else (64, 256)
+    pieces = [r.standard_normal(shape, np.float32) for _ in range(16)]
+    f = xj.jit(many)
+    close(np.asarray(f(*pieces)), np.asarray(jax.jit(many)(*pieces)), 1e-6)
+    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    assert any(i.opcode == "concatenate" for i in module.entry.instructions) is not merged
+
+
 def test_jit_keeps_a_concatenate_that_two_fusions_read():
     # Read by two fusions (a loop fusion and a reduction), the
     # concatenate is written once (XLA's copy), nothing merged into

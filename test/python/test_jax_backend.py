@@ -1449,6 +1449,25 @@ def test_jit_merges_a_concatenate_of_many_pieces_along_a_major_axis_alone(axis, 
     assert any(i.opcode == "concatenate" for i in module.entry.instructions) is not merged
 
 
+def test_jit_merges_a_roll_into_each_of_its_readers():
+    # A roll (of its operand's elements alone) read by two fusions, a
+    # loop and an integer reduction: read from u by each instead of XLA's
+    # copy into the concatenate; the bits jax.jit's.
+    def two_readers(v):
+        r = jnp.roll(v, 1, 1)
+        return r * 3 + v, (r * r).sum(1)
+
+    u = np.random.default_rng(73).integers(0, 100, (256, 384)).astype(np.int32)
+    f = xj.jit(two_readers)
+    for got, want in zip(f(u), jax.jit(two_readers)(u)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert sum(d.reason.endswith("(with a concatenate)") for d in f.decisions()) == 2, \
+        f.fusion_report()
+    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    assert not any(i.opcode == "concatenate" for i in module.entry.instructions), \
+        module.to_text()
+
+
 def test_jit_keeps_a_concatenate_that_two_fusions_read():
     # Read by two fusions (a loop fusion and a reduction), the
     # concatenate is written once (XLA's copy), nothing merged into

@@ -1101,15 +1101,16 @@ def _merged_siblings(a: HloInstruction, b: HloInstruction,
 def _merge_moves(module: HloModule, device: DeviceDescription
                  ) -> list[tuple[HloInstruction, HloInstruction]]:
     """A bare concatenate of a computation (XLA:CPU fuses none: it copies
-    each piece into place) whose one reader is a loop fusion, merged into
-    it with the fusions that only move (and map) elements into it (its
-    pieces: XLA:CPU's `wrapped_slice`s) and that it alone reads, where the reader
-    reads each of its elements at most once (or the concatenate with its
-    pieces computes nothing: only moves elements) and so do the
-    concatenate and those pieces
-    (fusion_merger.reads_each_element_at_most_once): one
-    kernel, as XLA:GPU fuses them, instead of the pieces' kernels writing
-    them, XLA's copies into the concatenate and the reader reading it. A
+    each piece into place) whose one reader is a loop or reduction
+    fusion, merged into it with the fusions that only move (and map)
+    elements into it (its pieces: XLA:CPU's `wrapped_slice`s) and that it
+    alone reads, where the reader reads each of its elements at most once
+    (or the concatenate with its pieces computes nothing: only moves
+    elements) and so do the concatenate and those pieces
+    (fusion_merger.reads_each_element_at_most_once): one kernel, as
+    XLA:GPU fuses them, instead of the pieces' kernels writing them,
+    XLA's copies into the concatenate and the reader reading it. One that
+    computes nothing merges into each of several readers too. A
     jnp.roll's stencil (u rolled by one each way along both axes,
     f64[1024,1024]) was four slice kernels, two copies and the stencil's
     kernel, 24 MiB written and read between them. A merge whose kernel our
@@ -1136,19 +1137,18 @@ def _merged_moves(comp, concat: HloInstruction, device: DeviceDescription
                   ) -> list[tuple[HloInstruction, HloInstruction]]:
     """_merge_moves's merge of bare concatenate `concat` of `comp`, in
     place: (gone, into) for each fusion merged; [] where none is."""
-    users = {id(u): u for u in concat.users}
+    readers = list({id(u): u for u in concat.users}.values())
     minor = concat.shape.is_array and concat.dimensions == [concat.shape.rank - 1]
-    if (len(users) != 1 or not concat.shape.is_array or concat.is_root or
-            not concat.shape.has_default_layout or
+    if (not readers or not concat.shape.is_array or concat.is_root or
+            not concat.shape.has_default_layout or concat.control_predecessors or
             (minor and len(concat.operands) > MAX_MINOR_PIECES) or
-            len({id(o) for o in concat.operands}) != len(concat.operands)):
-        return []
-    (reader,) = users.values()
-    if (reader.opcode != "fusion" or reader.fusion_kind != "kLoop" or
-            not kernel_row_major(reader) or concat.control_predecessors or
+            len({id(o) for o in concat.operands}) != len(concat.operands) or
             not all(o.shape.is_array and o.shape.has_default_layout for o in concat.operands)):
         return []
-    k = next(j for j, o in enumerate(reader.operands) if o is concat)
+    if not all(r.opcode == "fusion" and r.fusion_kind in ("kLoop", "kInput") and
+               kernel_row_major(r) and sum(o is concat for o in r.operands) == 1
+               for r in readers):
+        return []
     moved = wrapped(concat)
     pieces = []
     # The pieces that only move (and map) elements and that the
@@ -1161,35 +1161,42 @@ def _merged_moves(comp, concat: HloInstruction, device: DeviceDescription
                       reads_each_element_at_most_once(moved, j)), None)) is not None:
         pieces.append(moved.operands[j])
         moved = merge_producer(moved, j)
-    # (A concatenate of its operands' elements alone, read twice, is read
-    # from them twice instead: its copy saved.)
-    if not (reads_each_element_at_most_once(reader, k) or (
-            moves_elements(moved, maps=False) and
-            not (minor and len(concat.operands) > MAX_MINOR_PIECES_READ_AGAIN))):
+    # A concatenate of its operands' elements alone, read twice or by
+    # several readers, is read from them again instead (its copy saved);
+    # one that computes, by one reader each element at most once.
+    again = moves_elements(moved, maps=False) and not (
+        minor and len(concat.operands) > MAX_MINOR_PIECES_READ_AGAIN)
+    if len(readers) > 1 and not again:
         return []
-    merged = merge_producer(replace(reader, operands=[
-        moved if j == k else o for j, o in enumerate(reader.operands)]), k)
-    merged.parent = comp
-    if comp is not comp.module.entry and _xlas_in_control_flow(merged):
-        return []
-    try:
-        _emit(merged, device)  # kept for the fusion's turn (_emit's memo)
-    except EmitterError:
-        return []
-    gone = {id(i) for i in (concat, reader, *pieces)}
-    for o in reader.operands:
-        o.users = [u for u in o.users if u is not reader]
-    reader.operands = merged.operands
-    reader.called_computations = merged.called_computations
-    reader.attributes = merged.attributes
-    for o in merged.operands:
-        o.users = [u for u in o.users if id(u) not in gone] + [reader]
-    comp.instructions = [i for i in comp.instructions
-                         if i is reader or id(i) not in gone]
+    merges = []
+    for reader in readers:
+        k = next(j for j, o in enumerate(reader.operands) if o is concat)
+        if not (again or reads_each_element_at_most_once(reader, k)):
+            return []
+        merged = merge_producer(replace(reader, operands=[
+            moved if j == k else o for j, o in enumerate(reader.operands)]), k)
+        merged.parent = comp
+        if comp is not comp.module.entry and _xlas_in_control_flow(merged):
+            return []
+        try:
+            _emit(merged, device)  # kept for the fusion's turn (_emit's memo)
+        except EmitterError:
+            return []
+        merges.append((reader, merged))
+    gone = {id(i) for i in (concat, *pieces)}
     module = comp.module
-    module.computations.insert(module.computations.index(module.entry),
-                               merged.fused_computation)
-    return [(piece, reader) for piece in pieces]
+    for reader, merged in merges:
+        for o in reader.operands:
+            o.users = [u for u in o.users if u is not reader]
+        reader.operands = merged.operands
+        reader.called_computations = merged.called_computations
+        reader.attributes = merged.attributes
+        for o in merged.operands:
+            o.users = [u for u in o.users if id(u) not in gone and u is not reader] + [reader]
+        module.computations.insert(module.computations.index(module.entry),
+                                   merged.fused_computation)
+    comp.instructions = [i for i in comp.instructions if id(i) not in gone]
+    return [(piece, readers[0]) for piece in pieces]
 
 
 def _result_name(name: str, taken: set[str]) -> str:

@@ -1061,12 +1061,8 @@ def _merged_siblings(a: HloInstruction, b: HloInstruction,
     computation where `b` was, or None where it would not be ours (our
     emitters refuse it, or it stays XLA's in a loop's body)."""
     merged = merge_siblings(a, b)
-    merged.parent = comp = a.parent
-    if comp is not comp.module.entry and _xlas_in_control_flow(merged):
-        return None
-    try:
-        _emit(merged, device)  # kept for the fusion's turn (_emit's memo)
-    except EmitterError:
+    comp = a.parent
+    if not _would_be_ours(merged, comp, device):
         return None
     module = comp.module
     module.computations.insert(module.computations.index(module.entry),
@@ -1096,6 +1092,22 @@ def _merged_siblings(a: HloInstruction, b: HloInstruction,
         a.name = _result_name(name, {i.name for i in comp.instructions})
     merged.name = name
     return merged
+
+
+def _would_be_ours(merged: HloInstruction, comp, device: DeviceDescription) -> bool:
+    """Whether fusion `merged`, which a merge made for `comp` (in no
+    computation yet; its parent `comp` from now on), would be ours there:
+    not one that stays XLA's in a loop's body (_xlas_in_control_flow), and
+    one our emitters take (its kernel kept for the fusion's turn: _emit's
+    memo)."""
+    merged.parent = comp
+    if comp is not comp.module.entry and _xlas_in_control_flow(merged):
+        return False
+    try:
+        _emit(merged, device)
+    except EmitterError:
+        return False
+    return True
 
 
 def _merge_moves(module: HloModule, device: DeviceDescription
@@ -1175,12 +1187,7 @@ def _merged_moves(comp, concat: HloInstruction, device: DeviceDescription
             return []
         merged = merge_producer(replace(reader, operands=[
             moved if j == k else o for j, o in enumerate(reader.operands)]), k)
-        merged.parent = comp
-        if comp is not comp.module.entry and _xlas_in_control_flow(merged):
-            return []
-        try:
-            _emit(merged, device)  # kept for the fusion's turn (_emit's memo)
-        except EmitterError:
+        if not _would_be_ours(merged, comp, device):
             return []
         merges.append((reader, merged))
     gone = {id(i) for i in (concat, *pieces)}

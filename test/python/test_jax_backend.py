@@ -1096,6 +1096,25 @@ def test_jit_splits_reductions_no_block_can_do_alone(fn, shape, parts):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.sqrt(x.size))
 
 
+def _our_module_text(f) -> str:
+    """The module XLA compiled for xj.jit `f`'s last call, as text."""
+    return f._last.executable.executable.hlo_modules()[0].to_string()
+
+
+def _our_module(f):
+    return parse_hlo(_our_module_text(f))
+
+
+def _our_calls(computation) -> list:
+    return [i for i in computation.instructions if i.opcode == "custom-call"]
+
+
+def _loop_body(module):
+    """The body of `module`'s one while loop (its condition's root is a
+    pred, its body's the loop's state)."""
+    (loop_op,) = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
+    return next(c for c in loop_op.called_computations if c.root.opcode == "tuple")
+
 
 def test_jit_splits_a_long_column_where_the_cpu_target_sums_it_fastest():
     # x.astype(f32).sum(0) over bf16[8192,512]: XLA:GPU's split would leave
@@ -1108,7 +1127,7 @@ def test_jit_splits_a_long_column_where_the_cpu_target_sums_it_fastest():
     fn = lambda v: v.astype(jnp.float32).sum(0)  # noqa: E731
     f = xj.jit(fn)
     out = np.asarray(f(x))
-    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    text = _our_module_text(f)
     assert "f32[16,512]" in text and "f32[128,512]" not in text, text
     want = np.asarray(x, np.float64).sum(0)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5 * np.sqrt(8192))
@@ -1165,7 +1184,7 @@ def test_jit_merges_a_softmax_xla_cuts_into_four_fusions(monkeypatch):
     assert len(decisions) == 4 and all(d.ours for d in decisions), f.fusion_report()
     assert sum(d.reason.startswith("merged into broadcast_multiply_fusion")
                for d in decisions) == 2, f.fusion_report()
-    lines = f._last.executable.executable.hlo_modules()[0].to_string().splitlines()
+    lines = _our_module_text(f).splitlines()
     calls = [line for line in lines if "xla_gpu_cpu_kernel" in line]
     assert len(calls) == 1, calls
     assert len(re.findall(r"f32\[512,1024\]", calls[0].split("custom-call")[0])) == 1, calls[0]
@@ -1305,7 +1324,7 @@ def test_jit_merges_an_optimizers_moments_into_its_update():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-7, atol=1e-9)
     merged = [d for d in f.decisions(p, g, m, v) if d.reason.startswith("merged into ")]
     assert len(merged) == 2 and all(d.ours for d in f.decisions(p, g, m, v)), f.fusion_report()
-    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    text = _our_module_text(f)
     assert text.count("custom_call_target=\"xla_gpu_cpu_kernel\"") == 1
 
 
@@ -1331,7 +1350,7 @@ def test_jit_merges_sibling_loop_fusions():
 
     f = _jit_of_two_arrays(two, (512, 384), 43)
     assert all(d.ours for d in f.decisions()), f.fusion_report()
-    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    text = _our_module_text(f)
     assert text.count('custom_call_target="xla_gpu_cpu_kernel"') == 1
 
 
@@ -1346,22 +1365,14 @@ def test_jit_merges_siblings_in_a_loops_body():
         return jax.lax.fori_loop(0, 3, step, (a, b))
 
     f = _jit_of_two_arrays(loop, (128, 256), 47)
-    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
-    (loop_op,) = [i for c in module.computations for i in c.instructions if i.opcode == "while"]
-    # (its condition's root is a pred, its body's the loop's state)
-    body = next(c for c in loop_op.called_computations if c.root.opcode == "tuple")
-    calls = [i for i in body.instructions if i.opcode == "custom-call"]
+    body = _loop_body(_our_module(f))
+    calls = _our_calls(body)
     assert len(calls) == 1 and calls[0].shape.is_tuple, body.to_text()
 
 
 def _laplacian_by_rolls(u):
     return (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1) + jnp.roll(u, -1, 1)
             - 4 * u)
-
-
-def _our_calls(f, computation_of=lambda module: module.entry) -> list:
-    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
-    return [i for i in computation_of(module).instructions if i.opcode == "custom-call"]
 
 
 def _sin_and_cos_of_a_roll(u):
@@ -1386,7 +1397,7 @@ def test_jit_merges_a_roll_into_the_stencil_reading_it(fn, pieces, dtype):
         close(np.asarray(got, np.float32), np.asarray(want, np.float32), 1e-6)
     moved = [d for d in f.decisions() if d.reason.endswith("(with a concatenate)")]
     assert len(moved) == pieces and all(d.ours for d in f.decisions()), f.fusion_report()
-    (call,) = _our_calls(f)
+    (call,) = _our_calls(_our_module(f).entry)
     assert [o.opcode for o in call.operands] == ["parameter"]
 
 
@@ -1402,14 +1413,9 @@ def test_jit_merges_rolls_in_a_loops_body():
     assert sum(d.reason.endswith("(with a concatenate)") for d in f.decisions()) == 4, \
         f.fusion_report()
 
-    def body(module):
-        (loop_op,) = [i for c in module.computations for i in c.instructions
-                      if i.opcode == "while"]
-        return next(c for c in loop_op.called_computations if c.root.opcode == "tuple")
-
-    assert len(_our_calls(f, body)) == 1
-    assert not any(i.opcode == "concatenate" for i in body(parse_hlo(
-        f._last.executable.executable.hlo_modules()[0].to_string())).instructions)
+    body = _loop_body(_our_module(f))
+    assert len(_our_calls(body)) == 1
+    assert not any(i.opcode == "concatenate" for i in body.instructions), body.to_text()
 
 
 def test_jit_reads_a_concatenate_of_arguments_from_them():
@@ -1424,10 +1430,10 @@ def test_jit_reads_a_concatenate_of_arguments_from_them():
     x, y = (r.standard_normal((256, 384), np.float32) for _ in range(2))
     f = xj.jit(read_twice)
     np.testing.assert_array_equal(np.asarray(f(x, y)), np.asarray(jax.jit(read_twice)(x, y)))
-    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    module = _our_module(f)
     assert not any(i.opcode == "concatenate" for i in module.entry.instructions), \
         module.to_text()
-    (call,) = _our_calls(f)
+    (call,) = _our_calls(module.entry)
     assert [o.opcode for o in call.operands] == ["parameter", "parameter"]
 
 
@@ -1445,7 +1451,7 @@ def test_jit_merges_a_concatenate_of_many_pieces_along_a_major_axis_alone(axis, 
     pieces = [r.standard_normal(shape, np.float32) for _ in range(16)]
     f = xj.jit(many)
     close(np.asarray(f(*pieces)), np.asarray(jax.jit(many)(*pieces)), 1e-6)
-    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    module = _our_module(f)
     assert any(i.opcode == "concatenate" for i in module.entry.instructions) is not merged
 
 
@@ -1463,7 +1469,7 @@ def test_jit_merges_a_roll_into_each_of_its_readers():
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert sum(d.reason.endswith("(with a concatenate)") for d in f.decisions()) == 2, \
         f.fusion_report()
-    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    module = _our_module(f)
     assert not any(i.opcode == "concatenate" for i in module.entry.instructions), \
         module.to_text()
 
@@ -1482,7 +1488,7 @@ def test_jit_keeps_a_concatenate_that_two_fusions_read():
         close(np.asarray(got), np.asarray(want), 1e-5)  # (the sum's order)
     assert not any(d.reason.endswith("(with a concatenate)") for d in f.decisions()), \
         f.fusion_report()
-    module = parse_hlo(f._last.executable.executable.hlo_modules()[0].to_string())
+    module = _our_module(f)
     (concat,) = [i for i in module.entry.instructions if i.opcode == "concatenate"]
     assert len(concat.users) == 2
 
@@ -1502,7 +1508,7 @@ def test_jit_lowers_threefry_as_for_xla_gpu():
     for got, want in zip(f(key), jax.jit(draw)(key)):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert all(d.ours for d in f.decisions()), f.fusion_report()
-    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    text = _our_module_text(f)
     assert " while(" not in text
     assert text.count('custom_call_target="xla_gpu_cpu_kernel"') == 2
     assert " while(" in jax.jit(draw).lower(key).compile().as_text()
@@ -1556,7 +1562,7 @@ def test_jit_fixes_the_layouts_of_our_calls():
     fn = lambda v: jax.scipy.linalg.expm(v * 0.1)
     f = xj.jit(fn)
     np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(jax.jit(fn)(x)))
-    text = f._last.executable.executable.hlo_modules()[0].to_string()
+    text = _our_module_text(f)
     calls = [line for line in text.splitlines() if 'custom_call_target="xla_gpu_cpu_kernel"' in line]
     assert calls and all("operand_layout_constraints=" in line for line in calls)
 

@@ -4,6 +4,8 @@
 sibling fusions merged into one multi-output fusion, and a bare
 concatenate wrapped in a fusion with the slices it reads (a roll)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from mlir import ir
@@ -501,7 +503,6 @@ def test_merged_roll_gives_the_kernels_bits(ctx):
         moved = merge_producer(moved, 0)
     assert [o.name for o in moved.operands] == ["u"]
     stencil = entry.instruction("o")
-    import dataclasses
     merged = merge_producer(dataclasses.replace(stencil, operands=[stencil.operands[0], moved]), 1)
     assert [o.name for o in merged.operands] == ["u"]
     ops = [i.opcode for i in merged.fused_computation.instructions]

@@ -292,10 +292,22 @@ def _loop_state_of(inst: HloInstruction, operand: HloInstruction) -> list | None
 
 # The most bits of a side value (tree_reduction._side_value) a split
 # writes for the parts after it: 16 where it goes through memory (an f32
-# exp written and read back cost more than computing it again), 32 where
+# exp written and read back cost more than computing it again), 64 where
 # the parts that read it run with its writer as one kernel, whose blocks
-# keep their rows' values themselves (_keep_sides_in_blocks).
-NARROW_SIDE_BITS, BLOCK_SIDE_BITS = 16, 32
+# keep their rows' values themselves (_keep_sides_in_blocks): 32 until
+# stop 88, when an f64 softmax's exp stayed in the blocks too (0.80-0.92x
+# the time of computing it again, through xla_gpu.jax.jit).
+NARROW_SIDE_BITS, BLOCK_SIDE_BITS = 16, 64
+# The most bytes of side values and last results together that a split
+# keeps the sides in blocks for: XLA allocates a block-local result's
+# whole buffer all the same (no kernel writes it), and past glibc's
+# largest mmap threshold (32 MiB) the program's buffers were mapped
+# afresh and faulted on each call: an f64 softmax over [4096,1000] (a
+# 31.25 MiB exp and as much output) faulted 1100-2600 pages a call, 0.9-
+# 2.6x the time of computing the exp again (0-320 pages), where
+# softmax(x).max(-1) of the same (the exp, 32 KiB out) faulted none and
+# ran 0.74x, a softmax over [2048,1024] (16 + 16 MiB) 0.88x.
+MAX_BLOCK_SIDE_BYTES = 32 << 20
 # A result argument's attribute (-xla-gpu-lower-kernel-to-cpu): the bytes
 # of it each block writes and reads back alone, at its own offset.
 BLOCK_LOCAL_ATTR = "xla.block_local_bytes"
@@ -334,13 +346,19 @@ def _wide_sides(part: HloInstruction) -> tuple[Shape, list[Shape]]:
 
 def _wide_side_before_a_loop(fusions) -> bool:
     """Whether a part writing a side value wider than NARROW_SIDE_BITS has
-    a loop fusion after it: a reduction's kernel and a loop kernel never
-    run the same row blocks, so the side cannot stay in blocks
-    (_sides_stay_in_blocks), and the parts of such sides need not be
-    emitted (a softmax's f32 exp: its fusion's emission over
-    f32[1024,4096] 21-29 -> 17-22 ms, six compiles a side)."""
-    return any(_wide_sides(part)[1] and any(analyze_fusion(f).kind != EmitterKind.REDUCTION
-                                            for f in fusions[w + 1:])
+    a loop fusion after it that will not be row-mapped (a last part that
+    _row_mappable takes is a reduction's kernel then): a reduction's
+    kernel and a loop kernel never run the same row blocks, so the side
+    cannot stay in blocks (_sides_stay_in_blocks), and the parts of such
+    sides need not be emitted (a softmax's f32 exp over f32[1024,4096],
+    rows streamed: its fusion's emission 21-29 -> 17-22 ms, six compiles
+    a side)."""
+    loops = [f for f in fusions if analyze_fusion(f).kind != EmitterKind.REDUCTION]
+    rows_part = next((f for f in fusions if f not in loops), None)
+    if loops and loops[-1] is fusions[-1] and rows_part is not None and \
+            _row_mappable(fusions[-1], rows_part):
+        loops.pop()
+    return any(_wide_sides(part)[1] and any(f in loops for f in fusions[w + 1:])
                for w, part in enumerate(fusions))
 
 
@@ -362,12 +380,24 @@ def _rows_apart_by_vectors(fusions, kernels) -> bool:
                for (_, a), (_, b) in zip(rows, rows[1:]))
 
 
-def _sides_stay_in_blocks(fusions, kernels) -> bool:
+def _sides_stay_in_blocks(fusions, kernels, device: DeviceDescription) -> bool:
     """Whether each side value wider than NARROW_SIDE_BITS is written by a
     part whose kernel runs the same row blocks as every kernel after it
     (merged_kernel.same_row_blocks), each block its own rows
     (_block_bytes): merged with them, it stays in its blocks
-    (_keep_sides_in_blocks)."""
+    (_keep_sides_in_blocks). A last part that is a loop fusion counts as
+    _merge_row_parts will merge it: row-mapped, where it can be."""
+    rows_part = next((f for f in fusions if analyze_fusion(f).kind == EmitterKind.REDUCTION), None)
+    if rows_part is not None and any(_wide_sides(part)[1] for part in fusions[:-1]) and \
+            analyze_fusion(fusions[-1]).kind == EmitterKind.LOOP and \
+            (mapped := _row_mapped(fusions[-1], rows_part, device)) is not None:
+        kernels = [*kernels[:-1], mapped[1]]
+    def nbytes(shapes) -> int:
+        return sum(s.num_elements * s.element_type.bits // 8 for s in shapes)
+
+    sides = [side for part in fusions for side in _wide_sides(part)[1]]
+    if sides and nbytes(sides) + nbytes(fusions[-1].shape.leaves()) > MAX_BLOCK_SIDE_BYTES:
+        return False
     for w, part in enumerate(fusions):
         rows, wide = _wide_sides(part)
         for side in wide:
@@ -449,7 +479,7 @@ def _split_reduction(inst: HloInstruction,
     moved = _bytes_moved(inst), _narrowest_input_bits(inst)
     with host_streamed_rows(*moved):
         got = _emitted_parts(inst, device, BLOCK_SIDE_BITS)
-        if got is None or not _sides_stay_in_blocks(*got[1:]):
+        if got is None or not _sides_stay_in_blocks(*got[1:], device):
             got = _emitted_parts(inst, device, NARROW_SIDE_BITS)
     if got is None:
         return []
@@ -630,6 +660,39 @@ MAX_COSTLY_ROW = 64
 STREAMED_ROW_MAPPED_ROWS = range(257, 1025)
 
 
+def _row_mappable(part: HloInstruction, rows_part: HloInstruction) -> HloInstruction | None:
+    """The reduce of `rows_part` where _row_mapped would map `part` over its
+    rows (but for an error of the emitters'); else None."""
+    reduces = [i for i in rows_part.fused_computation.instructions if i.opcode == "reduce"]
+    if (part.opcode != "fusion" or part.shape.is_tuple or len(reduces) != 1 or
+            analyze_fusion(part).kind != EmitterKind.LOOP):
+        return None
+    (reduce,) = reduces
+    rows = reduce.operands[0].shape
+    ty = part.shape.element_type
+    if (part.shape.dims != rows.dims or not part.shape.has_default_layout or
+            not rows.has_default_layout or
+            ty.bits not in ((32, 64) if _reads_a_wide_side(part) else (32,)) or
+            not (ty.is_float or ty.is_integer)):
+        return None
+    row = math.prod(rows.dims[d] for d in reduce.dimensions)
+    if streams_program_rows(row) and row not in STREAMED_ROW_MAPPED_ROWS:
+        return None
+    if row <= MAX_COSTLY_ROW and any(i.opcode in COSTLY_OPS and i.shape.dims == rows.dims
+                                     for i in part.fused_computation.instructions):
+        return None
+    return reduce
+
+
+def _reads_a_wide_side(part: HloInstruction) -> bool:
+    """Whether `part` reads a side value wider than NARROW_SIDE_BITS that an
+    earlier part of its split writes (an element past the first of a
+    part's tuple, of `part`'s shape)."""
+    return any(o.opcode == "get-tuple-element" and o.attr("index") > 0 and
+               o.shape.dims == part.shape.dims and o.shape.element_type.bits > NARROW_SIDE_BITS
+               for o in part.operands)
+
+
 def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
                 device: DeviceDescription) -> tuple[HloInstruction, object] | None:
     """`part`, a loop fusion of one output of the shape of the rows that
@@ -653,25 +716,15 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
     costs the same either way and the rows are read again from the
     core's caches: softmax over f32[1024,4096] 0.75x the time, the
     cross-entropy's gradient over f32[4096,1000] 0.79-0.82x, rows of 72
-    to 4096 0.77-1.03x (A/B in one process, bits the same)."""
-    reduces = [i for i in rows_part.fused_computation.instructions if i.opcode == "reduce"]
-    if (part.opcode != "fusion" or part.shape.is_tuple or len(reduces) != 1 or
-            analyze_fusion(part).kind != EmitterKind.LOOP):
+    to 4096 0.77-1.03x (A/B in one process, bits the same). 64-bit
+    results too where the part reads a wide side value (_reads_a_wide_side:
+    an f64 softmax's exp, kept in the blocks then)."""
+    reduce = _row_mappable(part, rows_part)
+    if reduce is None:
         return None
-    (reduce,) = reduces
     rows = reduce.operands[0].shape
     ty = part.shape.element_type
-    if (part.shape.dims != rows.dims or not part.shape.has_default_layout or
-            not rows.has_default_layout or ty.bits != 32 or
-            not (ty.is_float or ty.is_integer)):
-        return None
     comp = part.fused_computation
-    row = math.prod(rows.dims[d] for d in reduce.dimensions)
-    if streams_program_rows(row) and row not in STREAMED_ROW_MAPPED_ROWS:
-        return None
-    if row <= MAX_COSTLY_ROW and any(i.opcode in COSTLY_OPS and i.shape.dims == rows.dims
-                                     for i in comp.instructions):
-        return None
     kept = Shape(ty, tuple(n for d, n in enumerate(rows.dims)
                            if d not in reduce.dimensions)).to_text(layout=False)
     out = part.shape.to_text(layout=False)

@@ -1174,9 +1174,9 @@ def test_jit_merges_a_softmax_xla_cuts_into_four_fusions(monkeypatch):
     # merged into one row program (_merge_row_programs), whose max, sum
     # and last part (row-mapped) run as one kernel -- x read, the result
     # written, the exp kept in each block's storage between (its result
-    # block-local: XLA's buffer for it is never written). 1024x4096: 3.2
-    # -> 1.6 ms as two kernels (jax.jit 1.9), 1.0-1.2 as one (computing
-    # the exp again; rows of 4096 still do).
+    # block-local: a buffer of no element for XLA). 1024x4096: 3.2 -> 1.6
+    # ms as two kernels (jax.jit 1.9), 1.0-1.2 as one (computing the exp
+    # again; rows of 4096 still do).
     monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
     x = np.random.default_rng(8).standard_normal((512, 1024), np.float32)
     f = xj.jit(jax.nn.softmax)
@@ -1189,7 +1189,7 @@ def test_jit_merges_a_softmax_xla_cuts_into_four_fusions(monkeypatch):
     lines = _our_module_text(f).splitlines()
     calls = [line for line in lines if "xla_gpu_cpu_kernel" in line]
     assert len(calls) == 1, calls
-    assert len(re.findall(r"f32\[512,1024\]", calls[0].split("custom-call")[0])) == 2, calls[0]
+    assert len(re.findall(r"f32\[512,1024\]", calls[0].split("custom-call")[0])) == 1, calls[0]
     assert re.findall(r"xla\.block_local_bytes = \d+", calls[0]) == [
         "xla.block_local_bytes = 16384"], calls[0]
 
@@ -1669,11 +1669,8 @@ def test_jit_computes_a_take_along_axis_gradient_as_a_one_hot(dtype, weighted):
                                atol=1e-7)
     decisions = f.decisions(logits, labels, w)
     assert sum("(as a one-hot)" in d.reason for d in decisions) == 2, f.fusion_report()
-    # Of [R, C] only the softmax's exp, kept in the kernel's blocks: XLA
-    # allocates its buffer (block-local: never written), no one-hot's.
-    assert len(re.findall(r"xla\.block_local_bytes = \d+", _our_module_text(f))) <= 1
     stats = f._last.executable.executable.get_compiled_memory_stats()
-    assert stats.temp_size_in_bytes < 1024 * 1000 * 4 * 3 // 2
+    assert stats.temp_size_in_bytes < 1024 * 1000 * 4 // 2
 
 
 def test_jit_merges_a_floor_remainder_into_one_kernel():

@@ -22,10 +22,16 @@ from mlir import ir
 
 from ..hlo import Shape
 
-__all__ = ["BLOCK_ORDER_ATTR", "LAUNCH_DIMS_ATTR", "EmittedKernel", "LaunchDimensions",
-           "launch_dims_of"]
+__all__ = ["BLOCK_LOCAL_ATTR", "BLOCK_LOCAL_DIMS", "BLOCK_ORDER_ATTR", "LAUNCH_DIMS_ATTR",
+           "EmittedKernel", "LaunchDimensions", "block_local_arguments", "launch_dims_of"]
 
 LAUNCH_DIMS_ATTR = "xla.launch_dims"
+# A result argument's attribute (-xla-gpu-lower-kernel-to-cpu): the bytes
+# of it each block writes and reads back alone, at its own offset, kept in
+# the block's storage on the CPU target -- the argument's memory is never
+# touched. Callers pass a buffer of BLOCK_LOCAL_DIMS (no element) for it.
+BLOCK_LOCAL_ATTR = "xla.block_local_bytes"
+BLOCK_LOCAL_DIMS = (0,)
 # The order the CPU target runs the blocks in (EmitterBase.block_order):
 # `xla.block_order = {tiles = array<i64: ...>, order = array<i64: ...>}`.
 BLOCK_ORDER_ATTR = "xla.block_order"
@@ -81,6 +87,15 @@ def launch_dims_of(func_op: ir.Operation) -> LaunchDimensions | None:
     if LAUNCH_DIMS_ATTR not in func_op.attributes:
         return None
     return LaunchDimensions.from_attribute(func_op.attributes[LAUNCH_DIMS_ATTR])
+
+
+def block_local_arguments(func_op) -> set[int]:
+    """The positions of an entry function's arguments marked
+    BLOCK_LOCAL_ATTR."""
+    if "arg_attrs" not in func_op.attributes:
+        return set()
+    return {i for i, attrs in enumerate(ir.ArrayAttr(func_op.attributes["arg_attrs"]))
+            if BLOCK_LOCAL_ATTR in ir.DictAttr(attrs)}
 
 
 @dataclass(eq=False)

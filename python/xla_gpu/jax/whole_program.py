@@ -46,7 +46,7 @@ from mlir import ir
 from ..context import new_context
 from ..emitters import EmitterError, emit_kernel, shareable_operands
 from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
-from ..emitters.kernel import EmittedKernel
+from ..emitters.kernel import BLOCK_LOCAL_ATTR, BLOCK_LOCAL_DIMS, EmittedKernel
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.parser import HloParseError
 from ..hlo.module import Attribute, Literal
@@ -65,7 +65,7 @@ from ..emitters.reduction import (host_streamed_rows, host_xla_vectors, keeps_xl
                                   streamed_program, streams_program_rows)
 from ..emitters.tree_reduction import COSTLY_OPS, split_reduction
 from ..hlo.opcodes import ELEMENTWISE
-from ..hlo.shape import Shape
+from ..hlo.shape import Layout, Shape
 from .kernel_call import KernelCall, prepare
 
 __all__ = ["FusionDecision", "jit"]
@@ -298,20 +298,6 @@ def _loop_state_of(inst: HloInstruction, operand: HloInstruction) -> list | None
 # stop 88, when an f64 softmax's exp stayed in the blocks too (0.80-0.92x
 # the time of computing it again, through xla_gpu.jax.jit).
 NARROW_SIDE_BITS, BLOCK_SIDE_BITS = 16, 64
-# The most bytes of side values and last results together that a split
-# keeps the sides in blocks for: XLA allocates a block-local result's
-# whole buffer all the same (no kernel writes it), and past glibc's
-# largest mmap threshold (32 MiB) the program's buffers were mapped
-# afresh and faulted on each call: an f64 softmax over [4096,1000] (a
-# 31.25 MiB exp and as much output) faulted 1100-2600 pages a call, 0.9-
-# 2.6x the time of computing the exp again (0-320 pages), where
-# softmax(x).max(-1) of the same (the exp, 32 KiB out) faulted none and
-# ran 0.74x, a softmax over [2048,1024] (16 + 16 MiB) 0.88x.
-MAX_BLOCK_SIDE_BYTES = 32 << 20
-# A result argument's attribute (-xla-gpu-lower-kernel-to-cpu): the bytes
-# of it each block writes and reads back alone, at its own offset.
-BLOCK_LOCAL_ATTR = "xla.block_local_bytes"
-
 
 def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: int):
     """split_reduction's parts of `inst` (side values of `side_bits` or
@@ -392,12 +378,6 @@ def _sides_stay_in_blocks(fusions, kernels, device: DeviceDescription) -> bool:
             analyze_fusion(fusions[-1]).kind == EmitterKind.LOOP and \
             (mapped := _row_mapped(fusions[-1], rows_part, device)) is not None:
         kernels = [*kernels[:-1], mapped[1]]
-    def nbytes(shapes) -> int:
-        return sum(s.num_elements * s.element_type.bits // 8 for s in shapes)
-
-    sides = [side for part in fusions for side in _wide_sides(part)[1]]
-    if sides and nbytes(sides) + nbytes(fusions[-1].shape.leaves()) > MAX_BLOCK_SIDE_BYTES:
-        return False
     for w, part in enumerate(fusions):
         rows, wide = _wide_sides(part)
         for side in wide:
@@ -434,14 +414,18 @@ def _block_bytes(kernel, side: Shape, rows: Shape) -> int | None:
 
 
 def _keep_sides_in_blocks(group: list[tuple[HloInstruction, object]], merged,
-                          outputs: dict[int, int]) -> None:
+                          outputs: dict[int, int]) -> list[int]:
     """Marks each side value of the merged kernel's parts that only later
     parts of it read, and that each block writes at its own rows
     (_block_bytes), as the block's own (the entry's result argument's
     xla.block_local_bytes): the CPU target keeps a block's values in its
     storage, the L1, not in memory (a softmax's f32 exp, written once and
     read back, instead of computed again; through memory, 16 MiB written
-    back a call, it cost more than the exps)."""
+    back a call, it cost more than the exps). Such a result is one of
+    BLOCK_LOCAL_DIMS, no element, for its callers (XLA allocated the whole
+    value until stop 88, never written); which results of `merged` they
+    are is returned."""
+    local = []
     members = {id(p) for p, _ in group} | {id(_ROW_MAPPED_FROM[p]) for p, _ in group
                                             if p in _ROW_MAPPED_FROM}
     entry = _function(merged.module.body, merged.entry)
@@ -465,6 +449,14 @@ def _keep_sides_in_blocks(group: list[tuple[HloInstruction, object]], merged,
                 values[BLOCK_LOCAL_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), size)
                 attrs[at] = ir.DictAttr.get(values)
                 entry.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+            local.append(outputs[id(g)])
+            merged.results[outputs[id(g)]] = _block_local_shape(g.shape)
+    return local
+
+
+def _block_local_shape(shape: Shape) -> Shape:
+    """The shape callers give a block-local result of `shape`'s elements."""
+    return Shape(shape.element_type, BLOCK_LOCAL_DIMS, Layout(tuple(range(len(BLOCK_LOCAL_DIMS)))))
 
 
 def _split_reduction(inst: HloInstruction,
@@ -585,8 +577,16 @@ def _merge_row_parts(parts: list[tuple[HloInstruction, object]],
 
     def flush():
         if len(group) > 1:
-            _keep_sides_in_blocks(group, merged, outputs)
-            out.append((_as_tuple_of([p for p, _ in group], inputs), merged))
+            local = _keep_sides_in_blocks(group, merged, outputs)
+            tuple_of = _as_tuple_of([p for p, _ in group], inputs)
+            leaves = list(tuple_of.shape.tuple_shapes)
+            for k in local:
+                leaves[k] = _block_local_shape(leaves[k])
+            tuple_of.shape = Shape(tuple_shapes=tuple(leaves))
+            for g in tuple_of.users:  # a block-local result's, read by none
+                if g.attr("index") in local:
+                    g.shape = leaves[g.attr("index")]
+            out.append((tuple_of, merged))
         else:
             out.extend(group)
 

@@ -36,7 +36,8 @@ import xla_gpu  # noqa: F401  (registers the dialect and the passes)
 
 from .. import _capi, pipelines
 from ..emitters.device import DeviceDescription
-from ..emitters.kernel import LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions, launch_dims_of
+from ..emitters.kernel import (BLOCK_LOCAL_DIMS, LAUNCH_DIMS_ATTR, EmittedKernel, LaunchDimensions,
+                              block_local_arguments, launch_dims_of)
 from ..hlo.types import BY_MLIR, ELEMENT_TYPES
 from .host_code import (HostCode, HostCompile, JitError, cached_object, compile_object,
                         has_512_bit_vectors, store_object)
@@ -324,10 +325,13 @@ def _signature(module: ir.Module, entry: str | None
                ) -> tuple[str, list[_Param], int, LaunchDimensions]:
     """The entry's name, tensor parameters, number of results and grid.
     Records the grid on the function (`xla.launch_dims`): optimization may
-    delete an unused thread id, but its threads still run."""
+    delete an unused thread id, but its threads still run. A block-local
+    argument (BLOCK_LOCAL_ATTR: its memory never touched) takes a buffer
+    of BLOCK_LOCAL_DIMS."""
     func = _entry_function(module, entry)
     name = ir.StringAttr(func.attributes["sym_name"]).value
     ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    local = block_local_arguments(func)
     params = []
     for i, t in enumerate(ftype.inputs):
         if not isinstance(t, ir.RankedTensorType):
@@ -339,7 +343,8 @@ def _signature(module: ir.Module, entry: str | None
             raise KernelArgumentError(f"parameter {i} of @{name} has type {t}, which the "
                                       "CPU runner does not support")
         packed = int(elt[1:]) if elt in ("i2", "i4") else 0
-        params.append(_Param(tuple(rt.shape), _MLIR_TO_DTYPE[elt], str(t), packed))
+        shape = BLOCK_LOCAL_DIMS if i in local else tuple(rt.shape)
+        params.append(_Param(shape, _MLIR_TO_DTYPE[elt], str(t), packed))
     launch = _launch_dims(func)
     func.attributes[LAUNCH_DIMS_ATTR] = launch.to_attribute()
     return name, params, len(ftype.results), launch

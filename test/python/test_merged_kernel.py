@@ -241,6 +241,35 @@ def test_jit_keeps_a_softmaxs_exp_in_its_blocks_for_its_last_part(monkeypatch):
         np.testing.assert_allclose(out, want, rtol=tolerance, atol=0)
 
 
+def test_jit_keeps_a_bf16_softmaxs_exp_in_its_blocks(monkeypatch):
+    """A bf16 softmax (a ViT's attention scores, rows of 197; rows of 256):
+    the f32 exp stays in the blocks and the last part, writing bf16,
+    is row-mapped into the one kernel, rows of up to
+    MAX_16_BIT_ROW_MAPPED_ROW (longer ones ran slower so: two kernels).
+    The bits of the exp computed again by a kernel apart. The row-mapped
+    part's kept reduce is written by no lane (_drop_kept_inserts): the
+    kernel's only predicated inserts are the max's and the sum's."""
+    import re
+    import jax
+    import ml_dtypes
+    from xla_gpu.jax import whole_program
+    for shape in ((4, 12, 197, 197), (64, 64, 256), (512, 2048)):
+        x = np.random.default_rng(7).standard_normal(shape).astype(ml_dtypes.bfloat16)
+        out, text = _jit_text(jax.nn.softmax, x)
+        calls = [line for line in text.splitlines() if "custom-call(" in line]
+        short = shape[-1] <= whole_program.MAX_16_BIT_ROW_MAPPED_ROW
+        assert len(calls) == (1 if short else 2), (shape, calls)
+        assert ("block_local" in text) == short
+        if short:
+            kernel = re.sub(r"\\([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), text)
+            assert kernel.count("xla_gpu.predicated_insert") == 2, shape
+        with monkeypatch.context() as m:
+            m.setattr(whole_program, "MAX_16_BIT_ROW_MAPPED_ROW", 0)
+            again, text = _jit_text(jax.nn.softmax, x)
+        assert "block_local" not in text
+        np.testing.assert_array_equal(out.view(np.uint16), again.view(np.uint16))
+
+
 def test_jit_gives_a_block_local_result_no_memory():
     """softmax(x).max(-1) over f32[4096,1000]: the exp its kernel's blocks
     keep is a result of no element for XLA (BLOCK_LOCAL_DIMS), which so
@@ -289,8 +318,10 @@ def test_jit_merges_a_part_that_writes_a_side_value(monkeypatch):
     from xla_gpu.jax import whole_program
     # (Over fewer rows XLA:CPU fuses the program otherwise.) The exp is
     # rounded where XLA allows no excess precision; with it, it is read
-    # unrounded and computed again.
+    # unrounded and computed again. Where the last part is not row-mapped
+    # (see test_jit_keeps_a_bf16_softmaxs_exp_in_its_blocks).
     monkeypatch.setattr(whole_program, "excess_precision_allowed", lambda: False)
+    monkeypatch.setattr(whole_program, "MAX_16_BIT_ROW_MAPPED_ROW", 0)
     x = jnp.asarray(np.random.default_rng(2).standard_normal((64, 64, 256)), jnp.bfloat16)
     out, decision, calls = _jit(jax.nn.softmax, x)
     assert decision.reason.startswith("as 2 kernels "), decision

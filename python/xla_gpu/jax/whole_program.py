@@ -639,6 +639,15 @@ _ROW_MAPPED_FROM: "weakref.WeakKeyDictionary[HloInstruction, HloInstruction]" = 
     weakref.WeakKeyDictionary()
 
 
+# The longest rows (elements reduced) whose row-mapped part writes 16-bit
+# elements (where it reads a wide side value: a bf16 softmax's f32 exp,
+# kept in the blocks). Through xla_gpu.jax.jit, A/B in one process (one
+# kernel / the exp computed again by a loop kernel apart), bits the same:
+# bf16 softmax over rows of 128 0.78x, 197 0.79x (a ViT's attention
+# scores, [4,12,197,197], 0.80x), 256 0.61x, 300 0.64x, 512 0.79x, 768
+# 0.81x, 1000 and 1024 1.04-1.05x; longer rows slower (1536 1.03x, 2000
+# 1.18x, 2048 1.14x, 4096 1.20x).
+MAX_16_BIT_ROW_MAPPED_ROW = 1024
 # The longest rows (elements reduced) whose row-mapped part may not
 # compute a costly op an element (see _row_mapped).
 MAX_COSTLY_ROW = 64
@@ -670,12 +679,14 @@ def _row_mappable(part: HloInstruction, rows_part: HloInstruction) -> HloInstruc
     (reduce,) = reduces
     rows = reduce.operands[0].shape
     ty = part.shape.element_type
+    row = math.prod(rows.dims[d] for d in reduce.dimensions)
+    bits = (32,)
+    if _reads_a_wide_side(part):
+        bits = (16, 32, 64) if row <= MAX_16_BIT_ROW_MAPPED_ROW else (32, 64)
     if (part.shape.dims != rows.dims or not part.shape.has_default_layout or
-            not rows.has_default_layout or
-            ty.bits not in ((32, 64) if _reads_a_wide_side(part) else (32,)) or
+            not rows.has_default_layout or ty.bits not in bits or
             not (ty.is_float or ty.is_integer)):
         return None
-    row = math.prod(rows.dims[d] for d in reduce.dimensions)
     if streams_program_rows(row) and row not in STREAMED_ROW_MAPPED_ROWS:
         return None
     if row <= MAX_COSTLY_ROW and any(i.opcode in COSTLY_OPS and i.shape.dims == rows.dims
@@ -703,7 +714,8 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
     last part then reads x again from the caches of the core that reduced
     it: f32[4096,1000] 0.86-0.88x the time apart). The reduce's reducer
     keeps its accumulator (max(a, a): each row's result is the init, 0),
-    so that no code is left of it: with a row max, each lane kept one in
+    so that no code is left of it, and its result is written nowhere
+    (_drop_kept_inserts): with a row max, each lane kept one in
     memory, loaded and stored every step (a layer norm over f32[1024,1024]
     through xla_gpu.jax.jit 0.90x the time without, the cross-entropy over
     f32[2048,320] 0.92x; A/B in one process). None where
@@ -718,7 +730,8 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
     cross-entropy's gradient over f32[4096,1000] 0.79-0.82x, rows of 72
     to 4096 0.77-1.03x (A/B in one process, bits the same). 64-bit
     results too where the part reads a wide side value (_reads_a_wide_side:
-    an f64 softmax's exp, kept in the blocks then)."""
+    an f64 softmax's exp, kept in the blocks then), and 16-bit ones over
+    rows of up to MAX_16_BIT_ROW_MAPPED_ROW (a bf16 softmax's)."""
     reduce = _row_mappable(part, rows_part)
     if reduce is None:
         return None
@@ -750,10 +763,40 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
         mapped = parse_hlo(text, source=f"<{name}>").entry.root
         mapped.operands = list(part.operands)
         kernel = _emit(mapped, device)
+        _drop_kept_inserts(kernel)
     except (EmitterError, HloParseError):
         return None
     _ROW_MAPPED_FROM[mapped] = part
     return mapped, kernel
+
+
+def _drop_kept_inserts(kernel: EmittedKernel) -> None:
+    """Drops the predicated inserts of row-mapped `kernel`'s last result,
+    the kept reduce that nothing reads (its values are then whatever the
+    buffer held): lane 0 of each row wrote it, and the CPU target ran that
+    lane apart from the others, whose loop LLVM vectorized 4 wide with 7
+    lanes scalar (a bf16 softmax's last phase over rows of 256: its one
+    kernel 1.15x the time of two; without the inserts 0.61x). A/B in one
+    process, f32: a softmax and a layer norm over [8192,256] 0.89x and
+    0.67x, the rest of 11 programs 0.95-1.02x (noise), bits the same."""
+    inserts = []
+
+    def visit(op):
+        if op.name == "xla_gpu.predicated_insert":
+            inserts.append(op)
+        return ir.WalkResult.ADVANCE
+
+    with kernel.module.context:
+        kernel.module.operation.walk(visit)
+        for op in inserts:
+            uses = list(op.result.uses)
+            if len(uses) != 1 or uses[0].owner.name != "func.return":
+                continue
+            ret = uses[0].owner
+            if uses[0].operand_number != len(ret.operands) - 1:
+                continue
+            op.result.replace_all_uses_with(op.operands[2])
+            op.erase()
 
 
 def _as_tuple_of(parts: list[HloInstruction],

@@ -299,6 +299,7 @@ def _loop_state_of(inst: HloInstruction, operand: HloInstruction) -> list | None
 # the time of computing it again, through xla_gpu.jax.jit).
 NARROW_SIDE_BITS, BLOCK_SIDE_BITS = 16, 64
 
+
 def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: int):
     """split_reduction's parts of `inst` (side values of `side_bits` or
     less), its fusions and their kernels; None where it has none, a part
@@ -738,8 +739,8 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
     rows = reduce.operands[0].shape
     ty = part.shape.element_type
     comp = part.fused_computation
-    kept = Shape(ty, tuple(n for d, n in enumerate(rows.dims)
-                           if d not in reduce.dimensions)).to_text(layout=False)
+    kept_shape = Shape(ty, tuple(n for d, n in enumerate(rows.dims) if d not in reduce.dimensions))
+    kept = kept_shape.to_text(layout=False)
     out = part.shape.to_text(layout=False)
     name = f"{part.name}.rows"
     lines = [i.to_text().removeprefix("ROOT ") for i in comp.instructions]
@@ -763,22 +764,23 @@ def _row_mapped(part: HloInstruction, rows_part: HloInstruction,
         mapped = parse_hlo(text, source=f"<{name}>").entry.root
         mapped.operands = list(part.operands)
         kernel = _emit(mapped, device)
-        _drop_kept_inserts(kernel)
+        _drop_kept_inserts(kernel, kept_shape.dims)
     except (EmitterError, HloParseError):
         return None
     _ROW_MAPPED_FROM[mapped] = part
     return mapped, kernel
 
 
-def _drop_kept_inserts(kernel: EmittedKernel) -> None:
-    """Drops the predicated inserts of row-mapped `kernel`'s last result,
-    the kept reduce that nothing reads (its values are then whatever the
-    buffer held): lane 0 of each row wrote it, and the CPU target ran that
-    lane apart from the others, whose loop LLVM vectorized 4 wide with 7
-    lanes scalar (a bf16 softmax's last phase over rows of 256: its one
-    kernel 1.15x the time of two; without the inserts 0.61x). A/B in one
-    process, f32: a softmax and a layer norm over [8192,256] 0.89x and
-    0.67x, the rest of 11 programs 0.95-1.02x (noise), bits the same."""
+def _drop_kept_inserts(kernel: EmittedKernel, kept: tuple[int, ...]) -> None:
+    """Drops the predicated inserts of row-mapped `kernel`'s last result (of
+    dimensions `kept`), the kept reduce that nothing reads (its values are
+    then whatever the buffer held): lane 0 of each row wrote it, and the
+    CPU target ran that lane apart from the others, whose loop LLVM
+    vectorized 4 wide with 7 lanes scalar (a bf16 softmax's last phase
+    over rows of 256: its one kernel 1.15x the time of two; without the
+    inserts 0.61x). A/B in one process, f32: a softmax and a layer norm
+    over [8192,256] 0.89x and 0.67x, the rest of 11 programs 0.95-1.02x
+    (noise), bits the same."""
     inserts = []
 
     def visit(op):
@@ -793,7 +795,8 @@ def _drop_kept_inserts(kernel: EmittedKernel) -> None:
             if len(uses) != 1 or uses[0].owner.name != "func.return":
                 continue
             ret = uses[0].owner
-            if uses[0].operand_number != len(ret.operands) - 1:
+            if uses[0].operand_number != len(ret.operands) - 1 or \
+                    tuple(ir.RankedTensorType(op.result.type).shape) != tuple(kept):
                 continue
             op.result.replace_all_uses_with(op.operands[2])
             op.erase()

@@ -249,7 +249,6 @@ def test_jit_keeps_a_bf16_softmaxs_exp_in_its_blocks(monkeypatch):
     The bits of the exp computed again by a kernel apart. The row-mapped
     part's kept reduce is written by no lane (_drop_kept_inserts): the
     kernel's only predicated inserts are the max's and the sum's."""
-    import re
     import jax
     import ml_dtypes
     from xla_gpu.jax import whole_program
@@ -261,7 +260,7 @@ def test_jit_keeps_a_bf16_softmaxs_exp_in_its_blocks(monkeypatch):
         assert len(calls) == (1 if short else 2), (shape, calls)
         assert ("block_local" in text) == short
         if short:
-            kernel = re.sub(r"\\([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), text)
+            (kernel,) = _kernel_texts(text)
             assert kernel.count("xla_gpu.predicated_insert") == 2, shape
         with monkeypatch.context() as m:
             m.setattr(whole_program, "MAX_16_BIT_ROW_MAPPED_ROW", 0)
@@ -275,7 +274,6 @@ def test_jit_gives_a_block_local_result_no_memory():
     keep is a result of no element for XLA (BLOCK_LOCAL_DIMS), which so
     allocates none of its 16 MB (it did until stop 88, never written);
     the kernel, called directly, takes an empty array there too."""
-    import re
     import jax
     import xla_gpu.jax as xj
     from xla_gpu.emitters.kernel import BLOCK_LOCAL_DIMS
@@ -286,15 +284,19 @@ def test_jit_gives_a_block_local_result_no_memory():
     out = np.asarray(f(x))
     assert f._last.executable.executable.get_compiled_memory_stats().temp_size_in_bytes < \
         x.nbytes // 8
-    text = _jit_text(fn, x)[1]
-    (kernel,) = [re.sub(r"\\([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), k)
-                 for k in re.findall(r'kernel = "((?:[^"\\]|\\.)*)", kernel_hash', text)]
+    (kernel,) = _kernel_texts(_jit_text(fn, x)[1])
     k = CpuKernel(kernel)
     shapes = [p.shape for p in k.params]
     assert shapes == [(4096, 1000), (4096,), (4096,), BLOCK_LOCAL_DIMS, (4096,)], shapes
     results = [np.empty(s, np.float32) for s in shapes[1:]]
     k(x, *results)
     np.testing.assert_array_equal(results[-1], out)
+
+
+def _kernel_texts(text: str) -> list[str]:
+    """The MLIR of each of our kernels a compiled program's text calls."""
+    return [re.sub(r"\\([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), k)
+            for k in re.findall(r'kernel = "((?:[^"\\]|\\.)*)", kernel_hash', text)]
 
 
 def _jit_text(fn, x):

@@ -341,12 +341,18 @@ def _wide_side_before_a_loop(fusions) -> bool:
     rows streamed: its fusion's emission 21-29 -> 17-22 ms, six compiles
     a side)."""
     loops = [f for f in fusions if analyze_fusion(f).kind != EmitterKind.REDUCTION]
-    rows_part = next((f for f in fusions if f not in loops), None)
+    rows_part = _first_rows_part(fusions)
     if loops and loops[-1] is fusions[-1] and rows_part is not None and \
             _row_mappable(fusions[-1], rows_part):
         loops.pop()
     return any(_wide_sides(part)[1] and any(f in loops for f in fusions[w + 1:])
                for w, part in enumerate(fusions))
+
+
+def _first_rows_part(fusions) -> HloInstruction | None:
+    """The first of a split's parts that reduces rows (a reduction fusion,
+    the rows a last loop part is row-mapped over), if any."""
+    return next((f for f in fusions if analyze_fusion(f).kind == EmitterKind.REDUCTION), None)
 
 
 def _rows_apart_by_vectors(fusions, kernels) -> bool:
@@ -374,7 +380,7 @@ def _sides_stay_in_blocks(fusions, kernels, device: DeviceDescription) -> bool:
     (_block_bytes): merged with them, it stays in its blocks
     (_keep_sides_in_blocks). A last part that is a loop fusion counts as
     _merge_row_parts will merge it: row-mapped, where it can be."""
-    rows_part = next((f for f in fusions if analyze_fusion(f).kind == EmitterKind.REDUCTION), None)
+    rows_part = _first_rows_part(fusions)
     if rows_part is not None and any(_wide_sides(part)[1] for part in fusions[:-1]) and \
             analyze_fusion(fusions[-1]).kind == EmitterKind.LOOP and \
             (mapped := _row_mapped(fusions[-1], rows_part, device)) is not None:
@@ -582,7 +588,7 @@ def _merge_row_parts(parts: list[tuple[HloInstruction, object]],
             tuple_of = _as_tuple_of([p for p, _ in group], inputs)
             leaves = list(tuple_of.shape.tuple_shapes)
             for k in local:
-                leaves[k] = _block_local_shape(leaves[k])
+                leaves[k] = merged.results[k]
             tuple_of.shape = Shape(tuple_shapes=tuple(leaves))
             for g in tuple_of.users:  # a block-local result's, read by none
                 if g.attr("index") in local:
@@ -684,15 +690,16 @@ def _row_mappable(part: HloInstruction, rows_part: HloInstruction) -> HloInstruc
     rows = reduce.operands[0].shape
     ty = part.shape.element_type
     row = math.prod(rows.dims[d] for d in reduce.dimensions)
+    wide_side = _reads_a_wide_side(part)
     bits = (32,)
-    if _reads_a_wide_side(part):
+    if wide_side:
         bits = (16, 32, 64) if row <= MAX_16_BIT_ROW_MAPPED_ROW else (32, 64)
     if (part.shape.dims != rows.dims or not part.shape.has_default_layout or
             not rows.has_default_layout or ty.bits not in bits or
             not (ty.is_float or ty.is_integer)):
         return None
     if streams_program_rows(row) and row not in STREAMED_ROW_MAPPED_ROWS and not (
-            ty.bits == 64 and _reads_a_wide_side(part)):
+            ty.bits == 64 and wide_side):
         return None
     if row <= MAX_COSTLY_ROW and any(i.opcode in COSTLY_OPS and i.shape.dims == rows.dims
                                      for i in part.fused_computation.instructions):

@@ -60,7 +60,11 @@ of a function of its own (the case's with another constant: a new
 kernel, a new XLA executable), after both sides have compiled another
 function (_warm_up): what the first use in a process pays once (loading
 and registering our FFI library, a thread's first LLVM target machine) is
-left out, as jax's own first compile is.
+left out, as jax's own first compile is. Where jax.jit hands a fusion to
+a library (YNNPACK's reductions: no code generated), a third side is
+jax.jit with XLA:CPU's library fusions off (compile_xla_codegen_ms), the
+anchor the HLO cases' compiles have: XLA:CPU's code generator doing the
+work ours does.
 
     .venv/bin/python bench/jax_backend_cpu.py [--runs 10]
 """
@@ -101,23 +105,40 @@ def _kernel_jit(fn):
     return jax.jit(kernel(fn))
 
 
-def _compile_ms(make, arg, jit) -> tuple[float, float]:
-    """(ours, plain jax) median milliseconds of `jit` (ours) or jax.jit
-    and the first call of `make(k)`, the k-th function (k = 1, 2, ...), the
-    sides taking turns."""
+# XLA:CPU's options that hand no fusion to a library (reference.py's
+# XlaCpuExecutable(library_fusions=False)): it generates every fusion's code.
+_LIBRARIES_OFF = {"xla_cpu_experimental_ynn_fusion_type": "", "xla_cpu_use_xnnpack": False}
+
+
+def _library_fusions(fn, arg) -> int:
+    """How many fusions of jax.jit(fn)'s optimized module call a library
+    (kCustom fusions: YNNPACK's reductions and dots)."""
+    return jax.jit(fn).lower(arg).compile().as_text().count("kind=kCustom")
+
+
+def _compile_ms(make, arg, jit, codegen: bool) -> tuple[float, float, float]:
+    """(ours, plain jax, plain jax with no library fusions) median
+    milliseconds of `jit` (ours) or jax.jit and the first call of
+    `make(k)`, the k-th function (k = 1, 2, ...), the sides taking turns;
+    without `codegen` (jax.jit calls no library), the third is the
+    second."""
     def first_call(wrap):
         count = itertools.count(1)
         return lambda: jax.block_until_ready(wrap(make(next(count)))(arg))
 
-    (ours, _), (plain, _) = compile_times_ms([(first_call(jit), None),
-                                              (first_call(jax.jit), None)])
-    return ours, plain
+    sides = [(first_call(jit), None), (first_call(jax.jit), None)]
+    if codegen:
+        sides.append((first_call(functools.partial(jax.jit, compiler_options=_LIBRARIES_OFF)),
+                      None))
+    times = [t for t, _ in compile_times_ms(sides)]
+    return times[0], times[1], times[-1]
 
 
 def _case(name: str, fn, make, arg, runs: int, calls: int = 1, jit=_kernel_jit) -> dict:
     """The record of `jit(fn)` (ours) against jax.jit of it, on `arg`;
     the compiles timed on `make(k)`'s functions."""
-    compile_ours, compile_xla = _compile_ms(make, arg, jit)
+    libraries = _library_fusions(fn, arg)
+    compile_ours, compile_xla, compile_codegen = _compile_ms(make, arg, jit, libraries > 0)
     ours, plain = jit(fn), jax.jit(fn)
     # The FFI handler probes one instruction at a time (WorkerChoice): a
     # program of n kernels has chosen its threads after ~7n calls.
@@ -131,7 +152,8 @@ def _case(name: str, fn, make, arg, runs: int, calls: int = 1, jit=_kernel_jit) 
                               jax.tree_util.tree_leaves(plain(arg))))
     return dict(name=name, ours_ms=ours_q[1], xla_ms=xla_q[1], ratio=ours_q[1] / xla_q[1],
                 ours_quartiles_ms=ours_q, xla_quartiles_ms=xla_q, compile_ours_ms=compile_ours,
-                compile_xla_ms=compile_xla, max_abs_error=err)
+                compile_xla_ms=compile_xla, compile_xla_codegen_ms=compile_codegen,
+                xla_library_fusions=libraries, max_abs_error=err)
 
 
 def cases(runs: int) -> list[dict]:

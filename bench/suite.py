@@ -108,7 +108,8 @@ def run_suite(runs: int, only: str | None = None, progress=print) -> list[dict]:
         import jax_backend_cpu
         for r in jax_backend_cpu.cases(runs):
             report(_record(r["name"], r["ours_quartiles_ms"], r["xla_quartiles_ms"],
-                           r["compile_ours_ms"], r["compile_xla_ms"], r["max_abs_error"]))
+                           r["compile_ours_ms"], r["compile_xla_ms"], r["max_abs_error"],
+                           r["compile_xla_codegen_ms"], r["xla_library_fusions"]))
     return records
 
 

@@ -68,6 +68,26 @@ def test_xla_cpu_generates_the_code_of_a_reduction_with_its_libraries_off():
         np.testing.assert_allclose(executable.run([x])[0], want, rtol=0, atol=1e-3)
 
 
+def test_the_jax_cases_code_generator_anchor_calls_no_library():
+    # The JAX cases' compile anchor beside jax.jit's: jax.jit with
+    # XLA:CPU's library fusions off (jax_backend_cpu._LIBRARIES_OFF), which
+    # generates the row sum's code where jax.jit hands it to YNNPACK, and
+    # computes the same sums.
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import jax_backend_cpu
+
+    x = jnp.asarray(np.random.RandomState(0).uniform(-1, 1, (1024, 4096)).astype(np.float32))
+    fn = lambda v: v.sum(axis=1)  # noqa: E731
+    assert jax_backend_cpu._library_fusions(fn, x) == 1
+    codegen = jax.jit(fn, compiler_options=jax_backend_cpu._LIBRARIES_OFF)
+    assert codegen.lower(x).compile().as_text().count("kind=kCustom") == 0
+    want = np.asarray(x, np.float64).sum(axis=1)
+    for f in (jax.jit(fn), codegen):
+        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=0, atol=1e-3)
+
+
 def test_each_side_is_timed_in_blocks_after_an_untimed_run():
     # The suite's HLO cases time ours and XLA:CPU in turns of a block each:
     # one untimed call (the side's caches and pool warm again after the

@@ -38,8 +38,9 @@
     along their rows), a pad of H and W (the batch's division taken out
     of the lanes), a pad of a reversed strided slice (a block a row), a
     histogram by comparisons (the bin edges merged into XLA:CPU's integer
-    column sum), a cross-entropy's gradient (its last part row-mapped,
-    an exp an element), an argmax over a vocabulary (a variadic reduce
+    column sum), a cross-entropy with a z-loss (its rows' sums taken out
+    of the sum over the rows), a cross-entropy's gradient (its last part
+    row-mapped, an exp an element), an argmax over a vocabulary (a variadic reduce
     split), and NHWC images' reflect pad (a concatenate's block a row),
     NHWC -> NCHW (the channels walked last) and RGBA -> RGB (a step's
     3 bytes of stride 4 vectorized), a bf16 layer norm (its mean and
@@ -250,6 +251,12 @@ def cases(runs: int) -> list[dict]:
                     # Reduces that a later reduce or op reads (stop 62).
                     ("cross-entropy f32[4096,1000]", _cross_entropy,
                      lambda k: lambda v: _cross_entropy(v * (1.0 + k)), e),
+                    # A cross-entropy with a z-loss (stop 89): XLA:CPU's
+                    # last fusion sums the rows' log-sum-exps, its rows'
+                    # sums taken out of the scalar sum (10x jax.jit's
+                    # time before, the rows summed on one block).
+                    ("cross-entropy with a z-loss f32[4096,1000]", _z_loss,
+                     lambda k: functools.partial(_z_loss, scale=1.0 + k), (e, labels)),
                     ("logsumexp f32[4096,1000]", _logsumexp,
                      lambda k: lambda v: _logsumexp(v * (1.0 + k)), e),
                     ("max - min f32[4096,1000]", _max_minus_min,
@@ -492,6 +499,15 @@ def _column_sum(x):
 
 def _cross_entropy(x):
     return -jax.nn.log_softmax(x).mean()
+
+
+def _z_loss(batch, scale=1.0):
+    """A cross-entropy with PaLM's z-loss (1e-4 log(Z)^2) of a batch
+    (logits, integer labels)."""
+    logits, labels = batch
+    lse = jax.nn.logsumexp(logits * scale, -1)
+    picked = jnp.take_along_axis(logits * scale, labels[:, None], axis=1)[:, 0]
+    return jnp.mean(lse - picked + 1e-4 * lse ** 2)
 
 
 def _logsumexp(x):

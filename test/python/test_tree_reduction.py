@@ -629,19 +629,19 @@ def test_a_reduce_that_a_later_reduce_reads_is_taken_out():
     _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol=1e-5)
 
 
-def test_a_row_sum_a_scalar_sum_reads_once_is_taken_out():
-    """A cross-entropy with a z-loss as XLA:CPU fuses it for YNNPACK: the
-    row max an operand, each row's sum of exps read once (its log plus the
-    max, and that squared) by the scalar sum over the rows. The reduction
-    emitter reduced each row on a thread of the scalar sum's one block
-    (8.4 ms over f32[4096,1000] through xla_gpu.jax.jit, 10x jax.jit's
-    time); the row sum is taken out for a kernel of its own (its log with
-    it), the scalar sum reading its rows' values. The result is XLA:CPU's
-    but for the order of the sums."""
-    import numpy as np
-    from xla_gpu.reference import run_with_xla
-    from xla_gpu.tools.test_correctness import reference_text
-    s, r = "[512,1000]", "[512]"
+def _lse_sum(rows: int, cols: int, z_loss: bool, kind: str):
+    """The sum over the rows of each row's log-sum-exp (the row max an
+    operand) as XLA:CPU fuses it for YNNPACK, with `z_loss` plus 1e-4
+    times its square (a cross-entropy's z-loss): a fusion of `kind` whose
+    scalar sum reads each row's sum of exps once."""
+    s, r = f"[{rows},{cols}]", f"[{rows}]"
+    tail = (f"""  sq = f32{r} multiply(lse, lse)
+  k = f32[] constant(0.0001)
+  kb = f32{r} broadcast(k), dimensions={{}}
+  w = f32{r} multiply(sq, kb)
+  y = f32{r} add(lse, w)
+  ROOT total = f32[] reduce(y, z), dimensions={{0}}, to_apply=add""" if z_loss else
+            "  ROOT total = f32[] reduce(lse, z), dimensions={0}, to_apply=add")
     text = f"""HloModule m
 
 {_softmax_reducers('f32')}
@@ -655,21 +655,41 @@ fused {{
   t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
   l = f32{r} log(t)
   lse = f32{r} add(l, m)
-  sq = f32{r} multiply(lse, lse)
-  k = f32[] constant(0.0001)
-  kb = f32{r} broadcast(k), dimensions={{}}
-  w = f32{r} multiply(sq, kb)
-  y = f32{r} add(lse, w)
-  ROOT total = f32[] reduce(y, z), dimensions={{0}}, to_apply=add
+{tail}
 }}
 
 ENTRY main {{
   p0 = f32{s} parameter(0)
   p1 = f32{r} parameter(1)
-  ROOT f = f32[] fusion(p0, p1), kind=kInput, calls=fused
+  ROOT f = f32[] fusion(p0, p1), kind={kind}, calls=fused
 }}
 """
-    fusion = parse_hlo(text).fusions()[0]
+    return parse_hlo(text).fusions()[0]
+
+
+def _assert_one_reduce_each_and_xlas_sum(fusion, parts):
+    """Each part holds one reduce, and the parts, run one after the other
+    on x and its rows' max, give XLA:CPU's sum but for the sums' order."""
+    from xla_gpu.reference import run_with_xla
+    from xla_gpu.tools.test_correctness import reference_text
+    for part in parts:
+        assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
+    x = np.random.default_rng(0).standard_normal(fusion.operands[0].shape.dims)
+    x = x.astype(np.float32)
+    m = x.max(axis=1)
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x, m])
+    np.testing.assert_allclose(_run_parts(fusion, parts, [x, m]), want, rtol=1e-5)
+
+
+def test_a_row_sum_a_scalar_sum_reads_once_is_taken_out():
+    """A cross-entropy with a z-loss as XLA:CPU fuses it for YNNPACK: the
+    row max an operand, each row's sum of exps read once (its log plus the
+    max, and that squared) by the scalar sum over the rows. The reduction
+    emitter reduced each row on a thread of the scalar sum's one block
+    (8.4 ms over f32[4096,1000] through xla_gpu.jax.jit, 10x jax.jit's
+    time); the row sum is taken out for a kernel of its own (its log with
+    it), the scalar sum reading its rows' values."""
+    fusion = _lse_sum(512, 1000, z_loss=True, kind="kInput")
     assert analyze_fusion(fusion).kind == EmitterKind.REDUCTION
     parts = split_reduction(fusion, host=True, side_outputs=True)
     assert parts is not None and [p.shape.dims for p in parts] == [(512,), ()]
@@ -677,13 +697,7 @@ ENTRY main {{
     assert analyze_fusion(rows).kind == EmitterKind.REDUCTION
     assert rows.operands == fusion.operands and last.operands[-1] is rows
     assert rows.fused_computation.root.opcode == "log"  # the sum's epilogue goes with it
-    for part in parts:
-        assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((512, 1000)).astype(np.float32)
-    m = x.max(axis=1)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x, m])
-    np.testing.assert_allclose(_run_parts(fusion, parts, [x, m]), want, rtol=1e-5)
+    _assert_one_reduce_each_and_xlas_sum(fusion, parts)
 
 
 def test_a_short_row_sum_is_taken_out_where_the_sum_over_the_rows_needs_a_split():
@@ -693,44 +707,12 @@ def test_a_short_row_sum_is_taken_out_where_the_sum_over_the_rows_needs_a_split(
     kept the scalar sum over the 65536 rows from its tree split -- one
     block (3.0 ms through xla_gpu.jax.jit, 7x jax.jit's time). Taken out,
     the scalar sum splits: the rows' kernel, then the sum's two parts."""
-    import numpy as np
-    from xla_gpu.reference import run_with_xla
-    from xla_gpu.tools.test_correctness import reference_text
-    s, r = "[65536,16]", "[65536]"
-    text = f"""HloModule m
-
-{_softmax_reducers('f32')}
-fused {{
-  x = f32{s} parameter(0)
-  m = f32{r} parameter(1)
-  mb = f32{s} broadcast(m), dimensions={{0}}
-  d = f32{s} subtract(x, mb)
-  e = f32{s} exponential(d)
-  z = f32[] constant(0)
-  t = f32{r} reduce(e, z), dimensions={{1}}, to_apply=add
-  l = f32{r} log(t)
-  lse = f32{r} add(l, m)
-  ROOT total = f32[] reduce(lse, z), dimensions={{0}}, to_apply=add
-}}
-
-ENTRY main {{
-  p0 = f32{s} parameter(0)
-  p1 = f32{r} parameter(1)
-  ROOT f = f32[] fusion(p0, p1), kind=kLoop, calls=fused
-}}
-"""
-    fusion = parse_hlo(text).fusions()[0]
+    fusion = _lse_sum(65536, 16, z_loss=False, kind="kLoop")
     parts = split_reduction(fusion, host=True, side_outputs=True)
     assert parts is not None and len(parts) == 3, parts
     assert parts[0].shape.dims == (65536,) and parts[0].operands == fusion.operands
     assert parts[-1].shape.dims == ()
-    for part in parts:
-        assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((65536, 16)).astype(np.float32)
-    m = x.max(axis=1)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x, m])
-    np.testing.assert_allclose(_run_parts(fusion, parts, [x, m]), want, rtol=1e-5)
+    _assert_one_reduce_each_and_xlas_sum(fusion, parts)
 
 
 def test_a_part_split_twice_names_its_instructions_anew():

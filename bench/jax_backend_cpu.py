@@ -40,10 +40,10 @@
     histogram by comparisons (the bin edges merged into XLA:CPU's integer
     column sum), a cross-entropy with a z-loss (its rows' sums taken out
     of the sum over the rows), a cross-entropy's gradient (its last part
-    row-mapped, an exp an element), an argmax over a vocabulary (a variadic reduce
-    split), and NHWC images' reflect pad (a concatenate's block a row),
-    NHWC -> NCHW (the channels walked last) and RGBA -> RGB (a step's
-    3 bytes of stride 4 vectorized), a bf16 layer norm (its mean and
+    row-mapped, an exp an element), an argmax over a vocabulary (a
+    variadic reduce split), and NHWC images' reflect pad (a concatenate's
+    block a row), NHWC -> NCHW (the channels walked last) and RGBA -> RGB
+    (a step's 3 bytes of stride 4 vectorized), a bf16 layer norm (its mean and
     variance one kernel), a layer norm of 31.2 MiB in all (a row a
     block, its last part row-mapped), a column sum over rows of 500
     (its first part's blocks a row each), a dropout (jax.random's

@@ -233,13 +233,13 @@ def _serial_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | N
     ran on one block, or the loop emitter's one thread.
 
     XLA:CPU's YNNPACK fusions of a row reduce and a sum over the rows,
-    through xla_gpu.jax.jit (A/B in one process, ms; jax.jit's): a
-    cross-entropy with a z-loss, mean(lse - x[y] + 1e-4 lse^2), over
-    f32[4096,1000] 8.9 -> 0.45 (0.86-1.3); logsumexp(x).sum() over
-    f32[4096,1000] 8.15 -> 0.52 (0.83), over rows of 128 to 2 2.1-3.8 ->
-    0.14-0.40 (0.27-1.39); x.sum(-1).max() over f32[4096,1000] 1.82 ->
-    0.19 (0.25), norm(x, axis=-1).mean() and x.var(-1).mean() over rows
-    of 128 to 2 0.21-0.85x; x.sum(-1).max() over rows of 8 to 2 1.25-1.5x
+    through xla_gpu.jax.jit (ms; jax.jit's; A/B in one process but the
+    z-loss's): a cross-entropy with a z-loss, mean(lse - x[y] + 1e-4
+    lse^2), over f32[4096,1000] 8.9 -> 0.45 (0.86-1.3); logsumexp(x).sum()
+    over f32[4096,1000] 8.15 -> 0.52 (0.83), over rows of 128 to 2 2.1-3.8
+    -> 0.09-0.40 (0.27-1.39); x.sum(-1).max() over f32[4096,1000] 1.82 ->
+    0.19 (0.25); norm(x, axis=-1).mean() and x.var(-1).mean() over rows
+    of 128 to 2 0.07-0.58x; x.sum(-1).max() over rows of 8 to 2 1.25-1.5x
     (0.016 -> 0.025 ms over f32[65536,4]: the rows' sums written and read
     again; jax.jit 0.11-0.35). Where XLA:CPU's fusions end at the rows'
     values (over f32[1024,4096], [2048,2048]) nothing changes."""

@@ -443,19 +443,20 @@ def test_an_argmax_is_split_as_its_values_and_indices(ctx, shape, k):
         np.testing.assert_array_equal(g, w)
 
 
-def _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol):
+def _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol, inputs=None):
     """Each part holds one reduce (nothing recomputed), and the parts, run
-    one after the other on the fusion's f32 input, give XLA:CPU's result of
-    the fusion within `rtol` (the order of the sums)."""
+    one after the other on the fusion's f32 input (or `inputs`), give
+    XLA:CPU's result of the fusion within `rtol` (the order of the sums)."""
     import numpy as np
     from xla_gpu.reference import run_with_xla
     from xla_gpu.tools.test_correctness import reference_text
     for part in parts:
         assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
-    shape = fusion.operands[0].shape.dims
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x])
-    np.testing.assert_allclose(_run_parts(fusion, parts, [x]), want, rtol=rtol)
+    if inputs is None:
+        shape = fusion.operands[0].shape.dims
+        inputs = [np.random.default_rng(0).standard_normal(shape).astype(np.float32)]
+    (want,) = run_with_xla(reference_text(fusion.fused_computation), inputs)
+    np.testing.assert_allclose(_run_parts(fusion, parts, inputs), want, rtol=rtol)
 
 
 def _softmax_reducers(max_type: str) -> str:
@@ -667,18 +668,11 @@ ENTRY main {{
     return parse_hlo(text).fusions()[0]
 
 
-def _assert_one_reduce_each_and_xlas_sum(fusion, parts):
-    """Each part holds one reduce, and the parts, run one after the other
-    on x and its rows' max, give XLA:CPU's sum but for the sums' order."""
-    from xla_gpu.reference import run_with_xla
-    from xla_gpu.tools.test_correctness import reference_text
-    for part in parts:
-        assert [i.opcode for i in part.fused_computation.instructions].count("reduce") == 1
+def _x_and_row_max(fusion) -> list:
+    """_lse_sum's inputs: a standard normal x and its rows' max."""
     x = np.random.default_rng(0).standard_normal(fusion.operands[0].shape.dims)
     x = x.astype(np.float32)
-    m = x.max(axis=1)
-    (want,) = run_with_xla(reference_text(fusion.fused_computation), [x, m])
-    np.testing.assert_allclose(_run_parts(fusion, parts, [x, m]), want, rtol=1e-5)
+    return [x, x.max(axis=1)]
 
 
 def test_a_row_sum_a_scalar_sum_reads_once_is_taken_out():
@@ -697,7 +691,8 @@ def test_a_row_sum_a_scalar_sum_reads_once_is_taken_out():
     assert analyze_fusion(rows).kind == EmitterKind.REDUCTION
     assert rows.operands == fusion.operands and last.operands[-1] is rows
     assert rows.fused_computation.root.opcode == "log"  # the sum's epilogue goes with it
-    _assert_one_reduce_each_and_xlas_sum(fusion, parts)
+    _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol=1e-5,
+                                            inputs=_x_and_row_max(fusion))
 
 
 def test_a_short_row_sum_is_taken_out_where_the_sum_over_the_rows_needs_a_split():
@@ -712,7 +707,8 @@ def test_a_short_row_sum_is_taken_out_where_the_sum_over_the_rows_needs_a_split(
     assert parts is not None and len(parts) == 3, parts
     assert parts[0].shape.dims == (65536,) and parts[0].operands == fusion.operands
     assert parts[-1].shape.dims == ()
-    _assert_one_reduce_each_and_xlas_sum(fusion, parts)
+    _assert_one_reduce_each_and_xlas_result(fusion, parts, rtol=1e-5,
+                                            inputs=_x_and_row_max(fusion))
 
 
 def test_a_part_split_twice_names_its_instructions_anew():

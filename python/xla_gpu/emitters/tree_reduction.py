@@ -252,9 +252,8 @@ def _serial_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | N
         heroes = [analysis.hero_of(o) for o in comp.outputs]
     outputs = {id(o) for o in comp.outputs} | {id(h) for h in heroes}
     least = MIN_TAKEN_OUT
-    if any(h.opcode == "reduce" and len(h.operands) == 2 and
-           is_reduction_from_or_to_contiguous(h, warp_size) and
-           not reduction_is_race_free(reduction_dimensions(h), warp_size) for h in heroes):
+    if any(h.opcode == "reduce" and len(h.operands) == 2 and _splits_as_a_tree(h, warp_size)
+           for h in heroes):
         least = 2
     for inst in comp.topological_order():
         n = inst.operands[0].shape.num_elements if inst.opcode == "reduce" else 0
@@ -516,12 +515,16 @@ def _tree_split_reduce(fusion: HloInstruction, warp_size: int,
                        host: bool = False) -> HloInstruction | None:
     """The reduce of `fusion` that needs_tree_split, or None."""
     root = _the_reduce(fusion)
-    if root is None or not is_reduction_from_or_to_contiguous(root, warp_size):
-        return None
-    dims = reduction_dimensions(root)
-    if reduction_is_race_free(dims, warp_size) and not (host and _host_splits_columns(dims)):
-        return None
-    return root
+    return root if root is not None and _splits_as_a_tree(root, warp_size, host) else None
+
+
+def _splits_as_a_tree(reduce: HloInstruction, warp_size: int, host: bool = False) -> bool:
+    """Whether `reduce` is a contiguous reduction no block can do alone
+    (or with `host` one the CPU target splits: _host_splits_columns)."""
+    if not is_reduction_from_or_to_contiguous(reduce, warp_size):
+        return False
+    dims = reduction_dimensions(reduce)
+    return not reduction_is_race_free(dims, warp_size) or (host and _host_splits_columns(dims))
 
 
 def _host_splits_columns(dims: ReductionDimensions) -> bool:

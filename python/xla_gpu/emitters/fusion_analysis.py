@@ -304,14 +304,52 @@ def _unique_hero_above(start: HloInstruction, is_hero) -> HloInstruction | None:
     return hero
 
 
+def _scalar_constant(inst: HloInstruction) -> bool:
+    """A scalar constant, or a broadcast of one."""
+    if inst.opcode == "broadcast":
+        inst = inst.operands[0]
+    return inst.opcode == "constant" and inst.shape.is_array and inst.shape.rank == 0
+
+
+def passed_by(operand: HloInstruction, inst: HloInstruction) -> bool:
+    """Whether `operand` of elementwise op `inst` is one _host_scaled
+    passes by: a scalar constant (or its broadcast), or a parameter of
+    `inst`'s dimensions, read at the element's own index (a row's max
+    beside log(sum) in a log-sum-exp, m + log(s))."""
+    return _scalar_constant(operand) or (operand.opcode == "parameter" and
+                                         operand.shape.dims == inst.shape.dims)
+
+
+def _host_scaled(inst: HloInstruction) -> HloInstruction | None:
+    """Within host_short_rows (the CPU target's kernels), the operand an
+    elementwise op of two or more passes on where every other operand is a
+    scalar constant or its broadcast (`multiply(reduce, broadcast(1/n))`,
+    a mean's scaling); None elsewhere. XLA's FindNonTrivialHero stops at
+    such an op, and XLA:CPU's YNNPACK fusion of `x.mean(-1)`, whose root it
+    is, was a loop fusion: its reduce taken out, the scaling a kernel of
+    its own after it. With it, the reduction's epilogue."""
+    if not _HOST_SHORT_ROWS.get() or inst.opcode not in ELEMENTWISE or len(inst.operands) < 2:
+        return None
+    rest = [o for o in inst.operands if not passed_by(o, inst)]
+    if (len(rest) != 1 or rest[0].opcode == "parameter" or
+            rest[0].shape.dims != inst.shape.dims):
+        return None
+    return rest[0]
+
+
 def find_hero(root: HloInstruction) -> HloInstruction:
     """XLA's FindNonTrivialHero: up from `root` through one-operand
     intermediate ops, staying inside the fusion (parameters are outside);
     then, looking harder, a unique tiled transpose or concatenate reached
     through elementwise ops of several operands."""
     hero = root
-    while is_intermediate(hero) and hero.operands[0].opcode != "parameter":
-        hero = hero.operands[0]
+    while True:
+        if is_intermediate(hero) and hero.operands[0].opcode != "parameter":
+            hero = hero.operands[0]
+        elif (through := _host_scaled(hero)) is not None:
+            hero = through
+        else:
+            break
     for is_hero in (lambda i: tiled_transpose_description(i) is not None,
                     lambda i: i.opcode == "concatenate"):
         found = _unique_hero_above(hero, is_hero)

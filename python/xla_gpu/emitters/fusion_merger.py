@@ -32,7 +32,8 @@ from ..hlo import HloInstruction, Shape, parse_hlo
 from ..hlo.opcodes import ELEMENTWISE
 from .tree_reduction import COSTLY_OPS, call_the_originals
 
-__all__ = ["computes_cheaply", "is_elementwise_producer", "merge_producer", "merge_siblings",
+__all__ = ["computes_cheaply", "is_elementwise_producer", "merge_producer", "merge_region",
+           "merge_siblings",
            "moves_elements", "reads_at_own_indices", "reads_each_element_at_most_once",
            "reads_each_element_once", "wrapped"]
 
@@ -365,6 +366,61 @@ def merge_siblings(first: HloInstruction, second: HloInstruction) -> HloInstruct
                  + ", ".join(f"%{names[id(r)]}" for r in results) + ")")
     return _fusion_of(first.name, first.fusion_kind or "kLoop", f"{fc.name}.{sc.name}", lines,
                       operands, shape, (fc, sc), f"<{second.name} merged with {first.name}>")
+
+
+def merge_region(members: list[HloInstruction], outputs: list[HloInstruction],
+                 name: str) -> HloInstruction:
+    """Fusions `members` (of one computation, each of one array result,
+    in an order where each comes after the members it reads) as one
+    fusion named `name`: on the operands they read from outside (each
+    once), calling a new computation of all their instructions, each
+    member's parameter that reads another member that member's root; its
+    result is `outputs`' (members read from outside) values, their tuple
+    where there are several. In no computation yet."""
+    taken: set[str] = set()
+
+    def fresh(base: str) -> str:
+        new, n = base, 0
+        while new in taken:
+            n += 1
+            new = f"{base}.{n}"
+        taken.add(new)
+        return new
+
+    inside = {id(m) for m in members}
+    lines, operands = [], []
+    param_of: dict[int, str] = {}  # an outside operand: its parameter
+    root_of: dict[int, str] = {}  # a member: its root's name
+    names: dict[int, str] = {}
+    for member in members:
+        comp = member.fused_computation
+        for p in comp.parameters:
+            o = member.operands[p.parameter_number]
+            if id(o) in inside:
+                names[id(p)] = root_of[id(o)]
+                continue
+            if id(o) not in param_of:
+                param_of[id(o)] = fresh(p.name)
+                lines.append(f"%{param_of[id(o)]} = {p.shape} parameter({len(operands)})")
+                operands.append(o)
+            names[id(p)] = param_of[id(o)]
+        for inst in comp.topological_order():
+            if inst.opcode != "parameter":
+                names[id(inst)] = fresh(inst.name)
+                lines.append(_renamed_line(inst, names[id(inst)], names))
+        root_of[id(member)] = names[id(comp.root)]
+    if len(outputs) == 1:
+        # (The last member's root, its last line: every other member is
+        # read by a later one.)
+        shape = outputs[0].shape
+        lines[-1] = "ROOT " + lines[-1]
+    else:
+        shape = Shape(tuple_shapes=tuple(o.shape for o in outputs))
+        lines.append(f"ROOT %{fresh(name + '.results')} = {shape} tuple("
+                     + ", ".join(f"%{root_of[id(o)]}" for o in outputs) + ")")
+    comps = [m.fused_computation for m in members]
+    return _fusion_of(name, "kLoop", f"{name}.region", lines, operands, shape, comps,
+                      f"<the row program of {', '.join(m.name for m in members)}>")
 
 
 def _fresh_names(comp, source: str):

@@ -57,6 +57,7 @@ from ..hlo.opcodes import ELEMENTWISE
 from ..hlo.shape import Layout, Shape
 from .fusion_analysis import (HOST_LOOP_COLUMN_LANES, HOST_LOOP_COLUMN_ROWS, EmitterKind,
                               _consecutive, _non_unit, ReductionDimensions, analyze_fusion,
+                              passed_by,
                               broadcasts_along, is_reduction_from_or_to_contiguous,
                               kBatchedReductionRaceFreeBound, kColumnReductionTileY,
                               kMinThreadsXRowReduction, kRowReductionTileX,
@@ -131,10 +132,10 @@ def _parts(fusion: HloInstruction, warp_size: int, depth: int, host: bool = Fals
     of a side value (0: none)."""
     halves = None
     if depth <= _MAX_PARTS:
-        halves = (_fission_once(fusion, warp_size, side_outputs=side_outputs) or
+        halves = (_fission_once(fusion, warp_size, side_outputs=side_outputs, host=host) or
                   _split_noncontiguous(fusion, host) or
                   _split_once(fusion, warp_size, host) or
-                  _fission_once(fusion, warp_size, serial=True))
+                  _fission_once(fusion, warp_size, serial=True, host=host))
     if halves is None:
         return [fusion]
     *first_parts, last = halves
@@ -266,12 +267,15 @@ def _serial_reduce(fusion: HloInstruction, warp_size: int) -> HloInstruction | N
 
 
 def _fission_once(fusion: HloInstruction, warp_size: int, serial: bool = False,
-                  side_outputs: int = 0) -> list[HloInstruction] | None:
+                  side_outputs: int = 0, host: bool = False) -> list[HloInstruction] | None:
     """A reduce `fusion` recomputes (recomputed_reduce), or with `serial`
     one it reduces on a thread an output (_serial_reduce), as a fusion of
     its own, whose result the rest reads: [the reduce's, the rest]; with
     `side_outputs` and a _side_value, [the reduce's and the value's tuple,
-    its two get-tuple-elements, the rest reading both]."""
+    its two get-tuple-elements, the rest reading both]. For the CPU target
+    (`host`) the fusion's outputs made of the reduce's result a row
+    (_row_outputs) join the reduce's part too, handed on to the rest as
+    the side value is, which returns them as they are."""
     if serial:
         reduce = _serial_reduce(fusion, warp_size)
     else:
@@ -282,26 +286,30 @@ def _fission_once(fusion: HloInstruction, warp_size: int, serial: bool = False,
     comp = fusion.fused_computation
     params = comp.parameters
     outputs = comp.outputs + ([comp.root] if comp.root.opcode == "tuple" else [])
-    # The reduce's result, or the last of the ops on it alone (its epilogue).
-    value = _epilogue_end(comp, reduce, outputs)
+    # The reduce's result, or the last of the ops on it alone (its epilogue),
+    # or an output they make beside others (the rest then passes it on).
+    value = _output_epilogue_end(comp, reduce) or _epilogue_end(comp, reduce, outputs)
     cone = _before([value])
     rest = _before(outputs, stop=[value])
     side = (_side_value(comp, reduce, cone, rest, warp_size, side_outputs)
             if side_outputs and not serial and value is reduce else None)
-    # What the first part hands the rest: the value, and the side value.
+    # What the first part hands the rest: the value, the side value, the
+    # outputs made of the reduce's result.
     taken = [value] if side is None else [value, side]
-    if side is not None:
-        cone |= _before([side])
+    taken += _row_outputs(comp, reduce, taken) if host else []
+    if len(taken) > 1:
+        cone |= _before(taken)
         rest = _before(outputs, stop=taken)
-    first = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
-             if i.opcode == "parameter" or (id(i) in cone and i is not value)]
-    first.append(value.to_text().removeprefix("ROOT "))
-    if side is None:
-        first[-1] = "ROOT " + first[-1]
+    if len(taken) == 1:
+        first = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
+                 if i.opcode == "parameter" or (id(i) in cone and i is not value)]
+        first.append("ROOT " + value.to_text().removeprefix("ROOT "))
     else:
-        first.append(f"ROOT %{reduce.name}.and.{side.name} = "
-                     f"({reduce.shape.to_text(layout=False)}, {side.shape.to_text(layout=False)}) "
-                     f"tuple(%{reduce.name}, %{side.name})")
+        first = [i.to_text().removeprefix("ROOT ") for i in comp.instructions
+                 if i.opcode == "parameter" or id(i) in cone]
+        first.append(f"ROOT %{'.and.'.join(t.name for t in taken)} = "
+                     f"({', '.join(t.shape.to_text(layout=False) for t in taken)}) "
+                     f"tuple({', '.join('%' + t.name for t in taken)})")
     last = [i.to_text().removeprefix("ROOT ") for i in params]
     for k, handed in enumerate(taken):
         last.append(f"%{handed.name} = {handed.shape.to_text(layout=False)} "
@@ -330,6 +338,72 @@ def _epilogue_end(comp, reduce: HloInstruction, outputs) -> HloInstruction:
                 reader in outputs):  # the rest would be nothing but the outputs
             return value
         value = reader
+
+
+def _row_outputs(comp, reduce: HloInstruction, taken) -> list[HloInstruction]:
+    """The outputs of the fusion (but those `taken`) of the reduce's
+    result's dimensions made of it a row: through elementwise ops of its
+    dimensions from it (or what is `taken`), the fusion's parameters of
+    its dimensions (read at the row's own index) and scalar constants (a
+    log-sum-exp, m + log(s), beside the softmax). The reduce's part makes
+    them: the reduction emitter's epilogue, as fusion_analysis's
+    passed_by reads them. [] where they would be all of the outputs."""
+    root = comp.root
+    if root.opcode != "tuple" or not reduce.shape.is_array:
+        return []
+    dims = reduce.shape.dims
+    from_row = {id(t) for t in taken} | {id(reduce)}
+
+    def of_the_row(inst) -> bool:
+        if id(inst) in from_row:
+            return True
+        if not inst.shape.is_array or inst.shape.dims != dims or inst.opcode not in ELEMENTWISE:
+            return False
+        if not all(of_the_row(o) or passed_by(o, inst) for o in inst.operands):
+            return False
+        if any(of_the_row(o) for o in inst.operands):
+            from_row.add(id(inst))
+            return True
+        return False
+
+    found = [o for o in root.operands
+             if id(o) not in {id(t) for t in taken} and of_the_row(o)]
+    found = [o for k, o in enumerate(found) if all(p is not o for p in found[:k])]
+    if all(any(o is t for t in [*taken, *found]) for o in root.operands):
+        return []
+    return found
+
+
+def _output_epilogue_end(comp, reduce: HloInstruction) -> HloInstruction | None:
+    """Where elementwise ops of the reduce's shape follow it one after the
+    other, each the only reader of the one before, their other operands
+    constants or broadcast scalar constants, up to one of the fusion's
+    outputs that others accompany (a row's rstd beside x * rstd, a
+    log-sum-exp beside the softmax): that output. The reduce's part then
+    makes it, and the rest passes it on as its parameter. Else None."""
+    root = comp.root
+    if root.opcode != "tuple":
+        return None
+    outputs = {id(o) for o in root.operands}
+
+    def constant(o) -> bool:
+        return o.opcode == "constant" or (o.opcode == "broadcast" and o.shape.is_array and
+                                          o.operands[0].opcode == "constant" and
+                                          o.operands[0].shape.rank == 0)
+
+    value = reduce
+    while id(value) not in outputs:
+        readers = [i for i in comp.instructions if any(o is value for o in i.operands)]
+        if len(readers) != 1:
+            return None
+        (reader,) = readers
+        if (reader.opcode not in ELEMENTWISE or reader.shape != value.shape or
+                any(o is not value and not constant(o) for o in reader.operands)):
+            return None
+        value = reader
+    if all(o is value for o in root.operands):
+        return None
+    return value
 
 
 def _the_reduce(fusion: HloInstruction) -> HloInstruction | None:

@@ -56,6 +56,7 @@ from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_all
                          kernel_row_major)
 from ..emitters.tree_reduction import _before, call_the_originals
 from ..emitters.fusion_merger import (computes_cheaply, is_elementwise_producer, merge_producer,
+                                      merge_region,
                                       merge_siblings, moves_elements, reads_at_own_indices,
                                       reads_each_element_at_most_once, reads_each_element_once,
                                       wrapped)
@@ -309,6 +310,7 @@ def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: i
                             side_bits=side_bits)
     if not parts:
         return None
+    _drop_passed_on(parts[-1])
     fusions = [part for part in parts if part.opcode == "fusion"]  # not get-tuple-elements
     if side_bits > NARROW_SIDE_BITS and _wide_side_before_a_loop(fusions):
         return None
@@ -322,6 +324,47 @@ def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: i
         return parts, fusions, kernels
     except EmitterError:
         return None
+
+
+# The last part of a split (see _drop_passed_on) and, for each result of
+# the fusion it stands for that an earlier part makes, that part (or its
+# get-tuple-element).
+_PASSED_ON: "weakref.WeakKeyDictionary[HloInstruction, dict[int, HloInstruction]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _drop_passed_on(last: HloInstruction) -> None:
+    """The results of split `last` that are its parameters -- values an
+    earlier part made (tree_reduction._output_epilogue_end: a row's rstd
+    beside x * rstd), which it would only pass on -- taken out of it: its
+    root then returns the others (the one, not a tuple, where one is
+    left), and _PASSED_ON[last] maps each taken result's index to the
+    operand that makes it. A loop fusion's results are of one element
+    count; without these, the rest is a loop fusion over the rows alone,
+    which may join the rows' parts row-mapped (_merge_row_parts)."""
+    comp = last.fused_computation
+    root = comp.root
+    if root.opcode != "tuple":
+        return
+    passed = {j: last.operands[o.parameter_number] for j, o in enumerate(root.operands)
+              if o.opcode == "parameter"}
+    if not passed or len(passed) == len(root.operands):
+        return
+    kept = [o for j, o in enumerate(root.operands) if j not in passed]
+    for j, o in enumerate(root.operands):
+        if j in passed:
+            o.users = [u for u in o.users if u is not root]
+    if len(kept) == 1:
+        (new_root,) = kept
+        new_root.users = [u for u in new_root.users if u is not root]
+        comp.instructions.remove(root)
+        comp.root = new_root
+        last.shape = new_root.shape
+    else:
+        root.operands = kept
+        root.shape = Shape(tuple_shapes=tuple(o.shape for o in kept))
+        last.shape = root.shape
+    _PASSED_ON[last] = passed
 
 
 def _wide_sides(part: HloInstruction) -> tuple[Shape, list[Shape]]:
@@ -476,10 +519,7 @@ def _split_reduction(inst: HloInstruction,
     `inst`'s computation before it, and it becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
     moved = _bytes_moved(inst), _narrowest_input_bits(inst)
-    with host_streamed_rows(*moved):
-        got = _emitted_parts(inst, device, BLOCK_SIDE_BITS)
-        if got is None or not _sides_stay_in_blocks(*got[1:], device):
-            got = _emitted_parts(inst, device, NARROW_SIDE_BITS)
+    got = _emitted_split(inst, device)
     if got is None:
         return []
     parts, fusions, kernels = got
@@ -497,10 +537,51 @@ def _split_reduction(inst: HloInstruction,
     inst.attributes = last.attributes
     for o in inst.operands:  # `last` is `inst` from now on
         o.users = [inst if u is last else u for u in o.users]
+    if last in _PASSED_ON:
+        _take_passed_on(inst, last.shape, _PASSED_ON[last])
     if (shared := _shared_operand(inst)) is not None:
         kernels[-1] = _emit(inst, device, shared)
     with host_streamed_rows(*moved):  # a row-mapped last part as its rows' parts
         return _merge_row_parts([*zip(fusions[:-1], kernels), (inst, kernels[-1])], device)
+
+
+def _take_passed_on(inst: HloInstruction, shape: Shape,
+                    passed: dict[int, HloInstruction]) -> None:
+    """Fusion `inst` (a tuple, read through get-tuple-elements alone)
+    returns the results of `shape` now, its results `passed` (index: the
+    earlier part that makes each) no more: their readers read those parts;
+    the other results' get-tuple-elements are renumbered, or, where one is
+    left, it gives way to `inst` itself."""
+    comp = inst.parent
+    kept = [j for j in range(len(inst.shape.tuple_shapes)) if j not in passed]
+    for g in list(inst.users):
+        j = g.attr("index")
+        if j in passed:
+            source = passed[j]
+        elif not shape.is_tuple:
+            source = inst
+        else:
+            g.attributes = {"index": _index(kept.index(j))}
+            continue
+        for u in g.users:
+            u.operands = [source if o is g else o for o in u.operands]
+            source.users.append(u)
+        inst.users.remove(g)
+        comp.instructions.remove(g)
+        if comp.root is g:
+            comp.root = source
+    inst.shape = shape
+
+
+def _emitted_split(inst: HloInstruction, device: DeviceDescription):
+    """_emitted_parts of `inst`, its side values kept in blocks where they
+    can be (_sides_stay_in_blocks), else narrow ones; emitted as its rows
+    come (host_streamed_rows)."""
+    with host_streamed_rows(_bytes_moved(inst), _narrowest_input_bits(inst)):
+        got = _emitted_parts(inst, device, BLOCK_SIDE_BITS)
+        if got is None or not _sides_stay_in_blocks(*got[1:], device):
+            got = _emitted_parts(inst, device, NARROW_SIDE_BITS)
+    return got
 
 
 def _bytes_moved(inst: HloInstruction) -> int:
@@ -554,6 +635,9 @@ def _reads_by_row(part: HloInstruction, k: int) -> bool:
         for user in value.users:
             if of_rows and (user is reduces[0] or (user is comp.root and user.opcode == "tuple")):
                 continue
+            if (user is comp.root and user.opcode == "tuple" and
+                    value.shape.dims == param.shape.dims):
+                continue  # an output a row (a log-sum-exp), written at its row
             if (value.shape.dims == param.shape.dims and user.opcode == "broadcast" and
                     user.shape.dims == rows.dims and list(user.dimensions) == kept):
                 todo.append(user)
@@ -1343,6 +1427,23 @@ def _is_row_program(instructions: list[HloInstruction]) -> bool:
     return all(i.shape.is_array and tuple(i.shape.dims) in allowed for i in instructions)
 
 
+def _mergeable(inst: HloInstruction) -> bool:
+    """Whether fusion `inst` may join a row program (_merge_row_programs,
+    _merge_row_regions): no library op, no in-place root, row-major."""
+    ops = {i.opcode for i in inst.fused_computation.instructions}
+    return not (_LIBRARY_OPS & ops or _IN_PLACE_ROOTS & ops) and kernel_row_major(inst)
+
+
+def _cheap_again(inst: HloInstruction) -> bool:
+    """Whether fusion `inst` computes at most one costly op an element
+    (a softmax's exp): merged, a producer's elements are computed again
+    where each is read, and a chain of costly ops (a Gumbel-softmax's two
+    logs and exp: over f32[1024,4096] 0.80x the time unmerged, A/B in one
+    process) stays apart."""
+    return sum(i.opcode in COSTLY_OPS and i.shape.dims == inst.shape.dims
+               for i in inst.fused_computation.instructions) <= 1
+
+
 def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInstruction]]:
     """Merges fusions that compute one row program between them into one
     fusion (fusion_merger.merge_producer), in place: a producer whose
@@ -1358,18 +1459,6 @@ def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInst
     live_out = {id(entry.root)}
     if entry.root.opcode == "tuple":
         live_out |= {id(o) for o in entry.root.operands}
-
-    def mergeable(inst: HloInstruction) -> bool:
-        ops = {i.opcode for i in inst.fused_computation.instructions}
-        return not (_LIBRARY_OPS & ops or _IN_PLACE_ROOTS & ops) and kernel_row_major(inst)
-
-    def cheap_again(inst: HloInstruction) -> bool:
-        # Merged, the producer's elements are computed again where each is
-        # read: at most one costly op an element (a softmax's exp), not a
-        # chain of them (a Gumbel-softmax's two logs and exp: over
-        # f32[1024,4096] 0.80x the time unmerged, A/B in one process).
-        return sum(i.opcode in COSTLY_OPS and i.shape.dims == inst.shape.dims
-                   for i in inst.fused_computation.instructions) <= 1
 
     merges = []
     changed = True
@@ -1387,8 +1476,8 @@ def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInst
                     sum(o is producer for o in consumer.operands) != 1 or
                     not _is_row_program(producer.fused_computation.instructions +
                                         consumer.fused_computation.instructions) or
-                    not mergeable(producer) or not mergeable(consumer) or
-                    not cheap_again(producer)):
+                    not _mergeable(producer) or not _mergeable(consumer) or
+                    not _cheap_again(producer)):
                 continue
             _merge_in_place(module, consumer,
                             next(i for i, o in enumerate(consumer.operands) if o is producer))
@@ -1396,6 +1485,157 @@ def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInst
             changed = True
             break
     return merges
+
+
+# The most fusions of one row region (_merge_row_regions).
+MAX_REGION_FUSIONS = 8
+# What a row region's fusions may hold.
+_REGION_OPS = ELEMENTWISE | {"parameter", "constant", "broadcast", "reduce", "tuple"}
+
+
+def _row_region_member(inst: HloInstruction, rows: tuple[int, ...]) -> bool:
+    """Whether `inst` may join a row region over `rows`: a fusion of the
+    entry, of one array result, _mergeable and _cheap_again, whose values
+    are of the rows' dimensions, a row's (the rows less the minor one) or
+    scalars, made by elementwise ops, constants, broadcasts of a row's
+    values along the rows or of scalars, and reduces of the rows over
+    their minor dimension (of one input)."""
+    if (inst.opcode != "fusion" or inst.parent is None or not inst.parent.is_entry or
+            not inst.shape.is_array or not _mergeable(inst) or not _cheap_again(inst)):
+        return False
+    allowed = {rows, rows[:-1], ()}
+    for i in inst.fused_computation.instructions:
+        if (i.opcode not in _REGION_OPS or i.opcode == "tuple" or not i.shape.is_array or
+                tuple(i.shape.dims) not in allowed):
+            return False
+        if i.opcode == "reduce" and (len(i.operands) != 2 or
+                                     tuple(i.operands[0].shape.dims) != rows or
+                                     list(i.dimensions) != [len(rows) - 1]):
+            return False
+        if i.opcode == "broadcast" and i.operands[0].shape.rank and (
+                tuple(i.shape.dims) != rows or
+                list(i.dimensions) != list(range(len(rows) - 1))):
+            return False
+    return True
+
+
+def _rows_of(inst: HloInstruction) -> tuple[int, ...] | None:
+    """The rows a fusion's first reduce reduces over their minor
+    dimension (of two or more dimensions), if any."""
+    for i in inst.fused_computation.instructions:
+        if i.opcode == "reduce" and i.operands[0].shape.rank >= 2:
+            return tuple(i.operands[0].shape.dims)
+    return None
+
+
+def _row_region(seed: HloInstruction, rows: tuple[int, ...]) -> list[HloInstruction]:
+    """The fusions of the entry connected to `seed` (reading or read by
+    one another) that may join a row region over `rows`, up to
+    MAX_REGION_FUSIONS, in the entry's order; [] where they could not be
+    one fusion: a value outside them that reads one of them and is read by
+    another (the merged fusion would read its own result)."""
+    entry = seed.parent
+    region, todo = {id(seed): seed}, [seed]
+    while todo and len(region) < MAX_REGION_FUSIONS:
+        inst = todo.pop()
+        for n in [*inst.operands, *inst.users]:
+            if id(n) not in region and _row_region_member(n, rows):
+                region[id(n)] = n
+                todo.append(n)
+                if len(region) == MAX_REGION_FUSIONS:
+                    break
+    below, todo = set(), [u for m in region.values() for u in m.users if id(u) not in region]
+    while todo:
+        inst = todo.pop()
+        if id(inst) not in below:
+            below.add(id(inst))
+            todo += inst.users
+    above, todo = set(), [o for m in region.values() for o in m.operands if id(o) not in region]
+    while todo:
+        inst = todo.pop()
+        if id(inst) not in above:
+            above.add(id(inst))
+            todo += inst.operands
+    if below & above or any(id(o) in below for m in region.values() for o in m.operands):
+        return []
+    return [i for i in entry.instructions if id(i) in region]
+
+
+def _merge_row_regions(module: HloModule, device: DeviceDescription
+                       ) -> list[tuple[HloInstruction, HloInstruction]]:
+    """Fusions of the entry that compute one row program between them --
+    reduces of the same rows over their minor dimension and what reads
+    them a row or an element of the rows (_row_region) -- where
+    _merge_row_programs left several (a value of them read by two of them,
+    or by the program's result too: a softmax that also returns its rows'
+    sums or log-sum-exp, an RMS norm with its rstd), as one fusion
+    (fusion_merger.merge_region) whose results are the values read
+    outside them: split (tree_reduction.split_reduction), its parts are one
+    kernel (_merge_row_parts), the statistics written by the rows' parts
+    (tree_reduction._output_epilogue_end). Only where that split is ours
+    (_emitted_parts). Returns (a fusion, the fusion it went into) for each
+    fusion merged, in place."""
+    entry = module.entry
+    merges = []
+    seen: set[int] = set()
+    for seed in list(entry.instructions):
+        if id(seed) in seen or seed.opcode != "fusion" or seed.parent is not entry:
+            continue
+        rows = _rows_of(seed)
+        if rows is None or not _row_region_member(seed, rows):
+            continue
+        members = _row_region(seed, rows)
+        seen |= {id(m) for m in members}
+        if len(members) < 2:
+            continue
+        inside = {id(m) for m in members}
+        outputs = [m for m in members if id(m) in {id(entry.root)} or
+                   any(id(u) not in inside for u in m.users)]
+        taken = {i.name for c in module.computations for i in c.instructions}
+        name = _result_name(members[-1].name + ".rows", taken).removesuffix(".result")
+        merged = merge_region(members, outputs, name)
+        if _emitted_split(merged, device) is None:
+            continue
+        _replace_by_region(module, members, outputs, merged)
+        merges += [(m, merged) for m in members]
+    return merges
+
+
+def _replace_by_region(module: HloModule, members: list[HloInstruction],
+                       outputs: list[HloInstruction], merged: HloInstruction) -> None:
+    """Fusion `merged` (merge_region's) in the entry in place of
+    `members`: each output member becomes its get-tuple-element (keeping
+    its name and the readers outside), or `merged` itself is the one
+    output's; the entry's instructions in an order of their operands."""
+    entry = module.entry
+    inside = {id(m) for m in members}
+    merged.parent = entry
+    merged.users = []
+    for o in merged.operands:
+        o.users = [u for u in o.users if id(u) not in inside] + [merged]
+    position = entry.instructions.index(members[-1])
+    entry.instructions[position:position] = [merged]
+    for k, out in enumerate(outputs):
+        readers = [u for u in out.users if id(u) not in inside]
+        if len(outputs) == 1:
+            for u in readers:
+                u.operands = [merged if o is out else o for o in u.operands]
+            merged.users += readers
+            if entry.root is out:
+                entry.root = merged
+            continue
+        get = HloInstruction(name=out.name, opcode="get-tuple-element", shape=out.shape,
+                             operands=[merged], attributes={"index": _index(k)}, parent=entry,
+                             users=readers)
+        for u in readers:
+            u.operands = [get if o is out else o for o in u.operands]
+        merged.users.append(get)
+        entry.instructions.insert(entry.instructions.index(merged) + 1 + k, get)
+        if entry.root is out:
+            entry.root = get
+    entry.instructions = [i for i in entry.instructions if id(i) not in inside]
+    entry.instructions = entry.topological_order()
+    module.computations.insert(module.computations.index(entry), merged.fused_computation)
 
 
 def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[FusionDecision]:
@@ -1444,6 +1684,10 @@ def _replace_fusions_in_context(module: HloModule,
         merged.append((len(decisions), consumer))
         decisions.append(FusionDecision(producer.name, producer.fusion_kind or "?", True,
                                         f"merged into {consumer.name}"))
+    for member, region in _merge_row_regions(module, device):
+        merged.append((len(decisions), region))
+        decisions.append(FusionDecision(member.name, member.fusion_kind or "?", True,
+                                        f"merged into {region.name} (a row program)"))
     for gone, into in _one_hot_scatters(module):
         merged.append((len(decisions), into))
         decisions.append(FusionDecision(gone.name, gone.fusion_kind or "?", True,

@@ -311,13 +311,27 @@ def _scalar_constant(inst: HloInstruction) -> bool:
     return inst.opcode == "constant" and inst.shape.is_array and inst.shape.rank == 0
 
 
-def passed_by(operand: HloInstruction, inst: HloInstruction) -> bool:
+# How deep passed_by looks into the ops that make an operand.
+_PASSED_BY_DEPTH = 4
+
+
+def passed_by(operand: HloInstruction, inst: HloInstruction, depth: int = 0) -> bool:
     """Whether `operand` of elementwise op `inst` is one _host_scaled
-    passes by: a scalar constant (or its broadcast), or a parameter of
-    `inst`'s dimensions, read at the element's own index (a row's max
-    beside log(sum) in a log-sum-exp, m + log(s))."""
-    return _scalar_constant(operand) or (operand.opcode == "parameter" and
-                                         operand.shape.dims == inst.shape.dims)
+    passes by: made of no other instruction of the fusion but a scalar
+    constant or parameter (or its broadcast: a mean's 1/n, passed in as
+    XLA:CPU's `wrapped_broadcast`), parameters of `inst`'s dimensions,
+    read at the element's own index (a row's max beside log(sum) in a
+    log-sum-exp, m + log(s)), and elementwise ops of those dimensions on
+    them (a max made finite, select(is-finite(m), m, 0))."""
+    if _scalar_constant(operand) or (
+            operand.opcode == "broadcast" and operand.operands[0].opcode == "parameter" and
+            operand.operands[0].shape.is_array and operand.operands[0].shape.rank == 0):
+        return True
+    if operand.opcode == "parameter":
+        return operand.shape.dims == inst.shape.dims
+    return (depth < _PASSED_BY_DEPTH and operand.opcode in ELEMENTWISE and
+            operand.shape.is_array and operand.shape.dims == inst.shape.dims and
+            all(passed_by(o, operand, depth + 1) for o in operand.operands))
 
 
 def _host_scaled(inst: HloInstruction) -> HloInstruction | None:

@@ -377,7 +377,8 @@ def _row_outputs(comp, reduce: HloInstruction, taken) -> list[HloInstruction]:
 def _output_epilogue_end(comp, reduce: HloInstruction) -> HloInstruction | None:
     """Where elementwise ops of the reduce's shape follow it one after the
     other, each the only reader of the one before, their other operands
-    constants or broadcast scalar constants, up to one of the fusion's
+    made of no instruction of the fusion that reads it
+    (fusion_analysis.passed_by: scalar constants), up to one of the fusion's
     outputs that others accompany (a row's rstd beside x * rstd, a
     log-sum-exp beside the softmax): that output. The reduce's part then
     makes it, and the rest passes it on as its parameter. Else None."""
@@ -385,12 +386,6 @@ def _output_epilogue_end(comp, reduce: HloInstruction) -> HloInstruction | None:
     if root.opcode != "tuple":
         return None
     outputs = {id(o) for o in root.operands}
-
-    def constant(o) -> bool:
-        return o.opcode == "constant" or (o.opcode == "broadcast" and o.shape.is_array and
-                                          o.operands[0].opcode == "constant" and
-                                          o.operands[0].shape.rank == 0)
-
     value = reduce
     while id(value) not in outputs:
         readers = [i for i in comp.instructions if any(o is value for o in i.operands)]
@@ -398,7 +393,7 @@ def _output_epilogue_end(comp, reduce: HloInstruction) -> HloInstruction | None:
             return None
         (reader,) = readers
         if (reader.opcode not in ELEMENTWISE or reader.shape != value.shape or
-                any(o is not value and not constant(o) for o in reader.operands)):
+                any(o is not value and not passed_by(o, reader) for o in reader.operands)):
             return None
         value = reader
     if all(o is value for o in root.operands):

@@ -1561,6 +1561,30 @@ def _row_region(seed: HloInstruction, rows: tuple[int, ...]) -> list[HloInstruct
     return [i for i in entry.instructions if id(i) in region]
 
 
+# Ops a row region over rows of up to MAX_COSTLY_ROW elements may not
+# compute a row (see _short_rows_cost_more).
+_COSTLY_A_ROW = COSTLY_OPS - {"rsqrt", "sqrt", "divide"}
+
+
+def _short_rows_cost_more(members: list[HloInstruction], rows: tuple[int, ...]) -> bool:
+    """Whether the fusions of a row region over `rows` run slower as one
+    kernel than apart: over rows of up to MAX_COSTLY_ROW elements, where
+    they compute a log or an exp a row (_COSTLY_A_ROW: the merged kernel's
+    epilogue computes it on one lane of a row's warp, where a loop kernel
+    apart vectorizes it over the rows -- a softmax with its log-sum-exp
+    over f32[16384,64] 1.09-1.19x the time as one kernel, through
+    xla_gpu.jax.jit, A/B in one process; an RMS norm with its rstd,
+    a square root a row, 0.73x), and over rows shorter than a warp where
+    they compute a costly op an element (a softmax with its rows' sums
+    over f32[65536,16]: 1.12-1.16x, three kernels of five)."""
+    row = rows[-1]
+    values = [i for m in members for i in m.fused_computation.instructions]
+    return (row <= MAX_COSTLY_ROW and any(i.opcode in _COSTLY_A_ROW and
+                                          tuple(i.shape.dims) == rows[:-1] for i in values)) or \
+        (row < 32 and any(i.opcode in COSTLY_OPS and tuple(i.shape.dims) == rows
+                          for i in values))
+
+
 def _merge_row_regions(module: HloModule, device: DeviceDescription
                        ) -> list[tuple[HloInstruction, HloInstruction]]:
     """Fusions of the entry that compute one row program between them --
@@ -1586,7 +1610,7 @@ def _merge_row_regions(module: HloModule, device: DeviceDescription
             continue
         members = _row_region(seed, rows)
         seen |= {id(m) for m in members}
-        if len(members) < 2:
+        if len(members) < 2 or _short_rows_cost_more(members, rows):
             continue
         inside = {id(m) for m in members}
         outputs = [m for m in members if id(m) in {id(entry.root)} or

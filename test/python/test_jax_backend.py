@@ -1219,6 +1219,123 @@ def test_jit_merges_a_softmax_xla_cuts_into_four_fusions(monkeypatch):
         "xla.block_local_bytes = 16384"], calls[0]
 
 
+def _softmax_and_lse(x):
+    m = x.max(-1, keepdims=True)
+    e = jnp.exp(x - m)
+    s = e.sum(-1, keepdims=True)
+    return e / s, (m + jnp.log(s))[:, 0]
+
+
+def _rms_and_rstd(x):
+    rstd = jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + 1e-6)
+    return x * rstd, rstd[:, 0]
+
+
+def _layer_norm_and_stats(x):
+    m, v = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return (x - m) * jax.lax.rsqrt(v + 1e-5), m[:, 0], v[:, 0]
+
+
+def _softmax_and_sums(x):
+    e = jnp.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True), e.sum(-1)
+
+
+def _log_softmax_and_lse(x):
+    return jax.nn.log_softmax(x), jax.nn.logsumexp(x, -1)
+
+
+def _float64_reference(fn, x):
+    with jax.enable_x64(True):
+        return [np.asarray(v) for v in jax.tree_util.tree_leaves(
+            jax.jit(fn)(jnp.asarray(x, jnp.float64)))]
+
+
+@pytest.mark.parametrize("fn", [_softmax_and_lse, _rms_and_rstd, _layer_norm_and_stats,
+                                _softmax_and_sums, _log_softmax_and_lse])
+def test_jit_computes_a_row_program_and_its_statistics_in_one_kernel(monkeypatch, fn):
+    # A softmax that also returns its log-sum-exp (an attention's, saved
+    # for its gradient), a norm with its statistics: XLA:CPU cuts each at
+    # the statistics (a value two of its fusions read, or the result
+    # too), 2-5 fusions _merge_row_programs left apart; merged as one row
+    # region, one kernel reads x once and writes the result and the
+    # statistics, a row at a time (A/B through xla_gpu.jax.jit over
+    # f32[4096,1000]: 0.49-0.90x the time).
+    monkeypatch.delenv("XLA_GPU_CACHE_DIR", raising=False)
+    x = np.random.default_rng(31).standard_normal((1024, 1000)).astype(np.float32)
+    f = xj.jit(fn)
+    got = [np.asarray(v) for v in jax.tree_util.tree_leaves(f(x))]
+    assert len(_our_calls(_our_module(f).entry)) == 1, _our_module_text(f)
+    assert any(d.reason.endswith("(a row program)") for d in f.decisions()), f.fusion_report()
+    for g, w in zip(got, _float64_reference(fn, x), strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("fn, cols, merged", [(_softmax_and_lse, 64, False),
+                                              (_rms_and_rstd, 64, True),
+                                              (_softmax_and_sums, 16, False),
+                                              (_layer_norm_and_stats, 16, True)])
+def test_jit_leaves_short_rows_apart_where_one_kernel_costs_more(fn, cols, merged):
+    # Over rows of up to 64 a log a row (the log-sum-exp's) runs on one
+    # lane of each row's warp in one kernel, vectorized over the rows in a
+    # loop kernel apart (1.09-1.19x the time merged); rows shorter than a
+    # warp with an exp an element ran 1.12-1.16x (_short_rows_cost_more).
+    # A square root a row, and rows of no costly op, merge.
+    x = np.random.default_rng(33).standard_normal((4096, cols)).astype(np.float32)
+    f = xj.jit(fn)
+    got = [np.asarray(v) for v in jax.tree_util.tree_leaves(f(x))]
+    assert any(d.reason.endswith("(a row program)") for d in f.decisions()) == merged, \
+        f.fusion_report()
+    for g, w in zip(got, _float64_reference(fn, x), strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
+
+
+def test_a_row_region_is_never_cut_by_a_value_outside_it():
+    # The rows' max, an op outside the region that reads it (a sort of the
+    # max: no fusion), and a fusion of the rows that reads both (x less
+    # their sum, broadcast along the rows): merged,
+    # the region's fusion would read its own result (a cycle), so there is
+    # no region; without the op between, the two fusions are one.
+    def module(between: bool) -> str:
+        read = "s" if between else "m"
+        return f"""HloModule m
+
+mx {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}}
+
+rowmax {{
+  x = f32[64,100] parameter(0)
+  ninf = f32[] constant(-inf)
+  ROOT m = f32[64] reduce(x, ninf), dimensions={{1}}, to_apply=mx
+}}
+
+shift {{
+  x = f32[64,100] parameter(0)
+  v = f32[64] parameter(1)
+  w = f32[64] parameter(2)
+  u = f32[64] add(v, w)
+  ub = f32[64,100] broadcast(u), dimensions={{0}}
+  ROOT d = f32[64,100] subtract(x, ub)
+}}
+
+ENTRY main {{
+  x = f32[64,100] parameter(0)
+  m = f32[64] fusion(x), kind=kLoop, calls=rowmax
+  s = f32[64] sort(m), dimensions={{0}}, to_apply=mx
+  ROOT d = f32[64,100] fusion(x, m, {read}), kind=kLoop, calls=shift
+}}
+"""
+
+    for between in (True, False):
+        entry = parse_hlo(module(between)).entry
+        m = next(i for i in entry.instructions if i.name == "m")
+        region = whole_program._row_region(m, (64, 100))
+        assert [i.name for i in region] == ([] if between else ["m", "d"]), between
+
+
 def test_jit_keeps_a_chain_of_costly_ops_in_its_own_fusion(monkeypatch):
     # A Gumbel-softmax: XLA:CPU's exp(y - max(y)) for y = (l - log(-log(u)))
     # * 2, written once and read twice, stays its own fusion: merged, its

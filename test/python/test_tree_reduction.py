@@ -745,6 +745,120 @@ def test_a_log_softmax_takes_the_log_with_the_sum():
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
 
 
+def _softmax_and_lse(rows: int, cols: int):
+    """A softmax and its log-sum-exp (m + log(sum(exp(x - m)))) as one
+    fusion of the two outputs, as xla_gpu.jax's row regions merge them."""
+    s, r = f"[{rows},{cols}]", f"[{rows}]"
+    return parse_hlo(f"""HloModule m
+
+{_softmax_reducers('f32')}
+fused {{
+{row_exp_sum(s, r)}
+  l = f32{r} log(t)
+  lse = f32{r} add(m, l)
+  tb = f32{s} broadcast(t), dimensions={{0}}
+  y = f32{s} divide(e, tb)
+  ROOT out = (f32{s}, f32{r}) tuple(y, lse)
+}}
+
+ENTRY main {{
+  p0 = f32{s} parameter(0)
+  ROOT f = (f32{s}, f32{r}) fusion(p0), kind=kLoop, calls=fused
+}}
+""").fusions()[0]
+
+
+def test_a_rows_output_made_of_its_sum_goes_with_the_sums_part():
+    """On the CPU target, an output a row made of a reduce's result and
+    the row values before it (a log-sum-exp, m + log(s), beside the
+    softmax that divides by s) is the sum's part's too, its epilogue
+    (within host_short_rows its hero is the sum: m is read at the row's
+    index); the rest, which reads it, returns it as it came (its
+    parameter, which xla_gpu.jax drops from it). For XLA:GPU's kernels
+    (host=False) the rest computes it, as before."""
+    from xla_gpu.emitters.fusion_analysis import host_short_rows
+    fusion = _softmax_and_lse(256, 1000)
+    with host_short_rows():
+        mx, total, *gets, rest = split_reduction(fusion, host=True, side_outputs=True)
+        assert analyze_fusion(total).kind == EmitterKind.REDUCTION
+    root = total.fused_computation.root
+    assert root.opcode == "tuple" and [o.opcode for o in root.operands] == ["reduce", "add"]
+    assert [g.attr("index") for g in gets] == [0, 1]
+    out = rest.fused_computation.root
+    assert out.operands[1].opcode == "parameter"
+    assert rest.operands[out.operands[1].parameter_number] is gets[1]
+    assert "log" not in {i.opcode for i in rest.fused_computation.instructions}
+    *_, last = split_reduction(fusion, host=False, side_outputs=True)
+    assert last.fused_computation.root.operands[1].opcode == "add"
+
+
+def test_the_host_takes_a_scaled_reduce_as_its_hero():
+    """Within host_short_rows (xla_gpu.jax.jit's kernels) an elementwise op
+    whose other operands are scalar constants, parameters of its shape or
+    values made of them only passes on its one other to the hero search:
+    x.mean(-1) (the sum times broadcast(1/n)) and m + log(sum) are
+    reductions, one kernel with their epilogue; XLA's rule stops at them
+    (a loop fusion, its reduce then taken out)."""
+    from xla_gpu.emitters.fusion_analysis import host_short_rows
+    mean = parse_hlo("""HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+fused {
+  x = f32[64,100] parameter(0)
+  z = f32[] constant(0)
+  s = f32[64] reduce(x, z), dimensions={1}, to_apply=add
+  c = f32[] constant(0.01)
+  cb = f32[64] broadcast(c), dimensions={}
+  ROOT mean = f32[64] multiply(s, cb)
+}
+
+ENTRY main {
+  p0 = f32[64,100] parameter(0)
+  ROOT f = f32[64] fusion(p0), kind=kLoop, calls=fused
+}
+""").fusions()[0]
+    lse = parse_hlo("""HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+fused {
+  x = f32[64,100] parameter(0)
+  m = f32[64] parameter(1)
+  fin = pred[64] is-finite(m)
+  zero = f32[] constant(0)
+  zb = f32[64] broadcast(zero), dimensions={}
+  mf = f32[64] select(fin, m, zb)
+  mb = f32[64,100] broadcast(mf), dimensions={0}
+  d = f32[64,100] subtract(x, mb)
+  e = f32[64,100] exponential(d)
+  s = f32[64] reduce(e, zero), dimensions={1}, to_apply=add
+  l = f32[64] log(s)
+  ROOT lse = f32[64] add(mf, l)
+}
+
+ENTRY main {
+  p0 = f32[64,100] parameter(0)
+  p1 = f32[64] parameter(1)
+  ROOT f = f32[64] fusion(p0, p1), kind=kLoop, calls=fused
+}
+""").fusions()[0]
+    for fusion in (mean, lse):
+        assert analyze_fusion(fusion).kind == EmitterKind.LOOP
+        with host_short_rows():
+            analysis = analyze_fusion(fusion)
+        assert analysis.kind == EmitterKind.REDUCTION
+        assert [h.opcode for h in analysis.heroes] == ["reduce"]
+
+
 def test_reduces_in_a_reductions_inputs_are_taken_out():
     """softmax(x).max(-1) as XLA:CPU fuses it (for YNNPACK): a reduction
     fusion whose hero, the max of each row's probabilities, reads the

@@ -49,8 +49,8 @@ from .base import (CallTargets, EmitterBase, Epilogue, apply_map, apply_map_at, 
                    check_constraints)
 from .device import DEFAULT_DEVICE, DeviceDescription
 from .elemental import EmitterError, mlir_type
-from .fusion_analysis import (EmitterKind, FusionAnalysis, ReductionDimensions, passed_by,
-                              flag_set, is_real_reduction_hero, kColMajorKept, kColMinorKept,
+from .fusion_analysis import (EmitterKind, FusionAnalysis, ReductionDimensions, flag_set,
+                              is_real_reduction_hero, kColMajorKept, kColMinorKept, passed_by,
                               kColReduced, kRowKept, kRowMinorReduced, reduction_dimensions)
 from .kernel import LaunchDimensions
 from .registry import register_emitter
@@ -176,8 +176,9 @@ def _hero_output(root: HloInstruction, hero: HloInstruction) -> tuple[HloInstruc
     while inst is not hero:
         if inst.opcode == "get-tuple-element" and inst.operands[0] is hero:
             return inst, inst.attr("index")
-        # (An op whose other operands are scalar constants passes on its
-        # one other: fusion_analysis._host_scaled.)
+        # (An op whose other operands are passed_by, scalar constants or
+        # row values read at the row, passes on its one other:
+        # fusion_analysis._host_scaled.)
         inst = next((o for o in inst.operands if not passed_by(o, inst)), inst.operands[0])
     return hero, 0
 

@@ -1556,7 +1556,7 @@ def _row_region(seed: HloInstruction, rows: tuple[int, ...]) -> list[HloInstruct
         if id(inst) not in above:
             above.add(id(inst))
             todo += inst.operands
-    if below & above or any(id(o) in below for m in region.values() for o in m.operands):
+    if below & above:
         return []
     return [i for i in entry.instructions if id(i) in region]
 
@@ -1615,8 +1615,11 @@ def _merge_row_regions(module: HloModule, device: DeviceDescription
         inside = {id(m) for m in members}
         outputs = [m for m in members if id(m) in {id(entry.root)} or
                    any(id(u) not in inside for u in m.users)]
+        if len(outputs) == 1 and outputs[0] is not members[-1]:
+            continue  # (merge_region's one result is its last member's)
         taken = {i.name for c in module.computations for i in c.instructions}
-        name = _result_name(members[-1].name + ".rows", taken).removesuffix(".result")
+        name = next(n for n in (f"{members[-1].name}.rows{j or ''}" for j in range(len(taken) + 1))
+                    if n not in taken)
         merged = merge_region(members, outputs, name)
         if _emitted_split(merged, device) is None:
             continue

@@ -519,7 +519,11 @@ def _split_reduction(inst: HloInstruction,
     `inst`'s computation before it, and it becomes the last; [] (and `inst` untouched)
     where it is neither, or a part is not ours. In the current context."""
     moved = _bytes_moved(inst), _narrowest_input_bits(inst)
-    got = _emitted_split(inst, device)
+    tried = _TRIED_SPLITS.pop(inst, None)
+    if tried is not None and tried[0] == (inst.fused_computation, tuple(map(id, inst.operands))):
+        got = tried[1]
+    else:
+        got = _emitted_split(inst, device)
     if got is None:
         return []
     parts, fusions, kernels = got
@@ -571,6 +575,13 @@ def _take_passed_on(inst: HloInstruction, shape: Shape,
         if comp.root is g:
             comp.root = source
     inst.shape = shape
+
+
+# A row region's fusion (see _merge_row_regions) and its split, tried
+# before it joined the module: its computation and operands then, and
+# _emitted_split's result, which _split_reduction takes where they are
+# the same still (a producer merged into it since makes it anew).
+_TRIED_SPLITS: "weakref.WeakKeyDictionary[HloInstruction, tuple]" = weakref.WeakKeyDictionary()
 
 
 def _emitted_split(inst: HloInstruction, device: DeviceDescription):
@@ -1621,8 +1632,10 @@ def _merge_row_regions(module: HloModule, device: DeviceDescription
         name = next(n for n in (f"{members[-1].name}.rows{j or ''}" for j in range(len(taken) + 1))
                     if n not in taken)
         merged = merge_region(members, outputs, name)
-        if _emitted_split(merged, device) is None:
+        got = _emitted_split(merged, device)
+        if got is None:
             continue
+        _TRIED_SPLITS[merged] = ((merged.fused_computation, tuple(map(id, merged.operands))), got)
         _replace_by_region(module, members, outputs, merged)
         merges += [(m, merged) for m in members]
     return merges

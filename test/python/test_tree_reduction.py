@@ -792,6 +792,44 @@ def test_a_rows_output_made_of_its_sum_goes_with_the_sums_part():
     assert last.fused_computation.root.operands[1].opcode == "add"
 
 
+def _row_sum_fusion(epilogue: str, max_made_finite: bool = False):
+    """A loop fusion of s = sum(x) over f32[64,100]'s rows and then
+    `epilogue` (its lines, the last its ROOT); with `max_made_finite`, s
+    sums exp(x - mf), mf a row's max (a parameter) made finite, and l is
+    log(s)."""
+    exps = """  m = f32[64] parameter(1)
+  fin = pred[64] is-finite(m)
+  zb = f32[64] broadcast(z), dimensions={}
+  mf = f32[64] select(fin, m, zb)
+  mb = f32[64,100] broadcast(mf), dimensions={0}
+  d = f32[64,100] subtract(x, mb)
+  e = f32[64,100] exponential(d)
+  s = f32[64] reduce(e, z), dimensions={1}, to_apply=add
+  l = f32[64] log(s)""" if max_made_finite else """  s = f32[64] reduce(x, z), dimensions={1}, to_apply=add"""
+    params = "p0, p1" if max_made_finite else "p0"
+    return parse_hlo(f"""HloModule m
+
+add {{
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}}
+
+fused {{
+  x = f32[64,100] parameter(0)
+  z = f32[] constant(0)
+{exps}
+{epilogue}
+}}
+
+ENTRY main {{
+  p0 = f32[64,100] parameter(0)
+  p1 = f32[64] parameter(1)
+  ROOT f = f32[64] fusion({params}), kind=kLoop, calls=fused
+}}
+""").fusions()[0]
+
+
 def test_the_host_takes_a_scaled_reduce_as_its_hero():
     """Within host_short_rows (xla_gpu.jax.jit's kernels) an elementwise op
     whose other operands are scalar constants, parameters of its shape or
@@ -800,57 +838,10 @@ def test_the_host_takes_a_scaled_reduce_as_its_hero():
     reductions, one kernel with their epilogue; XLA's rule stops at them
     (a loop fusion, its reduce then taken out)."""
     from xla_gpu.emitters.fusion_analysis import host_short_rows
-    mean = parse_hlo("""HloModule m
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] add(a, b)
-}
-
-fused {
-  x = f32[64,100] parameter(0)
-  z = f32[] constant(0)
-  s = f32[64] reduce(x, z), dimensions={1}, to_apply=add
-  c = f32[] constant(0.01)
+    mean = _row_sum_fusion("""  c = f32[] constant(0.01)
   cb = f32[64] broadcast(c), dimensions={}
-  ROOT mean = f32[64] multiply(s, cb)
-}
-
-ENTRY main {
-  p0 = f32[64,100] parameter(0)
-  ROOT f = f32[64] fusion(p0), kind=kLoop, calls=fused
-}
-""").fusions()[0]
-    lse = parse_hlo("""HloModule m
-
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] add(a, b)
-}
-
-fused {
-  x = f32[64,100] parameter(0)
-  m = f32[64] parameter(1)
-  fin = pred[64] is-finite(m)
-  zero = f32[] constant(0)
-  zb = f32[64] broadcast(zero), dimensions={}
-  mf = f32[64] select(fin, m, zb)
-  mb = f32[64,100] broadcast(mf), dimensions={0}
-  d = f32[64,100] subtract(x, mb)
-  e = f32[64,100] exponential(d)
-  s = f32[64] reduce(e, zero), dimensions={1}, to_apply=add
-  l = f32[64] log(s)
-  ROOT lse = f32[64] add(mf, l)
-}
-
-ENTRY main {
-  p0 = f32[64,100] parameter(0)
-  p1 = f32[64] parameter(1)
-  ROOT f = f32[64] fusion(p0, p1), kind=kLoop, calls=fused
-}
-""").fusions()[0]
+  ROOT mean = f32[64] multiply(s, cb)""")
+    lse = _row_sum_fusion("""  ROOT lse = f32[64] add(mf, l)""", max_made_finite=True)
     for fusion in (mean, lse):
         assert analyze_fusion(fusion).kind == EmitterKind.LOOP
         with host_short_rows():

@@ -377,16 +377,7 @@ def merge_region(members: list[HloInstruction], outputs: list[HloInstruction],
     member's parameter that reads another member that member's root; its
     result is `outputs`' (members read from outside) values, their tuple
     where there are several. In no computation yet."""
-    taken: set[str] = set()
-
-    def fresh(base: str) -> str:
-        new, n = base, 0
-        while new in taken:
-            n += 1
-            new = f"{base}.{n}"
-        taken.add(new)
-        return new
-
+    fresh = _fresh_names(None, name)
     inside = {id(m) for m in members}
     lines, operands = [], []
     param_of: dict[int, str] = {}  # an outside operand: its parameter
@@ -424,10 +415,11 @@ def merge_region(members: list[HloInstruction], outputs: list[HloInstruction],
 
 
 def _fresh_names(comp, source: str):
-    """A function that returns a name for an instruction joining `comp`:
-    its own, or where that is taken (by `comp` or an earlier one) its own
-    followed by `source` (the fusion it comes from) and a number."""
-    taken = {i.name for i in comp.instructions}
+    """A function that returns a name for an instruction joining `comp`
+    (or a new computation, None): its own, or where that is taken (by
+    `comp` or an earlier one) its own followed by `source` (the fusion it
+    comes from) and a number."""
+    taken = {i.name for i in comp.instructions} if comp is not None else set()
 
     def fresh(name: str) -> str:
         new, n = name, 0

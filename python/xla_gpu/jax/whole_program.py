@@ -1555,21 +1555,26 @@ def _row_region(seed: HloInstruction, rows: tuple[int, ...]) -> list[HloInstruct
                 todo.append(n)
                 if len(region) == MAX_REGION_FUSIONS:
                     break
-    below, todo = set(), [u for m in region.values() for u in m.users if id(u) not in region]
-    while todo:
-        inst = todo.pop()
-        if id(inst) not in below:
-            below.add(id(inst))
-            todo += inst.users
-    above, todo = set(), [o for m in region.values() for o in m.operands if id(o) not in region]
-    while todo:
-        inst = todo.pop()
-        if id(inst) not in above:
-            above.add(id(inst))
-            todo += inst.operands
+    members = list(region.values())
+    below = _reached([u for m in members for u in m.users if id(u) not in region],
+                     lambda inst: inst.users)
+    above = _reached([o for m in members for o in m.operands if id(o) not in region],
+                     lambda inst: inst.operands)
     if below & above:
         return []
     return [i for i in entry.instructions if id(i) in region]
+
+
+def _reached(starts: list[HloInstruction], step) -> set[int]:
+    """The ids of `starts` and of every instruction `step` (its users, or
+    its operands) reaches from them."""
+    seen, todo = set(), list(starts)
+    while todo:
+        inst = todo.pop()
+        if id(inst) not in seen:
+            seen.add(id(inst))
+            todo += step(inst)
+    return seen
 
 
 # Ops a row region over rows of up to MAX_COSTLY_ROW elements may not

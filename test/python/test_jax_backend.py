@@ -1334,6 +1334,13 @@ ENTRY main {{
         m = next(i for i in entry.instructions if i.name == "m")
         region = whole_program._row_region(m, (64, 100))
         assert [i.name for i in region] == ([] if between else ["m", "d"]), between
+    # A control dependency keeps a fusion out of any region (merged, the
+    # order it asks for would be lost).
+    ordered = module(False).replace(
+        "calls=shift\n", "calls=shift, control-predecessors={s}\n")
+    entry = parse_hlo(ordered).entry
+    m = next(i for i in entry.instructions if i.name == "m")
+    assert [i.name for i in whole_program._row_region(m, (64, 100))] == ["m"]
 
 
 def test_jit_keeps_a_chain_of_costly_ops_in_its_own_fusion(monkeypatch):

@@ -1504,15 +1504,19 @@ MAX_REGION_FUSIONS = 8
 _REGION_OPS = ELEMENTWISE | {"parameter", "constant", "broadcast", "reduce", "tuple"}
 
 
-def _row_region_member(inst: HloInstruction, rows: tuple[int, ...]) -> bool:
+def _row_region_member(inst: HloInstruction, rows: tuple[int, ...],
+                       ordered: set[int] = frozenset()) -> bool:
     """Whether `inst` may join a row region over `rows`: a fusion of the
-    entry, of one array result, _mergeable and _cheap_again, whose values
+    entry, of one array result, _mergeable and _cheap_again, with no
+    control dependency (`ordered`: the ids of the entry's control
+    predecessors), whose values
     are of the rows' dimensions, a row's (the rows less the minor one) or
     scalars, made by elementwise ops, constants, broadcasts of a row's
     values along the rows or of scalars, and reduces of the rows over
     their minor dimension (of one input)."""
     if (inst.opcode != "fusion" or inst.parent is None or not inst.parent.is_entry or
-            not inst.shape.is_array or not _mergeable(inst) or not _cheap_again(inst)):
+            not inst.shape.is_array or inst.control_predecessors or id(inst) in ordered or
+            not _mergeable(inst) or not _cheap_again(inst)):
         return False
     allowed = {rows, rows[:-1], ()}
     for i in inst.fused_computation.instructions:
@@ -1539,18 +1543,27 @@ def _rows_of(inst: HloInstruction) -> tuple[int, ...] | None:
     return None
 
 
-def _row_region(seed: HloInstruction, rows: tuple[int, ...]) -> list[HloInstruction]:
+def _control_predecessors(comp) -> set[int]:
+    """The ids of the instructions of `comp` that another must follow."""
+    return {id(p) for i in comp.instructions for p in i.control_predecessors}
+
+
+def _row_region(seed: HloInstruction, rows: tuple[int, ...],
+                ordered: set[int] | None = None) -> list[HloInstruction]:
     """The fusions of the entry connected to `seed` (reading or read by
-    one another) that may join a row region over `rows`, up to
-    MAX_REGION_FUSIONS, in the entry's order; [] where they could not be
-    one fusion: a value outside them that reads one of them and is read by
-    another (the merged fusion would read its own result)."""
+    one another) that may join a row region over `rows` (`ordered`: the
+    entry's _control_predecessors), up to MAX_REGION_FUSIONS, in the
+    entry's order; [] where they could not be one fusion: a value outside
+    them that reads one of them and is read by another (the merged fusion
+    would read its own result)."""
     entry = seed.parent
+    if ordered is None:
+        ordered = _control_predecessors(entry)
     region, todo = {id(seed): seed}, [seed]
     while todo and len(region) < MAX_REGION_FUSIONS:
         inst = todo.pop()
         for n in [*inst.operands, *inst.users]:
-            if id(n) not in region and _row_region_member(n, rows):
+            if id(n) not in region and _row_region_member(n, rows, ordered):
                 region[id(n)] = n
                 todo.append(n)
                 if len(region) == MAX_REGION_FUSIONS:
@@ -1612,19 +1625,20 @@ def _merge_row_regions(module: HloModule, device: DeviceDescription
     (fusion_merger.merge_region) whose results are the values read
     outside them: split (tree_reduction.split_reduction), its parts are one
     kernel (_merge_row_parts), the statistics written by the rows' parts
-    (tree_reduction._output_epilogue_end). Only where that split is ours
-    (_emitted_parts). Returns (a fusion, the fusion it went into) for each
-    fusion merged, in place."""
+    (tree_reduction._output_epilogue_end, _row_outputs). Only where that
+    split is ours (_emitted_split). Returns (a fusion, the fusion it went
+    into) for each fusion merged, in place."""
     entry = module.entry
     merges = []
     seen: set[int] = set()
+    ordered = _control_predecessors(entry)
     for seed in list(entry.instructions):
         if id(seed) in seen or seed.opcode != "fusion" or seed.parent is not entry:
             continue
         rows = _rows_of(seed)
-        if rows is None or not _row_region_member(seed, rows):
+        if rows is None or not _row_region_member(seed, rows, ordered):
             continue
-        members = _row_region(seed, rows)
+        members = _row_region(seed, rows, ordered)
         seen |= {id(m) for m in members}
         if len(members) < 2 or _short_rows_cost_more(members, rows):
             continue

@@ -1290,6 +1290,31 @@ def test_jit_leaves_short_rows_apart_where_one_kernel_costs_more(fn, cols, merge
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("rows, cols, merged", [(512, 1000, True), (256, 33, False)])
+def test_jit_merges_row_programs_in_a_loops_body(rows, cols, merged):
+    # A scan whose body is a layer norm that returns its variance: its
+    # fusions merge in the body as in the entry (a scan over a model's
+    # layers keeps every layer's fusions there), one kernel a step. Over
+    # f32[256,33] the body's fusions stay XLA's (a call costs more), as
+    # XLA cut them: merged, XLA's parser met the merged computation after
+    # the body that called it.
+    def fn(xs):
+        def body(c, v):
+            h = c * 0.5 + v
+            m = h.mean(-1, keepdims=True)
+            var = ((h - m) ** 2).mean(-1, keepdims=True)
+            return (h - m) * jax.lax.rsqrt(var + 1e-5), var[:, 0]
+        return jax.lax.scan(body, jnp.zeros(xs.shape[1:], xs.dtype), xs)
+
+    x = np.random.default_rng(34).standard_normal((3, rows, cols)).astype(np.float32)
+    f = xj.jit(fn)
+    got = [np.asarray(v) for v in jax.tree_util.tree_leaves(f(x))]
+    assert any(d.reason.startswith("merged into") for d in f.decisions()) == merged, \
+        f.fusion_report()
+    for g, w in zip(got, _float64_reference(fn, x), strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+
+
 def test_a_row_region_is_never_cut_by_a_value_outside_it():
     # The rows' max, an op outside the region that reads it (a sort of the
     # max: no fusion), and a fusion of the rows that reads both (x less

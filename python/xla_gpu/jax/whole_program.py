@@ -1118,15 +1118,16 @@ def _merge_into_consumer(module: HloModule, inst: HloInstruction) -> HloInstruct
 
 def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int,
                     keep: bool = False) -> HloInstruction:
-    """Merges fusion `consumer`'s operand k, a fusion of the entry, into it
-    (fusion_merger.merge_producer): `consumer` changes in place, the
-    producer leaves the entry, the merged computation joins the module;
+    """Merges fusion `consumer`'s operand k, a fusion of its computation
+    (the entry, or a loop's body), into it (fusion_merger.merge_producer):
+    `consumer` changes in place, the producer leaves the computation, the
+    merged computation joins the module;
     returns `consumer`. With `keep` the producer's result stays, the
     merged fusion's last result: a consumer of one result becomes a new
     fusion of the tuple (its name; the consumer its get-tuple-element),
     and the producer a get-tuple-element of the one returned."""
     producer = consumer.operands[k]
-    entry = module.entry
+    comp = consumer.parent
     if keep and not consumer.shape.is_tuple:
         name = consumer.name
         element = _result_name(name, {i.name for c in module.computations for i in c.instructions})
@@ -1139,7 +1140,7 @@ def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int,
     consumer.attributes = merged.attributes
     for o in sources:
         o.users = [u for u in o.users if u is not producer and u is not consumer] + [consumer]
-    entry.instructions.remove(producer)
+    comp.instructions.remove(producer)
     if keep:
         producer.opcode = "get-tuple-element"
         producer.operands = [consumer]
@@ -1148,8 +1149,10 @@ def _merge_in_place(module: HloModule, consumer: HloInstruction, k: int,
         producer.users = [u for u in producer.users if u is not consumer]
         consumer.shape = merged.shape
         consumer.users.append(producer)
-        entry.instructions.insert(entry.instructions.index(consumer) + 1, producer)
-    module.computations.insert(module.computations.index(entry), merged.fused_computation)
+        comp.instructions.insert(comp.instructions.index(consumer) + 1, producer)
+    # (Before the computation that calls it: XLA's parser takes no use of
+    # a computation before its definition.)
+    module.computations.insert(module.computations.index(comp), merged.fused_computation)
     return consumer
 
 
@@ -1464,18 +1467,28 @@ def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInst
     buffer of exps written once and read twice; merged, one kernel reads
     x and writes the result (the exps computed again, as in the one fusion
     XLA:CPU makes over rows of 1000). A producer computing more than one
-    costly op an element stays apart. Returns (producer, the fusion it
-    went into) for each merge, in order."""
-    entry = module.entry
-    live_out = {id(entry.root)}
-    if entry.root.opcode == "tuple":
-        live_out |= {id(o) for o in entry.root.operands}
+    costly op an element stays apart. In the entry and, since stop 90, in
+    the computations of its loops and branches (a scan over a model's
+    layers). Returns (producer, the fusion it went into) for each merge,
+    in order."""
+    merges = []
+    for comp in (module.entry, *_control_flow_computations(module)):
+        merges += _merge_row_programs_of(module, comp)
+    return merges
+
+
+def _merge_row_programs_of(module: HloModule, comp) -> list[tuple[HloInstruction,
+                                                                   HloInstruction]]:
+    """_merge_row_programs in computation `comp`."""
+    live_out = {id(comp.root)}
+    if comp.root.opcode == "tuple":
+        live_out |= {id(o) for o in comp.root.operands}
 
     merges = []
     changed = True
     while changed:
         changed = False
-        for producer in reversed(entry.instructions):
+        for producer in reversed(comp.instructions):
             if (producer.opcode != "fusion" or id(producer) in live_out or
                     not producer.shape.is_array):
                 continue
@@ -1483,7 +1496,9 @@ def _merge_row_programs(module: HloModule) -> list[tuple[HloInstruction, HloInst
             if len(users) != 1:
                 continue
             (consumer,) = users.values()
-            if (consumer.opcode != "fusion" or consumer.parent is not entry or
+            if (consumer.opcode != "fusion" or consumer.parent is not comp or
+                    (comp is not module.entry and _xlas_in_control_flow(producer) and
+                     _xlas_in_control_flow(consumer)) or
                     sum(o is producer for o in consumer.operands) != 1 or
                     not _is_row_program(producer.fused_computation.instructions +
                                         consumer.fused_computation.instructions) or
@@ -1507,14 +1522,14 @@ _REGION_OPS = ELEMENTWISE | {"parameter", "constant", "broadcast", "reduce", "tu
 def _row_region_member(inst: HloInstruction, rows: tuple[int, ...],
                        ordered: set[int] = frozenset()) -> bool:
     """Whether `inst` may join a row region over `rows`: a fusion of the
-    entry, of one array result, _mergeable and _cheap_again, with no
-    control dependency (`ordered`: the ids of the entry's control
+    computation, of one array result, _mergeable and _cheap_again, with
+    no control dependency (`ordered`: the ids of the computation's control
     predecessors), whose values
     are of the rows' dimensions, a row's (the rows less the minor one) or
     scalars, made by elementwise ops, constants, broadcasts of a row's
     values along the rows or of scalars, and reduces of the rows over
     their minor dimension (of one input)."""
-    if (inst.opcode != "fusion" or inst.parent is None or not inst.parent.is_entry or
+    if (inst.opcode != "fusion" or inst.parent is None or
             not inst.shape.is_array or inst.control_predecessors or id(inst) in ordered or
             not _mergeable(inst) or not _cheap_again(inst)):
         return False
@@ -1550,12 +1565,12 @@ def _control_predecessors(comp) -> set[int]:
 
 def _row_region(seed: HloInstruction, rows: tuple[int, ...],
                 ordered: set[int] | None = None) -> list[HloInstruction]:
-    """The fusions of the entry connected to `seed` (reading or read by
-    one another) that may join a row region over `rows` (`ordered`: the
-    entry's _control_predecessors), up to MAX_REGION_FUSIONS, in the
-    entry's order; [] where they could not be one fusion: a value outside
-    them that reads one of them and is read by another (the merged fusion
-    would read its own result)."""
+    """The fusions of `seed`'s computation connected to it (reading or
+    read by one another) that may join a row region over `rows`
+    (`ordered`: the computation's _control_predecessors), up to
+    MAX_REGION_FUSIONS, in the computation's order; [] where they could
+    not be one fusion: a value outside them that reads one of them and is
+    read by another (the merged fusion would read its own result)."""
     entry = seed.parent
     if ordered is None:
         ordered = _control_predecessors(entry)
@@ -1627,8 +1642,18 @@ def _merge_row_regions(module: HloModule, device: DeviceDescription
     kernel (_merge_row_parts), the statistics written by the rows' parts
     (tree_reduction._output_epilogue_end, _row_outputs). Only where that
     split is ours (_emitted_split). Returns (a fusion, the fusion it went
-    into) for each fusion merged, in place."""
-    entry = module.entry
+    into) for each fusion merged, in place. In the entry and in the computations of its
+    loops and branches."""
+    merges = []
+    for comp in (module.entry, *_control_flow_computations(module)):
+        merges += _merge_row_regions_of(module, comp, device)
+    return merges
+
+
+def _merge_row_regions_of(module: HloModule, entry, device: DeviceDescription
+                          ) -> list[tuple[HloInstruction, HloInstruction]]:
+    """_merge_row_regions in computation `entry` (the entry, or a loop's
+    body)."""
     merges = []
     seen: set[int] = set()
     ordered = _control_predecessors(entry)
@@ -1651,6 +1676,8 @@ def _merge_row_regions(module: HloModule, device: DeviceDescription
         name = next(n for n in (f"{members[-1].name}.rows{j or ''}" for j in range(len(taken) + 1))
                     if n not in taken)
         merged = merge_region(members, outputs, name)
+        if entry is not module.entry and _xlas_in_control_flow(merged):
+            continue  # (XLA's as it is: a call costs more)
         got = _emitted_split(merged, device)
         if got is None:
             continue
@@ -1662,11 +1689,12 @@ def _merge_row_regions(module: HloModule, device: DeviceDescription
 
 def _replace_by_region(module: HloModule, members: list[HloInstruction],
                        outputs: list[HloInstruction], merged: HloInstruction) -> None:
-    """Fusion `merged` (merge_region's) in the entry in place of
-    `members`: each output member becomes its get-tuple-element (keeping
-    its name and the readers outside), or `merged` itself is the one
-    output's; the entry's instructions in an order of their operands."""
-    entry = module.entry
+    """Fusion `merged` (merge_region's) in the members' computation in
+    place of `members`: each output member becomes its get-tuple-element
+    (keeping its name and the readers outside), or `merged` itself is the
+    one output's; the computation's instructions in an order of their
+    operands."""
+    entry = members[0].parent
     inside = {id(m) for m in members}
     merged.parent = entry
     merged.users = []

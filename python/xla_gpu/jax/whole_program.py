@@ -310,7 +310,8 @@ def _emitted_parts(inst: HloInstruction, device: DeviceDescription, side_bits: i
                             side_bits=side_bits)
     if not parts:
         return None
-    _drop_passed_on(parts[-1])
+    if all(u.opcode == "get-tuple-element" for u in inst.users):  # (_take_passed_on's)
+        _drop_passed_on(parts[-1])
     fusions = [part for part in parts if part.opcode == "fusion"]  # not get-tuple-elements
     if side_bits > NARROW_SIDE_BITS and _wide_side_before_a_loop(fusions):
         return None

@@ -352,19 +352,17 @@ def _row_outputs(comp, reduce: HloInstruction, taken) -> list[HloInstruction]:
     if root.opcode != "tuple" or not reduce.shape.is_array:
         return []
     dims = reduce.shape.dims
-    from_row = {id(t) for t in taken} | {id(reduce)}
+    known = {id(t): True for t in [*taken, reduce]}  # an instruction: of the row
 
     def of_the_row(inst) -> bool:
-        if id(inst) in from_row:
-            return True
-        if not inst.shape.is_array or inst.shape.dims != dims or inst.opcode not in ELEMENTWISE:
-            return False
-        if not all(of_the_row(o) or passed_by(o, inst) for o in inst.operands):
-            return False
-        if any(of_the_row(o) for o in inst.operands):
-            from_row.add(id(inst))
-            return True
-        return False
+        if id(inst) not in known:  # (each once: a chain of squares reads each twice)
+            ops = inst.operands
+            known[id(inst)] = (
+                inst.shape.is_array and inst.shape.dims == dims and
+                inst.opcode in ELEMENTWISE and
+                all(of_the_row(o) or passed_by(o, inst) for o in ops) and
+                any(of_the_row(o) for o in ops))
+        return known[id(inst)]
 
     found = [o for o in root.operands
              if id(o) not in {id(t) for t in taken} and of_the_row(o)]

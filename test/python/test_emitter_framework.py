@@ -419,6 +419,49 @@ def test_partitioner_hook_roots_a_hero(ctx):
     assert hooked[0] == ["n"] and hooked[1][0] == "e"
 
 
+def test_outputs_that_read_one_another_through_a_reduction_are_refused(ctx):
+    """x - mean and (x - mean) * rsqrt(sum((x - mean)^2) / n) as two
+    outputs of one loop fusion over rows of 7 (a reduce the loop emitter
+    keeps): the outputs' shared function computed the second through the
+    reduce, whose input's function called the shared one for x - mean,
+    which reduced again, until the stack overflowed (a segfault through
+    xla_gpu.jax.jit, stop 90). Refused now, by name."""
+    from xla_gpu.emitters.elemental import EmitterError
+    text = """HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+fused {
+  x = f32[64,7] parameter(0)
+  mean = f32[64] parameter(1)
+  mb = f32[64,7] broadcast(mean), dimensions={0}
+  d = f32[64,7] subtract(x, mb)
+  sq = f32[64,7] multiply(d, d)
+  z = f32[] constant(0)
+  v = f32[64] reduce(sq, z), dimensions={1}, to_apply=add
+  eps = f32[] constant(1e-05)
+  eb = f32[64] broadcast(eps), dimensions={}
+  ve = f32[64] add(v, eb)
+  r = f32[64] rsqrt(ve)
+  rb = f32[64,7] broadcast(r), dimensions={0}
+  n = f32[64,7] multiply(d, rb)
+  ROOT out = (f32[64,7], f32[64,7]) tuple(d, n)
+}
+
+ENTRY main {
+  p0 = f32[64,7] parameter(0)
+  p1 = f32[64] parameter(1)
+  ROOT f = (f32[64,7], f32[64,7]) fusion(p0, p1), kind=kLoop, calls=fused
+}
+"""
+    with pytest.raises(EmitterError, match="read one another through a reduction"):
+        emit_kernel(find_fusion(parse_hlo(text)))
+
+
 @pytest.mark.parametrize("device, target", [("a100", "sm_80"), ("h100", "sm_90"),
                                             ("a6000", "sm_86")])
 def test_emitted_kernel_to_ptx_for_a_device(ctx, device, target):

@@ -41,6 +41,7 @@ from typing import Callable
 from ..hlo import HloComputation, HloInstruction
 from ..indexing import identity_map, output_to_input_indexing
 from ..indexing_map import IndexingMap
+from .elemental import EmitterError
 
 __all__ = ["Subgraph", "partition", "partition_to_dot", "sanitize_function_name"]
 
@@ -125,7 +126,34 @@ def partition(comp: HloComputation,
         subgraphs.append(sub)
         owner[id(inst)] = sub
         reach[id(inst)] = identity_map(_index_dims(inst))
+    _refuse_call_cycles(subgraphs, owner)
     return subgraphs
+
+
+def _refuse_call_cycles(subgraphs: list[Subgraph], owner: dict[int, Subgraph]) -> None:
+    """Raises EmitterError where a subgraph's function would call itself
+    through others: the outputs' shared function (one function of several
+    roots) computing an output that reads a reduction whose input reads
+    another of those outputs (x - mean beside (x - mean) * rsqrt(sum((x -
+    mean)^2)): the input's function called the outputs' for x - mean, which
+    called the reduction again, until the stack overflowed; stop 90's row
+    regions made such fusions, found by their random generator)."""
+    calls = {id(s): {id(owner[id(o)]) for i in s.instructions for o in i.operands
+                     if id(o) in owner and owner[id(o)] is not s} for s in subgraphs}
+    state: dict[int, int] = {}  # 1: on the walk's path, 2: done
+
+    def walk(s: int) -> bool:
+        state[s] = 1
+        for t in calls[s]:
+            if state.get(t) == 1 or (t not in state and walk(t)):
+                return True
+        state[s] = 2
+        return False
+
+    for s in subgraphs:
+        if id(s) not in state and walk(id(s)):
+            raise EmitterError(s.roots[0], "its outputs read one another through a "
+                                           "reduction (a subgraph would call itself)")
 
 
 def _then(first: IndexingMap, second: IndexingMap,

@@ -18,7 +18,7 @@ from .shape import Shape
 from .types import ElementType
 
 __all__ = ["Attribute", "HloComputation", "HloInstruction", "HloModule", "Literal",
-           "computations_called_by"]
+           "computations_called_by", "replace_uses"]
 
 
 @dataclass
@@ -203,6 +203,18 @@ class HloComputation:
 
     def __repr__(self) -> str:
         return f"<HloComputation {self.name}: {len(self.instructions)} instructions>"
+
+
+def replace_uses(comp: HloComputation, old: HloInstruction, new: HloInstruction) -> None:
+    """Every user of `old` (of computation `comp`) reads `new` instead, and
+    `new` is the root where `old` was (XLA's ReplaceAllUsesWith)."""
+    for user in old.users:
+        user.operands = [new if o is old else o for o in user.operands]
+        if user not in new.users:
+            new.users.append(user)
+    old.users = []
+    if comp.root is old:
+        comp.root = new
 
 
 def computations_called_by(instructions: Iterable[HloInstruction]) -> list[HloComputation]:

@@ -9,23 +9,13 @@ which computes them that way (whole_program.py)."""
 
 from __future__ import annotations
 
-from .module import HloComputation, HloInstruction
+from .module import HloComputation, HloInstruction, replace_uses
 
 __all__ = ["simplify_fp_conversions"]
 
 
 def _is_float_convert(inst: HloInstruction) -> bool:
     return inst.opcode == "convert" and inst.shape.element_type.is_float
-
-
-def _replace_uses(comp: HloComputation, old: HloInstruction, new: HloInstruction) -> None:
-    for user in old.users:
-        user.operands = [new if o is old else o for o in user.operands]
-        if user not in new.users:
-            new.users.append(user)
-    old.users = []
-    if comp.root is old:
-        comp.root = new
 
 
 def _remove_dead(comp: HloComputation, inst: HloInstruction) -> None:
@@ -56,7 +46,7 @@ def simplify_fp_conversions(comp: HloComputation) -> bool:
             continue
         first = inst.operands[0]
         if inst.shape.element_type.name == source.shape.element_type.name:
-            _replace_uses(comp, inst, source)
+            replace_uses(comp, inst, source)
             _remove_dead(comp, inst)
         else:
             inst.operands = [source]

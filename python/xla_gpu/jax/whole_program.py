@@ -49,7 +49,7 @@ from ..emitters.device import DEFAULT_DEVICE, DeviceDescription
 from ..emitters.kernel import BLOCK_LOCAL_ATTR, BLOCK_LOCAL_DIMS, EmittedKernel
 from ..hlo import HloInstruction, HloModule, parse_hlo
 from ..hlo.parser import HloParseError
-from ..hlo.module import Attribute, Literal
+from ..hlo.module import Attribute, Literal, replace_uses
 from ..hlo.proto import constant_values
 from ..hlo.simplify_fp_conversions import simplify_fp_conversions
 from ..reference import (XlaCpuExecutable, as_xla_takes_it, excess_precision_allowed,
@@ -568,13 +568,9 @@ def _take_passed_on(inst: HloInstruction, shape: Shape,
         else:
             g.attributes = {"index": _index(kept.index(j))}
             continue
-        for u in g.users:
-            u.operands = [source if o is g else o for o in u.operands]
-            source.users.append(u)
+        replace_uses(comp, g, source)
         inst.users.remove(g)
         comp.instructions.remove(g)
-        if comp.root is g:
-            comp.root = source
     inst.shape = shape
 
 
@@ -1651,15 +1647,15 @@ def _merge_row_regions(module: HloModule, device: DeviceDescription
     return merges
 
 
-def _merge_row_regions_of(module: HloModule, entry, device: DeviceDescription
+def _merge_row_regions_of(module: HloModule, comp, device: DeviceDescription
                           ) -> list[tuple[HloInstruction, HloInstruction]]:
-    """_merge_row_regions in computation `entry` (the entry, or a loop's
+    """_merge_row_regions in computation `comp` (the entry, or a loop's
     body)."""
     merges = []
     seen: set[int] = set()
-    ordered = _control_predecessors(entry)
-    for seed in list(entry.instructions):
-        if id(seed) in seen or seed.opcode != "fusion" or seed.parent is not entry:
+    ordered = _control_predecessors(comp)
+    for seed in list(comp.instructions):
+        if id(seed) in seen or seed.opcode != "fusion" or seed.parent is not comp:
             continue
         rows = _rows_of(seed)
         if rows is None or not _row_region_member(seed, rows, ordered):
@@ -1669,7 +1665,7 @@ def _merge_row_regions_of(module: HloModule, entry, device: DeviceDescription
         if len(members) < 2 or _short_rows_cost_more(members, rows):
             continue
         inside = {id(m) for m in members}
-        outputs = [m for m in members if id(m) in {id(entry.root)} or
+        outputs = [m for m in members if m is comp.root or
                    any(id(u) not in inside for u in m.users)]
         if len(outputs) == 1 and outputs[0] is not members[-1]:
             continue  # (merge_region's one result is its last member's)
@@ -1677,7 +1673,7 @@ def _merge_row_regions_of(module: HloModule, entry, device: DeviceDescription
         name = next(n for n in (f"{members[-1].name}.rows{j or ''}" for j in range(len(taken) + 1))
                     if n not in taken)
         merged = merge_region(members, outputs, name)
-        if entry is not module.entry and _xlas_in_control_flow(merged):
+        if comp is not module.entry and _xlas_in_control_flow(merged):
             continue  # (XLA's as it is: a call costs more)
         got = _emitted_split(merged, device)
         if got is None:
@@ -1695,35 +1691,27 @@ def _replace_by_region(module: HloModule, members: list[HloInstruction],
     (keeping its name and the readers outside), or `merged` itself is the
     one output's; the computation's instructions in an order of their
     operands."""
-    entry = members[0].parent
+    comp = members[0].parent
     inside = {id(m) for m in members}
-    merged.parent = entry
+    merged.parent = comp
     merged.users = []
     for o in merged.operands:
         o.users = [u for u in o.users if id(u) not in inside] + [merged]
-    position = entry.instructions.index(members[-1])
-    entry.instructions[position:position] = [merged]
+    position = comp.instructions.index(members[-1])
+    comp.instructions[position:position] = [merged]
     for k, out in enumerate(outputs):
-        readers = [u for u in out.users if id(u) not in inside]
+        out.users = [u for u in out.users if id(u) not in inside]  # its readers outside
         if len(outputs) == 1:
-            for u in readers:
-                u.operands = [merged if o is out else o for o in u.operands]
-            merged.users += readers
-            if entry.root is out:
-                entry.root = merged
+            replace_uses(comp, out, merged)
             continue
         get = HloInstruction(name=out.name, opcode="get-tuple-element", shape=out.shape,
-                             operands=[merged], attributes={"index": _index(k)}, parent=entry,
-                             users=readers)
-        for u in readers:
-            u.operands = [get if o is out else o for o in u.operands]
+                             operands=[merged], attributes={"index": _index(k)}, parent=comp)
+        replace_uses(comp, out, get)
         merged.users.append(get)
-        entry.instructions.insert(entry.instructions.index(merged) + 1 + k, get)
-        if entry.root is out:
-            entry.root = get
-    entry.instructions = [i for i in entry.instructions if id(i) not in inside]
-    entry.instructions = entry.topological_order()
-    module.computations.insert(module.computations.index(entry), merged.fused_computation)
+        comp.instructions.insert(comp.instructions.index(merged) + 1 + k, get)
+    comp.instructions = [i for i in comp.instructions if id(i) not in inside]
+    comp.instructions = comp.topological_order()
+    module.computations.insert(module.computations.index(comp), merged.fused_computation)
 
 
 def _replace_fusions(module: HloModule, device: DeviceDescription) -> list[FusionDecision]:

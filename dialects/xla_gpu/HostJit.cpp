@@ -319,8 +319,9 @@ struct HostJit {
 bool timeLlvmPasses() { return std::getenv("XLA_GPU_TIME_LLVM_PASSES") != nullptr; }
 
 // With $XLA_GPU_DUMP_LLVM_IR set to a directory, each compile writes its
-// module's LLVM IR there before O3 (<n>.ll) and after it (<n>.opt.ll), n
-// counting the process's compiles (a debugging aid, as XLA's --xla_dump_to).
+// module's LLVM IR there before O3 (<n>.ll) and after it (<n>.opt.ll), and
+// its object (<n>.o: objdump -d reads it), n counting the process's
+// compiles (a debugging aid, as XLA's --xla_dump_to).
 // A kernel compiled in parts has each part's module in <n>.opt.ll, one
 // after the other. The directory; "" where none is set.
 llvm::StringRef llvmIrDumpDir() {
@@ -624,7 +625,7 @@ struct InlineF64Variants : llvm::PassInfoMixin<InlineF64Variants> {
 // lane loop scalar. The f16 row max over [16384,256] ran 12.1 ms (XLA:CPU
 // 0.17-0.25); widened, its lanes are vectors of F16C conversions and
 // maxima: 0.80 ms (0.43 with its warps' trees in f32, see
-// -xla-gpu-expand-bf16-conversions, and lowerMinMaxToRange's f16).
+// -xla-gpu-expand-bf16-conversions, and lowerMinMax's f16).
 struct WidenHalfMinMax : llvm::PassInfoMixin<WidenHalfMinMax> {
   llvm::PreservedAnalyses run(llvm::Function& fn, llvm::FunctionAnalysisManager&) {
     llvm::SmallVector<llvm::IntrinsicInst*> calls;
@@ -826,7 +827,7 @@ void mergeStridedLeaves(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
     unsigned group = stride;
     unsigned n = llvm::cast<llvm::FixedVectorType>(type)->getNumElements();
     llvm::Type* element = llvm::cast<llvm::FixedVectorType>(type)->getElementType();
-    // f16 values merged in f32 (lowerMinMaxToRange computes f16 maxima so).
+    // f16 values merged in f32 (lowerMinMax computes f16 maxima so).
     const bool half = kind == StridedLeaf::kHalf || element->isHalfTy();
     llvm::SmallVector<llvm::Value*> values;
     for (llvm::Value* wide : wides) {
@@ -939,9 +940,21 @@ llvm::SmallVector<llvm::IntrinsicInst*> balancedChains(
 // bench kernels within their noise. Scalars and vectors under 128 bits
 // (the last steps of a warp's tree, where LLVM's expansion is ~9
 // instructions of moves through mask registers) go in a 128-bit
-// register's first lanes: the row maxima 0.90-0.97x.
-void lowerMinMaxToRange(llvm::Module& module) {
-  if (!hostHasFeature("avx512dq") || !llvm::Triple(module.getTargetTriple()).isX86()) return;
+// register's first lanes: the row maxima 0.90-0.97x. Without AVX-512DQ
+// (an AVX2 host), the same: reductions split, chains balanced, f16 ops
+// computed in f32, a tree's NaN lanes found once, each op LLVM's own
+// llvm.maximum or llvm.minimum in f32 or f64 -- marked nnan where its NaN
+// lanes are found apart, so that its expansion skips their blend (two
+// sign blends and vmaxps). Before, the f16 maxima InstCombine had folded
+// back after the vectorizer stayed vectors of f16, which x86 without
+// AVX512-FP16 computes an element at a time through f32: the f16 row max
+// over [16384,256] ran 1.45 ms, 0.19 since (XLA:CPU 0.32). A/B in one
+// process on a Zen 3 host, bits the same: the f16 row max over
+// [2048,2048] 0.81x, bf16 [16384,256] 0.78x, the multi-row max 0.93x,
+// the cumsum 0.87x, the rest of the bench within noise.
+void lowerMinMax(llvm::Module& module) {
+  if (!llvm::Triple(module.getTargetTriple()).isX86()) return;
+  const bool rangeOps = hostHasFeature("avx512dq");
   const bool vl = hostHasFeature("avx512vl");
   llvm::SmallVector<llvm::IntrinsicInst*> reductions, pairs;
   for (llvm::Function& fn : module) {
@@ -1018,7 +1031,7 @@ void lowerMinMaxToRange(llvm::Module& module) {
     const unsigned count = vector ? vector->getNumElements() : 1;
     const unsigned total = count * element->getPrimitiveSizeInBits();
     const unsigned chunk = total <= 128 ? 128 : total <= 256 ? 256 : 512;
-    if (chunk < 512 && !vl) return std::nullopt;
+    if (rangeOps && chunk < 512 && !vl) return std::nullopt;
     return Lowering{element, count, chunk};
   };
   // The calls lowered, in program order: within a block, a tree's calls
@@ -1098,8 +1111,17 @@ void lowerMinMaxToRange(llvm::Module& module) {
       }
       return b.CreateShuffleVector(v, indices);
     };
+    const bool deferred = inner(call);
+    // Without VRANGE: LLVM's own op in f32 or f64, told there are no NaNs
+    // (nnan: no blend of them) where the NaN lanes are found apart.
+    const bool own = !deferred && !nanA && !nanC;
     llvm::SmallVector<llvm::Value*> parts;
-    for (unsigned first = 0; first < count; first += lanes) {
+    if (!rangeOps) {
+      llvm::FastMathFlags flags;
+      if (!own) flags.setNoNaNs();
+      parts.push_back(b.CreateBinaryIntrinsic(call->getIntrinsicID(), a, c, flags));
+    }
+    for (unsigned first = 0; rangeOps && first < count; first += lanes) {
       llvm::Value* x = piece(a, first);
       llvm::Value* y = piece(c, first);
       llvm::SmallVector<llvm::Value*> arguments = {
@@ -1109,7 +1131,8 @@ void lowerMinMaxToRange(llvm::Module& module) {
       parts.push_back(b.CreateIntrinsic(range, {}, arguments));
     }
     llvm::Value* result = parts.size() == 1 ? parts.front() : llvm::concatenateVectors(b, parts);
-    if (!vector) {
+    if (!rangeOps) {
+    } else if (!vector) {
       result = b.CreateExtractElement(result, uint64_t{0});
     } else if (count % lanes != 0) {
       llvm::SmallVector<int> indices;
@@ -1117,8 +1140,9 @@ void lowerMinMaxToRange(llvm::Module& module) {
       result = b.CreateShuffleVector(result, indices);
     }
     // The lanes where an operand is NaN, or a leaf below one.
-    llvm::Value* nan;
-    if (!nanA && !nanC) {
+    llvm::Value* nan = nullptr;
+    if (!rangeOps && own) {
+    } else if (!nanA && !nanC) {
       nan = b.CreateFCmpUNO(a, c);
     } else if (nanA && nanC) {
       nan = b.CreateOr(nanA, nanC);
@@ -1126,8 +1150,7 @@ void lowerMinMaxToRange(llvm::Module& module) {
       llvm::Value* other = nanA ? c : a;
       nan = b.CreateOr(nanA ? nanA : nanC, b.CreateFCmpUNO(other, other));
     }
-    const bool deferred = inner(call);
-    if (!deferred) result = b.CreateSelect(nan, llvm::ConstantFP::getQNaN(wideType), result);
+    if (nan && !deferred) result = b.CreateSelect(nan, llvm::ConstantFP::getQNaN(wideType), result);
     if (half) {
       llvm::Value* wide = result;
       result = b.CreateFPTrunc(wide, call->getType());
@@ -1246,6 +1269,10 @@ void setTailFoldingForHost() {
   });
 }
 
+// A kernel phase's pointer argument that points into the kernel's stack
+// (extractPhases): a shared tile or accumulators, not a buffer.
+constexpr llvm::StringLiteral kStackArgument = "xla-gpu-stack";
+
 // Software prefetches, after O3, in the host's innermost loops that wait on
 // memory: those that only read the kernel's buffers (function arguments:
 // not the stack's shared tiles or accumulators, nor constant tables), one
@@ -1271,7 +1298,12 @@ void setTailFoldingForHost() {
 // 8 to 128 MiB (past its L3) 0.79-0.97x, the column sum f32[16384,1024]
 // 0.87-0.88x on two threads, the others 0.96-1.02x; stop 43's AVX-512
 // host gained nothing from prefetches written in C. So only hosts without
-// AVX-512 get them (optimizeModule).
+// AVX-512 get them (optimizeModule). A kernel's phases, once outlined
+// (extractPhases), took their accumulators as arguments, which read as
+// buffers written: no loop was prefetched until stop 91 marked them
+// (kStackArgument). On a Zen 3 host (32 MiB of L3), A/B in one process,
+// bits the same: the row sum over f32[16384,1024] (64 MiB) 0.88x, the
+// column sum f32[4096,1024] 0.94x, the other reductions 0.96-1.04x.
 constexpr int64_t kPrefetchBytesAhead = 1024;
 constexpr int64_t kMaxPrefetchedStep = 256;
 constexpr int64_t kCacheLineBytes = 64;
@@ -1287,7 +1319,9 @@ std::optional<int64_t> constantOf(const llvm::SCEV* value) {
 void prefetchStreams(llvm::Function& fn, llvm::LoopInfo& loops, llvm::ScalarEvolution& se) {
   const llvm::DataLayout& layout = fn.getParent()->getDataLayout();
   auto inBuffer = [](llvm::Value* pointer) {
-    return llvm::isa<llvm::Argument>(llvm::getUnderlyingObject(pointer));
+    auto* argument = llvm::dyn_cast<llvm::Argument>(llvm::getUnderlyingObject(pointer));
+    return argument && !argument->getParent()->getAttributes().hasParamAttr(
+                           argument->getArgNo(), kStackArgument);
   };
   struct Stream {
     const llvm::SCEV* address;  // of `first`
@@ -1456,7 +1490,7 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> optimizeAndGenerate(
     std::chrono::steady_clock::time_point* optimized) {
   optimizeModule(module, optLevel, machine, timing);
   defineMaskedVariants(module);
-  lowerMinMaxToRange(module);
+  lowerMinMax(module);
   scaleByRoundedExponents(module);
   if (optimizedIr) *optimizedIr = printed(module);
   for (const std::string& name : publics) addPackedWrapper(module, *module.getFunction(name));
@@ -1528,8 +1562,8 @@ size_t estimatedCost(llvm::Function& fn) {
 // external (the other parts call it), hidden, never inlined. Its pointer
 // arguments are noalias where each points into an object of its own that
 // is an alloca or a noalias argument of the kernel (what its code could
-// assume as part of the kernel). Returns the functions, none where the
-// kernel is not so made.
+// assume as part of the kernel), and kStackArgument where that is an
+// alloca. Returns the functions, none where the kernel is not so made.
 llvm::SmallVector<llvm::Function*> extractPhases(llvm::Function& kernel) {
   llvm::DominatorTree dominators(kernel);
   llvm::SmallVector<llvm::SmallVector<llvm::BasicBlock*>> nests;
@@ -1571,6 +1605,11 @@ llvm::SmallVector<llvm::Function*> extractPhases(llvm::Function& kernel) {
       bool own = llvm::isa<llvm::AllocaInst>(object) || (argument && argument->hasNoAliasAttr());
       distinct = own && !llvm::is_contained(objects, object);
       objects.push_back(object);
+    }
+    for (unsigned i = 0; call != nullptr && i < fn->arg_size(); ++i) {
+      if (llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(call->getArgOperand(i)))) {
+        fn->getArg(i)->addAttr(llvm::Attribute::get(fn->getContext(), kStackArgument));
+      }
     }
     if (!distinct) continue;
     for (llvm::Argument& argument : fn->args()) {
@@ -1856,7 +1895,10 @@ void* xlaGpuCompileToHostObject(MlirModule module, int optLevel, size_t* size,
     }
     object = std::move(*whole);
   }
-  if (dumping) dumpLlvmIr(dumpDir, n, ".opt.ll", optimizedIr);
+  if (dumping) {
+    dumpLlvmIr(dumpDir, n, ".opt.ll", optimizedIr);
+    dumpLlvmIr(dumpDir, n, ".o", object->getBuffer());
+  }
   clock.lapAt(1, optimized);
   clock.lap(2);
   *size = object->getBufferSize();

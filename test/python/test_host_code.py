@@ -193,17 +193,20 @@ def test_llvm_pass_times_are_printed_on_request():
 
 def test_llvm_ir_is_dumped_on_request(tmp_path):
     """$XLA_GPU_DUMP_LLVM_IR=DIR: each compile writes its LLVM IR before O3
-    and after it; the optimized kernel is vectorized (16 lanes of f32 on
-    the AVX-512 host, 8 on AVX2). A directory that cannot be written is
-    said on stderr, and the compile goes on."""
+    and after it, and its object (an ELF relocatable, for objdump); the
+    optimized kernel is vectorized (16 lanes of f32 on the AVX-512 host, 8
+    on AVX2). A directory that cannot be written is said on stderr, and
+    the compile goes on."""
     script = ("import sys; from xla_gpu.runtime import CpuKernel\n"
               "CpuKernel(sys.stdin.read())\n")
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_GPU_CACHE_DIR",
                                                              "XLA_GPU_DUMP_LLVM_IR")}
     subprocess.run([sys.executable, "-c", script], input=kernel_text(11.0),
                    env={**env, "XLA_GPU_DUMP_LLVM_IR": str(tmp_path)}, text=True, check=True)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.ll", "0.opt.ll"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0.ll", "0.o", "0.opt.ll"]
     before, after = (tmp_path / "0.ll").read_text(), (tmp_path / "0.opt.ll").read_text()
+    obj = (tmp_path / "0.o").read_bytes()
+    assert obj[:4] == b"\x7fELF" and int.from_bytes(obj[16:18], "little") == 1  # ET_REL
     assert "define void @" in before and "x float>" not in before
     assert "load <16 x float>" in after or "load <8 x float>" in after
     missing = tmp_path / "missing"
@@ -376,8 +379,12 @@ def test_an_inline_max_is_a_vector_reduction(tmp_path):
     assert "@llvm.maximum.f32" in (tmp_path / "0.ll").read_text()
     optimized = (tmp_path / "0.opt.ll").read_text()
     if host_code.has_avx512dq():
-        # The reduction split in halves, each a VRANGE (lowerMinMaxToRange).
+        # The reduction split in halves, each a VRANGE (lowerMinMax).
         assert "call <16 x float> @llvm.x86.avx512.mask.range.ps.512" in optimized
+        assert "call float @llvm.vector.reduce.fmaximum" not in optimized
+    elif host_code.is_x86():
+        # Split in halves, each LLVM's maximum (lowerMinMax on AVX2).
+        assert re.search(r"call <(4|8|16) x float> @llvm\.maximum\.v\1f32", optimized)
         assert "call float @llvm.vector.reduce.fmaximum" not in optimized
     else:
         assert "call float @llvm.vector.reduce.fmaximum" in optimized
@@ -1293,7 +1300,7 @@ def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
     holding such a pair reduced (the lanes' values and the warp's tree),
     the rest below them (max) or above (min of the negation); in f16 and
     bf16 too. On a host with AVX-512DQ the vector ones are VRANGE
-    (lowerMinMaxToRange), scalars too: no llvm.maximum or minimum is left
+    (lowerMinMax), scalars too: no llvm.maximum or minimum is left
     after O3, and a tree's NaN lanes are found once, at its root; a bf16
     lane's 8 elements are not deinterleaved but taken as its i32 pairs'
     halves (mergeStridedLeaves), an f16 lane's widened whole (its values in
@@ -1359,6 +1366,20 @@ def test_vector_maxima_and_minima_order_zeros_and_propagate_nan(tmp_path, kind):
             nan_selects = re.findall(r"select [^,]*, [^,]*splat \(\w+ 0x7FF8000000000000\)",
                                      optimized)
             assert 0 < len(nan_selects) < len(ranges), (len(nan_selects), len(ranges))
+    elif host_code.is_x86() and not host_code.has_half_arithmetic():
+        # AVX2: LLVM's own ops, in f32 for f16 (none left on f16 vectors,
+        # which x86 would compute an element at a time), a tree's links
+        # told there are no NaNs (nnan) and its NaN lanes selected at its
+        # root (a lane's elements of a long row: its step's tree).
+        assert not re.search(r"call (nnan )?<\d+ x half> @llvm\.(maximum|minimum)\.", optimized)
+        links = re.findall(r"= call nnan <\d+ x (?:float|double)> @llvm\.(?:maximum|minimum)\.",
+                           optimized)
+        nan_selects = re.findall(r"select [^,]*, [^,]*splat \(\w+ 0x7FF8000000000000\)",
+                                 optimized)
+        assert len(nan_selects) <= len(links), (len(nan_selects), len(links))
+        assert bool(nan_selects) == bool(links), (len(nan_selects), len(links))
+        if kind == "f16 long rows":
+            assert links
 
 
 _F16_ROW_MAX = """
@@ -1409,7 +1430,7 @@ def test_an_f16_row_max_runs_its_lanes_as_vectors(tmp_path):
     assert re.search(r"fpext <\d+ x half>", optimized), optimized
     if host_code.has_avx512dq():
         # A lane's f16 result (of 16 lanes at a time) is not widened again
-        # for its warp's tree (lowerMinMaxToRange keeps its f32 value): no
+        # for its warp's tree (lowerMinMax keeps its f32 value): no
         # fpext of such an fptrunc.
         functions = re.split(r"\ndefine ", optimized)
         for fn in functions:

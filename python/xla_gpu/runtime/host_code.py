@@ -162,6 +162,11 @@ def _host_features() -> frozenset[str]:
                      if f.startswith("+"))
 
 
+def is_x86() -> bool:
+    """Whether the host is x86-64."""
+    return host_target().startswith(("x86_64", "i386", "i686"))
+
+
 def has_512_bit_vectors() -> bool:
     """Whether the host's vector registers hold 512 bits (x86's AVX-512)."""
     return "avx512f" in _host_features()

@@ -1131,26 +1131,27 @@ void lowerMinMax(llvm::Module& module) {
       parts.push_back(b.CreateIntrinsic(range, {}, arguments));
     }
     llvm::Value* result = parts.size() == 1 ? parts.front() : llvm::concatenateVectors(b, parts);
-    if (!rangeOps) {
-    } else if (!vector) {
+    if (rangeOps && !vector) {
       result = b.CreateExtractElement(result, uint64_t{0});
-    } else if (count % lanes != 0) {
+    } else if (rangeOps && count % lanes != 0) {
       llvm::SmallVector<int> indices;
       for (unsigned i = 0; i < count; ++i) indices.push_back(static_cast<int>(i));
       result = b.CreateShuffleVector(result, indices);
     }
-    // The lanes where an operand is NaN, or a leaf below one.
+    // The lanes where an operand is NaN, or a leaf below one (none where
+    // LLVM's own op finds them).
     llvm::Value* nan = nullptr;
-    if (!rangeOps && own) {
-    } else if (!nanA && !nanC) {
-      nan = b.CreateFCmpUNO(a, c);
-    } else if (nanA && nanC) {
-      nan = b.CreateOr(nanA, nanC);
-    } else {
-      llvm::Value* other = nanA ? c : a;
-      nan = b.CreateOr(nanA ? nanA : nanC, b.CreateFCmpUNO(other, other));
+    if (rangeOps || !own) {
+      if (!nanA && !nanC) {
+        nan = b.CreateFCmpUNO(a, c);
+      } else if (nanA && nanC) {
+        nan = b.CreateOr(nanA, nanC);
+      } else {
+        llvm::Value* other = nanA ? c : a;
+        nan = b.CreateOr(nanA ? nanA : nanC, b.CreateFCmpUNO(other, other));
+      }
+      if (!deferred) result = b.CreateSelect(nan, llvm::ConstantFP::getQNaN(wideType), result);
     }
-    if (nan && !deferred) result = b.CreateSelect(nan, llvm::ConstantFP::getQNaN(wideType), result);
     if (half) {
       llvm::Value* wide = result;
       result = b.CreateFPTrunc(wide, call->getType());
@@ -1607,7 +1608,9 @@ llvm::SmallVector<llvm::Function*> extractPhases(llvm::Function& kernel) {
       objects.push_back(object);
     }
     for (unsigned i = 0; call != nullptr && i < fn->arg_size(); ++i) {
-      if (llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(call->getArgOperand(i)))) {
+      llvm::Value* operand = call->getArgOperand(i);
+      if (operand->getType()->isPointerTy() &&
+          llvm::isa<llvm::AllocaInst>(llvm::getUnderlyingObject(operand))) {
         fn->getArg(i)->addAttr(llvm::Attribute::get(fn->getContext(), kStackArgument));
       }
     }

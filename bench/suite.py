@@ -33,6 +33,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -113,7 +114,25 @@ def run_suite(runs: int, only: str | None = None, progress=print) -> list[dict]:
     return records
 
 
-def write_results(records: list[dict], out: Path) -> tuple[Path, Path]:
+def host_summary() -> str:
+    """The machine a run measured: the host CPU as LLVM names it, its
+    vector extensions that change our code (AVX-512 and its BF16 and FP16,
+    else AVX2) and the cores the process may use (os.sched_getaffinity).
+    Ratios from two hosts differ (stop 91's Zen 3 host, AVX2, ran the f16
+    row max 4x XLA:CPU's time where the Zen 5 ones ran 0.8x)."""
+    from xla_gpu.runtime import host_code
+
+    target = host_code.host_target().split()
+    features = {f[1:] for f in target[-1].split(",") if f.startswith("+")}
+    vectors = [name for feature, name in [("avx512f", "AVX-512"), ("avx512bf16", "AVX512-BF16"),
+                                          ("avx512fp16", "AVX512-FP16")] if feature in features]
+    if not vectors:
+        vectors = ["AVX2" if "avx2" in features else "no AVX2"]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{target[1] if len(target) > 1 else target[0]}, {', '.join(vectors)}, {cores} cores"
+
+
+def write_results(records: list[dict], out: Path, host: str = "") -> tuple[Path, Path]:
     """results.json and results.png (bars of the ratios on a log scale with
     their bands, the 1.0 line drawn, worse than XLA in red) under `out`."""
     import matplotlib
@@ -138,7 +157,8 @@ def write_results(records: list[dict], out: Path) -> tuple[Path, Path]:
     ax.set_xlim(10 ** math.floor(math.log10(lo * 0.8)), 10 ** math.ceil(math.log10(hi * 1.25)))
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xlabel("time ours / XLA:CPU (log scale; left of 1.0: faster than XLA:CPU)")
-    ax.set_title("xla_gpu on the CPU target vs XLA:CPU, same HLO, same process")
+    ax.set_title("xla_gpu on the CPU target vs XLA:CPU, same HLO, same process"
+                 + (f" ({host})" if host else ""))
     fig.tight_layout()
     fig.savefig(png_path, dpi=120)
     plt.close(fig)
@@ -151,13 +171,14 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default=None, help="run the cases whose name has this")
     parser.add_argument("--out", type=Path, default=HERE / "out")
     args = parser.parse_args(argv)
+    host = host_summary()
     print(f"make bench: ours (CPU target) vs XLA:CPU, medians of {args.runs} runs "
-          "[the ratio's band: the quartiles crosswise]")
+          f"[the ratio's band: the quartiles crosswise] on {host}")
     records = run_suite(args.runs, args.only)
     if not records:
         print(f"no case matches --only {args.only!r}", file=sys.stderr)
         return 1
-    json_path, png_path = write_results(records, args.out)
+    json_path, png_path = write_results(records, args.out, host)
     worst = max(records, key=lambda r: r["ratio"])
     print(f"worst ratio {worst['ratio']:.2f} [{worst['ratio_low']:.2f}, {worst['ratio_high']:.2f}] "
           f"({worst['name']}); wrote {json_path} and {png_path}")

@@ -48,6 +48,17 @@ def test_results_are_a_json_record_per_case_and_a_png(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
 
 
+def test_a_run_names_its_host():
+    # The host CPU as LLVM names it, its vector extensions and its cores:
+    # the ratios differ from host to host.
+    from xla_gpu.runtime import host_code
+    summary = suite.host_summary()
+    cpu = host_code.host_target().split()[1]
+    assert summary.startswith(f"{cpu}, ")
+    assert summary.endswith(f" {len(os.sched_getaffinity(0))} cores")
+    assert ("AVX-512" in summary) == host_code.has_512_bit_vectors()
+
+
 def test_xla_cpu_generates_the_code_of_a_reduction_with_its_libraries_off():
     # The compile anchor beside XLA:CPU's own: by default it hands a
     # reduction to YNNPACK (a kCustom fusion, no code generated); with its

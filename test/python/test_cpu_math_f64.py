@@ -228,8 +228,9 @@ def test_vectorized_loops_inline_the_variants(tmp_path, monkeypatch):
     """Where the loop vectorizer vectorizes a lane loop, it calls the f64
     function's vector variant, which HostJit.cpp inlines after it (and
     drops): the optimized kernel computes the approximation on vectors of
-    the host's doubles (8, or 4 without AVX-512: its FMAs) and calls no variant; the scalar function (libm's)
-    is left for the loop's remainder."""
+    the host's doubles (8, or 4 without AVX-512: its FMAs) and calls no
+    variant; the scalar function (libm's) is left for the loop's
+    remainder."""
     from conftest import kernel_llvm_ir
     _, optimized = kernel_llvm_ir("fusion {\n  p = f64[1048568] parameter(0)\n"
                                   "  ROOT e = f64[1048568] exponential(p)\n}\n",

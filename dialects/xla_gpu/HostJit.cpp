@@ -743,8 +743,9 @@ llvm::Value* balancedTree(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op,
 // (LLVM makes the last permute of two): A/B in one process on a Zen 3
 // host, bits the same, the f16 row max over [2048,2048] 0.78-0.79x, the
 // other row maxima, the softmax steps and the xj.jit row programs
-// 0.94-1.03x. Null where it does not apply. (Past two halvings the pairs the 128-bit
-// halves hold are no longer adjacent: groups of 8 go the global way.)
+// 0.94-1.03x. Null where it does not apply. (Past two halvings the pairs
+// the 128-bit halves hold are no longer adjacent: groups of 8 go the
+// global way.)
 llvm::Value* groupReduceInLanes(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op, llvm::Value* v,
                                 unsigned group,
                                 llvm::SmallVectorImpl<llvm::IntrinsicInst*>& out) {
@@ -756,6 +757,7 @@ llvm::Value* groupReduceInLanes(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op, ll
       !llvm::isPowerOf2_32(n / kLanes) || n / kLanes < group) {
     return nullptr;
   }
+  const unsigned size = group;
   llvm::SmallVector<llvm::Value*> registers;
   // The first element of `v` each lane of the registers (in order) covers.
   llvm::SmallVector<unsigned> first;
@@ -786,7 +788,7 @@ llvm::Value* groupReduceInLanes(llvm::IRBuilder<>& b, llvm::Intrinsic::ID op, ll
   llvm::Value* all = registers.size() == 1 ? registers.front()
                                            : llvm::concatenateVectors(b, registers);
   llvm::SmallVector<int> order(first.size());
-  for (unsigned k = 0; k < first.size(); ++k) order[first[k] / (n / first.size())] = k;
+  for (unsigned k = 0; k < first.size(); ++k) order[first[k] / size] = k;
   return b.CreateShuffleVector(all, order);
 }
 
